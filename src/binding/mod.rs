@@ -1,0 +1,12 @@
+//! The napi layer: reads JavaScript arguments, calls the engine, converts results and
+//! errors back. No sequence logic lives here.
+
+pub mod client;
+pub mod db_target;
+pub mod functions;
+pub mod js_error;
+pub mod js_read;
+pub mod options;
+pub mod output;
+pub mod spawn;
+pub mod types;

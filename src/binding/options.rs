@@ -1,0 +1,89 @@
+//! The options argument: its TypeScript shape and its conversion to engine options.
+
+use napi::bindgen_prelude::Unknown;
+
+use crate::binding::js_read::{
+    bigint_i64, boolean, describe, is_nullish, number, object, property, string,
+};
+use crate::engine::error::{SeqError, SeqResult};
+use crate::engine::options::SequenceOptions as EngineOptions;
+use crate::engine::validate::check_safe_integer;
+
+/// Options of every sequence call (third argument; camelCase like the Node driver).
+#[napi(object)]
+pub struct SequenceOptions {
+    /// Collection holding the counter documents. Default `'counters'`.
+    pub collection: Option<String>,
+    /// Field holding the counter value. Default `'sequence_value'` (others in use:
+    /// `'seq_value'`, `'seq'`).
+    pub field: Option<String>,
+    /// Create the counter on first use instead of rejecting with `SEQUENCE_NOT_FOUND`.
+    /// Default `false`.
+    pub upsert: Option<bool>,
+    /// First value handed out by a counter that a call creates (with `upsert`). Default `1`.
+    #[napi(ts_type = "number | bigint")]
+    pub start: Option<f64>,
+    /// Resolve with BigInt values instead of numbers (needed past 2^53 - 1).
+    /// Default `false`.
+    pub bigint: Option<bool>,
+    /// Connection string to use for a Node driver `Db` whose connection cannot be derived
+    /// from its client (for example credentials given in the options object).
+    pub uri: Option<String>,
+}
+
+const KNOWN: [&str; 6] = ["collection", "field", "upsert", "start", "bigint", "uri"];
+
+fn wrong_type(key: &str, expected: &str, value: &Unknown) -> SeqError {
+    SeqError::invalid_argument(format!(
+        "option '{key}' must be {expected}; got {}",
+        describe(value)
+    ))
+}
+
+/// Reads the options argument (`undefined`/`null` gives the defaults). Unknown keys and
+/// wrong types are refused, so a typo never silently falls back to a default.
+pub fn read_options(value: Option<&Unknown>) -> SeqResult<EngineOptions> {
+    let mut options = EngineOptions::default();
+    let Some(value) = value.filter(|v| !is_nullish(v)) else {
+        return Ok(options);
+    };
+    let Some(obj) = object(value) else {
+        return Err(SeqError::invalid_argument(format!(
+            "options must be an object; got {}",
+            describe(value)
+        )));
+    };
+    let keys = napi::bindgen_prelude::Object::keys(&obj)
+        .map_err(|e| SeqError::invalid_argument(format!("cannot read options: {e}")))?;
+    if let Some(unknown) = keys.iter().find(|k| !KNOWN.contains(&k.as_str())) {
+        return Err(SeqError::invalid_argument(format!(
+            "unknown option '{unknown}'; known options: {}",
+            KNOWN.join(", ")
+        )));
+    }
+    for key in KNOWN {
+        let v = property(&obj, key)?;
+        if is_nullish(&v) {
+            continue;
+        }
+        match key {
+            "collection" => {
+                options.collection = string(&v).ok_or_else(|| wrong_type(key, "a string", &v))?
+            }
+            "field" => options.field = string(&v).ok_or_else(|| wrong_type(key, "a string", &v))?,
+            "uri" => options.uri = Some(string(&v).ok_or_else(|| wrong_type(key, "a string", &v))?),
+            "upsert" => options.upsert = boolean(&v).ok_or_else(|| wrong_type(key, "a boolean", &v))?,
+            "bigint" => options.bigint = boolean(&v).ok_or_else(|| wrong_type(key, "a boolean", &v))?,
+            _ => options.start = read_integer(key, &v)?,
+        }
+    }
+    Ok(options)
+}
+
+/// A safe-integer number or a 64-bit BigInt.
+pub fn read_integer(key: &str, value: &Unknown) -> SeqResult<i64> {
+    if let Some(n) = number(value) {
+        return check_safe_integer(key, n);
+    }
+    bigint_i64(value).ok_or_else(|| wrong_type(key, "a safe integer or a 64-bit BigInt", value))
+}

@@ -1,0 +1,107 @@
+//! Reserved values as JavaScript numbers or BigInts.
+
+use napi::bindgen_prelude::{BigInt, Env, JsObjectValue, Object, ToNapiValue};
+use napi::sys;
+
+use crate::engine::allocate::IdRange;
+use crate::engine::error::SeqResult;
+use crate::engine::js_number::check_safe_range;
+
+/// What a call resolves with.
+pub enum Output {
+    /// One value.
+    Single(Value),
+    /// Every value of a block, ascending.
+    Values(Vec<Value>),
+    /// A block as `{ first, last, count }`.
+    Range {
+        /// First value.
+        first: Value,
+        /// Last value.
+        last: Value,
+        /// Number of values.
+        count: f64,
+    },
+}
+
+/// One value, as a number or a BigInt.
+#[derive(Clone, Copy)]
+pub enum Value {
+    /// A safe integer.
+    Number(f64),
+    /// Any 64-bit integer.
+    BigInt(i64),
+}
+
+impl Value {
+    fn new(v: i64, bigint: bool) -> Value {
+        if bigint {
+            Value::BigInt(v)
+        } else {
+            Value::Number(v as f64)
+        }
+    }
+}
+
+/// Refuses blocks beyond 2^53 - 1 unless `bigint`.
+fn checked(name: &str, range: &IdRange, bigint: bool) -> SeqResult<()> {
+    if bigint {
+        Ok(())
+    } else {
+        check_safe_range(name, range)
+    }
+}
+
+impl Output {
+    /// The first (only) value of a block.
+    pub fn single(name: &str, range: IdRange, bigint: bool) -> SeqResult<Output> {
+        checked(name, &range, bigint)?;
+        Ok(Output::Single(Value::new(range.first, bigint)))
+    }
+
+    /// Every value of a block.
+    pub fn values(name: &str, range: IdRange, bigint: bool) -> SeqResult<Output> {
+        checked(name, &range, bigint)?;
+        Ok(Output::Values(
+            (range.first..=range.last)
+                .map(|v| Value::new(v, bigint))
+                .collect(),
+        ))
+    }
+
+    /// A block as bounds.
+    pub fn range(name: &str, range: IdRange, bigint: bool) -> SeqResult<Output> {
+        checked(name, &range, bigint)?;
+        Ok(Output::Range {
+            first: Value::new(range.first, bigint),
+            last: Value::new(range.last, bigint),
+            count: range.count() as f64,
+        })
+    }
+}
+
+impl ToNapiValue for Value {
+    unsafe fn to_napi_value(env: sys::napi_env, value: Self) -> napi::Result<sys::napi_value> {
+        match value {
+            Value::Number(n) => f64::to_napi_value(env, n),
+            Value::BigInt(b) => BigInt::to_napi_value(env, BigInt::from(b)),
+        }
+    }
+}
+
+impl ToNapiValue for Output {
+    unsafe fn to_napi_value(env: sys::napi_env, value: Self) -> napi::Result<sys::napi_value> {
+        match value {
+            Output::Single(v) => Value::to_napi_value(env, v),
+            Output::Values(values) => Vec::<Value>::to_napi_value(env, values),
+            Output::Range { first, last, count } => {
+                let env_ref = Env::from_raw(env);
+                let mut object = Object::new(&env_ref)?;
+                object.set_named_property("first", first)?;
+                object.set_named_property("last", last)?;
+                object.set_named_property("count", count)?;
+                Object::to_napi_value(env, object)
+            }
+        }
+    }
+}

@@ -1,0 +1,21 @@
+//! Running engine futures on napi's tokio runtime, rejecting with typed errors.
+
+use std::future::Future;
+
+use napi::bindgen_prelude::{Env, PromiseRaw, ToNapiValue};
+
+use crate::binding::js_error::to_js_error;
+use crate::engine::error::SeqResult;
+
+/// A promise for `work`: resolves with its value, or rejects with an `Error` carrying the
+/// engine error's `code`. Argument errors found before any I/O go through here too, so a
+/// call always returns a promise and never throws synchronously.
+pub fn promise<'env, V, F>(env: &'env Env, work: F) -> napi::Result<PromiseRaw<'env, V>>
+where
+    V: ToNapiValue + Send + 'static,
+    F: Future<Output = SeqResult<V>> + Send + 'static,
+{
+    env.spawn_future_with_callback(async move { Ok(work.await) }, |env, result| {
+        result.map_err(|e| to_js_error(env, e))
+    })
+}

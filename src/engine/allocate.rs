@@ -1,0 +1,349 @@
+//! Reserving values from a counter: the one-round-trip fast path, creation on first use,
+//! and the slow paths for unusual stored types, all bounded.
+
+use mongodb::bson::Bson;
+
+use crate::engine::counter_value::{
+    classify, integer_after_increment, StoredCounter, DOUBLE_EXACT_LIMIT,
+};
+use crate::engine::error::{ErrorCode, SeqError, SeqResult};
+use crate::engine::store::{CounterRef, CounterStore, FieldGuard};
+
+/// How many times a reservation starts over after losing a race (another caller created
+/// the counter, or changed it between a read and a guarded write).
+pub const MAX_ATTEMPTS: u32 = 16;
+
+/// How to behave when the counter does not exist.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CreatePolicy {
+    /// Create the counter on first use instead of failing with `SEQUENCE_NOT_FOUND`.
+    pub upsert: bool,
+    /// The first value handed out by a counter this call creates.
+    pub start: i64,
+}
+
+impl Default for CreatePolicy {
+    fn default() -> Self {
+        CreatePolicy {
+            upsert: false,
+            start: 1,
+        }
+    }
+}
+
+/// A contiguous block of reserved values, `first..=last`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IdRange {
+    /// First value of the block.
+    pub first: i64,
+    /// Last value of the block.
+    pub last: i64,
+}
+
+impl IdRange {
+    /// The block ending at `last` with `count` values.
+    pub fn ending_at(last: i64, count: i64) -> SeqResult<IdRange> {
+        let first = last
+            .checked_sub(count - 1)
+            .ok_or_else(|| SeqError::overflow("reserved block starts below the 64-bit range"))?;
+        Ok(IdRange { first, last })
+    }
+
+    /// Number of values in the block.
+    pub fn count(&self) -> i64 {
+        self.last - self.first + 1
+    }
+}
+
+/// Reserves `count` contiguous values (count ≥ 1) from `counter` in as few round trips as
+/// the stored state allows: one for an existing integer counter.
+pub async fn allocate<S: CounterStore>(
+    store: &S,
+    counter: &CounterRef,
+    policy: CreatePolicy,
+    count: i64,
+) -> SeqResult<IdRange> {
+    for _ in 0..MAX_ATTEMPTS {
+        if let Some(after) = store
+            .increment_integer(counter, count)
+            .await
+            .map_err(|e| increment_error(counter, e))?
+        {
+            return block_from(counter, Some(&after), count);
+        }
+        let outcome = match store.read(counter).await? {
+            None if !policy.upsert => return Err(SeqError::not_found(&counter.name)),
+            None => create_counter(store, counter, policy, count).await?,
+            Some(field) => advance_unusual(store, counter, field.as_ref(), count).await?,
+        };
+        if let Some(range) = outcome {
+            return Ok(range);
+        }
+    }
+    Err(SeqError::new(
+        ErrorCode::Contention,
+        format!(
+            "Sequence '{}' kept changing during {MAX_ATTEMPTS} attempts; try again",
+            counter.name
+        ),
+    ))
+}
+
+/// Creates the counter so that this call gets `start..start+count-1`. `None` when another
+/// caller created it first (the caller then starts over).
+async fn create_counter<S: CounterStore>(
+    store: &S,
+    counter: &CounterRef,
+    policy: CreatePolicy,
+    count: i64,
+) -> SeqResult<Option<IdRange>> {
+    let last = policy.start.checked_add(count - 1).ok_or_else(|| {
+        SeqError::overflow(format!(
+            "Sequence '{}' cannot start at {} with {count} values: beyond the 64-bit range",
+            counter.name, policy.start
+        ))
+    })?;
+    if store.create(counter, last).await? {
+        Ok(Some(IdRange {
+            first: policy.start,
+            last,
+        }))
+    } else {
+        Ok(None)
+    }
+}
+
+/// Advances a counter whose field is absent or a double, guarded on what was read, or
+/// refuses one that cannot count. `None` when it changed meanwhile.
+async fn advance_unusual<S: CounterStore>(
+    store: &S,
+    counter: &CounterRef,
+    field: Option<&Bson>,
+    count: i64,
+) -> SeqResult<Option<IdRange>> {
+    let guard = match classify(field) {
+        // Became an integer since the first attempt: start over on the fast path.
+        StoredCounter::Integer(_) => return Ok(None),
+        StoredCounter::Missing => FieldGuard::Absent,
+        StoredCounter::IntegralDouble(d) => {
+            if d + count as f64 >= DOUBLE_EXACT_LIMIT {
+                return Err(SeqError::overflow(format!(
+                    "Sequence '{}' is stored as a double ({d}) and would pass 2^53, where \
+                     doubles stop counting exactly; store it as a long to go further",
+                    counter.name
+                )));
+            }
+            FieldGuard::EqualsDouble(d)
+        }
+        StoredCounter::Unusable(found) => {
+            return Err(SeqError::invalid_counter(
+                &counter.name,
+                &counter.field,
+                &found,
+            ))
+        }
+    };
+    match store
+        .increment_guarded(counter, guard, count)
+        .await
+        .map_err(|e| increment_error(counter, e))?
+    {
+        Some(after) => block_from(counter, Some(&after), count).map(Some),
+        None => Ok(None),
+    }
+}
+
+fn block_from(counter: &CounterRef, after: Option<&Bson>, count: i64) -> SeqResult<IdRange> {
+    let last = integer_after_increment(after)
+        .map_err(|found| SeqError::invalid_counter(&counter.name, &counter.field, &found))?;
+    IdRange::ending_at(last, count)
+}
+
+/// `$inc` past the Int64 range fails on the server with BadValue (2): report it as overflow.
+fn increment_error(counter: &CounterRef, error: SeqError) -> SeqError {
+    if error.code == ErrorCode::Server && error.server_code == Some(2) {
+        SeqError {
+            code: ErrorCode::SequenceOverflow,
+            message: format!(
+                "Sequence '{}' cannot advance: the counter would pass the 64-bit integer range",
+                counter.name
+            ),
+            ..error
+        }
+    } else {
+        error
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::Ordering;
+
+    use super::*;
+    use crate::engine::memory_store::MemoryStore;
+
+    fn counter(name: &str) -> CounterRef {
+        CounterRef {
+            collection: "counters".into(),
+            field: "sequence_value".into(),
+            name: name.into(),
+        }
+    }
+
+    fn run<F: std::future::Future>(f: F) -> F::Output {
+        tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap()
+            .block_on(f)
+    }
+
+    const UPSERT: CreatePolicy = CreatePolicy {
+        upsert: true,
+        start: 1,
+    };
+
+    #[test]
+    fn missing_counter_is_not_found_without_upsert() {
+        let store = MemoryStore::default();
+        let err = run(allocate(&store, &counter("productId"), CreatePolicy::default(), 1))
+            .unwrap_err();
+        assert_eq!(err.code, ErrorCode::SequenceNotFound);
+        assert_eq!(store.get(&counter("productId")), None, "nothing was written");
+    }
+
+    #[test]
+    fn existing_integer_counter_takes_one_round_trip() {
+        let store = MemoryStore::default();
+        let c = counter("productId");
+        store.put(&c, Some(Bson::Int32(0)));
+        let a = run(allocate(&store, &c, CreatePolicy::default(), 1)).unwrap();
+        let b = run(allocate(&store, &c, CreatePolicy::default(), 1)).unwrap();
+        assert_eq!((a.first, a.last, b.first, b.last), (1, 1, 2, 2));
+        assert_eq!(store.round_trips.load(Ordering::SeqCst), 2);
+    }
+
+    #[test]
+    fn batch_reserves_a_contiguous_block() {
+        let store = MemoryStore::default();
+        let c = counter("ticket_id");
+        store.put(&c, Some(Bson::Int32(0)));
+        let r = run(allocate(&store, &c, CreatePolicy::default(), 100)).unwrap();
+        assert_eq!((r.first, r.last, r.count()), (1, 100, 100));
+        assert_eq!(store.get(&c), Some(Some(Bson::Int32(100))));
+    }
+
+    #[test]
+    fn upsert_creates_at_start() {
+        let store = MemoryStore::default();
+        let c = counter("posts");
+        let policy = CreatePolicy {
+            upsert: true,
+            start: 1000,
+        };
+        let r = run(allocate(&store, &c, policy, 5)).unwrap();
+        assert_eq!((r.first, r.last), (1000, 1004));
+        let r = run(allocate(&store, &c, policy, 1)).unwrap();
+        assert_eq!((r.first, r.last), (1005, 1005));
+        assert_eq!(store.get(&c), Some(Some(Bson::Int32(1005))));
+    }
+
+    #[test]
+    fn losing_the_creation_race_continues_from_the_winner() {
+        let store = MemoryStore::default();
+        let c = counter("posts");
+        *store.race_create_with.lock().unwrap() = Some(7);
+        let r = run(allocate(&store, &c, UPSERT, 1)).unwrap();
+        assert_eq!((r.first, r.last), (8, 8));
+    }
+
+    #[test]
+    fn int32_promotes_to_int64() {
+        let store = MemoryStore::default();
+        let c = counter("big");
+        store.put(&c, Some(Bson::Int32(i32::MAX)));
+        let r = run(allocate(&store, &c, CreatePolicy::default(), 1)).unwrap();
+        assert_eq!(r.first, i32::MAX as i64 + 1);
+        assert_eq!(store.get(&c), Some(Some(Bson::Int64(i32::MAX as i64 + 1))));
+    }
+
+    #[test]
+    fn int64_overflow_is_reported_as_overflow_without_write() {
+        let store = MemoryStore::default();
+        let c = counter("max");
+        store.put(&c, Some(Bson::Int64(i64::MAX)));
+        let err = run(allocate(&store, &c, CreatePolicy::default(), 1)).unwrap_err();
+        assert_eq!(err.code, ErrorCode::SequenceOverflow);
+        assert_eq!(err.server_code, Some(2));
+        assert_eq!(store.get(&c), Some(Some(Bson::Int64(i64::MAX))));
+    }
+
+    #[test]
+    fn integral_double_counts_and_stays_double() {
+        let store = MemoryStore::default();
+        let c = counter("dbl");
+        store.put(&c, Some(Bson::Double(3_000_000_000.0)));
+        let r = run(allocate(&store, &c, CreatePolicy::default(), 2)).unwrap();
+        assert_eq!((r.first, r.last), (3_000_000_001, 3_000_000_002));
+    }
+
+    #[test]
+    fn double_near_two_pow_53_is_refused_before_writing() {
+        let store = MemoryStore::default();
+        let c = counter("dbl");
+        let near = DOUBLE_EXACT_LIMIT - 1.0;
+        store.put(&c, Some(Bson::Double(near)));
+        let err = run(allocate(&store, &c, CreatePolicy::default(), 1)).unwrap_err();
+        assert_eq!(err.code, ErrorCode::SequenceOverflow);
+        assert_eq!(store.get(&c), Some(Some(Bson::Double(near))));
+    }
+
+    #[test]
+    fn missing_field_counts_from_zero_like_the_helper() {
+        let store = MemoryStore::default();
+        let c = counter("nofield");
+        store.put(&c, None);
+        let r = run(allocate(&store, &c, CreatePolicy::default(), 1)).unwrap();
+        assert_eq!((r.first, r.last), (1, 1));
+    }
+
+    #[test]
+    fn unusable_counters_are_refused_unchanged() {
+        for value in [
+            Bson::String("5".into()),
+            Bson::Double(1.5),
+            Bson::Null,
+            Bson::Document(mongodb::bson::doc! { "n": 1 }),
+        ] {
+            let store = MemoryStore::default();
+            let c = counter("bad");
+            store.put(&c, Some(value.clone()));
+            let err = run(allocate(&store, &c, UPSERT, 1)).unwrap_err();
+            assert_eq!(err.code, ErrorCode::InvalidCounter, "{value:?}");
+            assert!(err.message.contains("'bad'"), "{}", err.message);
+            assert_eq!(store.get(&c), Some(Some(value)));
+        }
+    }
+
+    #[test]
+    fn server_errors_surface_and_later_calls_work() {
+        let store = MemoryStore::default();
+        let c = counter("flaky");
+        store.put(&c, Some(Bson::Int32(0)));
+        store.fail_next.store(1, Ordering::SeqCst);
+        let err = run(allocate(&store, &c, CreatePolicy::default(), 1)).unwrap_err();
+        assert_eq!((err.code, err.server_code), (ErrorCode::Server, Some(91)));
+        let r = run(allocate(&store, &c, CreatePolicy::default(), 1)).unwrap();
+        assert_eq!(r.first, 1, "the failed call consumed nothing");
+    }
+
+    #[test]
+    fn start_near_the_top_overflows_cleanly() {
+        let store = MemoryStore::default();
+        let policy = CreatePolicy {
+            upsert: true,
+            start: i64::MAX,
+        };
+        let err = run(allocate(&store, &counter("top"), policy, 2)).unwrap_err();
+        assert_eq!(err.code, ErrorCode::SequenceOverflow);
+    }
+}

@@ -1,0 +1,141 @@
+//! What a stored counter field holds, read from BSON.
+
+use mongodb::bson::Bson;
+
+/// 2^53: from here on a double no longer holds every integer, so `$inc` on it can repeat.
+pub const DOUBLE_EXACT_LIMIT: f64 = 9_007_199_254_740_992.0;
+
+/// The state of the counter field of an existing counter document.
+#[derive(Debug, Clone, PartialEq)]
+pub enum StoredCounter {
+    /// An Int32 or Int64: `$inc` works on it exactly.
+    Integer(i64),
+    /// A double holding a whole number below 2^53 in magnitude.
+    IntegralDouble(f64),
+    /// The document exists but has no such field (`$inc` would create it from 0).
+    Missing,
+    /// Anything else: named for the error message.
+    Unusable(String),
+}
+
+/// Classifies a counter field (`None` when the field is absent).
+pub fn classify(value: Option<&Bson>) -> StoredCounter {
+    match value {
+        None => StoredCounter::Missing,
+        Some(Bson::Int32(v)) => StoredCounter::Integer(i64::from(*v)),
+        Some(Bson::Int64(v)) => StoredCounter::Integer(*v),
+        Some(Bson::Double(d)) => classify_double(*d),
+        Some(other) => StoredCounter::Unusable(type_name(other).to_string()),
+    }
+}
+
+fn classify_double(d: f64) -> StoredCounter {
+    if !d.is_finite() {
+        StoredCounter::Unusable(format!("a non-finite double ({d})"))
+    } else if d.fract() != 0.0 {
+        StoredCounter::Unusable(format!("a fractional double ({d})"))
+    } else if d.abs() >= DOUBLE_EXACT_LIMIT {
+        StoredCounter::Unusable(format!(
+            "a double ({d:e}) too large to count exactly (2^53 or more)"
+        ))
+    } else {
+        StoredCounter::IntegralDouble(d)
+    }
+}
+
+/// The BSON type name of a value, as MongoDB's `$type` spells it, with an article.
+pub fn type_name(value: &Bson) -> &'static str {
+    match value {
+        Bson::Double(_) => "a double",
+        Bson::String(_) => "a string",
+        Bson::Array(_) => "an array",
+        Bson::Document(_) => "an object",
+        Bson::Boolean(_) => "a bool",
+        Bson::Null => "null",
+        Bson::RegularExpression(_) => "a regex",
+        Bson::JavaScriptCode(_) | Bson::JavaScriptCodeWithScope(_) => "javascript",
+        Bson::Int32(_) => "an int",
+        Bson::Int64(_) => "a long",
+        Bson::Timestamp(_) => "a timestamp",
+        Bson::Binary(_) => "binary data",
+        Bson::ObjectId(_) => "an objectId",
+        Bson::DateTime(_) => "a date",
+        Bson::Symbol(_) => "a symbol",
+        Bson::Decimal128(_) => "a decimal",
+        Bson::Undefined => "undefined",
+        Bson::MaxKey => "maxKey",
+        Bson::MinKey => "minKey",
+        Bson::DbPointer(_) => "a dbPointer",
+    }
+}
+
+/// The integer value a counter holds right after an increment, as returned by the server.
+/// `Err` names what was found instead.
+pub fn integer_after_increment(value: Option<&Bson>) -> Result<i64, String> {
+    match classify(value) {
+        StoredCounter::Integer(v) => Ok(v),
+        StoredCounter::IntegralDouble(d) => Ok(d as i64),
+        StoredCounter::Missing => Err("no value".to_string()),
+        StoredCounter::Unusable(found) => Err(found),
+    }
+}
+
+/// The BSON integer to store or send for `v`: Int32 when it fits (as the Node driver and
+/// mongosh write small integers), otherwise Int64.
+pub fn compact_integer(v: i64) -> Bson {
+    match i32::try_from(v) {
+        Ok(small) => Bson::Int32(small),
+        Err(_) => Bson::Int64(v),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn integers_and_doubles() {
+        assert_eq!(classify(Some(&Bson::Int32(5))), StoredCounter::Integer(5));
+        assert_eq!(
+            classify(Some(&Bson::Int64(1 << 40))),
+            StoredCounter::Integer(1 << 40)
+        );
+        assert_eq!(
+            classify(Some(&Bson::Double(7.0))),
+            StoredCounter::IntegralDouble(7.0)
+        );
+        assert_eq!(classify(None), StoredCounter::Missing);
+    }
+
+    #[test]
+    fn unusable_values_are_named() {
+        let cases = [
+            (Bson::Double(1.5), "fractional"),
+            (Bson::Double(f64::NAN), "non-finite"),
+            (Bson::Double(DOUBLE_EXACT_LIMIT), "too large"),
+            (Bson::String("7".into()), "a string"),
+            (Bson::Null, "null"),
+            (Bson::Document(Default::default()), "an object"),
+        ];
+        for (value, needle) in cases {
+            match classify(Some(&value)) {
+                StoredCounter::Unusable(found) => assert!(found.contains(needle), "{found}"),
+                other => panic!("{value:?} classified as {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn compact_integers() {
+        assert_eq!(compact_integer(1), Bson::Int32(1));
+        assert_eq!(compact_integer(i32::MAX as i64 + 1), Bson::Int64(2_147_483_648));
+        assert_eq!(compact_integer(-1), Bson::Int32(-1));
+    }
+
+    #[test]
+    fn after_increment() {
+        assert_eq!(integer_after_increment(Some(&Bson::Double(3.0))), Ok(3));
+        assert!(integer_after_increment(Some(&Bson::String("x".into()))).is_err());
+        assert!(integer_after_increment(None).is_err());
+    }
+}

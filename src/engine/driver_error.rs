@@ -1,0 +1,53 @@
+//! Turning the mongodb driver's errors into [`SeqError`]s, with secrets removed.
+
+use mongodb::error::{Error, ErrorKind, WriteFailure};
+
+use crate::engine::error::{ErrorCode, SeqError};
+
+/// MongoDB's duplicate key error code.
+pub const DUPLICATE_KEY: i32 = 11000;
+
+/// Maps a driver error to a typed error whose message contains none of `secrets`.
+pub fn from_driver(error: &Error, secrets: &[String]) -> SeqError {
+    let mapped = match &*error.kind {
+        ErrorKind::Command(e) => SeqError::server(e.code, Some(e.code_name.clone()), &e.message),
+        ErrorKind::Write(WriteFailure::WriteError(e)) => {
+            SeqError::server(e.code, e.code_name.clone(), &e.message)
+        }
+        ErrorKind::Write(WriteFailure::WriteConcernError(e)) => SeqError::server(
+            e.code,
+            Some(e.code_name.clone()),
+            &format!("write concern: {}", e.message),
+        ),
+        ErrorKind::ServerSelection { message, .. }
+        | ErrorKind::ConnectionPoolCleared { message, .. }
+        | ErrorKind::DnsResolve { message, .. }
+        | ErrorKind::InvalidTlsConfig { message, .. } => connection(message),
+        ErrorKind::Authentication { message, .. } => {
+            connection(&format!("authentication failed: {message}"))
+        }
+        ErrorKind::Io(e) => connection(&e.to_string()),
+        ErrorKind::InvalidArgument { message, .. } => SeqError::invalid_argument(message.clone()),
+        ErrorKind::Shutdown => SeqError::new(ErrorCode::ClientClosed, "the client was closed"),
+        _ => SeqError::new(ErrorCode::Server, format!("MongoDB driver error: {error}")),
+    };
+    mapped.redacted(secrets)
+}
+
+fn connection(message: &str) -> SeqError {
+    SeqError::new(
+        ErrorCode::Connection,
+        format!("cannot reach MongoDB: {message}"),
+    )
+}
+
+/// True when `error` is a duplicate key on the `_id` index (and not on another unique
+/// index of the collection).
+pub fn is_duplicate_id(error: &Error) -> bool {
+    let (code, message) = match &*error.kind {
+        ErrorKind::Write(WriteFailure::WriteError(e)) => (e.code, e.message.as_str()),
+        ErrorKind::Command(e) => (e.code, e.message.as_str()),
+        _ => return false,
+    };
+    code == DUPLICATE_KEY && (!message.contains("index:") || message.contains("index: _id_ "))
+}

@@ -1,0 +1,128 @@
+//! An in-memory [`CounterStore`] for unit tests, with MongoDB's `$inc` type rules and
+//! hooks to inject failures and races.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+use mongodb::bson::Bson;
+
+use crate::engine::error::{SeqError, SeqResult};
+use crate::engine::store::{CounterRef, CounterStore, FieldGuard};
+
+type Key = (String, String);
+
+/// Counters in a map: `(collection, name) -> field value` (`None`: document without field).
+#[derive(Default)]
+pub struct MemoryStore {
+    docs: Mutex<HashMap<Key, Option<Bson>>>,
+    /// Fail this many upcoming operations with a server error.
+    pub fail_next: AtomicUsize,
+    /// Before the next `create`, insert the document as another process would.
+    pub race_create_with: Mutex<Option<i64>>,
+    /// Round trips made (every operation counts one).
+    pub round_trips: AtomicUsize,
+}
+
+fn key(counter: &CounterRef) -> Key {
+    (counter.collection.clone(), counter.name.clone())
+}
+
+impl MemoryStore {
+    /// Stores `value` in the counter field (or a document without the field for `None`).
+    pub fn put(&self, counter: &CounterRef, value: Option<Bson>) {
+        self.docs.lock().unwrap().insert(key(counter), value);
+    }
+
+    /// The stored document: `None` when absent.
+    pub fn get(&self, counter: &CounterRef) -> Option<Option<Bson>> {
+        self.docs.lock().unwrap().get(&key(counter)).cloned()
+    }
+
+    fn begin(&self) -> SeqResult<()> {
+        self.round_trips.fetch_add(1, Ordering::SeqCst);
+        let injected = self
+            .fail_next
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+            .is_ok();
+        if injected {
+            return Err(SeqError::server(91, Some("ShutdownInProgress".into()), "injected"));
+        }
+        Ok(())
+    }
+
+    fn add(current: &Bson, by: i64) -> SeqResult<Bson> {
+        let overflow = || SeqError::server(2, Some("BadValue".into()), "Failed to apply $inc");
+        Ok(match current {
+            Bson::Int32(v) => match i32::try_from(by) {
+                Ok(by32) => match v.checked_add(by32) {
+                    Some(sum) => Bson::Int32(sum),
+                    None => Bson::Int64(i64::from(*v) + by),
+                },
+                Err(_) => Bson::Int64(i64::from(*v).checked_add(by).ok_or_else(overflow)?),
+            },
+            Bson::Int64(v) => Bson::Int64(v.checked_add(by).ok_or_else(overflow)?),
+            Bson::Double(d) => Bson::Double(d + by as f64),
+            _ => return Err(SeqError::server(14, Some("TypeMismatch".into()), "not a number")),
+        })
+    }
+}
+
+impl CounterStore for MemoryStore {
+    async fn increment_integer(&self, counter: &CounterRef, by: i64) -> SeqResult<Option<Bson>> {
+        self.begin()?;
+        let mut docs = self.docs.lock().unwrap();
+        match docs.get_mut(&key(counter)) {
+            Some(Some(value @ (Bson::Int32(_) | Bson::Int64(_)))) => {
+                *value = Self::add(value, by)?;
+                Ok(Some(value.clone()))
+            }
+            _ => Ok(None),
+        }
+    }
+
+    async fn increment_guarded(
+        &self,
+        counter: &CounterRef,
+        guard: FieldGuard,
+        by: i64,
+    ) -> SeqResult<Option<Bson>> {
+        self.begin()?;
+        let mut docs = self.docs.lock().unwrap();
+        let Some(field) = docs.get_mut(&key(counter)) else {
+            return Ok(None);
+        };
+        let holds = match (guard, &*field) {
+            (FieldGuard::Absent, None) => true,
+            (FieldGuard::EqualsDouble(d), Some(Bson::Double(v))) => *v == d,
+            _ => false,
+        };
+        if !holds {
+            return Ok(None);
+        }
+        let next = Self::add(field.as_ref().unwrap_or(&Bson::Int32(0)), by)?;
+        *field = Some(next.clone());
+        Ok(Some(next))
+    }
+
+    async fn read(&self, counter: &CounterRef) -> SeqResult<Option<Option<Bson>>> {
+        self.begin()?;
+        Ok(self.get(counter))
+    }
+
+    async fn create(&self, counter: &CounterRef, value: i64) -> SeqResult<bool> {
+        self.begin()?;
+        let mut docs = self.docs.lock().unwrap();
+        if let Some(other) = self.race_create_with.lock().unwrap().take() {
+            docs.insert(key(counter), Some(Bson::Int32(other as i32)));
+        }
+        if docs.contains_key(&key(counter)) {
+            return Ok(false);
+        }
+        docs.insert(
+            key(counter),
+            Some(crate::engine::counter_value::compact_integer(value)),
+        );
+        Ok(true)
+    }
+}

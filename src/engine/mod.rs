@@ -1,0 +1,18 @@
+//! The napi-free core: sequence logic, client registry, value conversion and errors.
+//! Nothing here knows about JavaScript; `crate::binding` converts types at the edge.
+
+pub mod allocate;
+pub mod connection;
+pub mod counter_value;
+pub mod driver_error;
+pub mod error;
+pub mod js_number;
+#[cfg(test)]
+pub mod memory_store;
+pub mod mongo_store;
+pub mod options;
+pub mod redact;
+pub mod registry;
+pub mod reserve;
+pub mod store;
+pub mod validate;

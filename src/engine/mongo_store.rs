@@ -1,0 +1,90 @@
+//! [`CounterStore`] on a MongoDB database through the official driver.
+
+use mongodb::bson::{doc, Bson, Document};
+use mongodb::options::ReturnDocument;
+use mongodb::{Collection, Database};
+
+use crate::engine::counter_value::compact_integer;
+use crate::engine::driver_error::{from_driver, is_duplicate_id};
+use crate::engine::error::SeqResult;
+use crate::engine::store::{CounterRef, CounterStore, FieldGuard};
+
+/// Counters in one database, with the secrets to keep out of error messages.
+#[derive(Clone)]
+pub struct MongoStore {
+    database: Database,
+    secrets: std::sync::Arc<Vec<String>>,
+}
+
+impl MongoStore {
+    /// A store over `database`; `secrets` are removed from every error message.
+    pub fn new(database: Database, secrets: std::sync::Arc<Vec<String>>) -> Self {
+        MongoStore { database, secrets }
+    }
+
+    fn collection(&self, counter: &CounterRef) -> Collection<Document> {
+        self.database.collection(&counter.collection)
+    }
+
+    async fn increment_where(
+        &self,
+        counter: &CounterRef,
+        condition: Document,
+        by: i64,
+    ) -> SeqResult<Option<Bson>> {
+        let field = counter.field.as_str();
+        let filter = doc! { "_id": counter.name.as_str(), field: condition };
+        let update = doc! { "$inc": { field: compact_integer(by) } };
+        let found = self
+            .collection(counter)
+            .find_one_and_update(filter, update)
+            .return_document(ReturnDocument::After)
+            .projection(doc! { "_id": 0, field: 1 })
+            .await
+            .map_err(|e| from_driver(&e, &self.secrets))?;
+        Ok(found.and_then(|mut d| d.remove(field)))
+    }
+}
+
+impl CounterStore for MongoStore {
+    async fn increment_integer(&self, counter: &CounterRef, by: i64) -> SeqResult<Option<Bson>> {
+        self.increment_where(counter, doc! { "$type": ["int", "long"] }, by)
+            .await
+    }
+
+    async fn increment_guarded(
+        &self,
+        counter: &CounterRef,
+        guard: FieldGuard,
+        by: i64,
+    ) -> SeqResult<Option<Bson>> {
+        let condition = match guard {
+            FieldGuard::EqualsDouble(d) => doc! { "$type": "double", "$eq": d },
+            FieldGuard::Absent => doc! { "$exists": false },
+        };
+        self.increment_where(counter, condition, by).await
+    }
+
+    async fn read(&self, counter: &CounterRef) -> SeqResult<Option<Option<Bson>>> {
+        let field = counter.field.as_str();
+        let found = self
+            .collection(counter)
+            .find_one(doc! { "_id": counter.name.as_str() })
+            .projection(doc! { field: 1 })
+            .await
+            .map_err(|e| from_driver(&e, &self.secrets))?;
+        Ok(found.map(|mut d| d.remove(field)))
+    }
+
+    async fn create(&self, counter: &CounterRef, value: i64) -> SeqResult<bool> {
+        let document = doc! {
+            "_id": counter.name.as_str(),
+            counter.field.as_str(): compact_integer(value),
+        };
+        match self.collection(counter).insert_one(document).await {
+            Ok(_) => Ok(true),
+            Err(e) if is_duplicate_id(&e) => Ok(false),
+            Err(e) => Err(from_driver(&e, &self.secrets)),
+        }
+    }
+}

@@ -1,0 +1,89 @@
+//! Options of a sequence call, with the documented helper's defaults.
+
+use crate::engine::allocate::CreatePolicy;
+use crate::engine::error::SeqResult;
+use crate::engine::store::CounterRef;
+use crate::engine::validate::{check_collection, check_field, check_name};
+
+/// Default collection of counter documents.
+pub const DEFAULT_COLLECTION: &str = "counters";
+/// Default counter field.
+pub const DEFAULT_FIELD: &str = "sequence_value";
+
+/// The options every sequence call takes (all optional from JavaScript).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SequenceOptions {
+    /// Collection of counter documents.
+    pub collection: String,
+    /// Field holding the value.
+    pub field: String,
+    /// Create the counter on first use.
+    pub upsert: bool,
+    /// First value of a counter created by a call.
+    pub start: i64,
+    /// Return BigInt instead of number.
+    pub bigint: bool,
+    /// Connection string to use instead of deriving one from a Node driver client.
+    pub uri: Option<String>,
+}
+
+impl Default for SequenceOptions {
+    fn default() -> Self {
+        SequenceOptions {
+            collection: DEFAULT_COLLECTION.to_string(),
+            field: DEFAULT_FIELD.to_string(),
+            upsert: false,
+            start: 1,
+            bigint: false,
+            uri: None,
+        }
+    }
+}
+
+impl SequenceOptions {
+    /// The counter `name` names under these options, validated.
+    pub fn counter(&self, name: &str) -> SeqResult<CounterRef> {
+        check_name(name)?;
+        check_collection(&self.collection)?;
+        check_field(&self.field)?;
+        Ok(CounterRef {
+            collection: self.collection.clone(),
+            field: self.field.clone(),
+            name: name.to_string(),
+        })
+    }
+
+    /// What to do when the counter is missing.
+    pub fn policy(&self) -> CreatePolicy {
+        CreatePolicy {
+            upsert: self.upsert,
+            start: self.start,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_are_the_documented_helper() {
+        let o = SequenceOptions::default();
+        let c = o.counter("productId").unwrap();
+        assert_eq!(
+            (c.collection.as_str(), c.field.as_str()),
+            ("counters", "sequence_value")
+        );
+        assert_eq!(o.policy(), CreatePolicy::default());
+    }
+
+    #[test]
+    fn invalid_parts_are_refused() {
+        let o = SequenceOptions {
+            field: "$bad".into(),
+            ..Default::default()
+        };
+        assert!(o.counter("x").is_err());
+        assert!(SequenceOptions::default().counter("").is_err());
+    }
+}

@@ -1,0 +1,176 @@
+//! Driver clients: one per distinct [`ConnectionTarget`], shared by every call.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, LazyLock, Mutex};
+
+use mongodb::bson::doc;
+use mongodb::options::ClientOptions;
+use mongodb::Client;
+use tokio::sync::OnceCell;
+
+use crate::engine::connection::ConnectionTarget;
+use crate::engine::driver_error::from_driver;
+use crate::engine::error::{ErrorCode, SeqError, SeqResult};
+use crate::engine::mongo_store::MongoStore;
+use crate::engine::validate::check_database;
+
+/// An open driver client with the secrets of its connection string.
+pub struct ClientHandle {
+    client: Client,
+    secrets: Arc<Vec<String>>,
+    closed: AtomicBool,
+}
+
+impl ClientHandle {
+    /// Opens a client (resolving `mongodb+srv` names); no round trip to the server yet.
+    pub async fn open(target: &ConnectionTarget) -> SeqResult<ClientHandle> {
+        let secrets = Arc::new(target.secrets());
+        let mut options = ClientOptions::parse(&target.uri)
+            .await
+            .map_err(|e| from_driver(&e, &secrets))?;
+        if let Some(timeout) = target.server_selection_timeout() {
+            options.server_selection_timeout = Some(timeout);
+        }
+        if let Some(timeout) = target.connect_timeout() {
+            options.connect_timeout = Some(timeout);
+        }
+        if options.app_name.is_none() {
+            options.app_name = Some("mongo-sequence".to_string());
+        }
+        let client = Client::with_options(options).map_err(|e| from_driver(&e, &secrets))?;
+        Ok(ClientHandle {
+            client,
+            secrets,
+            closed: AtomicBool::new(false),
+        })
+    }
+
+    /// Checks that the server answers (`ping`).
+    pub async fn ping(&self) -> SeqResult<()> {
+        self.ensure_open()?;
+        self.client
+            .database("admin")
+            .run_command(doc! { "ping": 1 })
+            .await
+            .map_err(|e| from_driver(&e, &self.secrets))?;
+        Ok(())
+    }
+
+    /// The counters of database `name`.
+    pub fn store(&self, name: &str) -> SeqResult<MongoStore> {
+        self.ensure_open()?;
+        check_database(name)?;
+        Ok(MongoStore::new(
+            self.client.database(name),
+            self.secrets.clone(),
+        ))
+    }
+
+    /// The underlying driver client (for tests and admin tools).
+    pub fn client(&self) -> &Client {
+        &self.client
+    }
+
+    /// Whether [`ClientHandle::close`] was called.
+    pub fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::SeqCst)
+    }
+
+    /// Refuses further calls and closes the connections. Idempotent.
+    pub async fn close(&self) {
+        if !self.closed.swap(true, Ordering::SeqCst) {
+            self.client.clone().shutdown().await;
+        }
+    }
+
+    fn ensure_open(&self) -> SeqResult<()> {
+        if self.is_closed() {
+            return Err(SeqError::new(
+                ErrorCode::ClientClosed,
+                "this client was closed; open a new one with connect(uri)",
+            ));
+        }
+        Ok(())
+    }
+}
+
+type Slot = Arc<OnceCell<Arc<ClientHandle>>>;
+
+/// Shared clients keyed by target, created on first use.
+#[derive(Default)]
+pub struct ClientRegistry {
+    slots: Mutex<HashMap<ConnectionTarget, Slot>>,
+}
+
+impl ClientRegistry {
+    /// The client for `target`, opened once however many calls ask at the same time.
+    pub async fn get(&self, target: &ConnectionTarget) -> SeqResult<Arc<ClientHandle>> {
+        let slot = {
+            let mut slots = self.slots.lock().expect("client registry lock");
+            slots.entry(target.clone()).or_default().clone()
+        };
+        let handle = slot
+            .get_or_try_init(|| async { ClientHandle::open(target).await.map(Arc::new) })
+            .await?;
+        Ok(handle.clone())
+    }
+
+    /// How many distinct clients are open.
+    pub fn len(&self) -> usize {
+        let slots = self.slots.lock().expect("client registry lock");
+        slots.values().filter(|s| s.initialized()).count()
+    }
+
+    /// Whether no client is open.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Closes and forgets every client.
+    pub async fn close_all(&self) {
+        let slots: Vec<Slot> = {
+            let mut slots = self.slots.lock().expect("client registry lock");
+            slots.drain().map(|(_, slot)| slot).collect()
+        };
+        for slot in slots {
+            if let Some(handle) = slot.get() {
+                handle.close().await;
+            }
+        }
+    }
+}
+
+/// The process-wide registry used for Node driver `Db` handles and `uri` options.
+pub static SHARED_CLIENTS: LazyLock<ClientRegistry> = LazyLock::new(ClientRegistry::default);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run<F: std::future::Future>(f: F) -> F::Output {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap()
+            .block_on(f)
+    }
+
+    #[test]
+    fn same_target_shares_one_client_and_different_ones_do_not() {
+        run(async {
+            let registry = ClientRegistry::default();
+            let a = ConnectionTarget::from_uri("mongodb://127.0.0.1:1/").unwrap();
+            let b = ConnectionTarget::from_uri("mongodb://u:p@127.0.0.1:1/").unwrap();
+            let (x, y) = tokio::join!(registry.get(&a), registry.get(&a));
+            assert!(Arc::ptr_eq(&x.unwrap(), &y.unwrap()));
+            let z = registry.get(&b).await.unwrap();
+            assert_eq!(registry.len(), 2);
+            assert!(!z.is_closed());
+            registry.close_all().await;
+            assert!(registry.is_empty());
+            assert!(z.is_closed());
+            assert_eq!(z.store("db").err().unwrap().code, ErrorCode::ClientClosed);
+        });
+    }
+}

@@ -1,0 +1,63 @@
+//! The storage operations a sequence needs, as a trait: MongoDB implements it for real
+//! use (`mongo_store`), and unit tests implement it in memory.
+
+use std::future::Future;
+
+use mongodb::bson::Bson;
+
+use crate::engine::error::SeqResult;
+
+/// Which counter: a document `{ _id: name, <field>: <value> }` in `collection`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct CounterRef {
+    /// Collection holding the counter documents.
+    pub collection: String,
+    /// Field holding the value.
+    pub field: String,
+    /// The counter document's `_id`.
+    pub name: String,
+}
+
+/// A condition on the counter field for a guarded increment.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum FieldGuard {
+    /// The field holds exactly this double (a whole number).
+    EqualsDouble(f64),
+    /// The field does not exist.
+    Absent,
+}
+
+/// Atomic single-document operations on counters.
+pub trait CounterStore: Send + Sync {
+    /// Adds `by` to the field when it holds an Int32 or Int64, and returns the field's new
+    /// value; `None` when no document matched (missing, or the field holds another type).
+    fn increment_integer(
+        &self,
+        counter: &CounterRef,
+        by: i64,
+    ) -> impl Future<Output = SeqResult<Option<Bson>>> + Send;
+
+    /// Adds `by` to the field only when `guard` holds; returns the new value, or `None`
+    /// when it did not hold (the counter changed meanwhile).
+    fn increment_guarded(
+        &self,
+        counter: &CounterRef,
+        guard: FieldGuard,
+        by: i64,
+    ) -> impl Future<Output = SeqResult<Option<Bson>>> + Send;
+
+    /// Reads the counter: `None` when there is no document, `Some(None)` when the
+    /// document has no such field.
+    fn read(
+        &self,
+        counter: &CounterRef,
+    ) -> impl Future<Output = SeqResult<Option<Option<Bson>>>> + Send;
+
+    /// Inserts a new counter document holding `value`. `Ok(false)` when a document with
+    /// this `_id` already exists (another caller created it first).
+    fn create(
+        &self,
+        counter: &CounterRef,
+        value: i64,
+    ) -> impl Future<Output = SeqResult<bool>> + Send;
+}

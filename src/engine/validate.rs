@@ -1,0 +1,152 @@
+//! Checks on names, counts and options, done before any I/O.
+
+use crate::engine::error::{SeqError, SeqResult};
+
+/// Longest sequence name accepted, in UTF-8 bytes.
+pub const MAX_NAME_BYTES: usize = 1024;
+/// Largest count for a batch returned as an array.
+pub const MAX_BATCH_COUNT: i64 = 1_000_000;
+/// Largest count for a batch returned as a range.
+pub const MAX_RANGE_COUNT: i64 = i32::MAX as i64;
+/// Largest integer a JavaScript number holds exactly (2^53 - 1).
+pub const MAX_SAFE_INTEGER: i64 = (1 << 53) - 1;
+
+/// A sequence name: a non-empty string of at most [`MAX_NAME_BYTES`] bytes without NUL.
+pub fn check_name(name: &str) -> SeqResult<()> {
+    if name.is_empty() {
+        return Err(SeqError::invalid_argument(
+            "sequence name must be a non-empty string",
+        ));
+    }
+    if name.len() > MAX_NAME_BYTES {
+        return Err(SeqError::invalid_argument(format!(
+            "sequence name is {} bytes long; at most {MAX_NAME_BYTES} are allowed",
+            name.len()
+        )));
+    }
+    if name.contains('\0') {
+        return Err(SeqError::invalid_argument(
+            "sequence name must not contain a NUL character",
+        ));
+    }
+    Ok(())
+}
+
+/// A collection name MongoDB accepts for the counters.
+pub fn check_collection(name: &str) -> SeqResult<()> {
+    let bad = name.is_empty()
+        || name.contains('\0')
+        || name.contains('$')
+        || name.starts_with("system.")
+        || name.starts_with('.')
+        || name.ends_with('.');
+    if bad {
+        return Err(SeqError::invalid_argument(format!(
+            "option 'collection' is not a valid collection name: {name:?}"
+        )));
+    }
+    Ok(())
+}
+
+/// A database name MongoDB accepts.
+pub fn check_database(name: &str) -> SeqResult<()> {
+    let bad = name.is_empty()
+        || name.len() > 63
+        || name
+            .chars()
+            .any(|c| matches!(c, '/' | '\\' | '.' | ' ' | '"' | '$' | '\0'));
+    if bad {
+        return Err(SeqError::invalid_argument(format!(
+            "database name is not valid: {name:?}"
+        )));
+    }
+    Ok(())
+}
+
+/// The counter field: a plain top-level field name, not `_id`.
+pub fn check_field(field: &str) -> SeqResult<()> {
+    let bad = field.is_empty()
+        || field.starts_with('$')
+        || field.contains('.')
+        || field.contains('\0')
+        || field == "_id";
+    if bad {
+        return Err(SeqError::invalid_argument(format!(
+            "option 'field' must be a plain field name (not empty, not '_id', no '$' prefix, \
+             no '.'): {field:?}"
+        )));
+    }
+    Ok(())
+}
+
+/// How many values one call reserves: a whole number from 1 to `max`.
+pub fn check_count(count: f64, max: i64) -> SeqResult<i64> {
+    if !count.is_finite() || count.fract() != 0.0 || count < 1.0 || count > max as f64 {
+        return Err(SeqError::invalid_argument(format!(
+            "count must be a whole number from 1 to {max}; got {count}"
+        )));
+    }
+    Ok(count as i64)
+}
+
+/// A JavaScript number that must be a safe integer (for `start`).
+pub fn check_safe_integer(option: &str, value: f64) -> SeqResult<i64> {
+    let max = MAX_SAFE_INTEGER as f64;
+    if !value.is_finite() || value.fract() != 0.0 || value > max || value < -max {
+        return Err(SeqError::invalid_argument(format!(
+            "option '{option}' must be a safe integer or a BigInt; got {value}"
+        )));
+    }
+    Ok(value as i64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::error::ErrorCode;
+
+    #[test]
+    fn names() {
+        assert!(check_name("productId").is_ok());
+        assert!(check_name("é".repeat(512).as_str()).is_ok());
+        for bad in ["", "a\0b"] {
+            assert_eq!(check_name(bad).unwrap_err().code, ErrorCode::InvalidArgument);
+        }
+        assert!(check_name(&"x".repeat(MAX_NAME_BYTES + 1)).is_err());
+        assert!(check_name(&"x".repeat(10_000)).is_err());
+    }
+
+    #[test]
+    fn counts() {
+        assert_eq!(check_count(1.0, 10).unwrap(), 1);
+        assert_eq!(check_count(10.0, 10).unwrap(), 10);
+        for bad in [0.0, -1.0, 1.5, f64::NAN, f64::INFINITY, 11.0, 9007199254740992.0] {
+            assert!(check_count(bad, 10).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn fields_and_collections() {
+        for ok in ["sequence_value", "seq", "seq_value"] {
+            assert!(check_field(ok).is_ok());
+        }
+        for bad in ["", "$inc", "a.b", "_id", "a\0"] {
+            assert!(check_field(bad).is_err(), "{bad}");
+        }
+        assert!(check_collection("counters").is_ok());
+        for bad in ["", "a$b", "system.users", ".x", "x."] {
+            assert!(check_collection(bad).is_err(), "{bad}");
+        }
+        assert!(check_database("my_app_db").is_ok());
+        for bad in ["", "a.b", "a b", "a/b"] {
+            assert!(check_database(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn safe_integers() {
+        assert_eq!(check_safe_integer("start", -5.0).unwrap(), -5);
+        assert!(check_safe_integer("start", 9007199254740992.0).is_err());
+        assert!(check_safe_integer("start", 0.5).is_err());
+    }
+}
