@@ -47,9 +47,9 @@ export interface ConnectOptions {
    * How long to wait for a suitable server before failing with `CONNECTION`
    * (overrides the connection string; the driver's default is 30000).
    */
-  serverSelectionTimeoutMs?: number
+  serverSelectionTimeoutMS?: number
   /** How long to wait for a TCP connection (overrides the connection string). */
-  connectTimeoutMs?: number
+  connectTimeoutMS?: number
 }
 
 /**
@@ -65,7 +65,7 @@ export declare function getNextSequenceBatch<O extends SequenceOptions = Sequenc
  * with their bounds `{ first, last, count }`, without allocating an array. Same `db`,
  * options and errors as `getNextSequenceValue`.
  */
-export declare function getNextSequenceRange<O extends SequenceOptions = SequenceOptions>(db: SequenceDbLike, name: string, count: number, options?: O): Promise<SequenceRange<O extends { bigint: true } ? bigint : number>>
+export declare function getNextSequenceRange<O extends SequenceOptions = SequenceOptions>(db: SequenceDbLike, name: string, count: number, options?: O): Promise<{ first: O extends { bigint: true } ? bigint : number; last: O extends { bigint: true } ? bigint : number; count: number }>
 
 /**
  * Returns the next value of sequence `name`: a drop-in for the documented helper
@@ -117,14 +117,4 @@ export interface SequenceOptions {
    * from its client (for example credentials given in the options object).
    */
   uri?: string
-}
-
-/** A block of reserved values, `first..=last`. */
-export interface SequenceRange {
-  /** First value of the block. */
-  first: T
-  /** Last value of the block. */
-  last: T
-  /** Number of values (`last - first + 1`). */
-  count: number
 }

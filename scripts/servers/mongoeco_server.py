@@ -6,7 +6,8 @@ official drivers, differs from MongoDB in three ways that this launcher corrects
 1. cursor ids go out as int64 (drivers reject a cursor id sent as int32);
 2. int64 values for limit/skip/batchSize/getMore/maxTimeMS are accepted (drivers send
    them as int64; mongoeco only accepts plain ints there);
-3. an error reply lacking a numeric ``code`` gets one, since drivers need it.
+3. an error reply lacking a numeric ``code`` gets one, since drivers need it: BadValue (2)
+   for an ``$inc`` past the int64 range (what MongoDB answers), UnknownError (8) otherwise.
 
 Usage: python mongoeco_server.py --port PORT [--host 127.0.0.1]
 Prints ``READY <host>:<port>`` on stdout once it accepts connections and stops on
@@ -29,6 +30,9 @@ INT64_COMMAND_FIELDS = ("limit", "skip", "batchSize", "getMore", "maxTimeMS", "n
 # (MongoDB's generic "InternalError" is 1; UnknownError is 8).
 FALLBACK_ERROR_CODE = 8
 FALLBACK_ERROR_CODE_NAME = "UnknownError"
+# MongoDB answers an int64 overflow in $inc with BadValue (2); mongoeco sends no code.
+INT64_OVERFLOW_MARKERS = ("exceeds BSON int64 range",)
+BAD_VALUE_CODE = 2
 
 
 def _plain_int(value):
@@ -57,8 +61,13 @@ def normalize_reply(document: dict) -> dict:
         if isinstance(cursor_id, int) and not isinstance(cursor_id, bool):
             cursor["id"] = BsonInt64(cursor_id)
     if document.get("ok") in (0, 0.0) and not isinstance(document.get("code"), int):
-        document["code"] = FALLBACK_ERROR_CODE
-        document.setdefault("codeName", FALLBACK_ERROR_CODE_NAME)
+        message = str(document.get("errmsg", ""))
+        if any(marker in message for marker in INT64_OVERFLOW_MARKERS):
+            document["code"] = BAD_VALUE_CODE
+            document["codeName"] = "BadValue"
+        else:
+            document["code"] = FALLBACK_ERROR_CODE
+            document.setdefault("codeName", FALLBACK_ERROR_CODE_NAME)
     return document
 
 

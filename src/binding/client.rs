@@ -84,8 +84,10 @@ impl SequenceDb {
 pub struct ConnectOptions {
     /// How long to wait for a suitable server before failing with `CONNECTION`
     /// (overrides the connection string; the driver's default is 30000).
+    #[napi(js_name = "serverSelectionTimeoutMS")]
     pub server_selection_timeout_ms: Option<f64>,
     /// How long to wait for a TCP connection (overrides the connection string).
+    #[napi(js_name = "connectTimeoutMS")]
     pub connect_timeout_ms: Option<f64>,
 }
 

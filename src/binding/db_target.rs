@@ -3,7 +3,9 @@
 
 use std::sync::Arc;
 
-use napi::bindgen_prelude::{Env, FromNapiValue, JavaScriptClassExt, Object, Unknown};
+use napi::bindgen_prelude::{
+    ClassInstance, Env, FromNapiValue, JavaScriptClassExt, Object, Unknown,
+};
 use napi::JsValue;
 
 use crate::binding::client::SequenceDb;
@@ -37,7 +39,7 @@ const NOT_A_DB: &str = "db must be a Db of the MongoDB Node driver (client.db(na
 pub fn read_db(env: &Env, value: &Unknown, uri: Option<&str>) -> SeqResult<DbTarget> {
     if SequenceDb::instance_of(env, value).unwrap_or(false) {
         // SAFETY: instance_of checked that the value wraps a SequenceDb.
-        let db = unsafe { <&SequenceDb>::from_napi_value(env.raw(), value.raw()) }
+        let db = unsafe { ClassInstance::<SequenceDb>::from_napi_value(env.raw(), value.raw()) }
             .map_err(|e| SeqError::invalid_argument(e.to_string()))?;
         return Ok(DbTarget::Own(db.handle(), db.name().to_string()));
     }

@@ -134,7 +134,7 @@ pub fn get_next_sequence_batch<'env>(
 #[napi(
     ts_generic_types = "O extends SequenceOptions = SequenceOptions",
     ts_args_type = "db: SequenceDbLike, name: string, count: number, options?: O",
-    ts_return_type = "Promise<SequenceRange<O extends { bigint: true } ? bigint : number>>"
+    ts_return_type = "Promise<{ first: O extends { bigint: true } ? bigint : number; last: O extends { bigint: true } ? bigint : number; count: number }>"
 )]
 pub fn get_next_sequence_range<'env>(
     env: &'env Env,

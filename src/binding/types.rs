@@ -8,16 +8,3 @@ pub struct SequenceDbLike {
     /// The database name.
     pub database_name: String,
 }
-
-/// A block of reserved values, `first..=last`.
-#[napi(object, object_to_js = false)]
-pub struct SequenceRange {
-    /// First value of the block.
-    #[napi(ts_type = "T")]
-    pub first: f64,
-    /// Last value of the block.
-    #[napi(ts_type = "T")]
-    pub last: f64,
-    /// Number of values (`last - first + 1`).
-    pub count: f64,
-}
