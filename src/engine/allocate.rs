@@ -13,6 +13,9 @@ use crate::engine::store::{CounterRef, CounterStore, FieldGuard};
 /// the counter, or changed it between a read and a guarded write).
 pub const MAX_ATTEMPTS: u32 = 16;
 
+/// MongoDB's TypeMismatch error code.
+const TYPE_MISMATCH: i32 = 14;
+
 /// How to behave when the counter does not exist.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CreatePolicy {
@@ -64,12 +67,13 @@ pub async fn allocate<S: CounterStore>(
     count: i64,
 ) -> SeqResult<IdRange> {
     for _ in 0..MAX_ATTEMPTS {
-        if let Some(after) = store
-            .increment_integer(counter, count)
-            .await
-            .map_err(|e| increment_error(counter, e))?
-        {
-            return block_from(counter, Some(&after), count);
+        match store.increment_integer(counter, count).await {
+            Ok(Some(after)) => return block_from(counter, Some(&after), count),
+            Ok(None) => {}
+            // `$type` also matches an array holding an integer, which `$inc` then refuses
+            // without writing: read the counter to report what it holds.
+            Err(e) if e.server_code == Some(TYPE_MISMATCH) => {}
+            Err(e) => return Err(increment_error(counter, e)),
         }
         let outcome = match store.read(counter).await? {
             None if !policy.upsert => return Err(SeqError::not_found(&counter.name)),
@@ -313,6 +317,7 @@ mod tests {
             Bson::Double(1.5),
             Bson::Null,
             Bson::Document(mongodb::bson::doc! { "n": 1 }),
+            Bson::Array(vec![Bson::Int32(1)]),
         ] {
             let store = MemoryStore::default();
             let c = counter("bad");

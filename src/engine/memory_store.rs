@@ -77,6 +77,12 @@ impl CounterStore for MemoryStore {
                 *value = Self::add(value, by)?;
                 Ok(Some(value.clone()))
             }
+            // Like MongoDB: `$type` matches an array holding an integer; `$inc` refuses it.
+            Some(Some(Bson::Array(items)))
+                if items.iter().any(|i| matches!(i, Bson::Int32(_) | Bson::Int64(_))) =>
+            {
+                Err(SeqError::server(14, Some("TypeMismatch".into()), "not a number"))
+            }
             _ => Ok(None),
         }
     }
