@@ -34,6 +34,9 @@ export declare class SequenceDb {
   get databaseName(): string
 }
 
+/** Closes the shared clients (for a graceful shutdown). Later calls open them again. */
+export declare function closeSharedClients(): Promise<void>
+
 /**
  * Opens a Rust-backed client and checks that the server answers (`ping`).
  * Rejects with `INVALID_ARGUMENT` for a bad connection string and `CONNECTION` when no
@@ -118,3 +121,9 @@ export interface SequenceOptions {
    */
   uri?: string
 }
+
+/**
+ * How many Rust driver clients this process holds for Node driver `Db` handles and
+ * `uri` options: one per distinct connection, however many calls are made.
+ */
+export declare function sharedClientCount(): number

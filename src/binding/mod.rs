@@ -8,5 +8,6 @@ pub mod js_error;
 pub mod js_read;
 pub mod options;
 pub mod output;
+pub mod shared;
 pub mod spawn;
 pub mod types;
