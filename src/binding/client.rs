@@ -24,9 +24,7 @@ impl SequenceClient {
     /// Throws `INVALID_ARGUMENT` for an invalid name and `CLIENT_CLOSED` after `close()`.
     #[napi]
     pub fn db(&self, env: &Env, name: String) -> napi::Result<SequenceDb> {
-        self.handle
-            .store(&name)
-            .map_err(|e| to_js_error(env, e))?;
+        self.handle.store(&name).map_err(|e| to_js_error(env, e))?;
         Ok(SequenceDb {
             handle: self.handle.clone(),
             name,
@@ -109,7 +107,10 @@ fn read_connect_target(uri: &Unknown, options: Option<&Unknown>) -> SeqResult<Co
         ))
     })?;
     for (key, slot) in [
-        ("serverSelectionTimeoutMS", &mut target.server_selection_timeout_ms),
+        (
+            "serverSelectionTimeoutMS",
+            &mut target.server_selection_timeout_ms,
+        ),
         ("connectTimeoutMS", &mut target.connect_timeout_ms),
     ] {
         let v = property(&obj, key)?;

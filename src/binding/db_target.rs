@@ -9,7 +9,9 @@ use napi::bindgen_prelude::{
 use napi::JsValue;
 
 use crate::binding::client::SequenceDb;
-use crate::binding::js_read::{describe, number, object, object_property, property, string_property};
+use crate::binding::js_read::{
+    describe, number, object, object_property, property, string_property,
+};
 use crate::engine::connection::{derive_from_node_client, ConnectionTarget, NodeClientFacts};
 use crate::engine::error::{ErrorCode, SeqError, SeqResult};
 use crate::engine::registry::{ClientHandle, SHARED_CLIENTS};

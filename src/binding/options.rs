@@ -72,8 +72,12 @@ pub fn read_options(value: Option<&Unknown>) -> SeqResult<EngineOptions> {
             }
             "field" => options.field = string(&v).ok_or_else(|| wrong_type(key, "a string", &v))?,
             "uri" => options.uri = Some(string(&v).ok_or_else(|| wrong_type(key, "a string", &v))?),
-            "upsert" => options.upsert = boolean(&v).ok_or_else(|| wrong_type(key, "a boolean", &v))?,
-            "bigint" => options.bigint = boolean(&v).ok_or_else(|| wrong_type(key, "a boolean", &v))?,
+            "upsert" => {
+                options.upsert = boolean(&v).ok_or_else(|| wrong_type(key, "a boolean", &v))?
+            }
+            "bigint" => {
+                options.bigint = boolean(&v).ok_or_else(|| wrong_type(key, "a boolean", &v))?
+            }
             _ => options.start = read_integer(key, &v)?,
         }
     }

@@ -209,10 +209,19 @@ mod tests {
     #[test]
     fn missing_counter_is_not_found_without_upsert() {
         let store = MemoryStore::default();
-        let err = run(allocate(&store, &counter("productId"), CreatePolicy::default(), 1))
-            .unwrap_err();
+        let err = run(allocate(
+            &store,
+            &counter("productId"),
+            CreatePolicy::default(),
+            1,
+        ))
+        .unwrap_err();
         assert_eq!(err.code, ErrorCode::SequenceNotFound);
-        assert_eq!(store.get(&counter("productId")), None, "nothing was written");
+        assert_eq!(
+            store.get(&counter("productId")),
+            None,
+            "nothing was written"
+        );
     }
 
     #[test]

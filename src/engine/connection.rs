@@ -151,7 +151,9 @@ fn check_credentials(facts: &NodeClientFacts, cs: &ConnectionString) -> SeqResul
     let url_user = cs.credential.as_ref().and_then(|c| c.username.clone());
     let url_password = cs.credential.as_ref().and_then(|c| c.password.clone());
     if facts.username != url_user || facts.password != url_password {
-        return Err(unsupported("it has credentials given in the options object"));
+        return Err(unsupported(
+            "it has credentials given in the options object",
+        ));
     }
     let mechanism = facts.auth_mechanism.as_deref().unwrap_or("DEFAULT");
     let url_mechanism = cs

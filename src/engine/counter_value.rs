@@ -128,7 +128,10 @@ mod tests {
     #[test]
     fn compact_integers() {
         assert_eq!(compact_integer(1), Bson::Int32(1));
-        assert_eq!(compact_integer(i32::MAX as i64 + 1), Bson::Int64(2_147_483_648));
+        assert_eq!(
+            compact_integer(i32::MAX as i64 + 1),
+            Bson::Int64(2_147_483_648)
+        );
         assert_eq!(compact_integer(-1), Bson::Int32(-1));
     }
 

@@ -138,7 +138,10 @@ mod tests {
     #[test]
     fn not_found_matches_the_documented_helper() {
         let e = SeqError::not_found("productId");
-        assert_eq!(e.message, "Sequence 'productId' not found. Please initialize it.");
+        assert_eq!(
+            e.message,
+            "Sequence 'productId' not found. Please initialize it."
+        );
         assert_eq!(e.code.as_str(), "SEQUENCE_NOT_FOUND");
     }
 

@@ -46,7 +46,11 @@ impl MemoryStore {
             .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
             .is_ok();
         if injected {
-            return Err(SeqError::server(91, Some("ShutdownInProgress".into()), "injected"));
+            return Err(SeqError::server(
+                91,
+                Some("ShutdownInProgress".into()),
+                "injected",
+            ));
         }
         Ok(())
     }
@@ -63,7 +67,13 @@ impl MemoryStore {
             },
             Bson::Int64(v) => Bson::Int64(v.checked_add(by).ok_or_else(overflow)?),
             Bson::Double(d) => Bson::Double(d + by as f64),
-            _ => return Err(SeqError::server(14, Some("TypeMismatch".into()), "not a number")),
+            _ => {
+                return Err(SeqError::server(
+                    14,
+                    Some("TypeMismatch".into()),
+                    "not a number",
+                ))
+            }
         })
     }
 }
@@ -79,9 +89,15 @@ impl CounterStore for MemoryStore {
             }
             // Like MongoDB: `$type` matches an array holding an integer; `$inc` refuses it.
             Some(Some(Bson::Array(items)))
-                if items.iter().any(|i| matches!(i, Bson::Int32(_) | Bson::Int64(_))) =>
+                if items
+                    .iter()
+                    .any(|i| matches!(i, Bson::Int32(_) | Bson::Int64(_))) =>
             {
-                Err(SeqError::server(14, Some("TypeMismatch".into()), "not a number"))
+                Err(SeqError::server(
+                    14,
+                    Some("TypeMismatch".into()),
+                    "not a number",
+                ))
             }
             _ => Ok(None),
         }

@@ -73,7 +73,10 @@ mod tests {
 
     #[test]
     fn no_password_no_secret_but_the_uri() {
-        assert_eq!(uri_secrets("mongodb://h:1/db"), vec!["mongodb://h:1/db".to_string()]);
+        assert_eq!(
+            uri_secrets("mongodb://h:1/db"),
+            vec!["mongodb://h:1/db".to_string()]
+        );
         assert_eq!(uri_secrets("mongodb://user@h:1/db").len(), 1);
         assert_eq!(uri_secrets("not a uri").len(), 1);
     }

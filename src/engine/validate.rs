@@ -110,7 +110,10 @@ mod tests {
         assert!(check_name("productId").is_ok());
         assert!(check_name("é".repeat(512).as_str()).is_ok());
         for bad in ["", "a\0b"] {
-            assert_eq!(check_name(bad).unwrap_err().code, ErrorCode::InvalidArgument);
+            assert_eq!(
+                check_name(bad).unwrap_err().code,
+                ErrorCode::InvalidArgument
+            );
         }
         assert!(check_name(&"x".repeat(MAX_NAME_BYTES + 1)).is_err());
         assert!(check_name(&"x".repeat(10_000)).is_err());
@@ -120,7 +123,15 @@ mod tests {
     fn counts() {
         assert_eq!(check_count(1.0, 10).unwrap(), 1);
         assert_eq!(check_count(10.0, 10).unwrap(), 10);
-        for bad in [0.0, -1.0, 1.5, f64::NAN, f64::INFINITY, 11.0, 9007199254740992.0] {
+        for bad in [
+            0.0,
+            -1.0,
+            1.5,
+            f64::NAN,
+            f64::INFINITY,
+            11.0,
+            9007199254740992.0,
+        ] {
             assert!(check_count(bad, 10).is_err(), "{bad}");
         }
     }
