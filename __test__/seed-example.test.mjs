@@ -3,6 +3,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { setup, seq, rejectsWithCode } from './helpers.mjs';
+import { helperGetNextSequenceValue } from '../scripts/lib/documented-helper.mjs';
 
 let env;
 before(async () => {
@@ -11,15 +12,6 @@ before(async () => {
 after(async () => {
   await env?.close();
 });
-
-// The documented helper users copy today.
-async function helperGetNextSequenceValue(db, sequenceName) {
-  const doc = await db
-    .collection('counters')
-    .findOneAndUpdate({ _id: sequenceName }, { $inc: { sequence_value: 1 } }, { returnDocument: 'after' });
-  if (!doc) throw new Error(`Sequence '${sequenceName}' not found. Please initialize it.`);
-  return doc.sequence_value;
-}
 
 test('seed example: initialise, two ids, two products read back', async () => {
   const db = env.db; // use my_app_db

@@ -8,6 +8,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import { MongoClient } from 'mongodb';
 import { startServer } from '../scripts/lib/test-server.mjs';
+import { helperGetNextSequenceValue } from '../scripts/lib/documented-helper.mjs';
 
 const require = createRequire(import.meta.url);
 const seq = require('../index.js');
@@ -19,14 +20,6 @@ const arg = (name, fallback) => {
 const CALLS = arg('calls', 200);
 const ROUNDS = arg('rounds', 5);
 const CHECK = process.argv.includes('--check');
-
-async function helperGetNextSequenceValue(db, sequenceName) {
-  const doc = await db
-    .collection('counters')
-    .findOneAndUpdate({ _id: sequenceName }, { $inc: { sequence_value: 1 } }, { returnDocument: 'after' });
-  if (!doc) throw new Error(`Sequence '${sequenceName}' not found. Please initialize it.`);
-  return doc.sequence_value;
-}
 
 const seen = { helper: [], ours: [], oursBatch: [], helperBatch: [] };
 

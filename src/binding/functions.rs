@@ -66,6 +66,18 @@ impl Call {
     }
 }
 
+/// Reads a call that reserves `count` values (at most `max`) and runs it.
+fn spawn_counted<'env>(
+    env: &'env Env,
+    [db, name, count]: [&Unknown; 3],
+    options: Option<&Unknown>,
+    max: i64,
+    shape: fn(&str, IdRange, bool) -> SeqResult<Output>,
+) -> napi::Result<PromiseRaw<'env, Output>> {
+    let call = Call::read(env, db, name, Some((count, max)), options);
+    spawn_call(env, call, shape)
+}
+
 fn spawn_call<'env>(
     env: &'env Env,
     call: SeqResult<Call>,
@@ -118,14 +130,13 @@ pub fn get_next_sequence_batch<'env>(
     count: Unknown<'env>,
     options: Option<Unknown<'env>>,
 ) -> napi::Result<PromiseRaw<'env, Output>> {
-    let call = Call::read(
+    spawn_counted(
         env,
-        &db,
-        &name,
-        Some((&count, MAX_BATCH_COUNT)),
+        [&db, &name, &count],
         options.as_ref(),
-    );
-    spawn_call(env, call, Output::values)
+        MAX_BATCH_COUNT,
+        Output::values,
+    )
 }
 
 /// Reserves `count` contiguous values (up to 2^31 - 1) in one round trip and resolves
@@ -143,12 +154,11 @@ pub fn get_next_sequence_range<'env>(
     count: Unknown<'env>,
     options: Option<Unknown<'env>>,
 ) -> napi::Result<PromiseRaw<'env, Output>> {
-    let call = Call::read(
+    spawn_counted(
         env,
-        &db,
-        &name,
-        Some((&count, MAX_RANGE_COUNT)),
+        [&db, &name, &count],
         options.as_ref(),
-    );
-    spawn_call(env, call, Output::range)
+        MAX_RANGE_COUNT,
+        Output::range,
+    )
 }
