@@ -835,6 +835,7 @@ function __napiStampBindingTarget(exportsObject, target) {
 // linked import resolves to `undefined`.
 module.exports.__napiBindingTarget = __napiStampBindingTarget(nativeBinding, __napiLoadedBindingTarget)
 module.exports = nativeBinding
+module.exports.Sequence = nativeBinding.Sequence
 module.exports.SequenceClient = nativeBinding.SequenceClient
 module.exports.SequenceDb = nativeBinding.SequenceDb
 module.exports.closeSharedClients = nativeBinding.closeSharedClients
@@ -842,4 +843,5 @@ module.exports.connect = nativeBinding.connect
 module.exports.getNextSequenceBatch = nativeBinding.getNextSequenceBatch
 module.exports.getNextSequenceRange = nativeBinding.getNextSequenceRange
 module.exports.getNextSequenceValue = nativeBinding.getNextSequenceValue
+module.exports.sequence = nativeBinding.sequence
 module.exports.sharedClientCount = nativeBinding.sharedClientCount

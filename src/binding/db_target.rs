@@ -17,6 +17,7 @@ use crate::engine::error::{ErrorCode, SeqError, SeqResult};
 use crate::engine::registry::{ClientHandle, SHARED_CLIENTS};
 
 /// Where a call goes: a client and a database name.
+#[derive(Clone)]
 pub enum DbTarget {
     /// A client opened with `connect(uri)`.
     Own(Arc<ClientHandle>, String),
@@ -25,6 +26,17 @@ pub enum DbTarget {
 }
 
 impl DbTarget {
+    /// The client and database when no waiting is needed (own client, or a shared client
+    /// already open).
+    pub fn resolve_now(&self) -> Option<(Arc<ClientHandle>, &str)> {
+        match self {
+            DbTarget::Own(handle, db) => Some((handle.clone(), db)),
+            DbTarget::Shared(target, db) => {
+                SHARED_CLIENTS.try_get(target).map(|h| (h, db.as_str()))
+            }
+        }
+    }
+
     /// The client and database, opening the shared client on first use.
     pub async fn resolve(self) -> SeqResult<(Arc<ClientHandle>, String)> {
         match self {

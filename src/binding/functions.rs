@@ -3,90 +3,20 @@
 
 use napi::bindgen_prelude::{Env, PromiseRaw, Unknown};
 
-use crate::binding::db_target::{read_db, DbTarget};
-use crate::binding::js_read::{describe, number, string};
-use crate::binding::options::read_options;
+use crate::binding::calls::{read_count, reserve_promise, NamedCounter, Shape};
 use crate::binding::output::Output;
-use crate::binding::spawn::promise;
-use crate::engine::allocate::IdRange;
-use crate::engine::error::{SeqError, SeqResult};
-use crate::engine::options::SequenceOptions;
-use crate::engine::reserve::reserve;
-use crate::engine::validate::{check_count, MAX_BATCH_COUNT, MAX_RANGE_COUNT};
-
-/// One call, its arguments read and checked.
-struct Call {
-    target: DbTarget,
-    name: String,
-    count: i64,
-    options: SequenceOptions,
-}
-
-impl Call {
-    fn read(
-        env: &Env,
-        db: &Unknown,
-        name: &Unknown,
-        count: Option<(&Unknown, i64)>,
-        options: Option<&Unknown>,
-    ) -> SeqResult<Call> {
-        let options = read_options(options)?;
-        let name_str = string(name).ok_or_else(|| {
-            SeqError::invalid_argument(format!(
-                "sequence name must be a string; got {}",
-                describe(name)
-            ))
-        })?;
-        let counter = options.counter(&name_str)?;
-        let count = match count {
-            None => 1,
-            Some((value, max)) => {
-                let n = number(value).ok_or_else(|| {
-                    SeqError::invalid_argument(format!(
-                        "count must be a number; got {}",
-                        describe(value)
-                    ))
-                })?;
-                check_count(n, max)?
-            }
-        };
-        let target = read_db(env, db, options.uri.as_deref())?;
-        Ok(Call {
-            target,
-            name: counter.name,
-            count,
-            options,
-        })
-    }
-
-    async fn run(self) -> SeqResult<(String, IdRange, bool)> {
-        let (handle, database) = self.target.resolve().await?;
-        let range = reserve(&handle, &database, &self.name, self.count, &self.options).await?;
-        Ok((self.name, range, self.options.bigint))
-    }
-}
+use crate::engine::validate::{MAX_BATCH_COUNT, MAX_RANGE_COUNT};
 
 /// Reads a call that reserves `count` values (at most `max`) and runs it.
-fn spawn_counted<'env>(
+fn counted<'env>(
     env: &'env Env,
     [db, name, count]: [&Unknown; 3],
     options: Option<&Unknown>,
     max: i64,
-    shape: fn(&str, IdRange, bool) -> SeqResult<Output>,
+    shape: Shape,
 ) -> napi::Result<PromiseRaw<'env, Output>> {
-    let call = Call::read(env, db, name, Some((count, max)), options);
-    spawn_call(env, call, shape)
-}
-
-fn spawn_call<'env>(
-    env: &'env Env,
-    call: SeqResult<Call>,
-    shape: fn(&str, IdRange, bool) -> SeqResult<Output>,
-) -> napi::Result<PromiseRaw<'env, Output>> {
-    promise(env, async move {
-        let (name, range, bigint) = call?.run().await?;
-        shape(&name, range, bigint)
-    })
+    let counter = NamedCounter::read(env, db, name, options);
+    reserve_promise(env, counter, read_count(count, max), shape, None)
 }
 
 /// Returns the next value of sequence `name`: a drop-in for the documented helper
@@ -110,8 +40,8 @@ pub fn get_next_sequence_value<'env>(
     name: Unknown<'env>,
     options: Option<Unknown<'env>>,
 ) -> napi::Result<PromiseRaw<'env, Output>> {
-    let call = Call::read(env, &db, &name, None, options.as_ref());
-    spawn_call(env, call, Output::single)
+    let counter = NamedCounter::read(env, &db, &name, options.as_ref());
+    reserve_promise(env, counter, Ok(1), Output::single, None)
 }
 
 /// Reserves `count` contiguous values of sequence `name` in one round trip
@@ -130,7 +60,7 @@ pub fn get_next_sequence_batch<'env>(
     count: Unknown<'env>,
     options: Option<Unknown<'env>>,
 ) -> napi::Result<PromiseRaw<'env, Output>> {
-    spawn_counted(
+    counted(
         env,
         [&db, &name, &count],
         options.as_ref(),
@@ -154,7 +84,7 @@ pub fn get_next_sequence_range<'env>(
     count: Unknown<'env>,
     options: Option<Unknown<'env>>,
 ) -> napi::Result<PromiseRaw<'env, Output>> {
-    spawn_counted(
+    counted(
         env,
         [&db, &name, &count],
         options.as_ref(),

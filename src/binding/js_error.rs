@@ -14,7 +14,8 @@ pub fn to_js_error(env: &Env, error: SeqError) -> napi::Error {
     }
 }
 
-fn build<'a>(env: &'a Env, error: &SeqError) -> napi::Result<Object<'a>> {
+/// The JavaScript `Error` object for `error`.
+pub fn build<'a>(env: &'a Env, error: &SeqError) -> napi::Result<Object<'a>> {
     let mut object = env.create_error(napi::Error::new(
         Status::GenericFailure,
         error.message.clone(),

@@ -1,6 +1,7 @@
 //! The napi layer: reads JavaScript arguments, calls the engine, converts results and
 //! errors back. No sequence logic lives here.
 
+pub mod calls;
 pub mod client;
 pub mod db_target;
 pub mod functions;
@@ -8,6 +9,8 @@ pub mod js_error;
 pub mod js_read;
 pub mod options;
 pub mod output;
+pub mod sequence_handle;
+pub mod settled;
 pub mod shared;
 pub mod spawn;
 pub mod types;

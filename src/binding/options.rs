@@ -7,7 +7,7 @@ use crate::binding::js_read::{
 };
 use crate::engine::error::{SeqError, SeqResult};
 use crate::engine::options::SequenceOptions as EngineOptions;
-use crate::engine::validate::check_safe_integer;
+use crate::engine::validate::{check_cache_size, check_safe_integer};
 
 /// Options of every sequence call (third argument; camelCase like the Node driver).
 #[napi(object)]
@@ -29,9 +29,28 @@ pub struct SequenceOptions {
     /// Connection string to use for a Node driver `Db` whose connection cannot be derived
     /// from its client (for example credentials given in the options object).
     pub uri: Option<String>,
+    /// Merge concurrent calls for the same counter into one `$inc: <sum>` round trip, each
+    /// caller getting its own contiguous slice in call order (no gap, no duplicate).
+    /// Default `true`; `false` makes one round trip per call.
+    pub coalesce: Option<bool>,
+    /// Reserve blocks of this many values per process and serve calls from them, fetching
+    /// the next block before the current one runs out (like PostgreSQL's `CACHE n`).
+    /// Values stay unique across processes and ascend within one, but not across
+    /// processes; values left unused when the process exits are lost (gaps).
+    /// Batch calls larger than a block bypass the cache. From 1 to 1,000,000.
+    pub cache: Option<u32>,
 }
 
-const KNOWN: [&str; 6] = ["collection", "field", "upsert", "start", "bigint", "uri"];
+const KNOWN: [&str; 8] = [
+    "collection",
+    "field",
+    "upsert",
+    "start",
+    "bigint",
+    "uri",
+    "coalesce",
+    "cache",
+];
 
 fn wrong_type(key: &str, expected: &str, value: &Unknown) -> SeqError {
     SeqError::invalid_argument(format!(
@@ -77,6 +96,13 @@ pub fn read_options(value: Option<&Unknown>) -> SeqResult<EngineOptions> {
             }
             "bigint" => {
                 options.bigint = boolean(&v).ok_or_else(|| wrong_type(key, "a boolean", &v))?
+            }
+            "coalesce" => {
+                options.coalesce = boolean(&v).ok_or_else(|| wrong_type(key, "a boolean", &v))?
+            }
+            "cache" => {
+                let n = number(&v).ok_or_else(|| wrong_type(key, "a number", &v))?;
+                options.cache = Some(check_cache_size(n)?);
             }
             _ => options.start = read_integer(key, &v)?,
         }

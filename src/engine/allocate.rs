@@ -17,7 +17,7 @@ pub const MAX_ATTEMPTS: u32 = 16;
 const TYPE_MISMATCH: i32 = 14;
 
 /// How to behave when the counter does not exist.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct CreatePolicy {
     /// Create the counter on first use instead of failing with `SEQUENCE_NOT_FOUND`.
     pub upsert: bool,

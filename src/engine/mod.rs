@@ -2,6 +2,8 @@
 //! Nothing here knows about JavaScript; `crate::binding` converts types at the edge.
 
 pub mod allocate;
+pub mod block_cache;
+pub mod coalesce;
 pub mod connection;
 pub mod counter_value;
 pub mod driver_error;
@@ -15,4 +17,6 @@ pub mod redact;
 pub mod registry;
 pub mod reserve;
 pub mod store;
+#[cfg(test)]
+pub mod test_support;
 pub mod validate;

@@ -25,6 +25,10 @@ pub struct SequenceOptions {
     pub bigint: bool,
     /// Connection string to use instead of deriving one from a Node driver client.
     pub uri: Option<String>,
+    /// Merge concurrent calls for the same counter into one round trip.
+    pub coalesce: bool,
+    /// Serve calls from blocks of this many values reserved per process.
+    pub cache: Option<i64>,
 }
 
 impl Default for SequenceOptions {
@@ -36,6 +40,8 @@ impl Default for SequenceOptions {
             start: 1,
             bigint: false,
             uri: None,
+            coalesce: true,
+            cache: None,
         }
     }
 }

@@ -116,6 +116,12 @@ impl ClientRegistry {
         Ok(handle.clone())
     }
 
+    /// The client for `target` if it is already open (no waiting).
+    pub fn try_get(&self, target: &ConnectionTarget) -> Option<Arc<ClientHandle>> {
+        let slots = self.slots.lock().expect("client registry lock");
+        slots.get(target).and_then(|slot| slot.get().cloned())
+    }
+
     /// How many distinct clients are open.
     pub fn len(&self) -> usize {
         let slots = self.slots.lock().expect("client registry lock");

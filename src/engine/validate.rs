@@ -8,6 +8,8 @@ pub const MAX_NAME_BYTES: usize = 1024;
 pub const MAX_BATCH_COUNT: i64 = 1_000_000;
 /// Largest count for a batch returned as a range.
 pub const MAX_RANGE_COUNT: i64 = i32::MAX as i64;
+/// Largest block size for the `cache` option.
+pub const MAX_CACHE_SIZE: i64 = 1_000_000;
 /// Largest integer a JavaScript number holds exactly (2^53 - 1).
 pub const MAX_SAFE_INTEGER: i64 = (1 << 53) - 1;
 
@@ -87,6 +89,16 @@ pub fn check_count(count: f64, max: i64) -> SeqResult<i64> {
         )));
     }
     Ok(count as i64)
+}
+
+/// The `cache` option: a block size from 1 to [`MAX_CACHE_SIZE`].
+pub fn check_cache_size(size: f64) -> SeqResult<i64> {
+    if !size.is_finite() || size.fract() != 0.0 || size < 1.0 || size > MAX_CACHE_SIZE as f64 {
+        return Err(SeqError::invalid_argument(format!(
+            "option 'cache' must be a whole number from 1 to {MAX_CACHE_SIZE}; got {size}"
+        )));
+    }
+    Ok(size as i64)
 }
 
 /// A JavaScript number that must be a safe integer (for `start`).

@@ -1,0 +1,125 @@
+//! What every sequence call does: read `db`, `name` and options, then reserve values,
+//! from the block cache at once when possible, otherwise on the tokio runtime.
+
+use std::sync::{Arc, Mutex};
+
+use napi::bindgen_prelude::{Env, PromiseRaw, Unknown};
+
+use crate::binding::db_target::{read_db, DbTarget};
+use crate::binding::js_read::{describe, number, string};
+use crate::binding::options::read_options;
+use crate::binding::output::Output;
+use crate::binding::settled::settled;
+use crate::binding::spawn::promise;
+use crate::engine::allocate::IdRange;
+use crate::engine::error::{SeqError, SeqResult};
+use crate::engine::options::SequenceOptions;
+use crate::engine::reserve::Reservation;
+use crate::engine::validate::check_count;
+
+/// How a block of values is returned to JavaScript.
+pub type Shape = fn(&str, IdRange, bool) -> SeqResult<Output>;
+
+/// A reservation prepared by an earlier call, kept to skip the preparation next time.
+pub type ReservationSlot = Arc<Mutex<Option<Reservation>>>;
+
+/// A counter named by JavaScript arguments, read and checked.
+#[derive(Clone)]
+pub struct NamedCounter {
+    /// Where the counter lives.
+    pub target: DbTarget,
+    /// The sequence name.
+    pub name: String,
+    /// The call's options.
+    pub options: SequenceOptions,
+}
+
+impl NamedCounter {
+    /// Reads the `db`, `name` and `options` arguments.
+    pub fn read(
+        env: &Env,
+        db: &Unknown,
+        name: &Unknown,
+        options: Option<&Unknown>,
+    ) -> SeqResult<NamedCounter> {
+        let options = read_options(options)?;
+        let name = string(name).ok_or_else(|| {
+            SeqError::invalid_argument(format!(
+                "sequence name must be a string; got {}",
+                describe(name)
+            ))
+        })?;
+        options.counter(&name)?;
+        let target = read_db(env, db, options.uri.as_deref())?;
+        Ok(NamedCounter {
+            target,
+            name,
+            options,
+        })
+    }
+
+    /// The prepared reservation, reusing `slot` when it holds one for an open client.
+    fn prepared_now(&self, slot: Option<&ReservationSlot>) -> Option<Reservation> {
+        if let Some(slot) = slot {
+            let kept = slot.lock().expect("reservation slot").clone();
+            if let Some(reservation) = kept.filter(|r| !r.is_closed()) {
+                return Some(reservation);
+            }
+        }
+        let (handle, database) = self.target.resolve_now()?;
+        Reservation::new(&handle, database, &self.name, &self.options).ok()
+    }
+
+    async fn prepare(self, slot: Option<ReservationSlot>) -> SeqResult<Reservation> {
+        if let Some(slot) = &slot {
+            let kept = slot.lock().expect("reservation slot").clone();
+            if let Some(reservation) = kept.filter(|r| !r.is_closed()) {
+                return Ok(reservation);
+            }
+        }
+        let (handle, database) = self.target.resolve().await?;
+        let reservation = Reservation::new(&handle, &database, &self.name, &self.options)?;
+        if let Some(slot) = slot {
+            *slot.lock().expect("reservation slot") = Some(reservation.clone());
+        }
+        Ok(reservation)
+    }
+}
+
+/// Reads a count argument: a whole number from 1 to `max`.
+pub fn read_count(value: &Unknown, max: i64) -> SeqResult<i64> {
+    let n = number(value).ok_or_else(|| {
+        SeqError::invalid_argument(format!("count must be a number; got {}", describe(value)))
+    })?;
+    check_count(n, max)
+}
+
+/// A promise for `count` values of `counter`, shaped by `shape`. Argument errors reject
+/// it too; a call the block cache can serve settles it at once.
+pub fn reserve_promise<'env>(
+    env: &'env Env,
+    counter: SeqResult<NamedCounter>,
+    count: SeqResult<i64>,
+    shape: Shape,
+    slot: Option<&ReservationSlot>,
+) -> napi::Result<PromiseRaw<'env, Output>> {
+    if let (Ok(named), Ok(count)) = (&counter, &count) {
+        if named.options.cache.is_some() {
+            if let Some(reservation) = named.prepared_now(slot) {
+                if let Some((range, prefetch)) = reservation.try_cached(*count) {
+                    if let Some(prefetch) = prefetch {
+                        napi::bindgen_prelude::spawn(prefetch);
+                    }
+                    return settled(env, shape(&named.name, range, named.options.bigint));
+                }
+            }
+        }
+    }
+    let slot = slot.cloned();
+    promise(env, async move {
+        let (named, count) = (counter?, count?);
+        let (name, bigint) = (named.name.clone(), named.options.bigint);
+        let range = named.prepare(slot).await?.run(count).await?;
+        shape(&name, range, bigint)
+    })
+}

@@ -1,0 +1,277 @@
+//! Merging concurrent reservations of one counter into one round trip.
+//!
+//! While a round trip for a counter is in flight, further calls for it queue up; when it
+//! returns, one `$inc: <sum of their counts>` serves the whole queue and each caller gets
+//! its own contiguous slice, in call order. One round trip per counter is in flight at a
+//! time. A failed round trip fails exactly the callers it carried, with the same error.
+
+use std::collections::{HashMap, VecDeque};
+use std::future::Future;
+use std::hash::Hash;
+use std::sync::Mutex;
+
+use tokio::sync::oneshot;
+
+use crate::engine::allocate::IdRange;
+use crate::engine::error::{ErrorCode, SeqError, SeqResult};
+use crate::engine::validate::MAX_RANGE_COUNT;
+
+struct Waiter {
+    count: i64,
+    reply: oneshot::Sender<SeqResult<IdRange>>,
+}
+
+/// Queues of waiting calls, one per counter key; a key is present while a round trip for
+/// it is in flight.
+pub struct Coalescer<K> {
+    lanes: Mutex<HashMap<K, VecDeque<Waiter>>>,
+}
+
+impl<K> Default for Coalescer<K> {
+    fn default() -> Self {
+        Coalescer {
+            lanes: Mutex::new(HashMap::new()),
+        }
+    }
+}
+
+impl<K: Eq + Hash + Clone + Send + 'static> Coalescer<K> {
+    /// Reserves `count` values of the counter `key`. `fetch(total)` reserves `total`
+    /// contiguous values in one round trip; calls with equal keys must pass equivalent
+    /// `fetch`es (same counter, same options), since whichever starts a round trip serves
+    /// everybody queued behind it.
+    pub async fn reserve<F, Fut>(&'static self, key: K, count: i64, fetch: F) -> SeqResult<IdRange>
+    where
+        F: Fn(i64) -> Fut + Send + 'static,
+        Fut: Future<Output = SeqResult<IdRange>> + Send + 'static,
+    {
+        let (reply, answer) = oneshot::channel();
+        let starts_round_trip = {
+            let mut lanes = self.lanes.lock().expect("coalescer lock");
+            match lanes.get_mut(&key) {
+                Some(queue) => {
+                    queue.push_back(Waiter { count, reply });
+                    false
+                }
+                None => {
+                    lanes.insert(key.clone(), VecDeque::from([Waiter { count, reply }]));
+                    true
+                }
+            }
+        };
+        if starts_round_trip {
+            tokio::spawn(self.drive(key, fetch));
+        }
+        answer.await.unwrap_or_else(|_| {
+            Err(SeqError::new(
+                ErrorCode::Server,
+                "the round trip serving this call was abandoned (runtime shutting down)",
+            ))
+        })
+    }
+
+    /// Serves the queue of `key` one round trip at a time until it is empty.
+    async fn drive<F, Fut>(&'static self, key: K, fetch: F)
+    where
+        F: Fn(i64) -> Fut + Send + 'static,
+        Fut: Future<Output = SeqResult<IdRange>> + Send + 'static,
+    {
+        while let Some(batch) = self.next_batch(&key) {
+            let total: i64 = batch.iter().map(|w| w.count).sum();
+            let result = fetch(total).await;
+            hand_out(batch, result);
+        }
+    }
+
+    /// Takes the waiting calls whose counts add up to at most [`MAX_RANGE_COUNT`] (at least
+    /// one); `None`, and the key is released, when nobody waits.
+    fn next_batch(&self, key: &K) -> Option<Vec<Waiter>> {
+        let mut lanes = self.lanes.lock().expect("coalescer lock");
+        let queue = lanes.get_mut(key)?;
+        if queue.is_empty() {
+            lanes.remove(key);
+            return None;
+        }
+        let mut batch = Vec::new();
+        let mut total = 0;
+        while let Some(next) = queue.front() {
+            if !batch.is_empty() && total + next.count > MAX_RANGE_COUNT {
+                break;
+            }
+            total += next.count;
+            batch.extend(queue.pop_front());
+        }
+        Some(batch)
+    }
+
+    /// Number of counters with a round trip in flight.
+    pub fn in_flight(&self) -> usize {
+        self.lanes.lock().expect("coalescer lock").len()
+    }
+}
+
+/// Splits `result` into the callers' slices, in queue order, or gives each the error.
+fn hand_out(batch: Vec<Waiter>, result: SeqResult<IdRange>) {
+    match result {
+        Ok(range) => {
+            let mut next = range.first;
+            for waiter in batch {
+                let slice = IdRange {
+                    first: next,
+                    last: next + waiter.count - 1,
+                };
+                next = slice.last + 1;
+                // A caller that went away simply drops its slice (a gap, never a duplicate).
+                let _ = waiter.reply.send(Ok(slice));
+            }
+        }
+        Err(error) => {
+            for waiter in batch {
+                let _ = waiter.reply.send(Err(error.clone()));
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::Ordering;
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::engine::test_support::{run, values_of, FakeCounter, Rng};
+
+    fn leaked() -> &'static Coalescer<u32> {
+        Box::leak(Box::default())
+    }
+
+    #[test]
+    fn concurrent_calls_share_round_trips_without_gap_or_duplicate() {
+        for seed in 1..=8u64 {
+            let coalescer = leaked();
+            let counter = Arc::new(FakeCounter::default());
+            let results = run(async {
+                let mut rng = Rng::new(seed);
+                let mut tasks = Vec::new();
+                for _ in 0..400 {
+                    let count = 1 + rng.below(5) as i64;
+                    let delay = rng.below(300);
+                    let counter = counter.clone();
+                    tasks.push(tokio::spawn(async move {
+                        let fetch = move |total| counter.clone().fetch(total, delay);
+                        (count, coalescer.reserve(7, count, fetch).await)
+                    }));
+                    if rng.below(4) == 0 {
+                        tokio::task::yield_now().await;
+                    }
+                }
+                let mut out = Vec::new();
+                for t in tasks {
+                    let (count, r) = t.await.unwrap();
+                    out.push((count, r.unwrap()));
+                }
+                out
+            });
+            let all = values_of(&results);
+            let expected: Vec<i64> = (1..=counter.value()).collect();
+            assert_eq!(all, expected, "seed {seed}: gapless and duplicate-free");
+            let trips = counter.round_trips.load(Ordering::SeqCst);
+            assert!(
+                trips < 400,
+                "seed {seed}: {trips} round trips were not merged"
+            );
+            assert_eq!(coalescer.in_flight(), 0);
+        }
+    }
+
+    #[test]
+    fn slices_follow_call_order() {
+        let coalescer = leaked();
+        let counter = Arc::new(FakeCounter::default());
+        let ranges = run(async {
+            // The first call starts a slow round trip; the next three queue behind it.
+            let first = {
+                let c = counter.clone();
+                tokio::spawn(coalescer.reserve(1, 1, move |t| c.clone().fetch(t, 20_000)))
+            };
+            tokio::time::sleep(std::time::Duration::from_millis(2)).await;
+            let mut queued = Vec::new();
+            for count in [3, 1, 2] {
+                let c = counter.clone();
+                queued.push(coalescer.reserve(1, count, move |t| c.clone().fetch(t, 0)));
+                // Let each call enqueue before the next.
+            }
+            let queued = futures_util::future::join_all(queued).await;
+            (first.await.unwrap(), queued)
+        });
+        assert_eq!(ranges.0.unwrap(), IdRange { first: 1, last: 1 });
+        let slices: Vec<(i64, i64)> = ranges
+            .1
+            .into_iter()
+            .map(|r| r.map(|r| (r.first, r.last)).unwrap())
+            .collect();
+        assert_eq!(slices, vec![(2, 4), (5, 5), (6, 7)]);
+        assert_eq!(counter.round_trips.load(Ordering::SeqCst), 2);
+    }
+
+    #[test]
+    fn a_failed_round_trip_fails_exactly_its_callers() {
+        for seed in 1..=4u64 {
+            let coalescer = leaked();
+            let counter = Arc::new(FakeCounter::default());
+            counter.fail_every.store(2, Ordering::SeqCst);
+            let results = run(async {
+                let mut rng = Rng::new(seed);
+                let mut tasks = Vec::new();
+                for _ in 0..300 {
+                    let count = 1 + rng.below(3) as i64;
+                    let delay = rng.below(200);
+                    let counter = counter.clone();
+                    tasks.push(tokio::spawn(async move {
+                        let fetch = move |total| counter.clone().fetch(total, delay);
+                        (count, coalescer.reserve(9, count, fetch).await)
+                    }));
+                    if rng.below(10) == 0 {
+                        tokio::time::sleep(std::time::Duration::from_micros(300)).await;
+                    }
+                }
+                let mut out = Vec::new();
+                for t in tasks {
+                    out.push(t.await.unwrap());
+                }
+                out
+            });
+            let failed = results.iter().filter(|(_, r)| r.is_err()).count();
+            assert!(failed > 0, "seed {seed}: failures were injected");
+            for (_, r) in &results {
+                if let Err(e) = r {
+                    assert_eq!(e.server_code, Some(91));
+                }
+            }
+            let ok: Vec<(i64, IdRange)> = results
+                .into_iter()
+                .filter_map(|(c, r)| r.ok().map(|r| (c, r)))
+                .collect();
+            let all = values_of(&ok);
+            let expected: Vec<i64> = (1..=counter.value()).collect();
+            assert_eq!(all, expected, "seed {seed}: failures consumed nothing");
+        }
+    }
+
+    #[test]
+    fn one_round_trip_never_exceeds_the_range_limit() {
+        let coalescer = leaked();
+        let counter = Arc::new(FakeCounter::default());
+        let big = MAX_RANGE_COUNT / 2 + 1;
+        run(async {
+            let calls = (0..3).map(|_| {
+                let c = counter.clone();
+                coalescer.reserve(3, big, move |t| c.clone().fetch(t, 1_000))
+            });
+            for r in futures_util::future::join_all(calls).await {
+                assert_eq!(r.unwrap().count(), big);
+            }
+        });
+        assert!(counter.largest.load(Ordering::SeqCst) <= MAX_RANGE_COUNT);
+    }
+}

@@ -1,0 +1,82 @@
+//! Helpers for the unit tests: a runtime, a counter behind a fake round trip, and a
+//! small deterministic random source.
+
+use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::engine::allocate::IdRange;
+use crate::engine::error::{SeqError, SeqResult};
+
+/// Runs `f` on a multi-threaded tokio runtime.
+pub fn run<F: std::future::Future>(f: F) -> F::Output {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(f)
+}
+
+/// xorshift64*: deterministic pseudo-random numbers for interleavings.
+pub struct Rng(u64);
+
+impl Rng {
+    /// A generator from a non-zero seed.
+    pub fn new(seed: u64) -> Self {
+        Rng(seed.max(1))
+    }
+
+    /// A number in `0..n`.
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D) % n
+    }
+}
+
+/// A server-side counter reached through a slow, sometimes failing "round trip".
+#[derive(Default)]
+pub struct FakeCounter {
+    value: AtomicI64,
+    /// Round trips made.
+    pub round_trips: AtomicUsize,
+    /// Fail every n-th round trip (0: never), consuming nothing.
+    pub fail_every: AtomicUsize,
+    /// Largest single `$inc` seen.
+    pub largest: AtomicI64,
+}
+
+impl FakeCounter {
+    /// Reserves `total` values after a pause of up to `max_delay_us`.
+    pub async fn fetch(self: Arc<Self>, total: i64, delay_us: u64) -> SeqResult<IdRange> {
+        tokio::time::sleep(Duration::from_micros(delay_us)).await;
+        let n = self.round_trips.fetch_add(1, Ordering::SeqCst) + 1;
+        let every = self.fail_every.load(Ordering::SeqCst);
+        if every > 0 && n.is_multiple_of(every) {
+            return Err(SeqError::server(91, None, "injected failure"));
+        }
+        self.largest.fetch_max(total, Ordering::SeqCst);
+        let last = self.value.fetch_add(total, Ordering::SeqCst) + total;
+        IdRange::ending_at(last, total)
+    }
+
+    /// The counter's value.
+    pub fn value(&self) -> i64 {
+        self.value.load(Ordering::SeqCst)
+    }
+}
+
+/// Every value of the given blocks, sorted; panics on a block of the wrong size.
+pub fn values_of(blocks: &[(i64, IdRange)]) -> Vec<i64> {
+    let mut all: Vec<i64> = blocks
+        .iter()
+        .flat_map(|(count, r)| {
+            assert_eq!(r.count(), *count, "a caller got a slice of the wrong size");
+            r.first..=r.last
+        })
+        .collect();
+    all.sort_unstable();
+    all
+}
