@@ -8,6 +8,7 @@ use napi::bindgen_prelude::{Env, PromiseRaw, Unknown};
 use crate::binding::calls::{read_count, reserve_promise, NamedCounter, ReservationSlot, Shape};
 use crate::binding::js_error::to_js_error;
 use crate::binding::output::Output;
+use crate::binding::settled::settled;
 use crate::engine::validate::{MAX_BATCH_COUNT, MAX_RANGE_COUNT};
 
 /// A handle on one sequence with fixed options, from `sequence(db, name, options)`.
@@ -25,6 +26,23 @@ impl Sequence {
         count: crate::engine::error::SeqResult<i64>,
         shape: Shape,
     ) -> napi::Result<PromiseRaw<'env, Output>> {
+        if let Ok(count) = count {
+            // Fast path: a cached call settles here without cloning anything.
+            let served = self
+                .slot
+                .lock()
+                .expect("reservation slot")
+                .as_ref()
+                .filter(|r| !r.is_closed())
+                .and_then(|r| r.try_cached(count));
+            if let Some((range, prefetch)) = served {
+                if let Some(prefetch) = prefetch {
+                    napi::bindgen_prelude::spawn(prefetch);
+                }
+                let bigint = self.counter.options.bigint;
+                return settled(env, shape(&self.counter.name, range, bigint));
+            }
+        }
         reserve_promise(
             env,
             Ok(self.counter.clone()),

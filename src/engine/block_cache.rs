@@ -4,24 +4,33 @@
 //!
 //! Values stay unique across processes (every block is reserved atomically on the server)
 //! and ascend within a process, but not across processes; values left in a block when
-//! the process exits, or too few for a batch call, are never handed out (gaps).
+//! the process exits, or too few for a batch call, are never handed out (gaps). When calls
+//! outpace the round trips (the cache ran dry while a fetch was under way), one fetch
+//! reserves several blocks at once, doubling up to [`MAX_BLOCKS_PER_FETCH`]; it halves
+//! again when a fetch is not needed within a second.
 
 use std::collections::{HashMap, VecDeque};
 use std::future::Future;
 use std::hash::Hash;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use tokio::sync::oneshot;
 
 use crate::engine::allocate::IdRange;
 use crate::engine::error::{ErrorCode, SeqError, SeqResult};
+use crate::engine::validate::MAX_RANGE_COUNT;
+
+/// Most blocks one fetch reserves when calls outpace round trips.
+pub const MAX_BLOCKS_PER_FETCH: i64 = 64;
+/// A fetch not needed for this long halves the blocks per fetch.
+const SLOW_DEMAND: Duration = Duration::from_secs(1);
 
 struct Waiter {
     count: i64,
     reply: oneshot::Sender<SeqResult<IdRange>>,
 }
 
-#[derive(Default)]
 struct Entry {
     /// Reserved values not handed out yet, oldest block first.
     blocks: VecDeque<IdRange>,
@@ -29,6 +38,10 @@ struct Entry {
     fetching: bool,
     /// Calls waiting for the block being fetched, in call order.
     waiters: VecDeque<Waiter>,
+    /// Blocks reserved by the next fetch.
+    blocks_per_fetch: i64,
+    /// When the last fetch completed.
+    last_fetch: Option<Instant>,
 }
 
 impl Entry {
@@ -55,76 +68,96 @@ impl Entry {
         }
         None
     }
+
+    /// Hands fetched values to the waiters in order; true when all are served.
+    fn serve_waiters(&mut self) -> bool {
+        while let Some(waiter) = self.waiters.front() {
+            let Some(range) = self.take(waiter.count) else {
+                return false;
+            };
+            let waiter = self.waiters.pop_front().expect("front exists");
+            let _ = waiter.reply.send(Ok(range));
+        }
+        true
+    }
 }
 
 /// What a fast-path take found.
 pub struct Taken {
     /// The values served.
     pub range: IdRange,
-    /// Whether the caller should start a prefetch ([`BlockCache::prefetch`]).
+    /// Whether the caller should start a prefetch ([`CacheSlot::prefetch`]).
     pub prefetch: bool,
 }
 
-/// Per-counter blocks of reserved values.
-pub struct BlockCache<K> {
-    entries: Mutex<HashMap<K, Entry>>,
+/// The cached blocks of one counter, with block size `size`.
+pub struct CacheSlot {
+    size: i64,
+    entry: Mutex<Entry>,
 }
 
-impl<K> Default for BlockCache<K> {
-    fn default() -> Self {
-        BlockCache {
-            entries: Mutex::new(HashMap::new()),
+impl CacheSlot {
+    fn new(size: i64) -> Self {
+        CacheSlot {
+            size,
+            entry: Mutex::new(Entry {
+                blocks: VecDeque::new(),
+                fetching: false,
+                waiters: VecDeque::new(),
+                blocks_per_fetch: 1,
+                last_fetch: None,
+            }),
         }
     }
-}
 
-impl<K: Eq + Hash + Clone + Send + 'static> BlockCache<K> {
-    /// Serves `count` values from the cached blocks of `key` without waiting, or `None`
-    /// when they have too few (or calls are already waiting, so order is kept). With
-    /// `Taken::prefetch`, fewer than half a block (`size`) is left and no fetch is under
-    /// way: the caller should start one.
-    pub fn try_take(&self, key: &K, count: i64, size: i64) -> Option<Taken> {
-        let mut entries = self.entries.lock().expect("block cache lock");
-        let entry = entries.get_mut(key)?;
+    fn lock(&self) -> std::sync::MutexGuard<'_, Entry> {
+        self.entry.lock().expect("block cache lock")
+    }
+
+    /// The block size.
+    pub fn size(&self) -> i64 {
+        self.size
+    }
+
+    /// Serves `count` values without waiting, or `None` when the blocks have too few (or
+    /// calls are already waiting, so order is kept). With `Taken::prefetch`, less than
+    /// half of a fetch is left and none is under way: the caller should start one.
+    pub fn try_take(&self, count: i64) -> Option<Taken> {
+        let mut entry = self.lock();
         if !entry.waiters.is_empty() {
             return None;
         }
         let range = entry.take(count)?;
-        let prefetch = !entry.fetching && entry.available() * 2 < size;
+        let prefetch =
+            !entry.fetching && entry.available() * 2 < self.size * entry.blocks_per_fetch;
         if prefetch {
             entry.fetching = true;
         }
         Some(Taken { range, prefetch })
     }
 
-    /// Reserves `count` values (at most `size`), from the cache when possible, otherwise
-    /// waiting for the next block. `fetch(size)` reserves one block in one round trip.
-    pub async fn reserve<F, Fut>(
-        &'static self,
-        key: K,
-        count: i64,
-        size: i64,
-        fetch: F,
-    ) -> SeqResult<IdRange>
+    /// Reserves `count` values (at most the block size), from the cache when possible,
+    /// otherwise waiting for the next fetch. `fetch(n)` reserves `n` values in one round
+    /// trip.
+    pub async fn reserve<F, Fut>(self: Arc<Self>, count: i64, fetch: F) -> SeqResult<IdRange>
     where
         F: Fn(i64) -> Fut + Send + 'static,
         Fut: Future<Output = SeqResult<IdRange>> + Send + 'static,
     {
-        if let Some(taken) = self.try_take(&key, count, size) {
+        if let Some(taken) = self.try_take(count) {
             if taken.prefetch {
-                tokio::spawn(self.prefetch(key, size, fetch));
+                tokio::spawn(self.clone().prefetch(fetch));
             }
             return Ok(taken.range);
         }
         let (reply, answer) = oneshot::channel();
         let start_fetch = {
-            let mut entries = self.entries.lock().expect("block cache lock");
-            let entry = entries.entry(key.clone()).or_default();
+            let mut entry = self.lock();
             entry.waiters.push_back(Waiter { count, reply });
             !std::mem::replace(&mut entry.fetching, true)
         };
         if start_fetch {
-            tokio::spawn(self.prefetch(key, size, fetch));
+            tokio::spawn(self.clone().prefetch(fetch));
         }
         answer.await.unwrap_or_else(|_| {
             Err(SeqError::new(
@@ -134,28 +167,40 @@ impl<K: Eq + Hash + Clone + Send + 'static> BlockCache<K> {
         })
     }
 
-    /// Fetches blocks for `key` until its waiters are served; the caller has set
-    /// `fetching` (through [`BlockCache::try_take`] or [`BlockCache::reserve`]).
-    pub async fn prefetch<F, Fut>(&'static self, key: K, size: i64, fetch: F)
+    /// Fetches blocks until the waiters are served; the caller has set `fetching`
+    /// (through [`CacheSlot::try_take`] or [`CacheSlot::reserve`]).
+    pub async fn prefetch<F, Fut>(self: Arc<Self>, fetch: F)
     where
         F: Fn(i64) -> Fut + Send + 'static,
         Fut: Future<Output = SeqResult<IdRange>> + Send + 'static,
     {
         loop {
-            let result = fetch(size).await;
-            let mut entries = self.entries.lock().expect("block cache lock");
-            let entry = entries.entry(key.clone()).or_default();
+            let amount = {
+                let mut entry = self.lock();
+                let idle = entry.last_fetch.is_some_and(|t| t.elapsed() > SLOW_DEMAND);
+                if idle && entry.waiters.is_empty() {
+                    entry.blocks_per_fetch = (entry.blocks_per_fetch / 2).max(1);
+                }
+                (self.size * entry.blocks_per_fetch).min(MAX_RANGE_COUNT)
+            };
+            let result = fetch(amount).await;
+            let mut entry = self.lock();
+            entry.last_fetch = Some(Instant::now());
             match result {
-                Ok(block) => {
-                    entry.blocks.push_back(block);
-                    while let Some(waiter) = entry.waiters.front() {
-                        let Some(range) = entry.take(waiter.count) else {
-                            break;
-                        };
-                        let waiter = entry.waiters.pop_front().expect("front exists");
-                        let _ = waiter.reply.send(Ok(range));
+                Ok(values) => {
+                    // Split into blocks of the configured size, ascending.
+                    let mut first = values.first;
+                    while first <= values.last {
+                        let last = (first + self.size - 1).min(values.last);
+                        entry.blocks.push_back(IdRange { first, last });
+                        first = last + 1;
                     }
-                    if entry.waiters.is_empty() {
+                    let ran_dry = !entry.waiters.is_empty();
+                    if entry.serve_waiters() {
+                        if ran_dry {
+                            entry.blocks_per_fetch =
+                                (entry.blocks_per_fetch * 2).min(MAX_BLOCKS_PER_FETCH);
+                        }
                         entry.fetching = false;
                         return;
                     }
@@ -171,10 +216,38 @@ impl<K: Eq + Hash + Clone + Send + 'static> BlockCache<K> {
         }
     }
 
-    /// Values reserved and not yet handed out for `key`.
-    pub fn available(&self, key: &K) -> i64 {
-        let entries = self.entries.lock().expect("block cache lock");
-        entries.get(key).map_or(0, Entry::available)
+    /// Values reserved and not yet handed out.
+    pub fn available(&self) -> i64 {
+        self.lock().available()
+    }
+
+    /// Blocks the next fetch reserves.
+    pub fn blocks_per_fetch(&self) -> i64 {
+        self.lock().blocks_per_fetch
+    }
+}
+
+/// Per-counter cache slots.
+pub struct BlockCache<K> {
+    slots: Mutex<HashMap<(K, i64), Arc<CacheSlot>>>,
+}
+
+impl<K> Default for BlockCache<K> {
+    fn default() -> Self {
+        BlockCache {
+            slots: Mutex::new(HashMap::new()),
+        }
+    }
+}
+
+impl<K: Eq + Hash + Clone> BlockCache<K> {
+    /// The slot of counter `key` with block size `size`, created on first use.
+    pub fn slot(&self, key: &K, size: i64) -> Arc<CacheSlot> {
+        let mut slots = self.slots.lock().expect("block cache lock");
+        slots
+            .entry((key.clone(), size))
+            .or_insert_with(|| Arc::new(CacheSlot::new(size)))
+            .clone()
     }
 }
 
@@ -186,14 +259,14 @@ mod tests {
     use super::*;
     use crate::engine::test_support::{run, values_of, FakeCounter, Rng};
 
-    fn leaked() -> &'static BlockCache<u32> {
-        Box::leak(Box::default())
+    fn slot(size: i64) -> Arc<CacheSlot> {
+        BlockCache::<u32>::default().slot(&1, size)
     }
 
     #[test]
     fn serves_from_blocks_with_few_round_trips_and_no_duplicate() {
         for seed in 1..=6u64 {
-            let cache = leaked();
+            let cache = slot(100);
             let counter = Arc::new(FakeCounter::default());
             let results = run(async {
                 let mut rng = Rng::new(seed);
@@ -202,9 +275,10 @@ mod tests {
                     let count = 1 + rng.below(4) as i64;
                     let delay = rng.below(500);
                     let counter = counter.clone();
+                    let cache = cache.clone();
                     tasks.push(tokio::spawn(async move {
                         let fetch = move |total| counter.clone().fetch(total, delay);
-                        (count, cache.reserve(1, count, 100, fetch).await)
+                        (count, cache.reserve(count, fetch).await)
                     }));
                     if rng.below(8) == 0 {
                         tokio::time::sleep(std::time::Duration::from_micros(50)).await;
@@ -227,19 +301,24 @@ mod tests {
                 trips <= 2 * (counter.value() as usize / 100) + 2,
                 "seed {seed}: {trips} round trips"
             );
+            assert!(
+                trips < 200,
+                "seed {seed}: blocks served most calls ({trips} trips)"
+            );
         }
     }
 
     #[test]
     fn sequential_calls_ascend_and_prefetch_keeps_a_block_ready() {
-        let cache = leaked();
+        let cache = slot(100);
         let counter = Arc::new(FakeCounter::default());
         let values = run(async {
             let mut out = Vec::new();
             for _ in 0..350 {
                 let c = counter.clone();
                 let r = cache
-                    .reserve(2, 1, 100, move |t| c.clone().fetch(t, 100))
+                    .clone()
+                    .reserve(1, move |t| c.clone().fetch(t, 100))
                     .await
                     .unwrap();
                 out.push(r.first);
@@ -254,20 +333,21 @@ mod tests {
 
     #[test]
     fn try_take_is_empty_until_a_block_arrives_and_asks_for_prefetch() {
-        let cache = leaked();
-        assert!(cache.try_take(&3, 1, 10).is_none());
+        let cache = slot(10);
+        assert!(cache.try_take(1).is_none());
         let counter = Arc::new(FakeCounter::default());
         run(async {
             let c = counter.clone();
             let r = cache
-                .reserve(3, 1, 10, move |t| c.clone().fetch(t, 0))
+                .clone()
+                .reserve(1, move |t| c.clone().fetch(t, 0))
                 .await;
             assert_eq!(r.unwrap(), IdRange { first: 1, last: 1 });
         });
-        assert_eq!(cache.available(&3), 9);
+        assert_eq!(cache.available(), 9);
         let mut prefetch_asked = false;
         for expected in 2..=10 {
-            let taken = cache.try_take(&3, 1, 10).expect("served from the block");
+            let taken = cache.try_take(1).expect("served from the block");
             assert_eq!(taken.range.first, expected);
             prefetch_asked |= taken.prefetch;
         }
@@ -275,26 +355,60 @@ mod tests {
             prefetch_asked,
             "a prefetch was asked for below half a block"
         );
-        assert!(cache.try_take(&3, 1, 10).is_none());
+        assert!(cache.try_take(1).is_none());
     }
 
     #[test]
     fn a_failed_fetch_fails_the_waiters_and_the_next_call_retries() {
-        let cache = leaked();
+        let cache = slot(10);
         let counter = Arc::new(FakeCounter::default());
         counter.fail_every.store(1, Ordering::SeqCst);
         run(async {
             let c = counter.clone();
             let e = cache
-                .reserve(4, 1, 10, move |t| c.clone().fetch(t, 0))
+                .clone()
+                .reserve(1, move |t| c.clone().fetch(t, 0))
                 .await;
             assert_eq!(e.unwrap_err().server_code, Some(91));
             counter.fail_every.store(0, Ordering::SeqCst);
             let c = counter.clone();
             let r = cache
-                .reserve(4, 1, 10, move |t| c.clone().fetch(t, 0))
+                .clone()
+                .reserve(1, move |t| c.clone().fetch(t, 0))
                 .await;
             assert_eq!(r.unwrap().first, 1);
         });
+    }
+
+    #[test]
+    fn running_dry_fetches_more_blocks_at_once_in_ascending_blocks() {
+        let cache = slot(10);
+        let counter = Arc::new(FakeCounter::default());
+        let values = run(async {
+            let mut out = Vec::new();
+            for _ in 0..200 {
+                let c = counter.clone();
+                let calls = (0..25).map(|_| {
+                    let c = c.clone();
+                    cache.clone().reserve(1, move |t| c.clone().fetch(t, 200))
+                });
+                for r in futures_util::future::join_all(calls).await {
+                    out.push(r.unwrap().first);
+                }
+            }
+            out
+        });
+        assert!(
+            cache.blocks_per_fetch() > 1,
+            "demand raised the blocks per fetch"
+        );
+        assert!(cache.blocks_per_fetch() <= MAX_BLOCKS_PER_FETCH);
+        let mut sorted = values.clone();
+        sorted.dedup();
+        assert_eq!(sorted.len(), values.len(), "no duplicate");
+        assert!(
+            values.windows(2).all(|w| w[0] < w[1]),
+            "ascending in call order"
+        );
     }
 }

@@ -5,7 +5,7 @@ use std::future::Future;
 use std::sync::{Arc, LazyLock};
 
 use crate::engine::allocate::{allocate, CreatePolicy, IdRange};
-use crate::engine::block_cache::BlockCache;
+use crate::engine::block_cache::{BlockCache, CacheSlot};
 use crate::engine::coalesce::Coalescer;
 use crate::engine::error::SeqResult;
 use crate::engine::mongo_store::MongoStore;
@@ -21,29 +21,20 @@ pub struct CounterKey {
     database: String,
     counter: CounterRef,
     policy: CreatePolicy,
-    /// Block size for cached allocation (0 for none).
-    cache: i64,
-}
-
-impl CounterKey {
-    fn uncached(&self) -> CounterKey {
-        CounterKey {
-            cache: 0,
-            ..self.clone()
-        }
-    }
 }
 
 static COALESCER: LazyLock<Coalescer<CounterKey>> = LazyLock::new(Coalescer::default);
 static CACHE: LazyLock<BlockCache<CounterKey>> = LazyLock::new(BlockCache::default);
 
-/// A counter ready to reserve from: its key and its store. Reusable for many calls.
+/// A counter ready to reserve from: its key, its store and its cache slot. Reusable for
+/// many calls.
 #[derive(Clone)]
 pub struct Reservation {
     key: CounterKey,
     store: MongoStore,
     coalesce: bool,
     handle: Arc<ClientHandle>,
+    cache: Option<Arc<CacheSlot>>,
 }
 
 impl Reservation {
@@ -56,17 +47,19 @@ impl Reservation {
     ) -> SeqResult<Reservation> {
         let counter = options.counter(name)?;
         let store = handle.store(database)?;
+        let key = CounterKey {
+            client: Arc::as_ptr(handle) as usize,
+            database: database.to_string(),
+            counter,
+            policy: options.policy(),
+        };
+        let cache = options.cache.map(|size| CACHE.slot(&key, size));
         Ok(Reservation {
-            key: CounterKey {
-                client: Arc::as_ptr(handle) as usize,
-                database: database.to_string(),
-                counter,
-                policy: options.policy(),
-                cache: options.cache.unwrap_or(0),
-            },
+            key,
             store,
             coalesce: options.coalesce,
             handle: handle.clone(),
+            cache,
         })
     }
 
@@ -75,10 +68,9 @@ impl Reservation {
         self.handle.is_closed()
     }
 
-    /// Whether `count` values are served from the block cache (batch calls larger than a
-    /// block bypass it).
-    fn cached(&self, count: i64) -> bool {
-        self.key.cache > 0 && count <= self.key.cache
+    /// The cache slot serving `count` values (batch calls larger than a block bypass it).
+    fn cached(&self, count: i64) -> Option<&Arc<CacheSlot>> {
+        self.cache.as_ref().filter(|slot| count <= slot.size())
     }
 
     fn fetcher(&self) -> impl Fn(i64) -> BoxedFetch + Send + 'static {
@@ -99,13 +91,14 @@ impl Reservation {
         &self,
         count: i64,
     ) -> Option<(IdRange, Option<impl Future<Output = ()> + Send>)> {
-        if !self.cached(count) || self.handle.is_closed() {
+        if self.handle.is_closed() {
             return None;
         }
-        let taken = CACHE.try_take(&self.key, count, self.key.cache)?;
+        let slot = self.cached(count)?;
+        let taken = slot.try_take(count)?;
         let prefetch = taken
             .prefetch
-            .then(|| CACHE.prefetch(self.key.clone(), self.key.cache, self.fetcher()));
+            .then(|| slot.clone().prefetch(self.fetcher()));
         Some((taken.range, prefetch))
     }
 
@@ -113,11 +106,10 @@ impl Reservation {
     pub async fn run(self, count: i64) -> SeqResult<IdRange> {
         self.handle.store(&self.key.database)?;
         let fetch = self.fetcher();
-        if self.cached(count) {
-            let size = self.key.cache;
-            CACHE.reserve(self.key, count, size, fetch).await
+        if let Some(slot) = self.cached(count) {
+            slot.clone().reserve(count, fetch).await
         } else if self.coalesce {
-            COALESCER.reserve(self.key.uncached(), count, fetch).await
+            COALESCER.reserve(self.key, count, fetch).await
         } else {
             fetch(count).await
         }
