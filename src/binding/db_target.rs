@@ -12,7 +12,9 @@ use crate::binding::client::SequenceDb;
 use crate::binding::js_read::{
     describe, number, object, object_property, property, string_property,
 };
-use crate::engine::connection::{derive_from_node_client, ConnectionTarget, NodeClientFacts};
+use crate::engine::connection::{
+    derive_from_node_client_cached, ConnectionTarget, NodeClientFacts,
+};
 use crate::engine::error::{ErrorCode, SeqError, SeqResult};
 use crate::engine::registry::{ClientHandle, SHARED_CLIENTS};
 
@@ -71,7 +73,10 @@ pub fn read_db(env: &Env, value: &Unknown, uri: Option<&str>) -> SeqResult<DbTar
     let client = object_property(&db, "client")
         .ok_or_else(|| SeqError::invalid_argument(format!("{NOT_A_DB}; it has no client")))?;
     let facts = node_client_facts(&client)?;
-    Ok(DbTarget::Shared(derive_from_node_client(&facts)?, database))
+    Ok(DbTarget::Shared(
+        derive_from_node_client_cached(&facts)?,
+        database,
+    ))
 }
 
 /// Options of a Node driver client that no connection string can carry.

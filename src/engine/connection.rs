@@ -1,6 +1,8 @@
 //! Which server a call talks to: a connection string, plus the settings a Node driver
 //! client carries, checked so that a derived connection is the same as the user's.
 
+use std::collections::HashMap;
+use std::sync::{LazyLock, Mutex};
 use std::time::Duration;
 
 use mongodb::options::{ConnectionString, HostInfo, Tls};
@@ -48,7 +50,7 @@ impl ConnectionTarget {
 
 /// What a Node driver `MongoClient` tells about its connection: the string it was
 /// created with (`client.s.url`) and the settings it resolved (`client.options`).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
 pub struct NodeClientFacts {
     /// The connection string the client was created with.
     pub url: String,
@@ -97,6 +99,27 @@ fn unsupported(what: &str) -> SeqError {
              or use connect(uri)"
         ),
     )
+}
+
+/// Derivations already made: a process sees few distinct clients, and parsing the
+/// connection string on every call would cost more than the rest of a cached call.
+static DERIVED: LazyLock<Mutex<HashMap<NodeClientFacts, SeqResult<ConnectionTarget>>>> =
+    LazyLock::new(Default::default);
+/// Distinct clients remembered at most (a bound against unbounded growth).
+const MAX_DERIVED: usize = 256;
+
+/// [`derive_from_node_client`], remembered per distinct set of facts.
+pub fn derive_from_node_client_cached(facts: &NodeClientFacts) -> SeqResult<ConnectionTarget> {
+    let mut derived = DERIVED.lock().expect("derived connections lock");
+    if let Some(known) = derived.get(facts) {
+        return known.clone();
+    }
+    let result = derive_from_node_client(facts);
+    if derived.len() >= MAX_DERIVED {
+        derived.clear();
+    }
+    derived.insert(facts.clone(), result.clone());
+    result
 }
 
 /// The connection a Node driver client stands for, or `UNSUPPORTED_CLIENT` when its
@@ -239,6 +262,23 @@ mod tests {
         let mut f = facts("mongodb://h:1/?directConnection=true");
         f.direct_connection = true;
         assert!(derive_from_node_client(&f).is_ok());
+    }
+
+    #[test]
+    fn remembered_derivations_match_fresh_ones() {
+        let ok = facts("mongodb://h:1/");
+        assert_eq!(
+            derive_from_node_client_cached(&ok),
+            derive_from_node_client(&ok)
+        );
+        assert_eq!(
+            derive_from_node_client_cached(&ok),
+            derive_from_node_client(&ok)
+        );
+        let mut bad = facts("mongodb://h:1/");
+        bad.tls = true;
+        assert!(derive_from_node_client_cached(&bad).is_err());
+        assert!(derive_from_node_client_cached(&bad).is_err());
     }
 
     #[test]
