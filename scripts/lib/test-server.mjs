@@ -1,11 +1,17 @@
 // Starts a MongoDB-compatible server on a free loopback port and stops it by PID.
 // With MONGODB_URI set, no server is started and that server is used instead.
+//
+// Kinds (MONGO_SEQUENCE_SERVER picks the default):
+//   mongoeco  mongoeco's wire server, memory engine, through our corrections launcher
+//   secantus  SecantusDB: a single-node replica set on WiredTiger (in memory, or on disk
+//             with `storagePath`, which survives a restart on the same port)
 import { spawn } from 'node:child_process';
-import { createServer } from 'node:net';
+import { createServer, connect } from 'node:net';
 import { join } from 'node:path';
 import { ensureVenv, ROOT } from './python-env.mjs';
 
 const STARTUP_TIMEOUT_MS = 60_000;
+export const SERVER_KINDS = ['mongoeco', 'secantus'];
 
 /** A free TCP port on 127.0.0.1 (asked of the OS, never a fixed one). */
 export function freePort() {
@@ -20,63 +26,116 @@ export function freePort() {
   });
 }
 
+function accepts(port) {
+  return new Promise((resolve) => {
+    const socket = connect({ host: '127.0.0.1', port }, () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.on('error', () => resolve(false));
+  });
+}
+
 const KINDS = {
-  mongoeco: (python, port) => [python, [join(ROOT, 'scripts', 'servers', 'mongoeco_server.py'), '--port', String(port)]],
+  mongoeco: {
+    command: (python, port) => [python, [join(ROOT, 'scripts', 'servers', 'mongoeco_server.py'), '--port', String(port)]],
+    uri: (port) => `mongodb://127.0.0.1:${port}/?directConnection=true`,
+    readyLine: 'READY ',
+  },
+  secantus: {
+    command: (python, port, { storagePath = ':memory:' } = {}) => [
+      join(python, '..', 'secantusd-py'),
+      [
+        '--config', join(ROOT, 'scripts', 'servers', 'secantusd.toml'),
+        '--host', '127.0.0.1',
+        '--port', String(port),
+        '--storage-path', storagePath,
+        '--log-level', 'WARNING',
+        // Test servers only: failpoints (configureFailPoint) for the retry tests, and
+        // durable commits so that a killed server keeps every acknowledged write.
+        '--enable-test-commands',
+        '--sync-on-commit',
+      ],
+    ],
+    uri: (port) => `mongodb://127.0.0.1:${port}/?directConnection=true`,
+    readyLine: null,
+  },
 };
 
 /**
- * Starts a server of `kind` (default: $MONGO_SEQUENCE_SERVER or 'mongoeco').
- * Resolves with `{ uri, kind, pid, stop() }`; `stop()` ends the process and waits for it.
+ * Starts a server of `kind` (default: $MONGO_SEQUENCE_SERVER or 'mongoeco'), on `port`
+ * when given (a restart), else on a free one. Resolves with
+ * `{ uri, kind, pid, port, stop(), kill() }`: `stop()` ends it gently and waits, `kill()`
+ * ends it with SIGKILL (an outage) and waits.
  */
-export async function startServer({ kind = process.env.MONGO_SEQUENCE_SERVER || 'mongoeco', log = () => {} } = {}) {
+export async function startServer({
+  kind = process.env.MONGO_SEQUENCE_SERVER || 'mongoeco',
+  port,
+  storagePath,
+  log = () => {},
+} = {}) {
   if (process.env.MONGODB_URI) {
-    return { uri: process.env.MONGODB_URI, kind: 'external', pid: null, stop: async () => {} };
+    return { uri: process.env.MONGODB_URI, kind: 'external', pid: null, stop: async () => {}, kill: async () => {} };
   }
-  const make = KINDS[kind];
-  if (!make) throw new Error(`unknown test server kind '${kind}' (known: ${Object.keys(KINDS).join(', ')})`);
+  const spec = KINDS[kind];
+  if (!spec) throw new Error(`unknown test server kind '${kind}' (known: ${SERVER_KINDS.join(', ')})`);
   const python = ensureVenv({ log });
   for (let attempt = 1; ; attempt++) {
-    const port = await freePort();
+    const chosen = port ?? (await freePort());
     try {
-      return await launch(kind, ...make(python, port), port, log);
+      return await launch(kind, spec, python, chosen, { storagePath }, log);
     } catch (e) {
-      if (attempt >= 3) throw e;
-      log(`[servers] ${kind} on port ${port} failed (${e.message}); trying another port`);
+      if (port !== undefined || attempt >= 3) throw e;
+      log(`[servers] ${kind} on port ${chosen} failed (${e.message}); trying another port`);
     }
   }
 }
 
-function launch(kind, command, args, port, log) {
+function launch(kind, spec, python, port, options, log) {
   const started = Date.now();
+  const [command, args] = spec.command(python, port, options);
   const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   const exited = new Promise((resolve) => child.once('exit', resolve));
   const killOnExit = () => child.kill('SIGKILL');
   process.once('exit', killOnExit);
-  const stop = async () => {
+  const end = async (signal) => {
     process.removeListener('exit', killOnExit);
     if (child.exitCode === null && child.signalCode === null) {
-      child.kill('SIGTERM');
-      const timer = setTimeout(() => child.kill('SIGKILL'), 5_000);
+      child.kill(signal);
+      const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
       await exited;
       clearTimeout(timer);
     }
   };
+  const server = {
+    uri: spec.uri(port),
+    kind,
+    pid: child.pid,
+    port,
+    stop: () => end('SIGTERM'),
+    kill: () => end('SIGKILL'),
+  };
+  child.stderr.on('data', (d) => (output += d));
+  child.stdout.on('data', (d) => (output += d));
   return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => fail(new Error(`${kind} did not start within ${STARTUP_TIMEOUT_MS} ms`)), STARTUP_TIMEOUT_MS);
-    const fail = (error) => {
+    let settled = false;
+    const finish = (error) => {
+      if (settled) return;
+      settled = true;
       clearTimeout(timer);
-      stop().then(() => reject(new Error(`${error.message}\n${output.slice(-2000)}`)));
-    };
-    child.stderr.on('data', (d) => (output += d));
-    child.stdout.on('data', (d) => {
-      output += d;
-      if (output.includes('READY ')) {
-        clearTimeout(timer);
+      clearInterval(poll);
+      if (!error) {
         log(`[servers] ${kind} (pid ${child.pid}) on 127.0.0.1:${port} in ${Date.now() - started} ms`);
-        resolve({ uri: `mongodb://127.0.0.1:${port}/?directConnection=true`, kind, pid: child.pid, port, stop });
+        resolve(server);
+      } else {
+        end('SIGKILL').then(() => reject(new Error(`${error.message}\n${output.slice(-2000)}`)));
       }
-    });
-    child.once('exit', (code, signal) => fail(new Error(`${kind} exited early (code ${code}, signal ${signal})`)));
+    };
+    const timer = setTimeout(() => finish(new Error(`${kind} did not start within ${STARTUP_TIMEOUT_MS} ms`)), STARTUP_TIMEOUT_MS);
+    const poll = setInterval(async () => {
+      if (spec.readyLine ? output.includes(spec.readyLine) : await accepts(port)) finish();
+    }, 100);
+    child.once('exit', (code, signal) => finish(new Error(`${kind} exited early (code ${code}, signal ${signal})`)));
   });
 }
