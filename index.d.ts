@@ -157,6 +157,12 @@ export interface SequenceOptions {
    * Batch calls larger than a block bypass the cache. From 1 to 1,000,000.
    */
   cache?: number
+  /**
+   * Write concern of the counter writes, e.g. `{ w: 'majority', journal: true }`.
+   * Default: the connection string's, else the server's (`w: 'majority'` on replica sets
+   * since MongoDB 5.0, `w: 1` on a standalone). `w` must acknowledge (at least 1).
+   */
+  writeConcern?: WriteConcernOptions
 }
 
 /**
@@ -164,3 +170,16 @@ export interface SequenceOptions {
  * `uri` options: one per distinct connection, however many calls are made.
  */
 export declare function sharedClientCount(): number
+
+/** The `writeConcern` option. */
+export interface WriteConcernOptions {
+  /** Members that must acknowledge: a number from 1, `'majority'`, or a tag set name. */
+  w?: number | 'majority' | string
+  /** Wait for the on-disk journal. */
+  journal?: boolean
+  /**
+   * Give up waiting for acknowledgement after this many milliseconds (the write may
+   * still have been applied: reported as `SERVER`).
+   */
+  wtimeoutMS?: number
+}

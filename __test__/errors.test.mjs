@@ -61,6 +61,17 @@ test('options of the wrong type or unknown options are refused', async () => {
     { collection: '' },
     { collection: 'system.x' },
     { uri: 42 },
+    { coalesce: 'no' },
+    { cache: 0 },
+    { cache: 1.5 },
+    { cache: 1e7 },
+    { writeConcern: 'majority' },
+    { writeConcern: { w: 0 } },
+    { writeConcern: { w: '' } },
+    { writeConcern: { w: true } },
+    { writeConcern: { journal: 'yes' } },
+    { writeConcern: { wtimeoutMS: -1 } },
+    { writeConcern: { wtimeout: 5 } },
   ];
   for (const options of bad) {
     await unchanged('good', () =>

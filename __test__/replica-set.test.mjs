@@ -54,3 +54,18 @@ test('with retryWrites=false the same failure surfaces as SERVER 91, nothing app
     await client.close();
   }
 });
+
+test('writeConcern: majority with journal is honoured; an unsatisfiable one is a SERVER error', { skip }, async () => {
+  await env.db.collection('counters').insertOne({ _id: 'durable', sequence_value: 0 });
+  const majority = { writeConcern: { w: 'majority', journal: true, wtimeoutMS: 5000 } };
+  assert.equal(await seq.getNextSequenceValue(env.db, 'durable', majority), 1);
+  assert.deepEqual(await seq.getNextSequenceBatch(env.db, 'durable', 2, { writeConcern: { w: 1 } }), [2, 3]);
+  const e = await rejectsWithCode(
+    assert,
+    seq.getNextSequenceValue(env.db, 'durable', { writeConcern: { w: 5, wtimeoutMS: 200 } }),
+    'SERVER',
+  );
+  assert.equal(typeof e.serverCode, 'number');
+  const next = await seq.getNextSequenceValue(env.db, 'durable');
+  assert.ok(next >= 4, 'no value handed out twice after a write concern error');
+});

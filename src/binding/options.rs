@@ -8,6 +8,7 @@ use crate::binding::js_read::{
 use crate::engine::error::{SeqError, SeqResult};
 use crate::engine::options::SequenceOptions as EngineOptions;
 use crate::engine::validate::{check_cache_size, check_safe_integer};
+use crate::engine::write_concern::{WriteAck, WriteConcernSpec};
 
 /// Options of every sequence call (third argument; camelCase like the Node driver).
 #[napi(object)]
@@ -39,9 +40,28 @@ pub struct SequenceOptions {
     /// processes; values left unused when the process exits are lost (gaps).
     /// Batch calls larger than a block bypass the cache. From 1 to 1,000,000.
     pub cache: Option<u32>,
+    /// Write concern of the counter writes, e.g. `{ w: 'majority', journal: true }`.
+    /// Default: the connection string's, else the server's (`w: 'majority'` on replica sets
+    /// since MongoDB 5.0, `w: 1` on a standalone). `w` must acknowledge (at least 1).
+    pub write_concern: Option<WriteConcernOptions>,
 }
 
-const KNOWN: [&str; 8] = [
+/// The `writeConcern` option.
+#[napi(object)]
+pub struct WriteConcernOptions {
+    /// Members that must acknowledge: a number from 1, `'majority'`, or a tag set name.
+    #[napi(ts_type = "number | 'majority' | string")]
+    pub w: Option<String>,
+    /// Wait for the on-disk journal.
+    pub journal: Option<bool>,
+    /// Give up waiting for acknowledgement after this many milliseconds (the write may
+    /// still have been applied: reported as `SERVER`).
+    #[napi(js_name = "wtimeoutMS")]
+    pub wtimeout_ms: Option<f64>,
+}
+
+const KNOWN: [&str; 9] = [
+    "writeConcern",
     "collection",
     "field",
     "upsert",
@@ -104,6 +124,7 @@ pub fn read_options(value: Option<&Unknown>) -> SeqResult<EngineOptions> {
                 let n = number(&v).ok_or_else(|| wrong_type(key, "a number", &v))?;
                 options.cache = Some(check_cache_size(n)?);
             }
+            "writeConcern" => options.write_concern = Some(read_write_concern(&v)?),
             _ => options.start = read_integer(key, &v)?,
         }
     }
@@ -116,4 +137,54 @@ pub fn read_integer(key: &str, value: &Unknown) -> SeqResult<i64> {
         return check_safe_integer(key, n);
     }
     bigint_i64(value).ok_or_else(|| wrong_type(key, "a safe integer or a 64-bit BigInt", value))
+}
+
+const WRITE_CONCERN_KEYS: [&str; 3] = ["w", "journal", "wtimeoutMS"];
+
+/// Reads `{ w, journal, wtimeoutMS }`.
+fn read_write_concern(value: &Unknown) -> SeqResult<WriteConcernSpec> {
+    let obj = object(value).ok_or_else(|| wrong_type("writeConcern", "an object", value))?;
+    let keys = napi::bindgen_prelude::Object::keys(&obj)
+        .map_err(|e| SeqError::invalid_argument(format!("cannot read writeConcern: {e}")))?;
+    if let Some(unknown) = keys
+        .iter()
+        .find(|k| !WRITE_CONCERN_KEYS.contains(&k.as_str()))
+    {
+        return Err(SeqError::invalid_argument(format!(
+            "unknown writeConcern option '{unknown}'; known: {}",
+            WRITE_CONCERN_KEYS.join(", ")
+        )));
+    }
+    let mut spec = WriteConcernSpec::default();
+    let w = property(&obj, "w")?;
+    if !is_nullish(&w) {
+        spec.w = Some(if let Some(n) = number(&w) {
+            WriteAck::from_number(n)?
+        } else if let Some(text) = string(&w) {
+            WriteAck::from_text(&text)?
+        } else {
+            return Err(wrong_type("writeConcern.w", "a number or a string", &w));
+        });
+    }
+    let journal = property(&obj, "journal")?;
+    if !is_nullish(&journal) {
+        spec.journal = Some(
+            boolean(&journal)
+                .ok_or_else(|| wrong_type("writeConcern.journal", "a boolean", &journal))?,
+        );
+    }
+    let timeout = property(&obj, "wtimeoutMS")?;
+    if !is_nullish(&timeout) {
+        let ms = number(&timeout)
+            .filter(|n| n.is_finite() && *n >= 0.0 && n.fract() == 0.0)
+            .ok_or_else(|| {
+                wrong_type(
+                    "writeConcern.wtimeoutMS",
+                    "a whole number of milliseconds",
+                    &timeout,
+                )
+            })?;
+        spec.wtimeout_ms = Some(ms as u64);
+    }
+    Ok(spec)
 }

@@ -20,3 +20,4 @@ pub mod store;
 #[cfg(test)]
 pub mod test_support;
 pub mod validate;
+pub mod write_concern;

@@ -1,7 +1,7 @@
 //! [`CounterStore`] on a MongoDB database through the official driver.
 
 use mongodb::bson::{doc, Bson, Document};
-use mongodb::options::ReturnDocument;
+use mongodb::options::{CollectionOptions, ReturnDocument, WriteConcern};
 use mongodb::{Collection, Database};
 
 use crate::engine::counter_value::compact_integer;
@@ -14,16 +14,35 @@ use crate::engine::store::{CounterRef, CounterStore, FieldGuard};
 pub struct MongoStore {
     database: Database,
     secrets: std::sync::Arc<Vec<String>>,
+    write_concern: Option<WriteConcern>,
 }
 
 impl MongoStore {
     /// A store over `database`; `secrets` are removed from every error message.
     pub fn new(database: Database, secrets: std::sync::Arc<Vec<String>>) -> Self {
-        MongoStore { database, secrets }
+        MongoStore {
+            database,
+            secrets,
+            write_concern: None,
+        }
+    }
+
+    /// The same store, writing with `concern` (the connection's default for `None`).
+    pub fn with_write_concern(mut self, concern: Option<WriteConcern>) -> Self {
+        self.write_concern = concern;
+        self
     }
 
     fn collection(&self, counter: &CounterRef) -> Collection<Document> {
-        self.database.collection(&counter.collection)
+        match &self.write_concern {
+            None => self.database.collection(&counter.collection),
+            Some(concern) => self.database.collection_with_options(
+                &counter.collection,
+                CollectionOptions::builder()
+                    .write_concern(concern.clone())
+                    .build(),
+            ),
+        }
     }
 
     async fn increment_where(

@@ -4,6 +4,7 @@ use crate::engine::allocate::CreatePolicy;
 use crate::engine::error::SeqResult;
 use crate::engine::store::CounterRef;
 use crate::engine::validate::{check_collection, check_field, check_name};
+use crate::engine::write_concern::WriteConcernSpec;
 
 /// Default collection of counter documents.
 pub const DEFAULT_COLLECTION: &str = "counters";
@@ -29,6 +30,8 @@ pub struct SequenceOptions {
     pub coalesce: bool,
     /// Serve calls from blocks of this many values reserved per process.
     pub cache: Option<i64>,
+    /// Write concern of the counter writes (`None`: the connection's default).
+    pub write_concern: Option<WriteConcernSpec>,
 }
 
 impl Default for SequenceOptions {
@@ -42,6 +45,7 @@ impl Default for SequenceOptions {
             uri: None,
             coalesce: true,
             cache: None,
+            write_concern: None,
         }
     }
 }

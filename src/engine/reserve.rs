@@ -12,6 +12,7 @@ use crate::engine::mongo_store::MongoStore;
 use crate::engine::options::SequenceOptions;
 use crate::engine::registry::ClientHandle;
 use crate::engine::store::CounterRef;
+use crate::engine::write_concern::WriteConcernSpec;
 
 /// Identifies one counter as seen by one client with one creation policy: calls with
 /// equal keys may share round trips and cached blocks.
@@ -21,6 +22,7 @@ pub struct CounterKey {
     database: String,
     counter: CounterRef,
     policy: CreatePolicy,
+    write_concern: Option<WriteConcernSpec>,
 }
 
 static COALESCER: LazyLock<Coalescer<CounterKey>> = LazyLock::new(Coalescer::default);
@@ -46,12 +48,15 @@ impl Reservation {
         options: &SequenceOptions,
     ) -> SeqResult<Reservation> {
         let counter = options.counter(name)?;
-        let store = handle.store(database)?;
+        let store = handle
+            .store(database)?
+            .with_write_concern(options.write_concern.as_ref().map(|w| w.to_driver()));
         let key = CounterKey {
             client: Arc::as_ptr(handle) as usize,
             database: database.to_string(),
             counter,
             policy: options.policy(),
+            write_concern: options.write_concern.clone(),
         };
         let cache = options.cache.map(|size| CACHE.slot(&key, size));
         Ok(Reservation {
