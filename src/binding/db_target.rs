@@ -9,6 +9,7 @@ use napi::bindgen_prelude::{
 use napi::JsValue;
 
 use crate::binding::client::SequenceDb;
+use crate::binding::db_memo;
 use crate::binding::js_read::{
     describe, number, object, object_property, property, string_property,
 };
@@ -70,13 +71,15 @@ pub fn read_db(env: &Env, value: &Unknown, uri: Option<&str>) -> SeqResult<DbTar
     if let Some(uri) = uri {
         return Ok(DbTarget::Shared(ConnectionTarget::from_uri(uri)?, database));
     }
+    if let Some(known) = db_memo::recall(env, value) {
+        return Ok(known);
+    }
     let client = object_property(&db, "client")
         .ok_or_else(|| SeqError::invalid_argument(format!("{NOT_A_DB}; it has no client")))?;
     let facts = node_client_facts(&client)?;
-    Ok(DbTarget::Shared(
-        derive_from_node_client_cached(&facts)?,
-        database,
-    ))
+    let target = DbTarget::Shared(derive_from_node_client_cached(&facts)?, database);
+    db_memo::remember(env, value, &target);
+    Ok(target)
 }
 
 /// Options of a Node driver client that no connection string can carry.

@@ -3,6 +3,7 @@
 
 pub mod calls;
 pub mod client;
+pub mod db_memo;
 pub mod db_target;
 pub mod functions;
 pub mod js_error;

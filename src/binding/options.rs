@@ -100,7 +100,9 @@ pub fn read_options(value: Option<&Unknown>) -> SeqResult<EngineOptions> {
             KNOWN.join(", ")
         )));
     }
-    for key in KNOWN {
+    // Only the keys present are read: absent options keep their defaults.
+    for key in &keys {
+        let key = key.as_str();
         let v = property(&obj, key)?;
         if is_nullish(&v) {
             continue;
