@@ -20,7 +20,7 @@ export declare class Sequence {
   nextBatch(count: number): Promise<Array<number | bigint>>
   /** `count` contiguous values as `{ first, last, count }` (as `getNextSequenceRange`). */
   nextRange(count: number): Promise<{ first: number | bigint; last: number | bigint; count: number }>
-  /** The sequence name. */
+  /** The sequence name as shown in messages: the string, or the scope's fields as JSON. */
   get name(): string
 }
 
@@ -71,19 +71,28 @@ export interface ConnectOptions {
 }
 
 /**
+ * Formats a sequence value as a business number. Tokens: `{seq}` the value, `{seq:N}`
+ * zero-padded to at least N digits (never truncated), `{YYYY}`, `{YY}`, `{MM}`, `{DD}`
+ * the date in UTC (of `date`, default now), `{{` and `}}` literal braces.
+ * `formatSequence(123, 'ORD{YYYY}{seq:6}')` → `'ORD2025000123'` in 2025.
+ * Throws `INVALID_ARGUMENT` for a bad value, pattern or date.
+ */
+export declare function formatSequence(value: number | bigint, pattern: string, date?: Date | number): string
+
+/**
  * Reserves `count` contiguous values of sequence `name` in one round trip
  * (`$inc: count`) and resolves with them ascending, as an array (at most 1,000,000;
  * use `getNextSequenceRange` for more). Same `db`, options and errors as
  * `getNextSequenceValue`.
  */
-export declare function getNextSequenceBatch<O extends SequenceOptions = SequenceOptions>(db: SequenceDbLike, name: string, count: number, options?: O): Promise<Array<O extends { bigint: true } ? bigint : number>>
+export declare function getNextSequenceBatch<O extends SequenceOptions = SequenceOptions>(db: SequenceDbLike, name: string | Record<string, string | number | boolean | bigint>, count: number, options?: O): Promise<Array<O extends { format: string } ? string : O extends { bigint: true } ? bigint : number>>
 
 /**
  * Reserves `count` contiguous values (up to 2^31 - 1) in one round trip and resolves
  * with their bounds `{ first, last, count }`, without allocating an array. Same `db`,
  * options and errors as `getNextSequenceValue`.
  */
-export declare function getNextSequenceRange<O extends SequenceOptions = SequenceOptions>(db: SequenceDbLike, name: string, count: number, options?: O): Promise<{ first: O extends { bigint: true } ? bigint : number; last: O extends { bigint: true } ? bigint : number; count: number }>
+export declare function getNextSequenceRange<O extends SequenceOptions = SequenceOptions>(db: SequenceDbLike, name: string | Record<string, string | number | boolean | bigint>, count: number, options?: O): Promise<{ first: O extends { bigint: true } ? bigint : number; last: O extends { bigint: true } ? bigint : number; count: number }>
 
 /**
  * Returns the next value of sequence `name`: a drop-in for the documented helper
@@ -97,7 +106,7 @@ export declare function getNextSequenceRange<O extends SequenceOptions = Sequenc
  * `INVALID_COUNTER`, `SEQUENCE_OVERFLOW`, `CONNECTION`, `SERVER` (with `serverCode`),
  * `CLIENT_CLOSED`, `UNSUPPORTED_CLIENT` or `CONTENTION`.
  */
-export declare function getNextSequenceValue<O extends SequenceOptions = SequenceOptions>(db: SequenceDbLike, name: string, options?: O): Promise<O extends { bigint: true } ? bigint : number>
+export declare function getNextSequenceValue<O extends SequenceOptions = SequenceOptions>(db: SequenceDbLike, name: string | Record<string, string | number | boolean | bigint>, options?: O): Promise<O extends { format: string } ? string : O extends { bigint: true } ? bigint : number>
 
 /**
  * A handle on sequence `name` with fixed `options` (the same as the functions take).
@@ -105,7 +114,7 @@ export declare function getNextSequenceValue<O extends SequenceOptions = Sequenc
  * paths, above all with `cache`: a cached `next()` then settles without leaving the
  * JavaScript thread.
  */
-export declare function sequence(db: SequenceDbLike, name: string, options?: SequenceOptions): Sequence
+export declare function sequence(db: SequenceDbLike, name: string | Record<string, string | number | boolean | bigint>, options?: SequenceOptions): Sequence
 
 /**
  * What the `db` argument accepts: a Node driver `Db` (v6 or v7), `mongoose.connection.db`,
@@ -163,6 +172,11 @@ export interface SequenceOptions {
    * since MongoDB 5.0, `w: 1` on a standalone). `w` must acknowledge (at least 1).
    */
   writeConcern?: WriteConcernOptions
+  /**
+   * Resolve with business numbers formatted by this pattern instead of numbers, e.g.
+   * `'ORD{YYYY}{seq:6}'` → `'ORD2025000123'` (see `formatSequence`). Not for ranges.
+   */
+  format?: string
 }
 
 /**

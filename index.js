@@ -840,6 +840,7 @@ module.exports.SequenceClient = nativeBinding.SequenceClient
 module.exports.SequenceDb = nativeBinding.SequenceDb
 module.exports.closeSharedClients = nativeBinding.closeSharedClients
 module.exports.connect = nativeBinding.connect
+module.exports.formatSequence = nativeBinding.formatSequence
 module.exports.getNextSequenceBatch = nativeBinding.getNextSequenceBatch
 module.exports.getNextSequenceRange = nativeBinding.getNextSequenceRange
 module.exports.getNextSequenceValue = nativeBinding.getNextSequenceValue

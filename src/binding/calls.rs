@@ -6,19 +6,21 @@ use std::sync::{Arc, Mutex};
 use napi::bindgen_prelude::{Env, PromiseRaw, Unknown};
 
 use crate::binding::db_target::{read_db, DbTarget};
-use crate::binding::js_read::{describe, number, string};
+use crate::binding::js_read::{describe, number};
+use crate::binding::name::read_counter_name;
 use crate::binding::options::read_options;
 use crate::binding::output::Output;
 use crate::binding::settled::settled;
 use crate::binding::spawn::promise;
 use crate::engine::allocate::IdRange;
+use crate::engine::counter_name::CounterName;
 use crate::engine::error::{SeqError, SeqResult};
 use crate::engine::options::SequenceOptions;
 use crate::engine::reserve::Reservation;
 use crate::engine::validate::check_count;
 
 /// How a block of values is returned to JavaScript.
-pub type Shape = fn(&str, IdRange, bool) -> SeqResult<Output>;
+pub type Shape = fn(&str, IdRange, &SequenceOptions) -> SeqResult<Output>;
 
 /// A reservation prepared by an earlier call, kept to skip the preparation next time.
 pub type ReservationSlot = Arc<Mutex<Option<Reservation>>>;
@@ -29,7 +31,9 @@ pub struct NamedCounter {
     /// Where the counter lives.
     pub target: DbTarget,
     /// The sequence name.
-    pub name: String,
+    pub name: CounterName,
+    /// The name as shown in messages.
+    pub label: String,
     /// The call's options.
     pub options: SequenceOptions,
 }
@@ -43,16 +47,12 @@ impl NamedCounter {
         options: Option<&Unknown>,
     ) -> SeqResult<NamedCounter> {
         let options = read_options(options)?;
-        let name = string(name).ok_or_else(|| {
-            SeqError::invalid_argument(format!(
-                "sequence name must be a string; got {}",
-                describe(name)
-            ))
-        })?;
+        let name = read_counter_name(name)?;
         options.counter(&name)?;
         let target = read_db(env, db, options.uri.as_deref())?;
         Ok(NamedCounter {
             target,
+            label: name.label(),
             name,
             options,
         })
@@ -86,6 +86,18 @@ impl NamedCounter {
     }
 }
 
+/// Refuses `format` for calls that return bounds, before any I/O.
+pub fn without_format(counter: SeqResult<NamedCounter>) -> SeqResult<NamedCounter> {
+    let counter = counter?;
+    if counter.options.format.is_some() {
+        return Err(SeqError::invalid_argument(
+            "option 'format' does not apply to ranges; use getNextSequenceBatch or format the \
+             bounds with formatSequence",
+        ));
+    }
+    Ok(counter)
+}
+
 /// Reads a count argument: a whole number from 1 to `max`.
 pub fn read_count(value: &Unknown, max: i64) -> SeqResult<i64> {
     let n = number(value).ok_or_else(|| {
@@ -110,7 +122,7 @@ pub fn reserve_promise<'env>(
                     if let Some(prefetch) = prefetch {
                         napi::bindgen_prelude::spawn(prefetch);
                     }
-                    return settled(env, shape(&named.name, range, named.options.bigint));
+                    return settled(env, shape(&named.label, range, &named.options));
                 }
             }
         }
@@ -118,8 +130,8 @@ pub fn reserve_promise<'env>(
     let slot = slot.cloned();
     promise(env, async move {
         let (named, count) = (counter?, count?);
-        let (name, bigint) = (named.name.clone(), named.options.bigint);
+        let (label, options) = (named.label.clone(), named.options.clone());
         let range = named.prepare(slot).await?.run(count).await?;
-        shape(&name, range, bigint)
+        shape(&label, range, &options)
     })
 }

@@ -3,7 +3,7 @@
 
 use napi::bindgen_prelude::{Env, PromiseRaw, Unknown};
 
-use crate::binding::calls::{read_count, reserve_promise, NamedCounter, Shape};
+use crate::binding::calls::{read_count, reserve_promise, without_format, NamedCounter, Shape};
 use crate::binding::output::Output;
 use crate::engine::validate::{MAX_BATCH_COUNT, MAX_RANGE_COUNT};
 
@@ -16,6 +16,11 @@ fn counted<'env>(
     shape: Shape,
 ) -> napi::Result<PromiseRaw<'env, Output>> {
     let counter = NamedCounter::read(env, db, name, options);
+    let counter = if max == MAX_RANGE_COUNT {
+        without_format(counter)
+    } else {
+        counter
+    };
     reserve_promise(env, counter, read_count(count, max), shape, None)
 }
 
@@ -31,8 +36,8 @@ fn counted<'env>(
 /// `CLIENT_CLOSED`, `UNSUPPORTED_CLIENT` or `CONTENTION`.
 #[napi(
     ts_generic_types = "O extends SequenceOptions = SequenceOptions",
-    ts_args_type = "db: SequenceDbLike, name: string, options?: O",
-    ts_return_type = "Promise<O extends { bigint: true } ? bigint : number>"
+    ts_args_type = "db: SequenceDbLike, name: string | Record<string, string | number | boolean | bigint>, options?: O",
+    ts_return_type = "Promise<O extends { format: string } ? string : O extends { bigint: true } ? bigint : number>"
 )]
 pub fn get_next_sequence_value<'env>(
     env: &'env Env,
@@ -50,8 +55,8 @@ pub fn get_next_sequence_value<'env>(
 /// `getNextSequenceValue`.
 #[napi(
     ts_generic_types = "O extends SequenceOptions = SequenceOptions",
-    ts_args_type = "db: SequenceDbLike, name: string, count: number, options?: O",
-    ts_return_type = "Promise<Array<O extends { bigint: true } ? bigint : number>>"
+    ts_args_type = "db: SequenceDbLike, name: string | Record<string, string | number | boolean | bigint>, count: number, options?: O",
+    ts_return_type = "Promise<Array<O extends { format: string } ? string : O extends { bigint: true } ? bigint : number>>"
 )]
 pub fn get_next_sequence_batch<'env>(
     env: &'env Env,
@@ -74,7 +79,7 @@ pub fn get_next_sequence_batch<'env>(
 /// options and errors as `getNextSequenceValue`.
 #[napi(
     ts_generic_types = "O extends SequenceOptions = SequenceOptions",
-    ts_args_type = "db: SequenceDbLike, name: string, count: number, options?: O",
+    ts_args_type = "db: SequenceDbLike, name: string | Record<string, string | number | boolean | bigint>, count: number, options?: O",
     ts_return_type = "Promise<{ first: O extends { bigint: true } ? bigint : number; last: O extends { bigint: true } ? bigint : number; count: number }>"
 )]
 pub fn get_next_sequence_range<'env>(

@@ -6,6 +6,7 @@ use crate::binding::js_read::{
     bigint_i64, boolean, describe, is_nullish, number, object, property, string,
 };
 use crate::engine::error::{SeqError, SeqResult};
+use crate::engine::format::Pattern;
 use crate::engine::options::SequenceOptions as EngineOptions;
 use crate::engine::validate::{check_cache_size, check_safe_integer};
 use crate::engine::write_concern::{WriteAck, WriteConcernSpec};
@@ -44,6 +45,9 @@ pub struct SequenceOptions {
     /// Default: the connection string's, else the server's (`w: 'majority'` on replica sets
     /// since MongoDB 5.0, `w: 1` on a standalone). `w` must acknowledge (at least 1).
     pub write_concern: Option<WriteConcernOptions>,
+    /// Resolve with business numbers formatted by this pattern instead of numbers, e.g.
+    /// `'ORD{YYYY}{seq:6}'` → `'ORD2025000123'` (see `formatSequence`). Not for ranges.
+    pub format: Option<String>,
 }
 
 /// The `writeConcern` option.
@@ -60,7 +64,8 @@ pub struct WriteConcernOptions {
     pub wtimeout_ms: Option<f64>,
 }
 
-const KNOWN: [&str; 9] = [
+const KNOWN: [&str; 10] = [
+    "format",
     "writeConcern",
     "collection",
     "field",
@@ -127,6 +132,10 @@ pub fn read_options(value: Option<&Unknown>) -> SeqResult<EngineOptions> {
                 options.cache = Some(check_cache_size(n)?);
             }
             "writeConcern" => options.write_concern = Some(read_write_concern(&v)?),
+            "format" => {
+                let text = string(&v).ok_or_else(|| wrong_type(key, "a string", &v))?;
+                options.format = Some(Pattern::parse(&text)?);
+            }
             _ => options.start = read_integer(key, &v)?,
         }
     }

@@ -5,7 +5,9 @@ use napi::sys;
 
 use crate::engine::allocate::IdRange;
 use crate::engine::error::SeqResult;
+use crate::engine::format::now_millis;
 use crate::engine::js_number::check_safe_range;
+use crate::engine::options::SequenceOptions;
 
 /// What a call resolves with.
 pub enum Output {
@@ -13,6 +15,10 @@ pub enum Output {
     Single(Value),
     /// Every value of a block, ascending.
     Values(Vec<Value>),
+    /// One business number.
+    Text(String),
+    /// A business number per value of a block.
+    Texts(Vec<String>),
     /// A block as `{ first, last, count }`.
     Range {
         /// First value.
@@ -53,14 +59,26 @@ fn checked(name: &str, range: &IdRange, bigint: bool) -> SeqResult<()> {
 }
 
 impl Output {
-    /// The first (only) value of a block.
-    pub fn single(name: &str, range: IdRange, bigint: bool) -> SeqResult<Output> {
-        checked(name, &range, bigint)?;
-        Ok(Output::Single(Value::new(range.first, bigint)))
+    /// The first (only) value of a block, formatted when the options say so.
+    pub fn single(name: &str, range: IdRange, options: &SequenceOptions) -> SeqResult<Output> {
+        if let Some(pattern) = &options.format {
+            return Ok(Output::Text(pattern.format(range.first, now_millis())));
+        }
+        checked(name, &range, options.bigint)?;
+        Ok(Output::Single(Value::new(range.first, options.bigint)))
     }
 
-    /// Every value of a block.
-    pub fn values(name: &str, range: IdRange, bigint: bool) -> SeqResult<Output> {
+    /// Every value of a block, formatted when the options say so.
+    pub fn values(name: &str, range: IdRange, options: &SequenceOptions) -> SeqResult<Output> {
+        if let Some(pattern) = &options.format {
+            let now = now_millis();
+            return Ok(Output::Texts(
+                (range.first..=range.last)
+                    .map(|v| pattern.format(v, now))
+                    .collect(),
+            ));
+        }
+        let bigint = options.bigint;
         checked(name, &range, bigint)?;
         Ok(Output::Values(
             (range.first..=range.last)
@@ -69,8 +87,9 @@ impl Output {
         ))
     }
 
-    /// A block as bounds.
-    pub fn range(name: &str, range: IdRange, bigint: bool) -> SeqResult<Output> {
+    /// A block as bounds (`format` does not apply; refused before any I/O).
+    pub fn range(name: &str, range: IdRange, options: &SequenceOptions) -> SeqResult<Output> {
+        let bigint = options.bigint;
         checked(name, &range, bigint)?;
         Ok(Output::Range {
             first: Value::new(range.first, bigint),
@@ -93,6 +112,8 @@ impl ToNapiValue for Output {
     unsafe fn to_napi_value(env: sys::napi_env, value: Self) -> napi::Result<sys::napi_value> {
         match value {
             Output::Single(v) => Value::to_napi_value(env, v),
+            Output::Text(text) => String::to_napi_value(env, text),
+            Output::Texts(texts) => Vec::<String>::to_napi_value(env, texts),
             Output::Values(values) => Vec::<Value>::to_napi_value(env, values),
             Output::Range { first, last, count } => {
                 let env_ref = Env::from_raw(env);

@@ -5,7 +5,9 @@ use std::sync::{Arc, Mutex};
 
 use napi::bindgen_prelude::{Env, PromiseRaw, Unknown};
 
-use crate::binding::calls::{read_count, reserve_promise, NamedCounter, ReservationSlot, Shape};
+use crate::binding::calls::{
+    read_count, reserve_promise, without_format, NamedCounter, ReservationSlot, Shape,
+};
 use crate::binding::js_error::to_js_error;
 use crate::binding::output::Output;
 use crate::binding::settled::settled;
@@ -39,8 +41,10 @@ impl Sequence {
                 if let Some(prefetch) = prefetch {
                     napi::bindgen_prelude::spawn(prefetch);
                 }
-                let bigint = self.counter.options.bigint;
-                return settled(env, shape(&self.counter.name, range, bigint));
+                return settled(
+                    env,
+                    shape(&self.counter.label, range, &self.counter.options),
+                );
             }
         }
         reserve_promise(
@@ -84,13 +88,16 @@ impl Sequence {
         env: &'env Env,
         count: Unknown<'env>,
     ) -> napi::Result<PromiseRaw<'env, Output>> {
+        if let Err(e) = without_format(Ok(self.counter.clone())) {
+            return reserve_promise(env, Err(e), Ok(1), Output::range, None);
+        }
         self.reserve(env, read_count(&count, MAX_RANGE_COUNT), Output::range)
     }
 
-    /// The sequence name.
+    /// The sequence name as shown in messages: the string, or the scope's fields as JSON.
     #[napi(getter)]
     pub fn name(&self) -> String {
-        self.counter.name.clone()
+        self.counter.label.clone()
     }
 }
 
@@ -98,7 +105,9 @@ impl Sequence {
 /// Throws `INVALID_ARGUMENT` at once for a bad `db`, name or option. Prefer it for hot
 /// paths, above all with `cache`: a cached `next()` then settles without leaving the
 /// JavaScript thread.
-#[napi(ts_args_type = "db: SequenceDbLike, name: string, options?: SequenceOptions")]
+#[napi(
+    ts_args_type = "db: SequenceDbLike, name: string | Record<string, string | number | boolean | bigint>, options?: SequenceOptions"
+)]
 pub fn sequence<'env>(
     env: &'env Env,
     db: Unknown<'env>,

@@ -76,7 +76,7 @@ pub async fn allocate<S: CounterStore>(
             Err(e) => return Err(increment_error(counter, e)),
         }
         let outcome = match store.read(counter).await? {
-            None if !policy.upsert => return Err(SeqError::not_found(&counter.name)),
+            None if !policy.upsert => return Err(SeqError::not_found(&counter.label)),
             None => create_counter(store, counter, policy, count).await?,
             Some(field) => advance_unusual(store, counter, field.as_ref(), count).await?,
         };
@@ -88,7 +88,7 @@ pub async fn allocate<S: CounterStore>(
         ErrorCode::Contention,
         format!(
             "Sequence '{}' kept changing during {MAX_ATTEMPTS} attempts; try again",
-            counter.name
+            counter.label
         ),
     ))
 }
@@ -104,7 +104,7 @@ async fn create_counter<S: CounterStore>(
     let last = policy.start.checked_add(count - 1).ok_or_else(|| {
         SeqError::overflow(format!(
             "Sequence '{}' cannot start at {} with {count} values: beyond the 64-bit range",
-            counter.name, policy.start
+            counter.label, policy.start
         ))
     })?;
     if store.create(counter, last).await? {
@@ -134,14 +134,14 @@ async fn advance_unusual<S: CounterStore>(
                 return Err(SeqError::overflow(format!(
                     "Sequence '{}' is stored as a double ({d}) and would pass 2^53, where \
                      doubles stop counting exactly; store it as a long to go further",
-                    counter.name
+                    counter.label
                 )));
             }
             FieldGuard::EqualsDouble(d)
         }
         StoredCounter::Unusable(found) => {
             return Err(SeqError::invalid_counter(
-                &counter.name,
+                &counter.label,
                 &counter.field,
                 &found,
             ))
@@ -159,7 +159,7 @@ async fn advance_unusual<S: CounterStore>(
 
 fn block_from(counter: &CounterRef, after: Option<&Bson>, count: i64) -> SeqResult<IdRange> {
     let last = integer_after_increment(after)
-        .map_err(|found| SeqError::invalid_counter(&counter.name, &counter.field, &found))?;
+        .map_err(|found| SeqError::invalid_counter(&counter.label, &counter.field, &found))?;
     IdRange::ending_at(last, count)
 }
 
@@ -170,7 +170,7 @@ fn increment_error(counter: &CounterRef, error: SeqError) -> SeqError {
             code: ErrorCode::SequenceOverflow,
             message: format!(
                 "Sequence '{}' cannot advance: the counter would pass the 64-bit integer range",
-                counter.name
+                counter.label
             ),
             ..error
         }
@@ -187,11 +187,8 @@ mod tests {
     use crate::engine::memory_store::MemoryStore;
 
     fn counter(name: &str) -> CounterRef {
-        CounterRef {
-            collection: "counters".into(),
-            field: "sequence_value".into(),
-            name: name.into(),
-        }
+        let name = crate::engine::counter_name::CounterName::text(name).unwrap();
+        CounterRef::new("counters", "sequence_value", name)
     }
 
     fn run<F: std::future::Future>(f: F) -> F::Output {

@@ -10,7 +10,7 @@ use mongodb::bson::Bson;
 use crate::engine::error::{SeqError, SeqResult};
 use crate::engine::store::{CounterRef, CounterStore, FieldGuard};
 
-type Key = (String, String);
+type Key = (String, crate::engine::counter_name::CounterName);
 
 /// Counters in a map: `(collection, name) -> field value` (`None`: document without field).
 #[derive(Default)]

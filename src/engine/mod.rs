@@ -5,9 +5,11 @@ pub mod allocate;
 pub mod block_cache;
 pub mod coalesce;
 pub mod connection;
+pub mod counter_name;
 pub mod counter_value;
 pub mod driver_error;
 pub mod error;
+pub mod format;
 pub mod js_number;
 #[cfg(test)]
 pub mod memory_store;

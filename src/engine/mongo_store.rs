@@ -52,7 +52,7 @@ impl MongoStore {
         by: i64,
     ) -> SeqResult<Option<Bson>> {
         let field = counter.field.as_str();
-        let filter = doc! { "_id": counter.name.as_str(), field: condition };
+        let filter = doc! { "_id": counter.id(), field: condition };
         let update = doc! { "$inc": { field: compact_integer(by) } };
         let found = self
             .collection(counter)
@@ -88,7 +88,7 @@ impl CounterStore for MongoStore {
         let field = counter.field.as_str();
         let found = self
             .collection(counter)
-            .find_one(doc! { "_id": counter.name.as_str() })
+            .find_one(doc! { "_id": counter.id() })
             .projection(doc! { field: 1 })
             .await
             .map_err(|e| from_driver(&e, &self.secrets))?;
@@ -97,7 +97,7 @@ impl CounterStore for MongoStore {
 
     async fn create(&self, counter: &CounterRef, value: i64) -> SeqResult<bool> {
         let document = doc! {
-            "_id": counter.name.as_str(),
+            "_id": counter.id(),
             counter.field.as_str(): compact_integer(value),
         };
         match self.collection(counter).insert_one(document).await {

@@ -1,9 +1,11 @@
 //! Options of a sequence call, with the documented helper's defaults.
 
 use crate::engine::allocate::CreatePolicy;
+use crate::engine::counter_name::CounterName;
 use crate::engine::error::SeqResult;
+use crate::engine::format::Pattern;
 use crate::engine::store::CounterRef;
-use crate::engine::validate::{check_collection, check_field, check_name};
+use crate::engine::validate::{check_collection, check_field};
 use crate::engine::write_concern::WriteConcernSpec;
 
 /// Default collection of counter documents.
@@ -32,6 +34,8 @@ pub struct SequenceOptions {
     pub cache: Option<i64>,
     /// Write concern of the counter writes (`None`: the connection's default).
     pub write_concern: Option<WriteConcernSpec>,
+    /// Return business numbers formatted with this pattern instead of numbers.
+    pub format: Option<Pattern>,
 }
 
 impl Default for SequenceOptions {
@@ -46,21 +50,17 @@ impl Default for SequenceOptions {
             coalesce: true,
             cache: None,
             write_concern: None,
+            format: None,
         }
     }
 }
 
 impl SequenceOptions {
     /// The counter `name` names under these options, validated.
-    pub fn counter(&self, name: &str) -> SeqResult<CounterRef> {
-        check_name(name)?;
+    pub fn counter(&self, name: &CounterName) -> SeqResult<CounterRef> {
         check_collection(&self.collection)?;
         check_field(&self.field)?;
-        Ok(CounterRef {
-            collection: self.collection.clone(),
-            field: self.field.clone(),
-            name: name.to_string(),
-        })
+        Ok(CounterRef::new(&self.collection, &self.field, name.clone()))
     }
 
     /// What to do when the counter is missing.
@@ -79,7 +79,7 @@ mod tests {
     #[test]
     fn defaults_are_the_documented_helper() {
         let o = SequenceOptions::default();
-        let c = o.counter("productId").unwrap();
+        let c = o.counter(&CounterName::text("productId").unwrap()).unwrap();
         assert_eq!(
             (c.collection.as_str(), c.field.as_str()),
             ("counters", "sequence_value")
@@ -93,7 +93,7 @@ mod tests {
             field: "$bad".into(),
             ..Default::default()
         };
-        assert!(o.counter("x").is_err());
-        assert!(SequenceOptions::default().counter("").is_err());
+        assert!(o.counter(&CounterName::text("x").unwrap()).is_err());
+        assert!(CounterName::text("").is_err());
     }
 }

@@ -7,6 +7,7 @@ use std::sync::{Arc, LazyLock};
 use crate::engine::allocate::{allocate, CreatePolicy, IdRange};
 use crate::engine::block_cache::{BlockCache, CacheSlot};
 use crate::engine::coalesce::Coalescer;
+use crate::engine::counter_name::CounterName;
 use crate::engine::error::SeqResult;
 use crate::engine::mongo_store::MongoStore;
 use crate::engine::options::SequenceOptions;
@@ -44,7 +45,7 @@ impl Reservation {
     pub fn new(
         handle: &Arc<ClientHandle>,
         database: &str,
-        name: &str,
+        name: &CounterName,
         options: &SequenceOptions,
     ) -> SeqResult<Reservation> {
         let counter = options.counter(name)?;

@@ -5,17 +5,37 @@ use std::future::Future;
 
 use mongodb::bson::Bson;
 
+use crate::engine::counter_name::CounterName;
 use crate::engine::error::SeqResult;
 
-/// Which counter: a document `{ _id: name, <field>: <value> }` in `collection`.
+/// Which counter: a document `{ _id: <name>, <field>: <value> }` in `collection`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct CounterRef {
     /// Collection holding the counter documents.
     pub collection: String,
     /// Field holding the value.
     pub field: String,
-    /// The counter document's `_id`.
-    pub name: String,
+    /// The counter's name (its `_id`).
+    pub name: CounterName,
+    /// The name as shown in messages.
+    pub label: String,
+}
+
+impl CounterRef {
+    /// A counter of `name` in `collection`, counting in `field`.
+    pub fn new(collection: &str, field: &str, name: CounterName) -> Self {
+        CounterRef {
+            collection: collection.to_string(),
+            field: field.to_string(),
+            label: name.label(),
+            name,
+        }
+    }
+
+    /// The `_id` of the counter document.
+    pub fn id(&self) -> Bson {
+        self.name.to_id()
+    }
 }
 
 /// A condition on the counter field for a guarded increment.
