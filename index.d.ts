@@ -20,6 +20,30 @@ export declare class Sequence {
   nextBatch(count: number): Promise<Array<number | bigint>>
   /** `count` contiguous values as `{ first, last, count }` (as `getNextSequenceRange`). */
   nextRange(count: number): Promise<{ first: number | bigint; last: number | bigint; count: number }>
+  /**
+   * The counter's value — the last value handed out — without advancing it.
+   * Rejects with `SEQUENCE_NOT_FOUND` when it does not exist.
+   */
+  current(): Promise<number | bigint>
+  /**
+   * Creates the counter so that the next value is `start` (default: the handle's
+   * `start` option, else 1), remembering that start for `reset()`. Never overwrites:
+   * resolves `true` when it created the counter, `false` when it existed.
+   */
+  init(options?: { start?: number | bigint }): Promise<boolean>
+  /**
+   * Sets the counter so that the next value is `value + 1`, like PostgreSQL's `setval`
+   * (with the handle's `upsert`, a missing counter is created). Moving it backwards
+   * makes values come again; blocks already cached by processes are still handed out.
+   */
+  set(value: number | bigint): Promise<void>
+  /**
+   * Puts the counter back so that the next value is its start (the one given to
+   * `init`, else the handle's `start` option, else 1). Resolves with that start.
+   */
+  reset(): Promise<number | bigint>
+  /** Deletes the counter. Resolves `true` when it existed. */
+  drop(): Promise<boolean>
   /** The sequence name as shown in messages: the string, or the scope's fields as JSON. */
   get name(): string
 }
@@ -109,6 +133,13 @@ export declare function getNextSequenceRange<O extends SequenceOptions = Sequenc
 export declare function getNextSequenceValue<O extends SequenceOptions = SequenceOptions>(db: SequenceDbLike, name: string | Record<string, string | number | boolean | bigint>, options?: O): Promise<O extends { format: string } ? string : O extends { bigint: true } ? bigint : number>
 
 /**
+ * Lists the counters of a collection (default `counters`, field `sequence_value`) as
+ * `[{ name, value }]`, sorted by name; documents whose field is not an integer are left
+ * out. Options: `collection`, `field`, `bigint`, `uri`.
+ */
+export declare function listSequences(db: SequenceDbLike, options?: SequenceOptions): Promise<Array<{ name: string | Record<string, string | number | boolean>; value: number | bigint }>>
+
+/**
  * A handle on sequence `name` with fixed `options` (the same as the functions take).
  * Throws `INVALID_ARGUMENT` at once for a bad `db`, name or option. Prefer it for hot
  * paths, above all with `cache`: a cached `next()` then settles without leaving the
@@ -184,6 +215,14 @@ export interface SequenceOptions {
  * `uri` options: one per distinct connection, however many calls are made.
  */
 export declare function sharedClientCount(): number
+
+/**
+ * Raises counter `name` to at least the largest integer in `field` of collection
+ * `source` (an atomic `$max`: never lowers it, never loses a racing call), creating it
+ * when absent, so imported data never collides with new values. Resolves with the
+ * counter's value afterwards. Options: `collection`, `field`, `bigint`, `uri`, `writeConcern`.
+ */
+export declare function syncToMax(db: SequenceDbLike, source: string, field: string, name: string | Record<string, string | number | boolean | bigint>, options?: SequenceOptions): Promise<number | bigint>
 
 /** The `writeConcern` option. */
 export interface WriteConcernOptions {

@@ -844,5 +844,7 @@ module.exports.formatSequence = nativeBinding.formatSequence
 module.exports.getNextSequenceBatch = nativeBinding.getNextSequenceBatch
 module.exports.getNextSequenceRange = nativeBinding.getNextSequenceRange
 module.exports.getNextSequenceValue = nativeBinding.getNextSequenceValue
+module.exports.listSequences = nativeBinding.listSequences
 module.exports.sequence = nativeBinding.sequence
 module.exports.sharedClientCount = nativeBinding.sharedClientCount
+module.exports.syncToMax = nativeBinding.syncToMax

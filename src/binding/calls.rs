@@ -70,7 +70,8 @@ impl NamedCounter {
         Reservation::new(&handle, database, &self.name, &self.options).ok()
     }
 
-    async fn prepare(self, slot: Option<ReservationSlot>) -> SeqResult<Reservation> {
+    /// The reservation for this counter, kept in `slot` when given.
+    pub async fn prepare(self, slot: Option<ReservationSlot>) -> SeqResult<Reservation> {
         if let Some(slot) = &slot {
             let kept = slot.lock().expect("reservation slot").clone();
             if let Some(reservation) = kept.filter(|r| !r.is_closed()) {

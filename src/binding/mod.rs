@@ -1,6 +1,7 @@
 //! The napi layer: reads JavaScript arguments, calls the engine, converts results and
 //! errors back. No sequence logic lives here.
 
+pub mod admin;
 pub mod calls;
 pub mod client;
 pub mod db_memo;

@@ -3,6 +3,8 @@
 use napi::bindgen_prelude::{BigInt, Env, JsObjectValue, Object, ToNapiValue};
 use napi::sys;
 
+use mongodb::bson::Bson;
+
 use crate::engine::allocate::IdRange;
 use crate::engine::error::SeqResult;
 use crate::engine::format::now_millis;
@@ -19,6 +21,12 @@ pub enum Output {
     Text(String),
     /// A business number per value of a block.
     Texts(Vec<String>),
+    /// A yes/no answer.
+    Flag(bool),
+    /// Nothing (`undefined`).
+    Nothing,
+    /// Counters as `[{ name, value }]`.
+    Listing(Vec<(Bson, Value)>),
     /// A block as `{ first, last, count }`.
     Range {
         /// First value.
@@ -40,6 +48,12 @@ pub enum Value {
 }
 
 impl Value {
+    /// `v` as a BigInt or, when it is safe, a number (`SEQUENCE_OVERFLOW` otherwise).
+    pub fn checked(name: &str, v: i64, bigint: bool) -> SeqResult<Value> {
+        checked(name, &IdRange { first: v, last: v }, bigint)?;
+        Ok(Value::new(v, bigint))
+    }
+
     fn new(v: i64, bigint: bool) -> Value {
         if bigint {
             Value::BigInt(v)
@@ -113,6 +127,19 @@ impl ToNapiValue for Output {
         match value {
             Output::Single(v) => Value::to_napi_value(env, v),
             Output::Text(text) => String::to_napi_value(env, text),
+            Output::Flag(flag) => bool::to_napi_value(env, flag),
+            Output::Nothing => <()>::to_napi_value(env, ()),
+            Output::Listing(entries) => {
+                let env_ref = Env::from_raw(env);
+                let mut items = Vec::with_capacity(entries.len());
+                for (id, value) in entries {
+                    let mut item = Object::new(&env_ref)?;
+                    item.set_named_property("name", JsId(id))?;
+                    item.set_named_property("value", value)?;
+                    items.push(item);
+                }
+                Vec::<Object>::to_napi_value(env, items)
+            }
             Output::Texts(texts) => Vec::<String>::to_napi_value(env, texts),
             Output::Values(values) => Vec::<Value>::to_napi_value(env, values),
             Output::Range { first, last, count } => {
@@ -123,6 +150,30 @@ impl ToNapiValue for Output {
                 object.set_named_property("count", count)?;
                 Object::to_napi_value(env, object)
             }
+        }
+    }
+}
+
+/// A counter `_id` as JavaScript: a string, or an object of its scalar fields.
+struct JsId(Bson);
+
+impl ToNapiValue for JsId {
+    unsafe fn to_napi_value(env: sys::napi_env, value: Self) -> napi::Result<sys::napi_value> {
+        match value.0 {
+            Bson::String(s) => String::to_napi_value(env, s),
+            Bson::Int32(i) => f64::to_napi_value(env, f64::from(i)),
+            Bson::Int64(i) => f64::to_napi_value(env, i as f64),
+            Bson::Double(d) => f64::to_napi_value(env, d),
+            Bson::Boolean(b) => bool::to_napi_value(env, b),
+            Bson::Document(doc) => {
+                let env_ref = Env::from_raw(env);
+                let mut object = Object::new(&env_ref)?;
+                for (key, field) in doc {
+                    object.set_named_property(&key, JsId(field))?;
+                }
+                Object::to_napi_value(env, object)
+            }
+            other => String::to_napi_value(env, other.to_string()),
         }
     }
 }

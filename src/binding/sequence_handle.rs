@@ -5,11 +5,13 @@ use std::sync::{Arc, Mutex};
 
 use napi::bindgen_prelude::{Env, PromiseRaw, Unknown};
 
+use crate::binding::admin::{admin_promise, read_init_start};
 use crate::binding::calls::{
     read_count, reserve_promise, without_format, NamedCounter, ReservationSlot, Shape,
 };
 use crate::binding::js_error::to_js_error;
-use crate::binding::output::Output;
+use crate::binding::options::read_integer;
+use crate::binding::output::{Output, Value};
 use crate::binding::settled::settled;
 use crate::engine::validate::{MAX_BATCH_COUNT, MAX_RANGE_COUNT};
 
@@ -92,6 +94,103 @@ impl Sequence {
             return reserve_promise(env, Err(e), Ok(1), Output::range, None);
         }
         self.reserve(env, read_count(&count, MAX_RANGE_COUNT), Output::range)
+    }
+
+    /// The counter's value — the last value handed out — without advancing it.
+    /// Rejects with `SEQUENCE_NOT_FOUND` when it does not exist.
+    #[napi(ts_return_type = "Promise<number | bigint>")]
+    pub fn current<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, Output>> {
+        admin_promise(
+            env,
+            Ok(self.counter.clone()),
+            Some(&self.slot),
+            |r, named| async move {
+                let value = r.store().current(r.counter()).await?;
+                Ok(Output::Single(Value::checked(
+                    &named.label,
+                    value,
+                    named.options.bigint,
+                )?))
+            },
+        )
+    }
+
+    /// Creates the counter so that the next value is `start` (default: the handle's
+    /// `start` option, else 1), remembering that start for `reset()`. Never overwrites:
+    /// resolves `true` when it created the counter, `false` when it existed.
+    #[napi(
+        ts_args_type = "options?: { start?: number | bigint }",
+        ts_return_type = "Promise<boolean>"
+    )]
+    pub fn init<'env>(
+        &self,
+        env: &'env Env,
+        options: Option<Unknown<'env>>,
+    ) -> napi::Result<PromiseRaw<'env, Output>> {
+        let start = read_init_start(options.as_ref(), self.counter.options.start);
+        let named = start
+            .as_ref()
+            .map(|_| self.counter.clone())
+            .map_err(Clone::clone);
+        admin_promise(env, named, Some(&self.slot), move |r, _| async move {
+            let created = r.store().init(r.counter(), start?).await?;
+            Ok(Output::Flag(created))
+        })
+    }
+
+    /// Sets the counter so that the next value is `value + 1`, like PostgreSQL's `setval`
+    /// (with the handle's `upsert`, a missing counter is created). Moving it backwards
+    /// makes values come again; blocks already cached by processes are still handed out.
+    #[napi(
+        ts_args_type = "value: number | bigint",
+        ts_return_type = "Promise<void>"
+    )]
+    pub fn set<'env>(
+        &self,
+        env: &'env Env,
+        value: Unknown<'env>,
+    ) -> napi::Result<PromiseRaw<'env, Output>> {
+        let value = read_integer("value", &value);
+        let named = value
+            .as_ref()
+            .map(|_| self.counter.clone())
+            .map_err(Clone::clone);
+        admin_promise(env, named, Some(&self.slot), move |r, named| async move {
+            r.store()
+                .set(r.counter(), value?, named.options.upsert)
+                .await?;
+            Ok(Output::Nothing)
+        })
+    }
+
+    /// Puts the counter back so that the next value is its start (the one given to
+    /// `init`, else the handle's `start` option, else 1). Resolves with that start.
+    #[napi(ts_return_type = "Promise<number | bigint>")]
+    pub fn reset<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, Output>> {
+        admin_promise(
+            env,
+            Ok(self.counter.clone()),
+            Some(&self.slot),
+            |r, named| async move {
+                let start = r.store().reset(r.counter(), named.options.start).await?;
+                Ok(Output::Single(Value::checked(
+                    &named.label,
+                    start,
+                    named.options.bigint,
+                )?))
+            },
+        )
+    }
+
+    /// Deletes the counter. Resolves `true` when it existed.
+    #[napi(ts_return_type = "Promise<boolean>")]
+    pub fn drop<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, Output>> {
+        admin_promise(
+            env,
+            Ok(self.counter.clone()),
+            Some(&self.slot),
+            |r, _| async move { Ok(Output::Flag(r.store().drop_counter(r.counter()).await?)) },
+        )
     }
 
     /// The sequence name as shown in messages: the string, or the scope's fields as JSON.

@@ -1,6 +1,7 @@
 //! The napi-free core: sequence logic, client registry, value conversion and errors.
 //! Nothing here knows about JavaScript; `crate::binding` converts types at the edge.
 
+pub mod admin;
 pub mod allocate;
 pub mod block_cache;
 pub mod coalesce;

@@ -33,6 +33,21 @@ impl MongoStore {
         self
     }
 
+    /// The database.
+    pub fn database(&self) -> &Database {
+        &self.database
+    }
+
+    /// A driver error as a typed error without secrets.
+    pub fn error(&self, error: &mongodb::error::Error) -> crate::engine::error::SeqError {
+        from_driver(error, &self.secrets)
+    }
+
+    /// The counters collection of `counter`, with this store's write concern.
+    pub fn counters(&self, counter: &CounterRef) -> Collection<Document> {
+        self.collection(counter)
+    }
+
     fn collection(&self, counter: &CounterRef) -> Collection<Document> {
         match &self.write_concern {
             None => self.database.collection(&counter.collection),

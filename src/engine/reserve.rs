@@ -69,6 +69,16 @@ impl Reservation {
         })
     }
 
+    /// The store the counter lives in.
+    pub fn store(&self) -> &MongoStore {
+        &self.store
+    }
+
+    /// The counter.
+    pub fn counter(&self) -> &CounterRef {
+        &self.key.counter
+    }
+
     /// Whether the client of this reservation was closed.
     pub fn is_closed(&self) -> bool {
         self.handle.is_closed()

@@ -1,0 +1,111 @@
+// Managing counters: init, current, set, reset, drop, listSequences, syncToMax.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { setup, seq, rejectsWithCode } from './helpers.mjs';
+
+let env;
+let counters;
+before(async () => {
+  env = await setup('admin');
+  counters = env.db.collection('counters');
+});
+after(async () => {
+  await seq.closeSharedClients();
+  await env?.close();
+});
+
+test('init creates once and never overwrites; current does not advance', async () => {
+  const s = seq.sequence(env.db, 'invoice');
+  assert.equal(await s.init({ start: 1000 }), true);
+  assert.equal(await s.init({ start: 5 }), false, 'an existing counter is left alone');
+  assert.equal(await s.current(), 999);
+  assert.equal(await s.next(), 1000);
+  assert.equal(await s.next(), 1001);
+  assert.equal(await s.current(), 1001);
+  assert.equal(await s.current(), 1001);
+  assert.deepEqual(await counters.findOne({ _id: 'invoice' }), {
+    _id: 'invoice',
+    sequence_value: 1001,
+    sequence_value_start: 1000,
+  });
+});
+
+test('set makes the next value value + 1; reset goes back to the start', async () => {
+  const s = seq.sequence(env.db, 'invoice');
+  await s.set(5000);
+  assert.equal(await s.next(), 5001);
+  assert.equal(await s.reset(), 1000, 'the start given to init');
+  assert.equal(await s.next(), 1000);
+  const plain = seq.sequence(env.db, 'plain', { start: 10 });
+  await rejectsWithCode(assert, plain.set(1), 'SEQUENCE_NOT_FOUND');
+  await rejectsWithCode(assert, plain.reset(), 'SEQUENCE_NOT_FOUND');
+  await rejectsWithCode(assert, plain.current(), 'SEQUENCE_NOT_FOUND');
+  const upserting = seq.sequence(env.db, 'plain', { start: 10, upsert: true });
+  await upserting.set(3);
+  assert.equal(await upserting.next(), 4);
+  assert.equal(await upserting.reset(), 10, 'no init: the handle start');
+  assert.equal(await upserting.next(), 10);
+});
+
+test('drop deletes; later calls find no counter', async () => {
+  const s = seq.sequence(env.db, 'temp', { upsert: true });
+  assert.equal(await s.next(), 1);
+  assert.equal(await s.drop(), true);
+  assert.equal(await s.drop(), false);
+  await rejectsWithCode(assert, seq.getNextSequenceValue(env.db, 'temp'), 'SEQUENCE_NOT_FOUND');
+});
+
+test('listSequences lists names (strings and scopes) and values', async () => {
+  await env.db.createCollection('list_counters');
+  const opts = { collection: 'list_counters', upsert: true };
+  await seq.getNextSequenceValue(env.db, 'b', opts);
+  await seq.getNextSequenceBatch(env.db, 'a', 3, opts);
+  await seq.getNextSequenceValue(env.db, { type: 'invoice', year: 2025 }, opts);
+  await env.db.collection('list_counters').insertOne({ _id: 'broken', sequence_value: 'x' });
+  const list = await seq.listSequences(env.db, { collection: 'list_counters' });
+  assert.deepEqual(
+    list.filter((e) => typeof e.name === 'string'),
+    [
+      { name: 'a', value: 3 },
+      { name: 'b', value: 1 },
+    ],
+  );
+  assert.deepEqual(list.filter((e) => typeof e.name === 'object'), [{ name: { type: 'invoice', year: 2025 }, value: 1 }]);
+  const big = await seq.listSequences(env.db, { collection: 'list_counters', bigint: true });
+  assert.equal(big.find((e) => e.name === 'a').value, 3n);
+});
+
+test('syncToMax raises the counter past imported data, never lowers it', async () => {
+  await env.db.collection('imported').insertMany([{ _id: 12 }, { _id: 57 }, { _id: 3 }, { _id: 'not-a-number' }]);
+  assert.equal(await seq.syncToMax(env.db, 'imported', '_id', 'importedId'), 57, 'created at the max');
+  assert.equal(await seq.getNextSequenceValue(env.db, 'importedId'), 58);
+  await counters.updateOne({ _id: 'importedId' }, { $set: { sequence_value: 100 } });
+  assert.equal(await seq.syncToMax(env.db, 'imported', '_id', 'importedId'), 100, 'never lowered');
+  await env.db.collection('orders_by_no').insertMany([{ no: 7 }, { no: 41 }]);
+  assert.equal(await seq.syncToMax(env.db, 'orders_by_no', 'no', 'orderNo'), 41);
+});
+
+test('set racing next: every value is from before or after the set, none twice', async () => {
+  const s = seq.sequence(env.db, 'race', { upsert: true });
+  await s.set(0);
+  const calls = Array.from({ length: 200 }, (_, i) =>
+    i === 100 ? s.set(10_000).then(() => null) : seq.getNextSequenceValue(env.db, 'race', { upsert: true }),
+  );
+  const values = (await Promise.all(calls)).filter((v) => v !== null);
+  assert.equal(new Set(values).size, values.length, 'no duplicate');
+  for (const v of values) assert.ok(v <= 199 || v > 10_000, `value ${v} is from one side of the set`);
+  const after = values.filter((v) => v > 10_000).length;
+  assert.equal(await s.current(), 10_000 + after);
+});
+
+test('bad arguments of the management calls are refused before any I/O', async () => {
+  const s = seq.sequence(env.db, 'invoice');
+  for (const bad of ['x', 1.5, null, {}, 2 ** 53]) await rejectsWithCode(assert, s.set(bad), 'INVALID_ARGUMENT');
+  for (const bad of [{ start: '1' }, { begin: 1 }, 5]) await rejectsWithCode(assert, s.init(bad), 'INVALID_ARGUMENT');
+  await rejectsWithCode(assert, seq.listSequences(env.db, { collection: '' }), 'INVALID_ARGUMENT');
+  await rejectsWithCode(assert, seq.listSequences({}), 'INVALID_ARGUMENT');
+  await rejectsWithCode(assert, seq.syncToMax(env.db, 42, '_id', 'x'), 'INVALID_ARGUMENT');
+  await rejectsWithCode(assert, seq.syncToMax(env.db, 'imported', '$x', 'x'), 'INVALID_ARGUMENT');
+  await rejectsWithCode(assert, seq.syncToMax(env.db, 'imported', '_id', { $gt: '' }), 'INVALID_ARGUMENT');
+  assert.equal(await s.current(), 1000, 'unchanged');
+});

@@ -1,0 +1,148 @@
+//! Managing counters from JavaScript: `current`, `init`, `set`, `reset`, `drop` on a
+//! `Sequence`, and `listSequences`, `syncToMax`.
+
+use std::future::Future;
+
+use napi::bindgen_prelude::{Env, PromiseRaw, Unknown};
+
+use crate::binding::calls::{NamedCounter, ReservationSlot};
+use crate::binding::db_target::read_db;
+use crate::binding::js_read::{describe, is_nullish, object, property, string};
+use crate::binding::name::read_counter_name;
+use crate::binding::options::{read_integer, read_options};
+use crate::binding::output::{Output, Value};
+use crate::binding::spawn::promise;
+use crate::engine::error::{SeqError, SeqResult};
+use crate::engine::reserve::Reservation;
+use crate::engine::validate::{check_collection, check_field};
+
+/// Runs `op` on the prepared counter of `named`.
+pub fn admin_promise<'env, F, Fut>(
+    env: &'env Env,
+    named: SeqResult<NamedCounter>,
+    slot: Option<&ReservationSlot>,
+    op: F,
+) -> napi::Result<PromiseRaw<'env, Output>>
+where
+    F: FnOnce(Reservation, NamedCounter) -> Fut + Send + 'static,
+    Fut: Future<Output = SeqResult<Output>> + Send + 'static,
+{
+    let slot = slot.cloned();
+    promise(env, async move {
+        let named = named?;
+        let reservation = named.clone().prepare(slot).await?;
+        op(reservation, named).await
+    })
+}
+
+/// Reads `{ start? }` for `init`.
+pub fn read_init_start(value: Option<&Unknown>, default: i64) -> SeqResult<i64> {
+    let Some(value) = value.filter(|v| !is_nullish(v)) else {
+        return Ok(default);
+    };
+    let obj = object(value).ok_or_else(|| {
+        SeqError::invalid_argument(format!(
+            "init options must be an object; got {}",
+            describe(value)
+        ))
+    })?;
+    let keys = napi::bindgen_prelude::Object::keys(&obj)
+        .map_err(|e| SeqError::invalid_argument(e.to_string()))?;
+    if let Some(unknown) = keys.iter().find(|k| k.as_str() != "start") {
+        return Err(SeqError::invalid_argument(format!(
+            "unknown init option '{unknown}'; known: start"
+        )));
+    }
+    let start = property(&obj, "start")?;
+    if is_nullish(&start) {
+        return Ok(default);
+    }
+    read_integer("start", &start)
+}
+
+/// Lists the counters of a collection (default `counters`, field `sequence_value`) as
+/// `[{ name, value }]`, sorted by name; documents whose field is not an integer are left
+/// out. Options: `collection`, `field`, `bigint`, `uri`.
+#[napi(
+    ts_args_type = "db: SequenceDbLike, options?: SequenceOptions",
+    ts_return_type = "Promise<Array<{ name: string | Record<string, string | number | boolean>; value: number | bigint }>>"
+)]
+pub fn list_sequences<'env>(
+    env: &'env Env,
+    db: Unknown<'env>,
+    options: Option<Unknown<'env>>,
+) -> napi::Result<PromiseRaw<'env, Output>> {
+    let read = read_options(options.as_ref()).and_then(|o| {
+        check_collection(&o.collection)?;
+        check_field(&o.field)?;
+        Ok((read_db(env, &db, o.uri.as_deref())?, o))
+    });
+    promise(env, async move {
+        let (target, options) = read?;
+        let (handle, database) = target.resolve().await?;
+        let store = handle.store(&database)?;
+        let mut entries = Vec::new();
+        for (id, value) in store.list(&options.collection, &options.field).await? {
+            let label = id.to_string();
+            entries.push((id, Value::checked(&label, value, options.bigint)?));
+        }
+        Ok(Output::Listing(entries))
+    })
+}
+
+/// Raises counter `name` to at least the largest integer in `field` of collection
+/// `source` (an atomic `$max`: never lowers it, never loses a racing call), creating it
+/// when absent, so imported data never collides with new values. Resolves with the
+/// counter's value afterwards. Options: `collection`, `field`, `bigint`, `uri`, `writeConcern`.
+#[napi(
+    ts_args_type = "db: SequenceDbLike, source: string, field: string, name: string | Record<string, string | number | boolean | bigint>, options?: SequenceOptions",
+    ts_return_type = "Promise<number | bigint>"
+)]
+pub fn sync_to_max<'env>(
+    env: &'env Env,
+    db: Unknown<'env>,
+    source: Unknown<'env>,
+    field: Unknown<'env>,
+    name: Unknown<'env>,
+    options: Option<Unknown<'env>>,
+) -> napi::Result<PromiseRaw<'env, Output>> {
+    let text = |value: &Unknown, what: &str| {
+        string(value).ok_or_else(|| {
+            SeqError::invalid_argument(format!("{what} must be a string; got {}", describe(value)))
+        })
+    };
+    let source = text(&source, "source collection").and_then(|s| {
+        check_collection(&s)?;
+        Ok(s)
+    });
+    let field = text(&field, "source field").and_then(|f| {
+        if f.is_empty() || f.starts_with('$') || f.contains('\0') {
+            return Err(SeqError::invalid_argument(format!(
+                "source field is not a valid field path: {f:?}"
+            )));
+        }
+        Ok(f)
+    });
+    let named = source.and_then(|source| {
+        let field = field?;
+        let _ = read_counter_name(&name)?;
+        Ok((
+            NamedCounter::read(env, &db, &name, options.as_ref())?,
+            source,
+            field,
+        ))
+    });
+    promise(env, async move {
+        let (named, source, field) = named?;
+        let reservation = named.clone().prepare(None).await?;
+        let value = reservation
+            .store()
+            .sync_to_max(reservation.counter(), &source, &field)
+            .await?;
+        Ok(Output::Single(Value::checked(
+            &named.label,
+            value,
+            named.options.bigint,
+        )?))
+    })
+}
