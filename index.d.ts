@@ -133,6 +133,50 @@ export declare function getNextSequenceRange<O extends SequenceOptions = Sequenc
 export declare function getNextSequenceValue<O extends SequenceOptions = SequenceOptions>(db: SequenceDbLike, name: string | Record<string, string | number | boolean | bigint>, options?: O): Promise<O extends { format: string } ? string : O extends { bigint: true } ? bigint : number>
 
 /**
+ * Inserts `docs` into `collection` through the Node driver `db`, numbering them in array
+ * order from one block of the sequence reserved in a single round trip; resolves with the
+ * driver's `InsertManyResult`. Same options as `insertOne`.
+ */
+export declare function insertMany(db: SequenceDbLike, collection: string, docs: Array<Record<string, unknown>>, options?: InsertOptions): Promise<{ acknowledged: boolean; insertedCount: number; insertedIds: Record<number, unknown> }>
+
+/**
+ * Inserts `doc` into `collection` through the Node driver `db`, with `field` (default
+ * `_id`) set to the next value of sequence `sequence` (default: the collection name);
+ * resolves with the driver's `InsertOneResult`, and `doc` carries its number. The counter
+ * is created on first use (`upsert` defaults to `true` here) at `start`. A failed insert
+ * leaves a gap in the sequence, never a duplicate.
+ */
+export declare function insertOne(db: SequenceDbLike, collection: string, doc: Record<string, unknown>, options?: InsertOptions): Promise<{ acknowledged: boolean; insertedId: unknown }>
+
+/** Options of `insertOne` / `insertMany`. */
+export interface InsertOptions {
+  /** Document field that receives the number. Default `'_id'`. */
+  field?: string
+  /** Sequence name (string or scope object). Default: the collection name. */
+  sequence?: string | Record<string, string | number | boolean | bigint>
+  /** Collection of counter documents. Default `'counters'`. */
+  counters?: string
+  /** Field of the counter document. Default `'sequence_value'`. */
+  counterField?: string
+  /** Create the counter on first use. Default `true` here. */
+  upsert?: boolean
+  /** First value of a counter created by the call. Default `1`. */
+  start?: number | bigint
+  /** Store BigInt values (needed past 2^53 - 1). */
+  bigint?: boolean
+  /** Store business numbers formatted by this pattern (see `formatSequence`). */
+  format?: string
+  /** Write concern of the counter write (the insert uses the driver's own settings). */
+  writeConcern?: WriteConcernOptions
+  /** As for the sequence functions. */
+  uri?: string
+  /** As for the sequence functions. */
+  coalesce?: boolean
+  /** As for the sequence functions. */
+  cache?: number
+}
+
+/**
  * Lists the counters of a collection (default `counters`, field `sequence_value`) as
  * `[{ name, value }]`, sorted by name; documents whose field is not an integer are left
  * out. Options: `collection`, `field`, `bigint`, `uri`.

@@ -58,6 +58,23 @@ impl NamedCounter {
         })
     }
 
+    /// A counter from parts already read (`name`, `options`) and the `db` argument.
+    pub fn from_parts(
+        env: &Env,
+        db: &Unknown,
+        name: CounterName,
+        options: SequenceOptions,
+    ) -> SeqResult<NamedCounter> {
+        options.counter(&name)?;
+        let target = read_db(env, db, options.uri.as_deref())?;
+        Ok(NamedCounter {
+            target,
+            label: name.label(),
+            name,
+            options,
+        })
+    }
+
     /// The prepared reservation, reusing `slot` when it holds one for an open client.
     fn prepared_now(&self, slot: Option<&ReservationSlot>) -> Option<Reservation> {
         if let Some(slot) = slot {

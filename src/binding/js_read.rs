@@ -75,6 +75,13 @@ pub fn object<'a>(value: &Unknown<'a>) -> Option<Object<'a>> {
     convert::<Object>(value)
 }
 
+/// An object or an array as an `Object`, or `None`.
+pub fn object_or_array<'a>(value: &Unknown<'a>) -> Option<Object<'a>> {
+    (type_of(value) == ValueType::Object)
+        .then(|| convert::<Object>(value))
+        .flatten()
+}
+
 /// Property `key` of `object` (`undefined` when absent).
 pub fn property<'a>(object: &Object<'a>, key: &str) -> SeqResult<Unknown<'a>> {
     object
@@ -90,4 +97,32 @@ pub fn string_property(object: &Object, key: &str) -> Option<String> {
 /// Property `key` as an object when it is one.
 pub fn object_property<'a>(object: &Object<'a>, key: &str) -> Option<Object<'a>> {
     property(object, key).ok().as_ref().and_then(self::object)
+}
+
+/// The elements of an array, or `None` for any other value.
+pub fn array_items<'a>(value: &Unknown<'a>) -> Option<Vec<Unknown<'a>>> {
+    if !value.is_array().unwrap_or(false) {
+        return None;
+    }
+    let env = value.value().env;
+    let mut length = 0u32;
+    // SAFETY: N-API array access on a live array of this env.
+    unsafe {
+        if napi::sys::napi_get_array_length(env, value.raw(), &mut length)
+            != napi::sys::Status::napi_ok
+        {
+            return None;
+        }
+        let mut items = Vec::with_capacity(length as usize);
+        for index in 0..length {
+            let mut item = std::ptr::null_mut();
+            if napi::sys::napi_get_element(env, value.raw(), index, &mut item)
+                != napi::sys::Status::napi_ok
+            {
+                return None;
+            }
+            items.push(Unknown::from_raw_unchecked(env, item));
+        }
+        Some(items)
+    }
 }

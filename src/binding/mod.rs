@@ -8,6 +8,7 @@ pub mod db_memo;
 pub mod db_target;
 pub mod format_fn;
 pub mod functions;
+pub mod insert;
 pub mod js_error;
 pub mod js_read;
 pub mod name;

@@ -87,9 +87,19 @@ fn wrong_type(key: &str, expected: &str, value: &Unknown) -> SeqError {
 /// Reads the options argument (`undefined`/`null` gives the defaults). Unknown keys and
 /// wrong types are refused, so a typo never silently falls back to a default.
 pub fn read_options(value: Option<&Unknown>) -> SeqResult<EngineOptions> {
+    read_options_from(value, &[]).map(|(options, _)| options)
+}
+
+/// Like [`read_options`], but the keys in `extra` are set aside (with their values, when
+/// not nullish) for the caller to read; they take precedence over the common options.
+pub fn read_options_from<'a>(
+    value: Option<&Unknown<'a>>,
+    extra: &[&str],
+) -> SeqResult<(EngineOptions, Vec<(String, Unknown<'a>)>)> {
     let mut options = EngineOptions::default();
+    let mut set_aside = Vec::new();
     let Some(value) = value.filter(|v| !is_nullish(v)) else {
-        return Ok(options);
+        return Ok((options, set_aside));
     };
     let Some(obj) = object(value) else {
         return Err(SeqError::invalid_argument(format!(
@@ -99,10 +109,15 @@ pub fn read_options(value: Option<&Unknown>) -> SeqResult<EngineOptions> {
     };
     let keys = napi::bindgen_prelude::Object::keys(&obj)
         .map_err(|e| SeqError::invalid_argument(format!("cannot read options: {e}")))?;
-    if let Some(unknown) = keys.iter().find(|k| !KNOWN.contains(&k.as_str())) {
+    if let Some(unknown) = keys
+        .iter()
+        .find(|k| !KNOWN.contains(&k.as_str()) && !extra.contains(&k.as_str()))
+    {
+        let mut known: Vec<&str> = KNOWN.to_vec();
+        known.extend_from_slice(extra);
         return Err(SeqError::invalid_argument(format!(
             "unknown option '{unknown}'; known options: {}",
-            KNOWN.join(", ")
+            known.join(", ")
         )));
     }
     // Only the keys present are read: absent options keep their defaults.
@@ -110,6 +125,10 @@ pub fn read_options(value: Option<&Unknown>) -> SeqResult<EngineOptions> {
         let key = key.as_str();
         let v = property(&obj, key)?;
         if is_nullish(&v) {
+            continue;
+        }
+        if extra.contains(&key) {
+            set_aside.push((key.to_string(), v));
             continue;
         }
         match key {
@@ -139,7 +158,7 @@ pub fn read_options(value: Option<&Unknown>) -> SeqResult<EngineOptions> {
             _ => options.start = read_integer(key, &v)?,
         }
     }
-    Ok(options)
+    Ok((options, set_aside))
 }
 
 /// A safe-integer number or a 64-bit BigInt.

@@ -1,0 +1,77 @@
+// insertOne / insertMany with a sequence-assigned field (mongoose-sequence users' top
+// complaint: insertMany gets no ids there).
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { setup, seq, rejectsWithCode } from './helpers.mjs';
+
+let env;
+before(async () => {
+  env = await setup('insert');
+});
+after(async () => {
+  await seq.closeSharedClients();
+  await env?.close();
+});
+
+test('insertOne numbers a field from a sequence created at start', async () => {
+  const doc = { name: 'Laptop' };
+  const result = await seq.insertOne(env.db, 'products', doc, { field: 'product_id', sequence: 'products', start: 1000 });
+  assert.equal(result.acknowledged, true);
+  assert.equal(doc.product_id, 1000, 'the document carries its number');
+  await seq.insertOne(env.db, 'products', { name: 'Mouse' }, { field: 'product_id', start: 1000 });
+  const stored = await env.db.collection('products').find().sort({ product_id: 1 }).project({ _id: 0 }).toArray();
+  assert.deepEqual(stored, [
+    { name: 'Laptop', product_id: 1000 },
+    { name: 'Mouse', product_id: 1001 },
+  ]);
+});
+
+test('insertMany reserves every id in one round trip and numbers in array order', async () => {
+  await env.db.collection('counters').insertOne({ _id: 'tickets', sequence_value: 0 });
+  const docs = Array.from({ length: 250 }, (_, i) => ({ i }));
+  const result = await seq.insertMany(env.db, 'tickets', docs);
+  assert.equal(result.insertedCount, 250);
+  assert.deepEqual(docs.map((d) => d._id), Array.from({ length: 250 }, (_, i) => i + 1));
+  const stored = await env.db.collection('tickets').find().sort({ _id: 1 }).toArray();
+  assert.deepEqual(stored.map((d) => [d._id, d.i]), docs.map((d) => [d._id, d.i]));
+  assert.equal((await env.db.collection('counters').findOne({ _id: 'tickets' })).sequence_value, 250);
+});
+
+test('concurrent insertMany calls never share a number', async () => {
+  const batches = Array.from({ length: 10 }, (_, b) => Array.from({ length: 20 }, (_, i) => ({ b, i })));
+  await Promise.all(batches.map((docs) => seq.insertMany(env.db, 'events', docs, { field: 'eventNo' })));
+  const numbers = (await env.db.collection('events').find().toArray()).map((d) => d.eventNo).sort((a, b) => a - b);
+  assert.deepEqual(numbers, Array.from({ length: 200 }, (_, i) => i + 1));
+});
+
+test('business numbers and scoped sequences on insert', async () => {
+  const year = new Date().getUTCFullYear();
+  const doc = { total: 10 };
+  await seq.insertOne(env.db, 'invoices', doc, { field: 'number', sequence: { type: 'invoice', year }, format: 'INV{YYYY}-{seq:5}' });
+  assert.equal(doc.number, `INV${year}-00001`);
+});
+
+test('a failed insert leaves a gap, never a duplicate', async () => {
+  await env.db.collection('uniq').createIndex({ code: 1 }, { unique: true });
+  await seq.insertOne(env.db, 'uniq', { code: 'a' });
+  await assert.rejects(seq.insertOne(env.db, 'uniq', { code: 'a' }), (e) => e.code === 11000);
+  const doc = { code: 'b' };
+  await seq.insertOne(env.db, 'uniq', doc);
+  assert.equal(doc._id, 3, 'value 2 was consumed by the failed insert');
+});
+
+test('bad insert arguments are refused before any write', async () => {
+  await rejectsWithCode(assert, seq.insertOne(env.db, 'products', { product_id: 5 }, { field: 'product_id' }), 'INVALID_ARGUMENT');
+  await rejectsWithCode(assert, seq.insertOne(env.db, 'products', 'doc'), 'INVALID_ARGUMENT');
+  await rejectsWithCode(assert, seq.insertMany(env.db, 'products', []), 'INVALID_ARGUMENT');
+  await rejectsWithCode(assert, seq.insertMany(env.db, 'products', {}), 'INVALID_ARGUMENT');
+  await rejectsWithCode(assert, seq.insertMany(env.db, 'products', [{}, 3]), 'INVALID_ARGUMENT');
+  await rejectsWithCode(assert, seq.insertOne(env.db, '', {}), 'INVALID_ARGUMENT');
+  await rejectsWithCode(assert, seq.insertOne(env.db, 'products', {}, { field: '$x' }), 'INVALID_ARGUMENT');
+  await rejectsWithCode(assert, seq.insertOne(env.db, 'products', {}, { collection: 'counters' }), 'INVALID_ARGUMENT');
+  await rejectsWithCode(assert, seq.insertOne(env.db, 'products', {}, { bogus: 1 }), 'INVALID_ARGUMENT');
+  const own = await seq.connect(env.uri);
+  await rejectsWithCode(assert, seq.insertOne(own.db(env.dbName), 'products', {}), 'INVALID_ARGUMENT');
+  await own.close();
+  assert.equal(await env.db.collection('products').countDocuments(), 2);
+});

@@ -1,0 +1,267 @@
+//! `insertOne` / `insertMany` with a sequence-assigned field: all values of a call are
+//! reserved in one round trip, set on the documents, and the documents are inserted with
+//! the Node driver's own `db.collection(name).insertOne/insertMany`.
+
+use napi::bindgen_prelude::{Env, Function, JsObjectValue, Object, ObjectRef, PromiseRaw, Unknown};
+use napi::{JsValue, ValueType};
+
+use crate::binding::calls::NamedCounter;
+use crate::binding::js_error::to_js_error;
+use crate::binding::js_read::{
+    array_items, boolean, describe, is_nullish, object, object_or_array, property, string, type_of,
+};
+use crate::binding::name::read_counter_name;
+use crate::binding::options::read_options_from;
+use crate::binding::output::Value;
+use crate::engine::allocate::IdRange;
+use crate::engine::counter_name::CounterName;
+use crate::engine::error::{SeqError, SeqResult};
+use crate::engine::format::now_millis;
+use crate::engine::validate::{check_collection, MAX_BATCH_COUNT};
+
+/// Options of `insertOne`/`insertMany` beyond those of the sequence functions. (`field`
+/// here is the document field; the counter's own field is `counterField`.)
+const INSERT_KEYS: [&str; 6] = [
+    "field",
+    "sequence",
+    "counters",
+    "counterField",
+    "upsert",
+    "collection",
+];
+
+/// Options of `insertOne` / `insertMany`.
+#[napi(object)]
+pub struct InsertOptions {
+    /// Document field that receives the number. Default `'_id'`.
+    pub field: Option<String>,
+    /// Sequence name (string or scope object). Default: the collection name.
+    #[napi(ts_type = "string | Record<string, string | number | boolean | bigint>")]
+    pub sequence: Option<String>,
+    /// Collection of counter documents. Default `'counters'`.
+    pub counters: Option<String>,
+    /// Field of the counter document. Default `'sequence_value'`.
+    pub counter_field: Option<String>,
+    /// Create the counter on first use. Default `true` here.
+    pub upsert: Option<bool>,
+    /// First value of a counter created by the call. Default `1`.
+    #[napi(ts_type = "number | bigint")]
+    pub start: Option<f64>,
+    /// Store BigInt values (needed past 2^53 - 1).
+    pub bigint: Option<bool>,
+    /// Store business numbers formatted by this pattern (see `formatSequence`).
+    pub format: Option<String>,
+    /// Write concern of the counter write (the insert uses the driver's own settings).
+    pub write_concern: Option<crate::binding::options::WriteConcernOptions>,
+    /// As for the sequence functions.
+    pub uri: Option<String>,
+    /// As for the sequence functions.
+    pub coalesce: Option<bool>,
+    /// As for the sequence functions.
+    pub cache: Option<u32>,
+}
+
+/// An insert call whose arguments were read and checked.
+struct Insert {
+    collection: String,
+    field: String,
+    many: bool,
+    named: NamedCounter,
+    count: i64,
+}
+
+fn text(key: &str, value: &Unknown) -> SeqResult<String> {
+    string(value).ok_or_else(|| {
+        SeqError::invalid_argument(format!("{key} must be a string; got {}", describe(value)))
+    })
+}
+
+fn read_insert(
+    env: &Env,
+    db: &Unknown,
+    collection: &Unknown,
+    docs: &[Unknown],
+    options: Option<&Unknown>,
+    many: bool,
+) -> SeqResult<Insert> {
+    let collection = text("collection", collection)?;
+    check_collection(&collection)?;
+    let has_collection_fn = object(db)
+        .and_then(|d| property(&d, "collection").ok())
+        .is_some_and(|f| type_of(&f) == ValueType::Function);
+    if !has_collection_fn {
+        return Err(SeqError::invalid_argument(
+            "insertOne/insertMany need a Node driver Db (client.db(name) or \
+             mongoose.connection.db): they insert through its collection()",
+        ));
+    }
+    let (mut options, extra) = read_options_from(options, &INSERT_KEYS)?;
+    options.upsert = true;
+    let mut field = "_id".to_string();
+    let mut sequence = CounterName::text(&collection)?;
+    for (key, value) in extra {
+        match key.as_str() {
+            "field" => field = text("option 'field'", &value)?,
+            "sequence" => sequence = read_counter_name(&value)?,
+            "counters" => options.collection = text("option 'counters'", &value)?,
+            "counterField" => options.field = text("option 'counterField'", &value)?,
+            "upsert" => {
+                options.upsert = boolean(&value).ok_or_else(|| {
+                    SeqError::invalid_argument("option 'upsert' must be a boolean")
+                })?
+            }
+            _ => {
+                return Err(SeqError::invalid_argument(
+                    "insertOne/insertMany take 'counters' for the counters collection, \
+                     not 'collection'",
+                ))
+            }
+        }
+    }
+    if field.is_empty() || field.starts_with('$') || field.contains('.') || field.contains('\0') {
+        return Err(SeqError::invalid_argument(format!(
+            "option 'field' must be a plain top-level field name; got {field:?}"
+        )));
+    }
+    if docs.is_empty() || docs.len() as i64 > MAX_BATCH_COUNT {
+        return Err(SeqError::invalid_argument(format!(
+            "insertMany takes 1 to {MAX_BATCH_COUNT} documents; got {}",
+            docs.len()
+        )));
+    }
+    for (index, doc) in docs.iter().enumerate() {
+        let doc = object(doc).ok_or_else(|| {
+            SeqError::invalid_argument(format!(
+                "document {index} must be a plain object; got {}",
+                describe(doc)
+            ))
+        })?;
+        if !is_nullish(&property(&doc, &field)?) {
+            return Err(SeqError::invalid_argument(format!(
+                "document {index} already has '{field}'; the sequence assigns it"
+            )));
+        }
+    }
+    Ok(Insert {
+        named: NamedCounter::from_parts(env, db, sequence, options)?,
+        collection,
+        field,
+        many,
+        count: docs.len() as i64,
+    })
+}
+
+/// Numbers the documents, then calls the driver; returns the driver's promise.
+fn insert_now<'env>(
+    env: &'env Env,
+    db: Object<'env>,
+    target: Object<'env>,
+    insert: &Insert,
+    range: IdRange,
+) -> napi::Result<Unknown<'env>> {
+    let docs = if insert.many {
+        array_items(&target.to_unknown()).unwrap_or_default()
+    } else {
+        vec![target.to_unknown()]
+    };
+    let options = &insert.named.options;
+    let now = now_millis();
+    for (doc, v) in docs.iter().zip(range.first..=range.last) {
+        let mut doc = object(doc).ok_or_else(|| napi::Error::from_reason("a document changed"))?;
+        match &options.format {
+            Some(pattern) => doc.set_named_property(&insert.field, pattern.format(v, now))?,
+            None => {
+                let value = Value::checked(&insert.named.label, v, options.bigint)
+                    .map_err(|e| to_js_error(env, e))?;
+                doc.set_named_property(&insert.field, value)?
+            }
+        }
+    }
+    let collection_fn: Function<String, Object> = db.get_named_property("collection")?;
+    let collection = collection_fn.apply(db, insert.collection.clone())?;
+    let method = if insert.many {
+        "insertMany"
+    } else {
+        "insertOne"
+    };
+    let call: Function<Object, Unknown> = collection.get_named_property(method)?;
+    call.apply(collection, target)
+}
+
+fn spawn_insert<'env>(
+    env: &'env Env,
+    db: &Unknown<'env>,
+    target: &Unknown<'env>,
+    insert: SeqResult<Insert>,
+) -> napi::Result<PromiseRaw<'env, Unknown<'env>>> {
+    let (insert, db, target) = match (insert, object(db), object_or_array(target)) {
+        (Ok(insert), Some(db), Some(target)) => (insert, db, target),
+        (Err(e), _, _) => {
+            return env.spawn_future_with_callback(async { Ok(()) }, move |env, ()| {
+                Err::<Unknown, _>(to_js_error(env, e))
+            })
+        }
+        _ => return Err(napi::Error::from_reason("db and documents must be objects")),
+    };
+    let db_ref: ObjectRef = db.create_ref()?;
+    let target_ref: ObjectRef = target.create_ref()?;
+    let (named, count) = (insert.named.clone(), insert.count);
+    let work = async move { named.prepare(None).await?.run(count).await };
+    env.spawn_future_with_callback(
+        async move { Ok(work.await) },
+        move |env, reserved: SeqResult<IdRange>| {
+            let outcome = match (reserved, db_ref.get_value(env), target_ref.get_value(env)) {
+                (Err(e), _, _) => Err(to_js_error(env, e)),
+                (Ok(range), Ok(db), Ok(target)) => insert_now(env, db, target, &insert, range),
+                (_, Err(e), _) | (_, _, Err(e)) => Err(e),
+            };
+            db_ref.unref(env)?;
+            target_ref.unref(env)?;
+            outcome
+        },
+    )
+}
+
+/// Inserts `doc` into `collection` through the Node driver `db`, with `field` (default
+/// `_id`) set to the next value of sequence `sequence` (default: the collection name);
+/// resolves with the driver's `InsertOneResult`, and `doc` carries its number. The counter
+/// is created on first use (`upsert` defaults to `true` here) at `start`. A failed insert
+/// leaves a gap in the sequence, never a duplicate.
+#[napi(
+    ts_args_type = "db: SequenceDbLike, collection: string, doc: Record<string, unknown>, options?: InsertOptions",
+    ts_return_type = "Promise<{ acknowledged: boolean; insertedId: unknown }>"
+)]
+pub fn insert_one<'env>(
+    env: &'env Env,
+    db: Unknown<'env>,
+    collection: Unknown<'env>,
+    doc: Unknown<'env>,
+    options: Option<Unknown<'env>>,
+) -> napi::Result<PromiseRaw<'env, Unknown<'env>>> {
+    let insert = read_insert(env, &db, &collection, &[doc], options.as_ref(), false);
+    spawn_insert(env, &db, &doc, insert)
+}
+
+/// Inserts `docs` into `collection` through the Node driver `db`, numbering them in array
+/// order from one block of the sequence reserved in a single round trip; resolves with the
+/// driver's `InsertManyResult`. Same options as `insertOne`.
+#[napi(
+    ts_args_type = "db: SequenceDbLike, collection: string, docs: Array<Record<string, unknown>>, options?: InsertOptions",
+    ts_return_type = "Promise<{ acknowledged: boolean; insertedCount: number; insertedIds: Record<number, unknown> }>"
+)]
+pub fn insert_many<'env>(
+    env: &'env Env,
+    db: Unknown<'env>,
+    collection: Unknown<'env>,
+    docs: Unknown<'env>,
+    options: Option<Unknown<'env>>,
+) -> napi::Result<PromiseRaw<'env, Unknown<'env>>> {
+    let insert = match array_items(&docs) {
+        Some(items) => read_insert(env, &db, &collection, &items, options.as_ref(), true),
+        None => Err(SeqError::invalid_argument(format!(
+            "docs must be an array of documents; got {}",
+            describe(&docs)
+        ))),
+    };
+    spawn_insert(env, &db, &docs, insert)
+}
