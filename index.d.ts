@@ -174,6 +174,14 @@ export interface InsertOptions {
   coalesce?: boolean
   /** As for the sequence functions. */
   cache?: number
+  /**
+   * Increment the counter and insert the documents in one transaction, so a failed
+   * insert gives its numbers back (no gap). Serialises the writers of the counter and
+   * needs a replica set or sharded cluster (`TRANSACTIONS_UNSUPPORTED` otherwise). The
+   * package then inserts the documents itself (with the client of `db`); the driver's
+   * `_id` is not written back to them. Default `false`.
+   */
+  gapless?: boolean
 }
 
 /**

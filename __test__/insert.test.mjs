@@ -75,3 +75,40 @@ test('bad insert arguments are refused before any write', async () => {
   await own.close();
   assert.equal(await env.db.collection('products').countDocuments(), 2);
 });
+
+test('gapless: a failed insert gives its number back', async () => {
+  await env.db.collection('gapless_docs').createIndex({ code: 1 }, { unique: true });
+  const opts = { gapless: true, field: 'no' };
+  const first = { code: 'a', when: new Date(Date.UTC(2025, 0, 2)), tags: ['x'], big: 2n ** 40n };
+  const result = await seq.insertOne(env.db, 'gapless_docs', first, opts);
+  assert.deepEqual(result, { acknowledged: true, insertedCount: 1 });
+  assert.equal(first.no, 1);
+  await rejectsWithCode(assert, seq.insertOne(env.db, 'gapless_docs', { code: 'a' }, opts), 'SERVER');
+  const next = { code: 'b' };
+  await seq.insertOne(env.db, 'gapless_docs', next, opts);
+  assert.equal(next.no, 2, 'the failed insert gave number 2 back');
+  const many = [{ code: 'c' }, { code: 'd' }];
+  await seq.insertMany(env.db, 'gapless_docs', many, opts);
+  assert.deepEqual(many.map((d) => d.no), [3, 4]);
+  const stored = await env.db.collection('gapless_docs').find().sort({ no: 1 }).toArray();
+  assert.deepEqual(stored.map((d) => d.no), [1, 2, 3, 4]);
+  assert.ok(stored[0].when instanceof Date, 'types survive the conversion');
+  assert.deepEqual(stored[0].tags, ['x']);
+  assert.equal(stored[0].big, 2 ** 40);
+  assert.equal((await env.db.collection('counters').findOne({ _id: 'gapless_docs' })).sequence_value, 4);
+});
+
+test('gapless: concurrent inserts are serialised without gap or duplicate', async () => {
+  const opts = { gapless: true, field: 'no', sequence: 'gapless_race' };
+  await Promise.all(Array.from({ length: 20 }, (_, i) => seq.insertOne(env.db, 'gapless_race', { i }, opts)));
+  const numbers = (await env.db.collection('gapless_race').find().toArray()).map((d) => d.no).sort((a, b) => a - b);
+  assert.deepEqual(numbers, Array.from({ length: 20 }, (_, i) => i + 1));
+});
+
+test('gapless refuses documents it cannot convert, before any write', async () => {
+  const before = await env.db.collection('counters').findOne({ _id: 'gapless_docs' });
+  const code = { _bsontype: 'Code', code: 'function () {}' };
+  await rejectsWithCode(assert, seq.insertOne(env.db, 'gapless_docs', { code }, { gapless: true }), 'INVALID_ARGUMENT');
+  await rejectsWithCode(assert, seq.insertOne(env.db, 'gapless_docs', { big: 2n ** 70n }, { gapless: true }), 'INVALID_ARGUMENT');
+  assert.deepEqual(await env.db.collection('counters').findOne({ _id: 'gapless_docs' }), before);
+});

@@ -6,8 +6,10 @@ official drivers, differs from MongoDB in three ways that this launcher corrects
 1. cursor ids go out as int64 (drivers reject a cursor id sent as int32);
 2. int64 values for limit/skip/batchSize/getMore/maxTimeMS are accepted (drivers send
    them as int64; mongoeco only accepts plain ints there);
-3. an error reply lacking a numeric ``code`` gets one, since drivers need it: BadValue (2)
-   for an ``$inc`` past the int64 range (what MongoDB answers), UnknownError (8) otherwise.
+3. an error reply lacking a numeric ``code`` gets one, since drivers need it: what MongoDB
+   answers where we know it — BadValue (2) for an ``$inc`` past the int64 range,
+   WriteConflict (112, labelled TransientTransactionError) for a transaction write
+   conflict — and UnknownError (8) otherwise.
 
 Usage: python mongoeco_server.py --port PORT [--host 127.0.0.1]
 Prints ``READY <host>:<port>`` on stdout once it accepts connections and stops on
@@ -33,6 +35,10 @@ FALLBACK_ERROR_CODE_NAME = "UnknownError"
 # MongoDB answers an int64 overflow in $inc with BadValue (2); mongoeco sends no code.
 INT64_OVERFLOW_MARKERS = ("exceeds BSON int64 range",)
 BAD_VALUE_CODE = 2
+# MongoDB answers a transaction write conflict with WriteConflict (112), labelled
+# TransientTransactionError so that drivers retry the transaction.
+WRITE_CONFLICT_MARKERS = ("Write conflict",)
+WRITE_CONFLICT_CODE = 112
 
 
 def _plain_int(value):
@@ -65,6 +71,13 @@ def normalize_reply(document: dict) -> dict:
         if any(marker in message for marker in INT64_OVERFLOW_MARKERS):
             document["code"] = BAD_VALUE_CODE
             document["codeName"] = "BadValue"
+        elif any(marker in message for marker in WRITE_CONFLICT_MARKERS):
+            document["code"] = WRITE_CONFLICT_CODE
+            document["codeName"] = "WriteConflict"
+            labels = list(document.get("errorLabels") or [])
+            if "TransientTransactionError" not in labels:
+                labels.append("TransientTransactionError")
+            document["errorLabels"] = labels
         else:
             document["code"] = FALLBACK_ERROR_CODE
             document.setdefault("codeName", FALLBACK_ERROR_CODE_NAME)

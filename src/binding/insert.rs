@@ -10,6 +10,7 @@ use crate::binding::js_error::to_js_error;
 use crate::binding::js_read::{
     array_items, boolean, describe, is_nullish, object, object_or_array, property, string, type_of,
 };
+use crate::binding::js_to_bson::to_document;
 use crate::binding::name::read_counter_name;
 use crate::binding::options::read_options_from;
 use crate::binding::output::Value;
@@ -17,17 +18,20 @@ use crate::engine::allocate::IdRange;
 use crate::engine::counter_name::CounterName;
 use crate::engine::error::{SeqError, SeqResult};
 use crate::engine::format::now_millis;
+use crate::engine::gapless::{insert_gapless, NumberedInsert};
 use crate::engine::validate::{check_collection, MAX_BATCH_COUNT};
+use mongodb::bson::Document;
 
 /// Options of `insertOne`/`insertMany` beyond those of the sequence functions. (`field`
 /// here is the document field; the counter's own field is `counterField`.)
-const INSERT_KEYS: [&str; 6] = [
+const INSERT_KEYS: [&str; 7] = [
     "field",
     "sequence",
     "counters",
     "counterField",
     "upsert",
     "collection",
+    "gapless",
 ];
 
 /// Options of `insertOne` / `insertMany`.
@@ -59,6 +63,12 @@ pub struct InsertOptions {
     pub coalesce: Option<bool>,
     /// As for the sequence functions.
     pub cache: Option<u32>,
+    /// Increment the counter and insert the documents in one transaction, so a failed
+    /// insert gives its numbers back (no gap). Serialises the writers of the counter and
+    /// needs a replica set or sharded cluster (`TRANSACTIONS_UNSUPPORTED` otherwise). The
+    /// package then inserts the documents itself (with the client of `db`); the driver's
+    /// `_id` is not written back to them. Default `false`.
+    pub gapless: Option<bool>,
 }
 
 /// An insert call whose arguments were read and checked.
@@ -68,6 +78,8 @@ struct Insert {
     many: bool,
     named: NamedCounter,
     count: i64,
+    /// The documents as BSON, in gapless mode.
+    gapless: Option<Vec<Document>>,
 }
 
 fn text(key: &str, value: &Unknown) -> SeqResult<String> {
@@ -86,16 +98,8 @@ fn read_insert(
 ) -> SeqResult<Insert> {
     let collection = text("collection", collection)?;
     check_collection(&collection)?;
-    let has_collection_fn = object(db)
-        .and_then(|d| property(&d, "collection").ok())
-        .is_some_and(|f| type_of(&f) == ValueType::Function);
-    if !has_collection_fn {
-        return Err(SeqError::invalid_argument(
-            "insertOne/insertMany need a Node driver Db (client.db(name) or \
-             mongoose.connection.db): they insert through its collection()",
-        ));
-    }
     let (mut options, extra) = read_options_from(options, &INSERT_KEYS)?;
+    let mut gapless = false;
     options.upsert = true;
     let mut field = "_id".to_string();
     let mut sequence = CounterName::text(&collection)?;
@@ -108,6 +112,11 @@ fn read_insert(
             "upsert" => {
                 options.upsert = boolean(&value).ok_or_else(|| {
                     SeqError::invalid_argument("option 'upsert' must be a boolean")
+                })?
+            }
+            "gapless" => {
+                gapless = boolean(&value).ok_or_else(|| {
+                    SeqError::invalid_argument("option 'gapless' must be a boolean")
                 })?
             }
             _ => {
@@ -142,12 +151,31 @@ fn read_insert(
             )));
         }
     }
+    let has_collection_fn = object(db)
+        .and_then(|d| property(&d, "collection").ok())
+        .is_some_and(|f| type_of(&f) == ValueType::Function);
+    if !gapless && !has_collection_fn {
+        return Err(SeqError::invalid_argument(
+            "insertOne/insertMany need a Node driver Db (client.db(name) or \
+             mongoose.connection.db) to insert through its collection(), or gapless: true",
+        ));
+    }
+    let gapless = if gapless {
+        Some(
+            docs.iter()
+                .map(to_document)
+                .collect::<SeqResult<Vec<_>>>()?,
+        )
+    } else {
+        None
+    };
     Ok(Insert {
         named: NamedCounter::from_parts(env, db, sequence, options)?,
         collection,
         field,
         many,
         count: docs.len() as i64,
+        gapless,
     })
 }
 
@@ -159,6 +187,20 @@ fn insert_now<'env>(
     insert: &Insert,
     range: IdRange,
 ) -> napi::Result<Unknown<'env>> {
+    number_docs(env, &target, insert, range)?;
+    let collection_fn: Function<String, Object> = db.get_named_property("collection")?;
+    let collection = collection_fn.apply(db, insert.collection.clone())?;
+    let method = if insert.many {
+        "insertMany"
+    } else {
+        "insertOne"
+    };
+    let call: Function<Object, Unknown> = collection.get_named_property(method)?;
+    call.apply(collection, target)
+}
+
+/// Sets `field` on each document (the array items, or the one document) from `range`.
+fn number_docs(env: &Env, target: &Object, insert: &Insert, range: IdRange) -> napi::Result<()> {
     let docs = if insert.many {
         array_items(&target.to_unknown()).unwrap_or_default()
     } else {
@@ -177,15 +219,15 @@ fn insert_now<'env>(
             }
         }
     }
-    let collection_fn: Function<String, Object> = db.get_named_property("collection")?;
-    let collection = collection_fn.apply(db, insert.collection.clone())?;
-    let method = if insert.many {
-        "insertMany"
-    } else {
-        "insertOne"
-    };
-    let call: Function<Object, Unknown> = collection.get_named_property(method)?;
-    call.apply(collection, target)
+    Ok(())
+}
+
+/// `{ acknowledged: true, insertedCount }` for a gapless insert.
+fn gapless_result(env: &Env, count: i64) -> napi::Result<Unknown<'_>> {
+    let mut result = Object::new(env)?;
+    result.set_named_property("acknowledged", true)?;
+    result.set_named_property("insertedCount", count as f64)?;
+    Ok(result.to_unknown())
 }
 
 fn spawn_insert<'env>(
@@ -194,7 +236,8 @@ fn spawn_insert<'env>(
     target: &Unknown<'env>,
     insert: SeqResult<Insert>,
 ) -> napi::Result<PromiseRaw<'env, Unknown<'env>>> {
-    let (insert, db, target) = match (insert, object(db), object_or_array(target)) {
+    let db_object = object(db).or_else(|| object_or_array(db));
+    let (insert, db, target) = match (insert, db_object, object_or_array(target)) {
         (Ok(insert), Some(db), Some(target)) => (insert, db, target),
         (Err(e), _, _) => {
             return env.spawn_future_with_callback(async { Ok(()) }, move |env, ()| {
@@ -206,13 +249,45 @@ fn spawn_insert<'env>(
     let db_ref: ObjectRef = db.create_ref()?;
     let target_ref: ObjectRef = target.create_ref()?;
     let (named, count) = (insert.named.clone(), insert.count);
-    let work = async move { named.prepare(None).await?.run(count).await };
+    let gapless = insert
+        .gapless
+        .clone()
+        .map(|docs| (docs, insert.collection.clone(), insert.field.clone()));
+    let work = async move {
+        let reservation = named.clone().prepare(None).await?;
+        match gapless {
+            None => reservation.run(count).await,
+            Some((docs, collection, field)) => {
+                let (handle, database) = named.target.resolve().await?;
+                let numbered = NumberedInsert {
+                    collection: &collection,
+                    field: &field,
+                    docs,
+                    format: named.options.format.as_ref(),
+                };
+                let concern = named.options.write_concern.as_ref().map(|w| w.to_driver());
+                insert_gapless(
+                    &handle,
+                    &database,
+                    reservation.counter(),
+                    named.options.policy(),
+                    concern,
+                    numbered,
+                )
+                .await
+            }
+        }
+    };
     env.spawn_future_with_callback(
         async move { Ok(work.await) },
         move |env, reserved: SeqResult<IdRange>| {
             let outcome = match (reserved, db_ref.get_value(env), target_ref.get_value(env)) {
                 (Err(e), _, _) => Err(to_js_error(env, e)),
-                (Ok(range), Ok(db), Ok(target)) => insert_now(env, db, target, &insert, range),
+                (Ok(range), Ok(db), Ok(target)) => match insert.gapless {
+                    None => insert_now(env, db, target, &insert, range),
+                    Some(_) => number_docs(env, &target, &insert, range)
+                        .and_then(|_| gapless_result(env, insert.count)),
+                },
                 (_, Err(e), _) | (_, _, Err(e)) => Err(e),
             };
             db_ref.unref(env)?;

@@ -11,6 +11,7 @@ pub mod functions;
 pub mod insert;
 pub mod js_error;
 pub mod js_read;
+pub mod js_to_bson;
 pub mod name;
 pub mod options;
 pub mod output;

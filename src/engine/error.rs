@@ -26,6 +26,8 @@ pub enum ErrorCode {
     UnsupportedClient,
     /// The counter kept changing under a bounded number of attempts.
     Contention,
+    /// Gapless mode was asked of a server without transactions (a standalone).
+    TransactionsUnsupported,
 }
 
 impl ErrorCode {
@@ -41,6 +43,7 @@ impl ErrorCode {
             ErrorCode::ClientClosed => "CLIENT_CLOSED",
             ErrorCode::UnsupportedClient => "UNSUPPORTED_CLIENT",
             ErrorCode::Contention => "CONTENTION",
+            ErrorCode::TransactionsUnsupported => "TRANSACTIONS_UNSUPPORTED",
         }
     }
 }
@@ -168,6 +171,7 @@ mod tests {
             ErrorCode::ClientClosed,
             ErrorCode::UnsupportedClient,
             ErrorCode::Contention,
+            ErrorCode::TransactionsUnsupported,
         ];
         let set: std::collections::HashSet<_> = all.iter().map(|c| c.as_str()).collect();
         assert_eq!(set.len(), all.len());

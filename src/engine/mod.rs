@@ -11,6 +11,7 @@ pub mod counter_value;
 pub mod driver_error;
 pub mod error;
 pub mod format;
+pub mod gapless;
 pub mod js_number;
 #[cfg(test)]
 pub mod memory_store;
@@ -19,6 +20,7 @@ pub mod options;
 pub mod redact;
 pub mod registry;
 pub mod reserve;
+pub mod session_store;
 pub mod store;
 #[cfg(test)]
 pub mod test_support;

@@ -72,6 +72,11 @@ impl ClientHandle {
         &self.client
     }
 
+    /// The strings to keep out of messages about this client.
+    pub fn secrets(&self) -> &[String] {
+        &self.secrets
+    }
+
     /// Whether [`ClientHandle::close`] was called.
     pub fn is_closed(&self) -> bool {
         self.closed.load(Ordering::SeqCst)

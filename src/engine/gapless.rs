@@ -1,0 +1,195 @@
+//! Gapless mode: the counter increment and the insert of the numbered documents commit in
+//! one transaction, so a failed insert gives its numbers back.
+//!
+//! The price: the transaction holds the counter document until it commits, so writers of
+//! one counter run one at a time (conflicting transactions are retried), and transactions
+//! need a replica set or a sharded cluster; a standalone server refuses them.
+
+use std::collections::HashMap;
+use std::sync::{Arc, LazyLock, Mutex};
+use std::time::Duration;
+
+use mongodb::bson::{doc, Document};
+use mongodb::options::WriteConcern;
+
+use crate::engine::allocate::{allocate, CreatePolicy, IdRange};
+use crate::engine::counter_value::compact_integer;
+use crate::engine::driver_error::{from_driver, is_duplicate_id};
+use crate::engine::error::{ErrorCode, SeqError, SeqResult};
+use crate::engine::format::{now_millis, Pattern};
+use crate::engine::registry::ClientHandle;
+use crate::engine::session_store::SessionStore;
+use crate::engine::store::CounterRef;
+
+/// Most attempts at one transaction that conflicts with others.
+pub const MAX_TRANSACTION_ATTEMPTS: u32 = 50;
+
+/// Server codes after which the whole transaction is tried again.
+const RETRY_CODES: [i32; 4] = [112, 251, 244, 11000];
+/// IllegalOperation: what a standalone answers to a transaction.
+const ILLEGAL_OPERATION: i32 = 20;
+
+/// Documents to insert, numbered in `field`.
+pub struct NumberedInsert<'a> {
+    /// Target collection.
+    pub collection: &'a str,
+    /// Field receiving the numbers.
+    pub field: &'a str,
+    /// The documents, in numbering order.
+    pub docs: Vec<Document>,
+    /// Store formatted business numbers instead of integers.
+    pub format: Option<&'a Pattern>,
+}
+
+fn retryable(error: &SeqError) -> bool {
+    error.server_code.is_some_and(|c| RETRY_CODES.contains(&c))
+}
+
+fn unsupported(error: SeqError) -> SeqError {
+    if error.server_code == Some(ILLEGAL_OPERATION) {
+        return SeqError::new(
+            ErrorCode::TransactionsUnsupported,
+            format!(
+                "gapless mode needs transactions, which need a replica set or a sharded \
+                 cluster; this server refused: {}",
+                error.message
+            ),
+        );
+    }
+    error
+}
+
+type Turns = Mutex<HashMap<(usize, String, CounterRef), Arc<tokio::sync::Mutex<()>>>>;
+
+/// One gapless transaction per counter at a time in this process: concurrent ones would
+/// only conflict on the counter document and retry (across processes they still do).
+static TURNS: LazyLock<Turns> = LazyLock::new(Default::default);
+
+fn turn_for(
+    handle: &ClientHandle,
+    database: &str,
+    counter: &CounterRef,
+) -> Arc<tokio::sync::Mutex<()>> {
+    let key = (
+        handle as *const ClientHandle as usize,
+        database.to_string(),
+        counter.clone(),
+    );
+    let mut turns = TURNS.lock().expect("gapless turns lock");
+    turns.retain(|_, turn| Arc::strong_count(turn) > 1 || turn.try_lock().is_err());
+    turns.entry(key).or_default().clone()
+}
+
+/// Inserts the documents numbered from `counter` in one transaction; returns the block.
+pub async fn insert_gapless(
+    handle: &ClientHandle,
+    database: &str,
+    counter: &CounterRef,
+    policy: CreatePolicy,
+    write_concern: Option<WriteConcern>,
+    insert: NumberedInsert<'_>,
+) -> SeqResult<IdRange> {
+    let store = handle.store(database)?;
+    let turn = turn_for(handle, database, counter);
+    let _my_turn = turn.lock().await;
+    if policy.upsert {
+        // Created outside the transaction, at the value before `start`: creation hands
+        // out nothing, so it needs no rollback.
+        let start_before = policy.start.checked_sub(1).ok_or_else(|| {
+            SeqError::overflow("cannot start at the lowest 64-bit value".to_string())
+        })?;
+        let created = store
+            .counters(counter)
+            .insert_one(
+                doc! { "_id": counter.id(), counter.field.as_str(): compact_integer(start_before) },
+            )
+            .await;
+        if let Err(e) = created {
+            if !is_duplicate_id(&e) {
+                return Err(store.error(&e));
+            }
+        }
+    }
+    let secrets = handle.secrets();
+    let mut session = handle
+        .client()
+        .start_session()
+        .await
+        .map_err(|e| from_driver(&e, secrets))?;
+    let count = insert.docs.len() as i64;
+    let mut last_error = None;
+    for attempt in 0..MAX_TRANSACTION_ATTEMPTS {
+        if attempt > 0 {
+            // Back off, with jitter, from other processes' transactions on this counter.
+            let jitter = u64::from(now_millis().rem_euclid(7) as u32);
+            tokio::time::sleep(Duration::from_millis(
+                u64::from(attempt.min(20)) * 5 + jitter,
+            ))
+            .await;
+        }
+        let mut start = session.start_transaction();
+        if let Some(concern) = &write_concern {
+            start = start.write_concern(concern.clone());
+        }
+        start
+            .await
+            .map_err(|e| unsupported(from_driver(&e, secrets)))?;
+        let outcome = async {
+            let range = {
+                let in_session = SessionStore::new(store.database().clone(), secrets, &mut session);
+                let no_create = CreatePolicy {
+                    upsert: false,
+                    ..policy
+                };
+                allocate(&in_session, counter, no_create, count).await?
+            };
+            let now = now_millis();
+            let docs: Vec<Document> = insert
+                .docs
+                .iter()
+                .zip(range.first..=range.last)
+                .map(|(doc, v)| {
+                    let mut doc = doc.clone();
+                    match insert.format {
+                        Some(pattern) => doc.insert(insert.field, pattern.format(v, now)),
+                        None => doc.insert(insert.field, compact_integer(v)),
+                    };
+                    doc
+                })
+                .collect();
+            store
+                .database()
+                .collection::<Document>(insert.collection)
+                .insert_many(docs)
+                .session(&mut session)
+                .await
+                .map_err(|e| from_driver(&e, secrets))?;
+            session
+                .commit_transaction()
+                .await
+                .map_err(|e| from_driver(&e, secrets))?;
+            Ok::<IdRange, SeqError>(range)
+        }
+        .await;
+        match outcome {
+            Ok(range) => return Ok(range),
+            Err(error) => {
+                let _ = session.abort_transaction().await;
+                let error = unsupported(error);
+                if !retryable(&error) {
+                    return Err(error);
+                }
+                last_error = Some(error);
+            }
+        }
+    }
+    Err(SeqError::new(
+        ErrorCode::Contention,
+        format!(
+            "Sequence '{}': the gapless transaction conflicted {MAX_TRANSACTION_ATTEMPTS} \
+             times; last: {}",
+            counter.label,
+            last_error.map(|e| e.message).unwrap_or_default()
+        ),
+    ))
+}
