@@ -69,3 +69,4 @@ test('writeConcern: majority with journal is honoured; an unsatisfiable one is a
   const next = await seq.getNextSequenceValue(env.db, 'durable');
   assert.ok(next >= 4, 'no value handed out twice after a write concern error');
 });
+

@@ -45,8 +45,16 @@ fn retryable(error: &SeqError) -> bool {
     error.server_code.is_some_and(|c| RETRY_CODES.contains(&c))
 }
 
+/// What the driver and servers say when a deployment has no transactions.
+const NO_TRANSACTIONS: [&str; 2] = [
+    "not supported by this deployment",
+    "Transaction numbers are only allowed",
+];
+
 fn unsupported(error: SeqError) -> SeqError {
-    if error.server_code == Some(ILLEGAL_OPERATION) {
+    let refused = error.server_code == Some(ILLEGAL_OPERATION)
+        || NO_TRANSACTIONS.iter().any(|m| error.message.contains(m));
+    if refused {
         return SeqError::new(
             ErrorCode::TransactionsUnsupported,
             format!(
