@@ -4,8 +4,7 @@
 // Kinds (MONGO_SEQUENCE_SERVER picks the default):
 //   mongoeco  mongoeco's wire server, memory engine, through our corrections launcher
 //   secantus  SecantusDB: a single-node replica set on WiredTiger (in memory, or on disk
-//             with `storagePath`, which survives a restart on the same port; a standalone
-//             server, without transactions, with `standalone: true`)
+//             with `storagePath`, which survives a restart on the same port)
 import { spawn } from 'node:child_process';
 import { createServer, connect } from 'node:net';
 import { join } from 'node:path';
@@ -44,7 +43,7 @@ const KINDS = {
     readyLine: 'READY ',
   },
   secantus: {
-    command: (python, port, { storagePath = ':memory:', standalone = false } = {}) => [
+    command: (python, port, { storagePath = ':memory:' } = {}) => [
       join(python, '..', 'secantusd-py'),
       [
         '--config', join(ROOT, 'scripts', 'servers', 'secantusd.toml'),
@@ -56,7 +55,6 @@ const KINDS = {
         // durable commits so that a killed server keeps every acknowledged write.
         '--enable-test-commands',
         '--sync-on-commit',
-        ...(standalone ? ['--standalone'] : []),
       ],
     ],
     uri: (port) => `mongodb://127.0.0.1:${port}/?directConnection=true`,
@@ -74,7 +72,6 @@ export async function startServer({
   kind = process.env.MONGO_SEQUENCE_SERVER || 'mongoeco',
   port,
   storagePath,
-  standalone,
   log = () => {},
 } = {}) {
   if (process.env.MONGODB_URI) {
@@ -86,7 +83,7 @@ export async function startServer({
   for (let attempt = 1; ; attempt++) {
     const chosen = port ?? (await freePort());
     try {
-      return await launch(kind, spec, python, chosen, { storagePath, standalone }, log);
+      return await launch(kind, spec, python, chosen, { storagePath }, log);
     } catch (e) {
       if (port !== undefined || attempt >= 3) throw e;
       log(`[servers] ${kind} on port ${chosen} failed (${e.message}); trying another port`);
