@@ -19,7 +19,7 @@ export declare class Sequence {
   /** `count` contiguous values, ascending (as `getNextSequenceBatch`). */
   nextBatch(count: number): Promise<Array<number | bigint>>
   /** `count` contiguous values as `{ first, last, count }` (as `getNextSequenceRange`). */
-  nextRange(count: number): Promise<{ first: number | bigint; last: number | bigint; count: number }>
+  nextRange(count: number): Promise<{ first: number | bigint; last: number | bigint; count: number; step: number }>
   /**
    * The counter's value — the last value handed out — without advancing it.
    * Rejects with `SEQUENCE_NOT_FOUND` when it does not exist.
@@ -116,7 +116,7 @@ export declare function getNextSequenceBatch<O extends SequenceOptions = Sequenc
  * with their bounds `{ first, last, count }`, without allocating an array. Same `db`,
  * options and errors as `getNextSequenceValue`.
  */
-export declare function getNextSequenceRange<O extends SequenceOptions = SequenceOptions>(db: SequenceDbLike, name: string | Record<string, string | number | boolean | bigint>, count: number, options?: O): Promise<{ first: O extends { bigint: true } ? bigint : number; last: O extends { bigint: true } ? bigint : number; count: number }>
+export declare function getNextSequenceRange<O extends SequenceOptions = SequenceOptions>(db: SequenceDbLike, name: string | Record<string, string | number | boolean | bigint>, count: number, options?: O): Promise<{ first: O extends { bigint: true } ? bigint : number; last: O extends { bigint: true } ? bigint : number; count: number; step: number }>
 
 /**
  * Returns the next value of sequence `name`: a drop-in for the documented helper

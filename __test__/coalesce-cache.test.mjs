@@ -123,7 +123,7 @@ test('sequence(): handle methods and argument checks', async () => {
   assert.equal(s.name, 'handle');
   assert.equal(await s.next(), 10);
   assert.deepEqual(await s.nextBatch(3), [11, 12, 13]);
-  assert.deepEqual(await s.nextRange(5), { first: 14, last: 18, count: 5 });
+  assert.deepEqual(await s.nextRange(5), { first: 14, last: 18, count: 5, step: 1 });
   await rejectsWithCode(assert, s.nextBatch(0), 'INVALID_ARGUMENT');
   await rejectsWithCode(assert, s.nextRange(1.5), 'INVALID_ARGUMENT');
   assert.throws(() => seq.sequence(env.db, { $gt: '' }), (e) => e.code === 'INVALID_ARGUMENT');

@@ -85,7 +85,7 @@ test('batch variant: getIdBatch(ticket_id, 100) in one call', async () => {
   assert.equal(counter.sequence_value, 600, 'advanced by exactly 100');
 
   const range = await seq.getNextSequenceRange(db, 'ticket_id', 1_000_000);
-  assert.deepEqual(range, { first: 601, last: 1_000_600, count: 1_000_000 });
+  assert.deepEqual(range, { first: 601, last: 1_000_600, count: 1_000_000, step: 1 });
   assert.equal((await db.collection('counters').findOne({ _id: 'ticket_id' })).sequence_value, 1_000_600);
 });
 

@@ -80,7 +80,7 @@ pub fn get_next_sequence_batch<'env>(
 #[napi(
     ts_generic_types = "O extends SequenceOptions = SequenceOptions",
     ts_args_type = "db: SequenceDbLike, name: string | Record<string, string | number | boolean | bigint>, count: number, options?: O",
-    ts_return_type = "Promise<{ first: O extends { bigint: true } ? bigint : number; last: O extends { bigint: true } ? bigint : number; count: number }>"
+    ts_return_type = "Promise<{ first: O extends { bigint: true } ? bigint : number; last: O extends { bigint: true } ? bigint : number; count: number; step: number }>"
 )]
 pub fn get_next_sequence_range<'env>(
     env: &'env Env,

@@ -208,7 +208,7 @@ fn number_docs(env: &Env, target: &Object, insert: &Insert, range: IdRange) -> n
     };
     let options = &insert.named.options;
     let now = now_millis();
-    for (doc, v) in docs.iter().zip(range.first..=range.last) {
+    for (doc, v) in docs.iter().zip(range.values()) {
         let mut doc = object(doc).ok_or_else(|| napi::Error::from_reason("a document changed"))?;
         match &options.format {
             Some(pattern) => doc.set_named_property(&insert.field, pattern.format(v, now))?,

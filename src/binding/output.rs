@@ -35,6 +35,8 @@ pub enum Output {
         last: Value,
         /// Number of values.
         count: f64,
+        /// Distance between values.
+        step: f64,
     },
 }
 
@@ -50,7 +52,7 @@ pub enum Value {
 impl Value {
     /// `v` as a BigInt or, when it is safe, a number (`SEQUENCE_OVERFLOW` otherwise).
     pub fn checked(name: &str, v: i64, bigint: bool) -> SeqResult<Value> {
-        checked(name, &IdRange { first: v, last: v }, bigint)?;
+        checked(name, &IdRange::contiguous(v, v), bigint)?;
         Ok(Value::new(v, bigint))
     }
 
@@ -87,17 +89,13 @@ impl Output {
         if let Some(pattern) = &options.format {
             let now = now_millis();
             return Ok(Output::Texts(
-                (range.first..=range.last)
-                    .map(|v| pattern.format(v, now))
-                    .collect(),
+                range.values().map(|v| pattern.format(v, now)).collect(),
             ));
         }
         let bigint = options.bigint;
         checked(name, &range, bigint)?;
         Ok(Output::Values(
-            (range.first..=range.last)
-                .map(|v| Value::new(v, bigint))
-                .collect(),
+            range.values().map(|v| Value::new(v, bigint)).collect(),
         ))
     }
 
@@ -109,6 +107,7 @@ impl Output {
             first: Value::new(range.first, bigint),
             last: Value::new(range.last, bigint),
             count: range.count() as f64,
+            step: range.step as f64,
         })
     }
 }
@@ -142,12 +141,18 @@ impl ToNapiValue for Output {
             }
             Output::Texts(texts) => Vec::<String>::to_napi_value(env, texts),
             Output::Values(values) => Vec::<Value>::to_napi_value(env, values),
-            Output::Range { first, last, count } => {
+            Output::Range {
+                first,
+                last,
+                count,
+                step,
+            } => {
                 let env_ref = Env::from_raw(env);
                 let mut object = Object::new(&env_ref)?;
                 object.set_named_property("first", first)?;
                 object.set_named_property("last", last)?;
                 object.set_named_property("count", count)?;
+                object.set_named_property("step", step)?;
                 Object::to_napi_value(env, object)
             }
         }

@@ -83,7 +83,7 @@ impl Sequence {
     /// `count` contiguous values as `{ first, last, count }` (as `getNextSequenceRange`).
     #[napi(
         ts_args_type = "count: number",
-        ts_return_type = "Promise<{ first: number | bigint; last: number | bigint; count: number }>"
+        ts_return_type = "Promise<{ first: number | bigint; last: number | bigint; count: number; step: number }>"
     )]
     pub fn next_range<'env>(
         &self,

@@ -34,29 +34,7 @@ impl Default for CreatePolicy {
     }
 }
 
-/// A contiguous block of reserved values, `first..=last`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct IdRange {
-    /// First value of the block.
-    pub first: i64,
-    /// Last value of the block.
-    pub last: i64,
-}
-
-impl IdRange {
-    /// The block ending at `last` with `count` values.
-    pub fn ending_at(last: i64, count: i64) -> SeqResult<IdRange> {
-        let first = last
-            .checked_sub(count - 1)
-            .ok_or_else(|| SeqError::overflow("reserved block starts below the 64-bit range"))?;
-        Ok(IdRange { first, last })
-    }
-
-    /// Number of values in the block.
-    pub fn count(&self) -> i64 {
-        self.last - self.first + 1
-    }
-}
+pub use crate::engine::id_range::IdRange;
 
 /// Reserves `count` contiguous values (count ≥ 1) from `counter` in as few round trips as
 /// the stored state allows: one for an existing integer counter.
@@ -108,10 +86,7 @@ async fn create_counter<S: CounterStore>(
         ))
     })?;
     if store.create(counter, last).await? {
-        Ok(Some(IdRange {
-            first: policy.start,
-            last,
-        }))
+        Ok(Some(IdRange::contiguous(policy.start, last)))
     } else {
         Ok(None)
     }

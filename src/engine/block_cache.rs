@@ -54,13 +54,12 @@ impl Entry {
     fn take(&mut self, count: i64) -> Option<IdRange> {
         while let Some(front) = self.blocks.front_mut() {
             if front.count() >= count {
-                let taken = IdRange {
-                    first: front.first,
-                    last: front.first + count - 1,
-                };
-                front.first += count;
-                if front.count() == 0 {
-                    self.blocks.pop_front();
+                let taken = front.slice(0, count);
+                match front.after(count) {
+                    Some(rest) => *front = rest,
+                    None => {
+                        self.blocks.pop_front();
+                    }
                 }
                 return Some(taken);
             }
@@ -188,12 +187,13 @@ impl CacheSlot {
             entry.last_fetch = Some(Instant::now());
             match result {
                 Ok(values) => {
-                    // Split into blocks of the configured size, ascending.
-                    let mut first = values.first;
-                    while first <= values.last {
-                        let last = (first + self.size - 1).min(values.last);
-                        entry.blocks.push_back(IdRange { first, last });
-                        first = last + 1;
+                    // Split into blocks of the configured size, in order.
+                    let total = values.count();
+                    let mut offset = 0;
+                    while offset < total {
+                        let size = self.size.min(total - offset);
+                        entry.blocks.push_back(values.slice(offset, size));
+                        offset += size;
                     }
                     let ran_dry = !entry.waiters.is_empty();
                     if entry.serve_waiters() {
@@ -342,7 +342,7 @@ mod tests {
                 .clone()
                 .reserve(1, move |t| c.clone().fetch(t, 0))
                 .await;
-            assert_eq!(r.unwrap(), IdRange { first: 1, last: 1 });
+            assert_eq!(r.unwrap(), IdRange::contiguous(1, 1));
         });
         assert_eq!(cache.available(), 9);
         let mut prefetch_asked = false;

@@ -114,13 +114,10 @@ impl<K: Eq + Hash + Clone + Send + 'static> Coalescer<K> {
 fn hand_out(batch: Vec<Waiter>, result: SeqResult<IdRange>) {
     match result {
         Ok(range) => {
-            let mut next = range.first;
+            let mut offset = 0;
             for waiter in batch {
-                let slice = IdRange {
-                    first: next,
-                    last: next + waiter.count - 1,
-                };
-                next = slice.last + 1;
+                let slice = range.slice(offset, waiter.count);
+                offset += waiter.count;
                 // A caller that went away simply drops its slice (a gap, never a duplicate).
                 let _ = waiter.reply.send(Ok(slice));
             }
@@ -204,7 +201,7 @@ mod tests {
             let queued = futures_util::future::join_all(queued).await;
             (first.await.unwrap(), queued)
         });
-        assert_eq!(ranges.0.unwrap(), IdRange { first: 1, last: 1 });
+        assert_eq!(ranges.0.unwrap(), IdRange::contiguous(1, 1));
         let slices: Vec<(i64, i64)> = ranges
             .1
             .into_iter()

@@ -155,7 +155,7 @@ pub async fn insert_gapless(
             let docs: Vec<Document> = insert
                 .docs
                 .iter()
-                .zip(range.first..=range.last)
+                .zip(range.values())
                 .map(|(doc, v)| {
                     let mut doc = doc.clone();
                     match insert.format {

@@ -29,15 +29,9 @@ mod tests {
 
     #[test]
     fn boundary() {
-        let ok = IdRange {
-            first: MAX_SAFE_INTEGER - 1,
-            last: MAX_SAFE_INTEGER,
-        };
+        let ok = IdRange::contiguous(MAX_SAFE_INTEGER - 1, MAX_SAFE_INTEGER);
         assert!(check_safe_range("n", &ok).is_ok());
-        let over = IdRange {
-            first: MAX_SAFE_INTEGER,
-            last: MAX_SAFE_INTEGER + 1,
-        };
+        let over = IdRange::contiguous(MAX_SAFE_INTEGER, MAX_SAFE_INTEGER + 1);
         let e = check_safe_range("n", &over).unwrap_err();
         assert_eq!(e.code, ErrorCode::SequenceOverflow);
         assert!(e.message.contains("bigint"));

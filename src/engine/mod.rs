@@ -12,6 +12,7 @@ pub mod driver_error;
 pub mod error;
 pub mod format;
 pub mod gapless;
+pub mod id_range;
 pub mod js_number;
 #[cfg(test)]
 pub mod memory_store;

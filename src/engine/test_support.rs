@@ -74,7 +74,7 @@ pub fn values_of(blocks: &[(i64, IdRange)]) -> Vec<i64> {
         .iter()
         .flat_map(|(count, r)| {
             assert_eq!(r.count(), *count, "a caller got a slice of the wrong size");
-            r.first..=r.last
+            r.values().collect::<Vec<_>>()
         })
         .collect();
     all.sort_unstable();

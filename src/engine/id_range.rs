@@ -1,0 +1,92 @@
+//! A block of reserved values: an arithmetic progression `first, first + step, …, last`.
+
+use crate::engine::error::{SeqError, SeqResult};
+
+/// Reserved values `first, first + step, …, last` (step 1 for plain counters; negative
+/// for descending sequences).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IdRange {
+    /// First value of the block.
+    pub first: i64,
+    /// Last value of the block.
+    pub last: i64,
+    /// Distance between consecutive values (never 0).
+    pub step: i64,
+}
+
+impl IdRange {
+    /// `first..=last` with step 1.
+    pub fn contiguous(first: i64, last: i64) -> IdRange {
+        IdRange {
+            first,
+            last,
+            step: 1,
+        }
+    }
+
+    /// The block ending at `last` with `count` values, step 1.
+    pub fn ending_at(last: i64, count: i64) -> SeqResult<IdRange> {
+        IdRange::stepped_ending_at(last, count, 1)
+    }
+
+    /// The block ending at `last` with `count` values `step` apart.
+    pub fn stepped_ending_at(last: i64, count: i64, step: i64) -> SeqResult<IdRange> {
+        let first = step
+            .checked_mul(count - 1)
+            .and_then(|span| last.checked_sub(span))
+            .ok_or_else(|| SeqError::overflow("reserved block starts outside the 64-bit range"))?;
+        Ok(IdRange { first, last, step })
+    }
+
+    /// Number of values in the block.
+    pub fn count(&self) -> i64 {
+        (self.last - self.first) / self.step + 1
+    }
+
+    /// The `count` values starting at position `offset` (0-based) of this block.
+    pub fn slice(&self, offset: i64, count: i64) -> IdRange {
+        let first = self.first + offset * self.step;
+        IdRange {
+            first,
+            last: first + (count - 1) * self.step,
+            step: self.step,
+        }
+    }
+
+    /// The block without its first `count` values (`None` when nothing is left).
+    pub fn after(&self, count: i64) -> Option<IdRange> {
+        (count < self.count()).then(|| self.slice(count, self.count() - count))
+    }
+
+    /// Every value, in order.
+    pub fn values(&self) -> impl Iterator<Item = i64> + '_ {
+        (0..self.count()).map(move |i| self.first + i * self.step)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn contiguous_blocks() {
+        let r = IdRange::ending_at(10, 3).unwrap();
+        assert_eq!(r, IdRange::contiguous(8, 10));
+        assert_eq!(r.count(), 3);
+        assert_eq!(r.values().collect::<Vec<_>>(), vec![8, 9, 10]);
+        assert_eq!(r.slice(1, 2), IdRange::contiguous(9, 10));
+        assert_eq!(r.after(1), Some(IdRange::contiguous(9, 10)));
+        assert_eq!(r.after(3), None);
+    }
+
+    #[test]
+    fn stepped_blocks() {
+        let up = IdRange::stepped_ending_at(25, 3, 5).unwrap();
+        assert_eq!(up.values().collect::<Vec<_>>(), vec![15, 20, 25]);
+        assert_eq!(up.slice(1, 2).values().collect::<Vec<_>>(), vec![20, 25]);
+        let down = IdRange::stepped_ending_at(-3, 3, -1).unwrap();
+        assert_eq!(down.values().collect::<Vec<_>>(), vec![-1, -2, -3]);
+        assert_eq!(down.count(), 3);
+        assert!(IdRange::stepped_ending_at(i64::MIN, 2, 1).is_err());
+    }
+}
