@@ -26,11 +26,16 @@ export declare class Sequence {
    */
   current(): Promise<number | bigint>
   /**
-   * Creates the counter so that the next value is `start` (default: the handle's
-   * `start` option, else 1), remembering that start for `reset()`. Never overwrites:
-   * resolves `true` when it created the counter, `false` when it existed.
+   * Creates the counter so that the next value is `start`, remembering that start for
+   * `reset()`, and stores its `step` (negative: descending), `minValue`, `maxValue` and
+   * `cycle` with it, so every call obeys them: past a limit, calls reject with
+   * `SEQUENCE_EXHAUSTED`, or with `cycle` restart at the other end. Defaults as in
+   * PostgreSQL: ascending 1 .. 2^63-1 starting at minValue, descending -1 .. -2^63
+   * starting at maxValue; without any of these, start is the handle's `start` option
+   * (else 1) and the counter stays a plain one. Never overwrites: resolves `true` when
+   * it created the counter, `false` when it existed.
    */
-  init(options?: { start?: number | bigint }): Promise<boolean>
+  init(options?: { start?: number | bigint; step?: number | bigint; minValue?: number | bigint; maxValue?: number | bigint; cycle?: boolean }): Promise<boolean>
   /**
    * Sets the counter so that the next value is `value + 1`, like PostgreSQL's `setval`
    * (with the handle's `upsert`, a missing counter is created). Moving it backwards

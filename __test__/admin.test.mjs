@@ -109,3 +109,47 @@ test('bad arguments of the management calls are refused before any I/O', async (
   await rejectsWithCode(assert, seq.syncToMax(env.db, 'imported', '_id', { $gt: '' }), 'INVALID_ARGUMENT');
   assert.equal(await s.current(), 1000, 'unchanged');
 });
+
+test('step, limits and cycle are stored with the counter and obeyed by every call', async () => {
+  const s = seq.sequence(env.db, 'by10');
+  assert.equal(await s.init({ start: 100, step: 10, maxValue: 150 }), true);
+  assert.equal(await s.next(), 100);
+  assert.deepEqual(await s.nextBatch(2), [110, 120]);
+  assert.deepEqual(await s.nextRange(2), { first: 130, last: 140, count: 2, step: 10 });
+  // Other calls (functions, coalesced, other options) obey the stored step and limits.
+  assert.equal(await seq.getNextSequenceValue(env.db, 'by10'), 150);
+  await rejectsWithCode(assert, seq.getNextSequenceValue(env.db, 'by10'), 'SEQUENCE_EXHAUSTED');
+  await rejectsWithCode(assert, s.next(), 'SEQUENCE_EXHAUSTED');
+  assert.equal(await s.current(), 150, 'exhaustion writes nothing');
+  assert.equal(await s.reset(), 100);
+  assert.equal(await s.next(), 100);
+});
+
+test('descending sequences and cycling', async () => {
+  const down = seq.sequence(env.db, 'countdown');
+  await down.init({ step: -1, minValue: -3, maxValue: -1 });
+  assert.deepEqual(await down.nextBatch(3), [-1, -2, -3]);
+  await rejectsWithCode(assert, down.next(), 'SEQUENCE_EXHAUSTED');
+
+  const ring = seq.sequence(env.db, 'ring');
+  await ring.init({ minValue: 1, maxValue: 3, cycle: true });
+  const values = [];
+  for (let i = 0; i < 7; i++) values.push(await ring.next());
+  assert.deepEqual(values, [1, 2, 3, 1, 2, 3, 1]);
+  await rejectsWithCode(assert, ring.nextBatch(4), 'INVALID_ARGUMENT');
+});
+
+test('configured counters under concurrency: no duplicate within a cycle', async () => {
+  const s = seq.sequence(env.db, 'by3');
+  await s.init({ start: 3, step: 3 });
+  const values = await Promise.all(Array.from({ length: 300 }, () => seq.getNextSequenceValue(env.db, 'by3')));
+  assert.deepEqual(values.sort((a, b) => a - b), Array.from({ length: 300 }, (_, i) => 3 * (i + 1)));
+});
+
+test('bad configurations are refused', async () => {
+  const s = seq.sequence(env.db, 'badcfg');
+  for (const bad of [{ step: 0 }, { minValue: 5, maxValue: 5 }, { start: 0, minValue: 1 }, { step: 1.5 }, { cycle: 'yes' }, { maxValue: 'x' }]) {
+    await rejectsWithCode(assert, s.init(bad), 'INVALID_ARGUMENT');
+  }
+  await rejectsWithCode(assert, s.current(), 'SEQUENCE_NOT_FOUND');
+});

@@ -7,13 +7,14 @@ use napi::bindgen_prelude::{Env, PromiseRaw, Unknown};
 
 use crate::binding::calls::{NamedCounter, ReservationSlot};
 use crate::binding::db_target::read_db;
-use crate::binding::js_read::{describe, is_nullish, object, property, string};
+use crate::binding::js_read::{boolean, describe, is_nullish, object, property, string};
 use crate::binding::name::read_counter_name;
 use crate::binding::options::{read_integer, read_options};
 use crate::binding::output::{Output, Value};
 use crate::binding::spawn::promise;
 use crate::engine::error::{SeqError, SeqResult};
 use crate::engine::reserve::Reservation;
+use crate::engine::sequence_config::SequenceConfig;
 use crate::engine::validate::{check_collection, check_field};
 
 /// Runs `op` on the prepared counter of `named`.
@@ -35,10 +36,26 @@ where
     })
 }
 
-/// Reads `{ start? }` for `init`.
-pub fn read_init_start(value: Option<&Unknown>, default: i64) -> SeqResult<i64> {
+const INIT_KEYS: [&str; 5] = ["start", "step", "minValue", "maxValue", "cycle"];
+
+/// What `init` creates: a start, and a configuration when any of step, limits or cycle
+/// was given.
+pub struct InitSpec {
+    /// The first value (`None`: the default).
+    pub start: Option<i64>,
+    /// Step and limits to store.
+    pub config: Option<SequenceConfig>,
+}
+
+/// Reads `{ start?, step?, minValue?, maxValue?, cycle? }` for `init`.
+pub fn read_init(value: Option<&Unknown>, default_start: i64) -> SeqResult<InitSpec> {
+    let mut spec = InitSpec {
+        start: None,
+        config: None,
+    };
     let Some(value) = value.filter(|v| !is_nullish(v)) else {
-        return Ok(default);
+        spec.start = Some(default_start);
+        return Ok(spec);
     };
     let obj = object(value).ok_or_else(|| {
         SeqError::invalid_argument(format!(
@@ -48,16 +65,43 @@ pub fn read_init_start(value: Option<&Unknown>, default: i64) -> SeqResult<i64> 
     })?;
     let keys = napi::bindgen_prelude::Object::keys(&obj)
         .map_err(|e| SeqError::invalid_argument(e.to_string()))?;
-    if let Some(unknown) = keys.iter().find(|k| k.as_str() != "start") {
+    if let Some(unknown) = keys.iter().find(|k| !INIT_KEYS.contains(&k.as_str())) {
         return Err(SeqError::invalid_argument(format!(
-            "unknown init option '{unknown}'; known: start"
+            "unknown init option '{unknown}'; known: {}",
+            INIT_KEYS.join(", ")
         )));
     }
-    let start = property(&obj, "start")?;
-    if is_nullish(&start) {
-        return Ok(default);
+    let integer = |key: &str| -> SeqResult<Option<i64>> {
+        let v = property(&obj, key)?;
+        if is_nullish(&v) {
+            return Ok(None);
+        }
+        read_integer(key, &v).map(Some)
+    };
+    spec.start = integer("start")?;
+    let step = integer("step")?;
+    let min = integer("minValue")?;
+    let max = integer("maxValue")?;
+    let cycle_value = property(&obj, "cycle")?;
+    let cycle =
+        if is_nullish(&cycle_value) {
+            None
+        } else {
+            Some(boolean(&cycle_value).ok_or_else(|| {
+                SeqError::invalid_argument("init option 'cycle' must be a boolean")
+            })?)
+        };
+    if step.is_some() || min.is_some() || max.is_some() || cycle.is_some() {
+        spec.config = Some(SequenceConfig::new(
+            step.unwrap_or(1),
+            min,
+            max,
+            cycle.unwrap_or(false),
+        )?);
+    } else if spec.start.is_none() {
+        spec.start = Some(default_start);
     }
-    read_integer("start", &start)
+    Ok(spec)
 }
 
 /// Lists the counters of a collection (default `counters`, field `sequence_value`) as

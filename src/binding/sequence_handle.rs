@@ -5,7 +5,7 @@ use std::sync::{Arc, Mutex};
 
 use napi::bindgen_prelude::{Env, PromiseRaw, Unknown};
 
-use crate::binding::admin::{admin_promise, read_init_start};
+use crate::binding::admin::{admin_promise, read_init};
 use crate::binding::calls::{
     read_count, reserve_promise, without_format, NamedCounter, ReservationSlot, Shape,
 };
@@ -115,11 +115,16 @@ impl Sequence {
         )
     }
 
-    /// Creates the counter so that the next value is `start` (default: the handle's
-    /// `start` option, else 1), remembering that start for `reset()`. Never overwrites:
-    /// resolves `true` when it created the counter, `false` when it existed.
+    /// Creates the counter so that the next value is `start`, remembering that start for
+    /// `reset()`, and stores its `step` (negative: descending), `minValue`, `maxValue` and
+    /// `cycle` with it, so every call obeys them: past a limit, calls reject with
+    /// `SEQUENCE_EXHAUSTED`, or with `cycle` restart at the other end. Defaults as in
+    /// PostgreSQL: ascending 1 .. 2^63-1 starting at minValue, descending -1 .. -2^63
+    /// starting at maxValue; without any of these, start is the handle's `start` option
+    /// (else 1) and the counter stays a plain one. Never overwrites: resolves `true` when
+    /// it created the counter, `false` when it existed.
     #[napi(
-        ts_args_type = "options?: { start?: number | bigint }",
+        ts_args_type = "options?: { start?: number | bigint; step?: number | bigint; minValue?: number | bigint; maxValue?: number | bigint; cycle?: boolean }",
         ts_return_type = "Promise<boolean>"
     )]
     pub fn init<'env>(
@@ -127,13 +132,14 @@ impl Sequence {
         env: &'env Env,
         options: Option<Unknown<'env>>,
     ) -> napi::Result<PromiseRaw<'env, Output>> {
-        let start = read_init_start(options.as_ref(), self.counter.options.start);
-        let named = start
+        let spec = read_init(options.as_ref(), self.counter.options.start);
+        let named = spec
             .as_ref()
             .map(|_| self.counter.clone())
             .map_err(Clone::clone);
         admin_promise(env, named, Some(&self.slot), move |r, _| async move {
-            let created = r.store().init(r.counter(), start?).await?;
+            let spec = spec?;
+            let created = r.store().init(r.counter(), spec.start, spec.config).await?;
             Ok(Output::Flag(created))
         })
     }

@@ -11,6 +11,7 @@ use mongodb::options::ReturnDocument;
 use crate::engine::counter_value::{compact_integer, integer_after_increment};
 use crate::engine::error::{SeqError, SeqResult};
 use crate::engine::mongo_store::MongoStore;
+use crate::engine::sequence_config::SequenceConfig;
 use crate::engine::store::CounterRef;
 use crate::engine::validate::check_field;
 
@@ -45,14 +46,34 @@ impl MongoStore {
         value_of(counter, found.get(&counter.field))
     }
 
-    /// Creates the counter so that the next value is `start`; an existing counter is left
-    /// as it is. `true` when this call created it.
-    pub async fn init(&self, counter: &CounterRef, start: i64) -> SeqResult<bool> {
-        let document = doc! {
+    /// Creates the counter so that the next value is `start` (with a configuration, its
+    /// default start when `None`), storing its step and limits; an existing counter is
+    /// left as it is. `true` when this call created it.
+    pub async fn init(
+        &self,
+        counter: &CounterRef,
+        start: Option<i64>,
+        config: Option<SequenceConfig>,
+    ) -> SeqResult<bool> {
+        let (start, value) = match &config {
+            Some(config) => {
+                let start = start.unwrap_or_else(|| config.default_start());
+                config.check_start(start)?;
+                (start, config.value_before(start)?)
+            }
+            None => {
+                let start = start.unwrap_or(1);
+                (start, before(start, counter)?)
+            }
+        };
+        let mut document = doc! {
             "_id": counter.id(),
-            counter.field.as_str(): compact_integer(before(start, counter)?),
+            counter.field.as_str(): compact_integer(value),
             start_field(&counter.field): compact_integer(start),
         };
+        if let Some(config) = &config {
+            document.extend(config.to_fields(&counter.field));
+        }
         match self.counters(counter).insert_one(document).await {
             Ok(_) => Ok(true),
             Err(e) if crate::engine::driver_error::is_duplicate_id(&e) => Ok(false),
@@ -60,7 +81,7 @@ impl MongoStore {
         }
     }
 
-    /// Sets the counter so that the next value is `value + 1` (PostgreSQL's `setval`).
+    /// Sets the counter so that the next value is `value + step` (PostgreSQL's `setval`).
     /// With `upsert`, a missing counter is created; otherwise `SEQUENCE_NOT_FOUND`.
     pub async fn set(&self, counter: &CounterRef, value: i64, upsert: bool) -> SeqResult<()> {
         let result = self
@@ -87,11 +108,18 @@ impl MongoStore {
             .await
             .map_err(|e| self.error(&e))?
             .ok_or_else(|| SeqError::not_found(&counter.label))?;
-        let start = match found.get(start_field(&counter.field)) {
-            Some(stored) => value_of(counter, Some(stored))?,
-            None => default_start,
+        let config = SequenceConfig::from_doc(&found, &counter.field)
+            .map_err(|damage| SeqError::invalid_counter(&counter.label, &counter.field, &damage))?;
+        let start = match (found.get(start_field(&counter.field)), &config) {
+            (Some(stored), _) => value_of(counter, Some(stored))?,
+            (None, Some(config)) => config.default_start(),
+            (None, None) => default_start,
         };
-        self.set(counter, before(start, counter)?, false).await?;
+        let value = match &config {
+            Some(config) => config.value_before(start)?,
+            None => before(start, counter)?,
+        };
+        self.set(counter, value, false).await?;
         Ok(start)
     }
 

@@ -7,7 +7,8 @@ use crate::engine::counter_value::{
     classify, integer_after_increment, StoredCounter, DOUBLE_EXACT_LIMIT,
 };
 use crate::engine::error::{ErrorCode, SeqError, SeqResult};
-use crate::engine::store::{CounterRef, CounterStore, FieldGuard};
+use crate::engine::sequence_config::SequenceConfig;
+use crate::engine::store::{CounterDoc, CounterRef, CounterStore, FieldGuard};
 
 /// How many times a reservation starts over after losing a race (another caller created
 /// the counter, or changed it between a read and a guarded write).
@@ -44,9 +45,32 @@ pub async fn allocate<S: CounterStore>(
     policy: CreatePolicy,
     count: i64,
 ) -> SeqResult<IdRange> {
+    allocate_with_hint(store, counter, policy, count, None)
+        .await
+        .map(|(range, _)| range)
+}
+
+/// [`allocate`], first trying the configuration `hint` (as seen by an earlier call) in
+/// one round trip. Returns the configuration the counter turned out to have, if any.
+pub async fn allocate_with_hint<S: CounterStore>(
+    store: &S,
+    counter: &CounterRef,
+    policy: CreatePolicy,
+    count: i64,
+    hint: Option<SequenceConfig>,
+) -> SeqResult<(IdRange, Option<SequenceConfig>)> {
+    if let Some(config) = hint {
+        if let Some(after) = store.advance_configured(counter, &config, count).await? {
+            let last = integer_after_increment(Some(&after)).map_err(|found| {
+                SeqError::invalid_counter(&counter.label, &counter.field, &found)
+            })?;
+            let range = IdRange::stepped_ending_at(last, count, config.step)?;
+            return Ok((range, Some(config)));
+        }
+    }
     for _ in 0..MAX_ATTEMPTS {
         match store.increment_integer(counter, count).await {
-            Ok(Some(after)) => return block_from(counter, Some(&after), count),
+            Ok(Some(after)) => return Ok((block_from(counter, Some(&after), count)?, None)),
             Ok(None) => {}
             // `$type` also matches an array holding an integer, which `$inc` then refuses
             // without writing: read the counter to report what it holds.
@@ -56,10 +80,33 @@ pub async fn allocate<S: CounterStore>(
         let outcome = match store.read(counter).await? {
             None if !policy.upsert => return Err(SeqError::not_found(&counter.label)),
             None => create_counter(store, counter, policy, count).await?,
-            Some(field) => advance_unusual(store, counter, field.as_ref(), count).await?,
+            Some(CounterDoc {
+                config: Err(damage),
+                ..
+            }) => {
+                return Err(SeqError::invalid_counter(
+                    &counter.label,
+                    &counter.field,
+                    &damage,
+                ))
+            }
+            Some(CounterDoc {
+                config: Ok(Some(config)),
+                value,
+            }) => {
+                let advanced =
+                    advance_configured(store, counter, &config, value.as_ref(), count).await?;
+                if let Some(range) = advanced {
+                    return Ok((range, Some(config)));
+                }
+                None
+            }
+            Some(CounterDoc { value, .. }) => {
+                advance_unusual(store, counter, value.as_ref(), count).await?
+            }
         };
         if let Some(range) = outcome {
-            return Ok(range);
+            return Ok((range, None));
         }
     }
     Err(SeqError::new(
@@ -90,6 +137,84 @@ async fn create_counter<S: CounterStore>(
     } else {
         Ok(None)
     }
+}
+
+/// Advances a configured counter by `count` steps within its limits, restarts a cycling
+/// one at its other end when it would pass a limit, or fails with `SEQUENCE_EXHAUSTED`.
+/// Every write is guarded on what was read; `None` when the counter changed meanwhile.
+async fn advance_configured<S: CounterStore>(
+    store: &S,
+    counter: &CounterRef,
+    config: &SequenceConfig,
+    value: Option<&Bson>,
+    count: i64,
+) -> SeqResult<Option<IdRange>> {
+    let current = match classify(value) {
+        StoredCounter::Integer(v) => v,
+        StoredCounter::Missing => {
+            return Err(SeqError::invalid_counter(
+                &counter.label,
+                &counter.field,
+                "no value",
+            ))
+        }
+        StoredCounter::IntegralDouble(_) | StoredCounter::Unusable(_) => {
+            let found = match value {
+                Some(v) => crate::engine::counter_value::type_name(v).to_string(),
+                None => "no value".to_string(),
+            };
+            return Err(SeqError::invalid_counter(
+                &counter.label,
+                &counter.field,
+                &found,
+            ));
+        }
+    };
+    if config.next_last(current, count).is_some() {
+        return match store.advance_configured(counter, config, count).await? {
+            Some(after) => {
+                let last = integer_after_increment(Some(&after)).map_err(|found| {
+                    SeqError::invalid_counter(&counter.label, &counter.field, &found)
+                })?;
+                IdRange::stepped_ending_at(last, count, config.step).map(Some)
+            }
+            None => Ok(None),
+        };
+    }
+    if !config.cycle {
+        return Err(SeqError::new(
+            ErrorCode::SequenceExhausted,
+            format!(
+                "Sequence '{}' is exhausted: {count} more value(s) after {current} would pass \
+                 its {} {}",
+                counter.label,
+                if config.step > 0 {
+                    "maxValue"
+                } else {
+                    "minValue"
+                },
+                if config.step > 0 {
+                    config.max
+                } else {
+                    config.min
+                },
+            ),
+        ));
+    }
+    let last = config.restart_last(count).ok_or_else(|| {
+        SeqError::invalid_argument(format!(
+            "Sequence '{}' cycles within {} values; {count} cannot be reserved at once",
+            counter.label,
+            (config.max - config.min) / config.step.abs() + 1
+        ))
+    })?;
+    if store
+        .restart_configured(counter, config, current, last)
+        .await?
+    {
+        return IdRange::stepped_ending_at(last, count, config.step).map(Some);
+    }
+    Ok(None)
 }
 
 /// Advances a counter whose field is absent or a double, guarded on what was read, or
@@ -331,5 +456,66 @@ mod tests {
         };
         let err = run(allocate(&store, &counter("top"), policy, 2)).unwrap_err();
         assert_eq!(err.code, ErrorCode::SequenceOverflow);
+    }
+
+    fn configured(step: i64, min: Option<i64>, max: Option<i64>, cycle: bool) -> SequenceConfig {
+        SequenceConfig::new(step, min, max, cycle).unwrap()
+    }
+
+    #[test]
+    fn configured_counters_step_and_never_take_the_plain_path() {
+        let store = MemoryStore::default();
+        let c = counter("by5");
+        store.put_configured(&c, 95, configured(5, None, None, false));
+        let r = run(allocate(&store, &c, CreatePolicy::default(), 3)).unwrap();
+        assert_eq!(r.values().collect::<Vec<_>>(), vec![100, 105, 110]);
+        let r = run(allocate(&store, &c, CreatePolicy::default(), 1)).unwrap();
+        assert_eq!(r.first, 115);
+    }
+
+    #[test]
+    fn descending_counters_count_down() {
+        let store = MemoryStore::default();
+        let c = counter("down");
+        store.put_configured(&c, 0, configured(-1, Some(-5), Some(-1), false));
+        let r = run(allocate(&store, &c, CreatePolicy::default(), 2)).unwrap();
+        assert_eq!(r.values().collect::<Vec<_>>(), vec![-1, -2]);
+    }
+
+    #[test]
+    fn limits_exhaust_without_writing() {
+        let store = MemoryStore::default();
+        let c = counter("small");
+        store.put_configured(&c, 8, configured(1, Some(1), Some(10), false));
+        assert_eq!(
+            run(allocate(&store, &c, CreatePolicy::default(), 2))
+                .unwrap()
+                .last,
+            10
+        );
+        let e = run(allocate(&store, &c, CreatePolicy::default(), 1)).unwrap_err();
+        assert_eq!(e.code, ErrorCode::SequenceExhausted);
+        assert_eq!(store.get(&c), Some(Some(Bson::Int64(10))), "unchanged");
+    }
+
+    #[test]
+    fn cycling_counters_restart_at_the_other_end() {
+        let store = MemoryStore::default();
+        let c = counter("cyc");
+        store.put_configured(&c, 9, configured(1, Some(1), Some(10), true));
+        let got: Vec<i64> = (0..4)
+            .map(|_| {
+                run(allocate(&store, &c, CreatePolicy::default(), 1))
+                    .unwrap()
+                    .first
+            })
+            .collect();
+        assert_eq!(got, vec![10, 1, 2, 3]);
+        let e = run(allocate(&store, &c, CreatePolicy::default(), 11)).unwrap_err();
+        assert_eq!(
+            e.code,
+            ErrorCode::InvalidArgument,
+            "more than one cycle at once"
+        );
     }
 }

@@ -28,6 +28,8 @@ pub enum ErrorCode {
     Contention,
     /// Gapless mode was asked of a server without transactions (a standalone).
     TransactionsUnsupported,
+    /// A configured counter reached its limit and does not cycle.
+    SequenceExhausted,
 }
 
 impl ErrorCode {
@@ -44,6 +46,7 @@ impl ErrorCode {
             ErrorCode::UnsupportedClient => "UNSUPPORTED_CLIENT",
             ErrorCode::Contention => "CONTENTION",
             ErrorCode::TransactionsUnsupported => "TRANSACTIONS_UNSUPPORTED",
+            ErrorCode::SequenceExhausted => "SEQUENCE_EXHAUSTED",
         }
     }
 }
@@ -172,6 +175,7 @@ mod tests {
             ErrorCode::UnsupportedClient,
             ErrorCode::Contention,
             ErrorCode::TransactionsUnsupported,
+            ErrorCode::SequenceExhausted,
         ];
         let set: std::collections::HashSet<_> = all.iter().map(|c| c.as_str()).collect();
         assert_eq!(set.len(), all.len());

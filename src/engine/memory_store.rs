@@ -8,14 +8,22 @@ use std::sync::Mutex;
 use mongodb::bson::Bson;
 
 use crate::engine::error::{SeqError, SeqResult};
-use crate::engine::store::{CounterRef, CounterStore, FieldGuard};
+use crate::engine::sequence_config::SequenceConfig;
+use crate::engine::store::{CounterDoc, CounterRef, CounterStore, FieldGuard};
 
 type Key = (String, crate::engine::counter_name::CounterName);
 
-/// Counters in a map: `(collection, name) -> field value` (`None`: document without field).
+/// A stored counter: its field (`None`: document without the field) and configuration.
+#[derive(Clone)]
+struct Entry {
+    value: Option<Bson>,
+    config: Option<SequenceConfig>,
+}
+
+/// Counters in a map: `(collection, name) -> entry`.
 #[derive(Default)]
 pub struct MemoryStore {
-    docs: Mutex<HashMap<Key, Option<Bson>>>,
+    docs: Mutex<HashMap<Key, Entry>>,
     /// Fail this many upcoming operations with a server error.
     pub fail_next: AtomicUsize,
     /// Before the next `create`, insert the document as another process would.
@@ -31,12 +39,29 @@ fn key(counter: &CounterRef) -> Key {
 impl MemoryStore {
     /// Stores `value` in the counter field (or a document without the field for `None`).
     pub fn put(&self, counter: &CounterRef, value: Option<Bson>) {
-        self.docs.lock().unwrap().insert(key(counter), value);
+        let entry = Entry {
+            value,
+            config: None,
+        };
+        self.docs.lock().unwrap().insert(key(counter), entry);
     }
 
-    /// The stored document: `None` when absent.
+    /// Stores a configured counter holding `value`.
+    pub fn put_configured(&self, counter: &CounterRef, value: i64, config: SequenceConfig) {
+        let entry = Entry {
+            value: Some(Bson::Int64(value)),
+            config: Some(config),
+        };
+        self.docs.lock().unwrap().insert(key(counter), entry);
+    }
+
+    /// The stored counter field: `None` when there is no document.
     pub fn get(&self, counter: &CounterRef) -> Option<Option<Bson>> {
-        self.docs.lock().unwrap().get(&key(counter)).cloned()
+        self.docs
+            .lock()
+            .unwrap()
+            .get(&key(counter))
+            .map(|e| e.value.clone())
     }
 
     fn begin(&self) -> SeqResult<()> {
@@ -82,7 +107,11 @@ impl CounterStore for MemoryStore {
     async fn increment_integer(&self, counter: &CounterRef, by: i64) -> SeqResult<Option<Bson>> {
         self.begin()?;
         let mut docs = self.docs.lock().unwrap();
-        match docs.get_mut(&key(counter)) {
+        let plain = docs
+            .get_mut(&key(counter))
+            .filter(|e| e.config.is_none())
+            .map(|e| &mut e.value);
+        match plain {
             Some(Some(value @ (Bson::Int32(_) | Bson::Int64(_)))) => {
                 *value = Self::add(value, by)?;
                 Ok(Some(value.clone()))
@@ -111,7 +140,11 @@ impl CounterStore for MemoryStore {
     ) -> SeqResult<Option<Bson>> {
         self.begin()?;
         let mut docs = self.docs.lock().unwrap();
-        let Some(field) = docs.get_mut(&key(counter)) else {
+        let Some(field) = docs
+            .get_mut(&key(counter))
+            .filter(|e| e.config.is_none())
+            .map(|e| &mut e.value)
+        else {
             return Ok(None);
         };
         let holds = match (guard, &*field) {
@@ -127,24 +160,81 @@ impl CounterStore for MemoryStore {
         Ok(Some(next))
     }
 
-    async fn read(&self, counter: &CounterRef) -> SeqResult<Option<Option<Bson>>> {
+    async fn read(&self, counter: &CounterRef) -> SeqResult<Option<CounterDoc>> {
         self.begin()?;
-        Ok(self.get(counter))
+        let docs = self.docs.lock().unwrap();
+        Ok(docs.get(&key(counter)).map(|e| CounterDoc {
+            value: e.value.clone(),
+            config: Ok(e.config),
+        }))
     }
 
     async fn create(&self, counter: &CounterRef, value: i64) -> SeqResult<bool> {
         self.begin()?;
         let mut docs = self.docs.lock().unwrap();
         if let Some(other) = self.race_create_with.lock().unwrap().take() {
-            docs.insert(key(counter), Some(Bson::Int32(other as i32)));
+            let winner = Entry {
+                value: Some(Bson::Int32(other as i32)),
+                config: None,
+            };
+            docs.insert(key(counter), winner);
         }
         if docs.contains_key(&key(counter)) {
             return Ok(false);
         }
-        docs.insert(
-            key(counter),
-            Some(crate::engine::counter_value::compact_integer(value)),
-        );
+        let created = Entry {
+            value: Some(crate::engine::counter_value::compact_integer(value)),
+            config: None,
+        };
+        docs.insert(key(counter), created);
+        Ok(true)
+    }
+
+    async fn advance_configured(
+        &self,
+        counter: &CounterRef,
+        config: &SequenceConfig,
+        count: i64,
+    ) -> SeqResult<Option<Bson>> {
+        self.begin()?;
+        let mut docs = self.docs.lock().unwrap();
+        let Some(entry) = docs.get_mut(&key(counter)) else {
+            return Ok(None);
+        };
+        let same_step = entry.config.map(|c| c.step) == Some(config.step);
+        let current = match &entry.value {
+            Some(Bson::Int32(v)) => i64::from(*v),
+            Some(Bson::Int64(v)) => *v,
+            _ => return Ok(None),
+        };
+        match config.next_last(current, count) {
+            Some(last) if same_step => {
+                entry.value = Some(Bson::Int64(last));
+                Ok(entry.value.clone())
+            }
+            _ => Ok(None),
+        }
+    }
+
+    async fn restart_configured(
+        &self,
+        counter: &CounterRef,
+        config: &SequenceConfig,
+        expected: i64,
+        value: i64,
+    ) -> SeqResult<bool> {
+        self.begin()?;
+        let mut docs = self.docs.lock().unwrap();
+        let Some(entry) = docs.get_mut(&key(counter)) else {
+            return Ok(false);
+        };
+        let same_step = entry.config.map(|c| c.step) == Some(config.step);
+        let holds = matches!(entry.value, Some(Bson::Int32(v)) if i64::from(v) == expected)
+            || matches!(entry.value, Some(Bson::Int64(v)) if v == expected);
+        if !(same_step && holds) {
+            return Ok(false);
+        }
+        entry.value = Some(Bson::Int64(value));
         Ok(true)
     }
 }

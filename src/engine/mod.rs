@@ -10,6 +10,7 @@ pub mod counter_name;
 pub mod counter_value;
 pub mod driver_error;
 pub mod error;
+pub mod filters;
 pub mod format;
 pub mod gapless;
 pub mod id_range;
@@ -21,6 +22,7 @@ pub mod options;
 pub mod redact;
 pub mod registry;
 pub mod reserve;
+pub mod sequence_config;
 pub mod session_store;
 pub mod store;
 #[cfg(test)]

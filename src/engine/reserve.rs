@@ -1,10 +1,11 @@
 //! The entry point of the engine: reserve values from a named counter, directly, through
 //! the coalescer, or from the block cache, as the options say.
 
+use std::collections::HashMap;
 use std::future::Future;
-use std::sync::{Arc, LazyLock};
+use std::sync::{Arc, LazyLock, Mutex};
 
-use crate::engine::allocate::{allocate, CreatePolicy, IdRange};
+use crate::engine::allocate::{allocate_with_hint, CreatePolicy, IdRange};
 use crate::engine::block_cache::{BlockCache, CacheSlot};
 use crate::engine::coalesce::Coalescer;
 use crate::engine::counter_name::CounterName;
@@ -12,6 +13,7 @@ use crate::engine::error::SeqResult;
 use crate::engine::mongo_store::MongoStore;
 use crate::engine::options::SequenceOptions;
 use crate::engine::registry::ClientHandle;
+use crate::engine::sequence_config::SequenceConfig;
 use crate::engine::store::CounterRef;
 use crate::engine::write_concern::WriteConcernSpec;
 
@@ -27,6 +29,27 @@ pub struct CounterKey {
 }
 
 static COALESCER: LazyLock<Coalescer<CounterKey>> = LazyLock::new(Coalescer::default);
+/// The configuration (step, limits) each configured counter had at its last call, so the
+/// next call tries it in one round trip (its writes are guarded on it, so a stale one
+/// only costs the extra reads).
+static CONFIG_HINTS: LazyLock<Mutex<HashMap<CounterKey, SequenceConfig>>> =
+    LazyLock::new(Default::default);
+
+fn hint_for(key: &CounterKey) -> Option<SequenceConfig> {
+    CONFIG_HINTS.lock().expect("config hints").get(key).copied()
+}
+
+fn remember_hint(key: &CounterKey, config: Option<SequenceConfig>) {
+    let mut hints = CONFIG_HINTS.lock().expect("config hints");
+    match config {
+        Some(config) => {
+            hints.insert(key.clone(), config);
+        }
+        None => {
+            hints.remove(key);
+        }
+    }
+}
 static CACHE: LazyLock<BlockCache<CounterKey>> = LazyLock::new(BlockCache::default);
 
 /// A counter ready to reserve from: its key, its store and its cache slot. Reusable for
@@ -91,12 +114,19 @@ impl Reservation {
 
     fn fetcher(&self) -> impl Fn(i64) -> BoxedFetch + Send + 'static {
         let store = self.store.clone();
-        let counter = self.key.counter.clone();
-        let policy = self.key.policy;
+        let key = self.key.clone();
         move |total| {
             let store = store.clone();
-            let counter = counter.clone();
-            Box::pin(async move { allocate(&store, &counter, policy, total).await })
+            let key = key.clone();
+            Box::pin(async move {
+                let hint = hint_for(&key);
+                let (range, config) =
+                    allocate_with_hint(&store, &key.counter, key.policy, total, hint).await?;
+                if config != hint {
+                    remember_hint(&key, config);
+                }
+                Ok(range)
+            })
         }
     }
 

@@ -8,7 +8,9 @@ use tokio::sync::Mutex;
 use crate::engine::counter_value::compact_integer;
 use crate::engine::driver_error::{from_driver, is_duplicate_id};
 use crate::engine::error::SeqResult;
-use crate::engine::store::{CounterRef, CounterStore, FieldGuard};
+use crate::engine::filters;
+use crate::engine::sequence_config::SequenceConfig;
+use crate::engine::store::{CounterDoc, CounterRef, CounterStore, FieldGuard};
 
 /// Counters of one database, read and written in the transaction of `session`.
 pub struct SessionStore<'a> {
@@ -31,32 +33,29 @@ impl<'a> SessionStore<'a> {
         self.database.collection(&counter.collection)
     }
 
-    async fn increment_where(
+    async fn find_and_update(
         &self,
         counter: &CounterRef,
-        condition: Document,
-        by: i64,
+        filter: Document,
+        update: Document,
     ) -> SeqResult<Option<Bson>> {
-        let field = counter.field.as_str();
         let mut session = self.session.lock().await;
         let found = self
             .collection(counter)
-            .find_one_and_update(
-                doc! { "_id": counter.id(), field: condition },
-                doc! { "$inc": { field: compact_integer(by) } },
-            )
+            .find_one_and_update(filter, update)
             .return_document(ReturnDocument::After)
-            .projection(doc! { "_id": 0, field: 1 })
+            .projection(filters::value_projection(counter))
             .session(&mut **session)
             .await
             .map_err(|e| from_driver(&e, self.secrets))?;
-        Ok(found.and_then(|mut d| d.remove(field)))
+        Ok(found.and_then(|mut d| d.remove(&counter.field)))
     }
 }
 
 impl CounterStore for SessionStore<'_> {
     async fn increment_integer(&self, counter: &CounterRef, by: i64) -> SeqResult<Option<Bson>> {
-        self.increment_where(counter, doc! { "$type": ["int", "long"] }, by)
+        let update = filters::increment(counter, by);
+        self.find_and_update(counter, filters::plain_integer(counter), update)
             .await
     }
 
@@ -66,24 +65,21 @@ impl CounterStore for SessionStore<'_> {
         guard: FieldGuard,
         by: i64,
     ) -> SeqResult<Option<Bson>> {
-        let condition = match guard {
-            FieldGuard::EqualsDouble(d) => doc! { "$type": "double", "$eq": d },
-            FieldGuard::Absent => doc! { "$exists": false },
-        };
-        self.increment_where(counter, condition, by).await
+        let filter = filters::plain_guarded(counter, guard);
+        self.find_and_update(counter, filter, filters::increment(counter, by))
+            .await
     }
 
-    async fn read(&self, counter: &CounterRef) -> SeqResult<Option<Option<Bson>>> {
-        let field = counter.field.as_str();
+    async fn read(&self, counter: &CounterRef) -> SeqResult<Option<CounterDoc>> {
         let mut session = self.session.lock().await;
         let found = self
             .collection(counter)
             .find_one(doc! { "_id": counter.id() })
-            .projection(doc! { field: 1 })
+            .projection(filters::counter_projection(counter))
             .session(&mut **session)
             .await
             .map_err(|e| from_driver(&e, self.secrets))?;
-        Ok(found.map(|mut d| d.remove(field)))
+        Ok(found.map(|d| filters::counter_doc(counter, d)))
     }
 
     async fn create(&self, counter: &CounterRef, value: i64) -> SeqResult<bool> {
@@ -102,5 +98,31 @@ impl CounterStore for SessionStore<'_> {
             Err(e) if is_duplicate_id(&e) => Ok(false),
             Err(e) => Err(from_driver(&e, self.secrets)),
         }
+    }
+
+    async fn advance_configured(
+        &self,
+        counter: &CounterRef,
+        config: &SequenceConfig,
+        count: i64,
+    ) -> SeqResult<Option<Bson>> {
+        let span = config.step.saturating_mul(count);
+        let filter = filters::configured_with_room(counter, config, span);
+        self.find_and_update(counter, filter, filters::increment(counter, span))
+            .await
+    }
+
+    async fn restart_configured(
+        &self,
+        counter: &CounterRef,
+        config: &SequenceConfig,
+        expected: i64,
+        value: i64,
+    ) -> SeqResult<bool> {
+        let filter = filters::configured_at(counter, config, expected);
+        let updated = self
+            .find_and_update(counter, filter, filters::set_value(counter, value))
+            .await?;
+        Ok(updated.is_some())
     }
 }

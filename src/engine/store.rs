@@ -7,6 +7,7 @@ use mongodb::bson::Bson;
 
 use crate::engine::counter_name::CounterName;
 use crate::engine::error::SeqResult;
+use crate::engine::sequence_config::SequenceConfig;
 
 /// Which counter: a document `{ _id: <name>, <field>: <value> }` in `collection`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -47,10 +48,20 @@ pub enum FieldGuard {
     Absent,
 }
 
+/// A counter document as read: its value and its configuration.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CounterDoc {
+    /// The counter field (`None`: the document has no such field).
+    pub value: Option<Bson>,
+    /// Step and limits stored by `init` (`Ok(None)`: a plain counter; `Err`: damaged).
+    pub config: Result<Option<SequenceConfig>, String>,
+}
+
 /// Atomic single-document operations on counters.
 pub trait CounterStore: Send + Sync {
-    /// Adds `by` to the field when it holds an Int32 or Int64, and returns the field's new
-    /// value; `None` when no document matched (missing, or the field holds another type).
+    /// Adds `by` to the field of a plain (unconfigured) counter when it holds an Int32 or
+    /// Int64, and returns the field's new value; `None` when no document matched (missing,
+    /// configured, or the field holds another type).
     fn increment_integer(
         &self,
         counter: &CounterRef,
@@ -66,12 +77,30 @@ pub trait CounterStore: Send + Sync {
         by: i64,
     ) -> impl Future<Output = SeqResult<Option<Bson>>> + Send;
 
-    /// Reads the counter: `None` when there is no document, `Some(None)` when the
-    /// document has no such field.
+    /// Reads the counter: `None` when there is no document.
     fn read(
         &self,
         counter: &CounterRef,
-    ) -> impl Future<Output = SeqResult<Option<Option<Bson>>>> + Send;
+    ) -> impl Future<Output = SeqResult<Option<CounterDoc>>> + Send;
+
+    /// Adds `config.step * count` to a configured counter that still has this step and
+    /// room for it before its limit; returns the new value, or `None` when not.
+    fn advance_configured(
+        &self,
+        counter: &CounterRef,
+        config: &SequenceConfig,
+        count: i64,
+    ) -> impl Future<Output = SeqResult<Option<Bson>>> + Send;
+
+    /// Sets a configured counter that still holds `expected` (and this step) to `value`;
+    /// `false` when it changed meanwhile.
+    fn restart_configured(
+        &self,
+        counter: &CounterRef,
+        config: &SequenceConfig,
+        expected: i64,
+        value: i64,
+    ) -> impl Future<Output = SeqResult<bool>> + Send;
 
     /// Inserts a new counter document holding `value`. `Ok(false)` when a document with
     /// this `_id` already exists (another caller created it first).

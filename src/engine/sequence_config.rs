@@ -1,0 +1,206 @@
+//! A counter's own configuration — step, limits, cycling — stored in its document by
+//! `init`, so that every call obeys the same rules (calls cannot disagree about them).
+//!
+//! Defaults follow PostgreSQL: an ascending sequence runs from 1 to 2^63 - 1, a descending
+//! one from -1 down to -2^63; a cycling sequence restarts at its minimum (ascending) or
+//! maximum (descending) once the other limit is passed.
+
+use mongodb::bson::{doc, Bson, Document};
+
+use crate::engine::counter_value::compact_integer;
+use crate::engine::error::{SeqError, SeqResult};
+
+/// Step, limits and cycling of a configured counter.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct SequenceConfig {
+    /// Distance between values (negative: descending). Never 0.
+    pub step: i64,
+    /// Smallest value handed out.
+    pub min: i64,
+    /// Largest value handed out.
+    pub max: i64,
+    /// Restart at the other end instead of failing with `SEQUENCE_EXHAUSTED`.
+    pub cycle: bool,
+}
+
+/// The document fields holding a configuration, named after the counter field.
+pub struct ConfigFields {
+    /// `<field>_step`: its presence marks a configured counter.
+    pub step: String,
+    /// `<field>_min`.
+    pub min: String,
+    /// `<field>_max`.
+    pub max: String,
+    /// `<field>_cycle`.
+    pub cycle: String,
+}
+
+impl ConfigFields {
+    /// The names for counter field `field`.
+    pub fn of(field: &str) -> ConfigFields {
+        ConfigFields {
+            step: format!("{field}_step"),
+            min: format!("{field}_min"),
+            max: format!("{field}_max"),
+            cycle: format!("{field}_cycle"),
+        }
+    }
+}
+
+impl SequenceConfig {
+    /// A checked configuration from optional parts, with PostgreSQL's defaults.
+    pub fn new(step: i64, min: Option<i64>, max: Option<i64>, cycle: bool) -> SeqResult<Self> {
+        if step == 0 {
+            return Err(SeqError::invalid_argument("step must not be 0"));
+        }
+        let (min, max) = if step > 0 {
+            (min.unwrap_or(1), max.unwrap_or(i64::MAX))
+        } else {
+            (min.unwrap_or(i64::MIN), max.unwrap_or(-1))
+        };
+        if min >= max {
+            return Err(SeqError::invalid_argument(format!(
+                "minValue ({min}) must be below maxValue ({max})"
+            )));
+        }
+        Ok(SequenceConfig {
+            step,
+            min,
+            max,
+            cycle,
+        })
+    }
+
+    /// The first value when none is given: the minimum (ascending) or maximum (descending).
+    pub fn default_start(&self) -> i64 {
+        if self.step > 0 {
+            self.min
+        } else {
+            self.max
+        }
+    }
+
+    /// Refuses a start outside the limits.
+    pub fn check_start(&self, start: i64) -> SeqResult<()> {
+        if start < self.min || start > self.max {
+            return Err(SeqError::invalid_argument(format!(
+                "start {start} is outside minValue {} .. maxValue {}",
+                self.min, self.max
+            )));
+        }
+        Ok(())
+    }
+
+    /// The stored value that makes `start` the next value (`start - step`, which may lie
+    /// just outside the limits).
+    pub fn value_before(&self, start: i64) -> SeqResult<i64> {
+        start
+            .checked_sub(self.step)
+            .ok_or_else(|| SeqError::overflow("the value before start is outside 64 bits"))
+    }
+
+    /// The fields to store for this configuration.
+    pub fn to_fields(&self, field: &str) -> Document {
+        let names = ConfigFields::of(field);
+        doc! {
+            names.step: compact_integer(self.step),
+            names.min: compact_integer(self.min),
+            names.max: compact_integer(self.max),
+            names.cycle: self.cycle,
+        }
+    }
+
+    /// The configuration stored in `doc` for counter field `field`; `None` for a plain
+    /// counter; `Err` (naming what is wrong) for a damaged one.
+    pub fn from_doc(doc: &Document, field: &str) -> Result<Option<SequenceConfig>, String> {
+        let names = ConfigFields::of(field);
+        let Some(step) = doc.get(&names.step) else {
+            return Ok(None);
+        };
+        let int = |v: Option<&Bson>, name: &str| match v {
+            Some(Bson::Int32(i)) => Ok(Some(i64::from(*i))),
+            Some(Bson::Int64(i)) => Ok(Some(*i)),
+            None => Ok(None),
+            Some(_) => Err(format!(
+                "a configuration field '{name}' that is not an integer"
+            )),
+        };
+        let step = int(Some(step), &names.step)?.unwrap_or(0);
+        let min = int(doc.get(&names.min), &names.min)?;
+        let max = int(doc.get(&names.max), &names.max)?;
+        let cycle = matches!(doc.get(&names.cycle), Some(Bson::Boolean(true)));
+        SequenceConfig::new(step, min, max, cycle)
+            .map(Some)
+            .map_err(|e| format!("a damaged configuration ({})", e.message))
+    }
+
+    /// Where a block of `count` values after `current` ends, when it stays within the
+    /// limits.
+    pub fn next_last(&self, current: i64, count: i64) -> Option<i64> {
+        let last = self.step.checked_mul(count)?.checked_add(current)?;
+        (self.min..=self.max).contains(&last).then_some(last)
+    }
+
+    /// The block of `count` values a cycling counter restarts with.
+    pub fn restart_last(&self, count: i64) -> Option<i64> {
+        let first = self.default_start();
+        let last = self.step.checked_mul(count - 1)?.checked_add(first)?;
+        (self.min..=self.max).contains(&last).then_some(last)
+    }
+
+    /// The bound the stored value must respect before adding `span` (`$lte` for
+    /// ascending, `$gte` for descending), as a filter condition.
+    pub fn room_for(&self, span: i64) -> Document {
+        if self.step > 0 {
+            doc! { "$lte": compact_integer(self.max.saturating_sub(span)) }
+        } else {
+            doc! { "$gte": compact_integer(self.min.saturating_sub(span)) }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_follow_postgresql() {
+        let up = SequenceConfig::new(1, None, None, false).unwrap();
+        assert_eq!((up.min, up.max, up.default_start()), (1, i64::MAX, 1));
+        let down = SequenceConfig::new(-2, None, None, false).unwrap();
+        assert_eq!(
+            (down.min, down.max, down.default_start()),
+            (i64::MIN, -1, -1)
+        );
+        assert!(SequenceConfig::new(0, None, None, false).is_err());
+        assert!(SequenceConfig::new(1, Some(5), Some(5), false).is_err());
+    }
+
+    #[test]
+    fn limits_and_restarts() {
+        let c = SequenceConfig::new(2, Some(1), Some(9), true).unwrap();
+        assert_eq!(c.next_last(1, 4), Some(9));
+        assert_eq!(c.next_last(1, 5), None);
+        assert_eq!(c.restart_last(3), Some(5));
+        assert_eq!(c.restart_last(6), None);
+        assert_eq!(c.value_before(1).unwrap(), -1);
+        assert!(c.check_start(10).is_err());
+        let down = SequenceConfig::new(-1, Some(-3), Some(3), false).unwrap();
+        assert_eq!(down.next_last(3, 6), Some(-3));
+        assert_eq!(down.next_last(3, 7), None);
+    }
+
+    #[test]
+    fn stored_and_read_back() {
+        let c = SequenceConfig::new(-5, Some(-100), Some(0), true).unwrap();
+        let mut d = c.to_fields("seq");
+        d.insert("seq", 0);
+        assert_eq!(SequenceConfig::from_doc(&d, "seq"), Ok(Some(c)));
+        assert_eq!(
+            SequenceConfig::from_doc(&doc! { "seq": 1 }, "seq"),
+            Ok(None)
+        );
+        assert!(SequenceConfig::from_doc(&doc! { "seq_step": "x" }, "seq").is_err());
+        assert!(SequenceConfig::from_doc(&doc! { "seq_step": 0 }, "seq").is_err());
+    }
+}
