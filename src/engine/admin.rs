@@ -9,16 +9,12 @@ use mongodb::bson::{doc, Bson, Document};
 use mongodb::options::ReturnDocument;
 
 use crate::engine::counter_value::{compact_integer, integer_after_increment};
+use crate::engine::driver_counters::CounterDriver;
 use crate::engine::error::{SeqError, SeqResult};
 use crate::engine::mongo_store::MongoStore;
-use crate::engine::sequence_config::SequenceConfig;
+use crate::engine::sequence_config::{ConfigFields, SequenceConfig};
 use crate::engine::store::CounterRef;
 use crate::engine::validate::check_field;
-
-/// The field of a counter document that remembers the start given to `init`.
-pub fn start_field(field: &str) -> String {
-    format!("{field}_start")
-}
 
 fn value_of(counter: &CounterRef, value: Option<&Bson>) -> SeqResult<i64> {
     integer_after_increment(value)
@@ -38,10 +34,8 @@ impl MongoStore {
     /// The counter's value (the last value handed out) without advancing it.
     pub async fn current(&self, counter: &CounterRef) -> SeqResult<i64> {
         let found = self
-            .counters(counter)
-            .find_one(doc! { "_id": counter.id() })
-            .await
-            .map_err(|e| self.error(&e))?
+            .find_counter(counter)
+            .await?
             .ok_or_else(|| SeqError::not_found(&counter.label))?;
         value_of(counter, found.get(&counter.field))
     }
@@ -69,16 +63,12 @@ impl MongoStore {
         let mut document = doc! {
             "_id": counter.id(),
             counter.field.as_str(): compact_integer(value),
-            start_field(&counter.field): compact_integer(start),
+            ConfigFields::of(&counter.field).start: compact_integer(start),
         };
         if let Some(config) = &config {
             document.extend(config.to_fields(&counter.field));
         }
-        match self.counters(counter).insert_one(document).await {
-            Ok(_) => Ok(true),
-            Err(e) if crate::engine::driver_error::is_duplicate_id(&e) => Ok(false),
-            Err(e) => Err(self.error(&e)),
-        }
+        self.insert_counter(counter, document).await
     }
 
     /// Sets the counter so that the next value is `value + step` (PostgreSQL's `setval`).
@@ -103,14 +93,12 @@ impl MongoStore {
     /// else `default_start`. Returns that start.
     pub async fn reset(&self, counter: &CounterRef, default_start: i64) -> SeqResult<i64> {
         let found = self
-            .counters(counter)
-            .find_one(doc! { "_id": counter.id() })
-            .await
-            .map_err(|e| self.error(&e))?
+            .find_counter(counter)
+            .await?
             .ok_or_else(|| SeqError::not_found(&counter.label))?;
         let config = SequenceConfig::from_doc(&found, &counter.field)
             .map_err(|damage| SeqError::invalid_counter(&counter.label, &counter.field, &damage))?;
-        let start = match (found.get(start_field(&counter.field)), &config) {
+        let start = match (found.get(ConfigFields::of(&counter.field).start), &config) {
             (Some(stored), _) => value_of(counter, Some(stored))?,
             (None, Some(config)) => config.default_start(),
             (None, None) => default_start,

@@ -63,11 +63,12 @@ pub fn value_projection(counter: &CounterRef) -> Document {
     doc! { "_id": 0, counter.field.as_str(): 1 }
 }
 
-/// The counter field and its configuration.
+/// The counter field, its configuration and its start.
 pub fn counter_projection(counter: &CounterRef) -> Document {
     let names = ConfigFields::of(&counter.field);
     doc! {
         counter.field.as_str(): 1,
+        names.start: 1,
         names.step: 1,
         names.min: 1,
         names.max: 1,

@@ -14,7 +14,9 @@ use mongodb::options::WriteConcern;
 
 use crate::engine::allocate::{allocate, CreatePolicy, IdRange};
 use crate::engine::counter_value::compact_integer;
-use crate::engine::driver_error::{from_driver, is_duplicate_id};
+use crate::engine::driver_counters::CounterDriver;
+use crate::engine::driver_counters::DriverCounters;
+use crate::engine::driver_error::from_driver;
 use crate::engine::error::{ErrorCode, SeqError, SeqResult};
 use crate::engine::format::{now_millis, Pattern};
 use crate::engine::registry::ClientHandle;
@@ -106,17 +108,11 @@ pub async fn insert_gapless(
         let start_before = policy.start.checked_sub(1).ok_or_else(|| {
             SeqError::overflow("cannot start at the lowest 64-bit value".to_string())
         })?;
-        let created = store
-            .counters(counter)
-            .insert_one(
-                doc! { "_id": counter.id(), counter.field.as_str(): compact_integer(start_before) },
-            )
-            .await;
-        if let Err(e) = created {
-            if !is_duplicate_id(&e) {
-                return Err(store.error(&e));
-            }
-        }
+        let document = doc! {
+            "_id": counter.id(),
+            counter.field.as_str(): compact_integer(start_before),
+        };
+        store.insert_counter(counter, document).await?;
     }
     let secrets = handle.secrets();
     let mut session = handle
@@ -144,7 +140,11 @@ pub async fn insert_gapless(
             .map_err(|e| unsupported(from_driver(&e, secrets)))?;
         let outcome = async {
             let range = {
-                let in_session = SessionStore::new(store.database().clone(), secrets, &mut session);
+                let in_session = DriverCounters(SessionStore::new(
+                    store.database().clone(),
+                    secrets,
+                    &mut session,
+                ));
                 let no_create = CreatePolicy {
                     upsert: false,
                     ..policy

@@ -8,6 +8,7 @@ pub mod coalesce;
 pub mod connection;
 pub mod counter_name;
 pub mod counter_value;
+pub mod driver_counters;
 pub mod driver_error;
 pub mod error;
 pub mod filters;

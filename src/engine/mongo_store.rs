@@ -1,15 +1,15 @@
-//! [`CounterStore`] on a MongoDB database through the official driver.
+//! Counters in a MongoDB database through the official driver: the [`CounterDriver`]
+//! primitives without a transaction.
 
 use mongodb::bson::{doc, Bson, Document};
 use mongodb::options::{CollectionOptions, ReturnDocument, WriteConcern};
 use mongodb::{Collection, Database};
 
-use crate::engine::counter_value::compact_integer;
+use crate::engine::driver_counters::CounterDriver;
 use crate::engine::driver_error::{from_driver, is_duplicate_id};
 use crate::engine::error::SeqResult;
 use crate::engine::filters;
-use crate::engine::sequence_config::SequenceConfig;
-use crate::engine::store::{CounterDoc, CounterRef, CounterStore, FieldGuard};
+use crate::engine::store::CounterRef;
 
 /// Counters in one database, with the secrets to keep out of error messages.
 #[derive(Clone)]
@@ -47,10 +47,6 @@ impl MongoStore {
 
     /// The counters collection of `counter`, with this store's write concern.
     pub fn counters(&self, counter: &CounterRef) -> Collection<Document> {
-        self.collection(counter)
-    }
-
-    fn collection(&self, counter: &CounterRef) -> Collection<Document> {
         match &self.write_concern {
             None => self.database.collection(&counter.collection),
             Some(concern) => self.database.collection_with_options(
@@ -61,7 +57,9 @@ impl MongoStore {
             ),
         }
     }
+}
 
+impl CounterDriver for MongoStore {
     async fn find_and_update(
         &self,
         counter: &CounterRef,
@@ -69,7 +67,7 @@ impl MongoStore {
         update: Document,
     ) -> SeqResult<Option<Bson>> {
         let found = self
-            .collection(counter)
+            .counters(counter)
             .find_one_and_update(filter, update)
             .return_document(ReturnDocument::After)
             .projection(filters::value_projection(counter))
@@ -77,71 +75,20 @@ impl MongoStore {
             .map_err(|e| from_driver(&e, &self.secrets))?;
         Ok(found.and_then(|mut d| d.remove(&counter.field)))
     }
-}
 
-impl CounterStore for MongoStore {
-    async fn increment_integer(&self, counter: &CounterRef, by: i64) -> SeqResult<Option<Bson>> {
-        let update = filters::increment(counter, by);
-        self.find_and_update(counter, filters::plain_integer(counter), update)
-            .await
-    }
-
-    async fn increment_guarded(
-        &self,
-        counter: &CounterRef,
-        guard: FieldGuard,
-        by: i64,
-    ) -> SeqResult<Option<Bson>> {
-        let filter = filters::plain_guarded(counter, guard);
-        self.find_and_update(counter, filter, filters::increment(counter, by))
-            .await
-    }
-
-    async fn read(&self, counter: &CounterRef) -> SeqResult<Option<CounterDoc>> {
-        let found = self
-            .collection(counter)
+    async fn find_counter(&self, counter: &CounterRef) -> SeqResult<Option<Document>> {
+        self.counters(counter)
             .find_one(doc! { "_id": counter.id() })
             .projection(filters::counter_projection(counter))
             .await
-            .map_err(|e| from_driver(&e, &self.secrets))?;
-        Ok(found.map(|d| filters::counter_doc(counter, d)))
+            .map_err(|e| from_driver(&e, &self.secrets))
     }
 
-    async fn create(&self, counter: &CounterRef, value: i64) -> SeqResult<bool> {
-        let document = doc! {
-            "_id": counter.id(),
-            counter.field.as_str(): compact_integer(value),
-        };
-        match self.collection(counter).insert_one(document).await {
+    async fn insert_counter(&self, counter: &CounterRef, document: Document) -> SeqResult<bool> {
+        match self.counters(counter).insert_one(document).await {
             Ok(_) => Ok(true),
             Err(e) if is_duplicate_id(&e) => Ok(false),
             Err(e) => Err(from_driver(&e, &self.secrets)),
         }
-    }
-
-    async fn advance_configured(
-        &self,
-        counter: &CounterRef,
-        config: &SequenceConfig,
-        count: i64,
-    ) -> SeqResult<Option<Bson>> {
-        let span = config.step.saturating_mul(count);
-        let filter = filters::configured_with_room(counter, config, span);
-        self.find_and_update(counter, filter, filters::increment(counter, span))
-            .await
-    }
-
-    async fn restart_configured(
-        &self,
-        counter: &CounterRef,
-        config: &SequenceConfig,
-        expected: i64,
-        value: i64,
-    ) -> SeqResult<bool> {
-        let filter = filters::configured_at(counter, config, expected);
-        let updated = self
-            .find_and_update(counter, filter, filters::set_value(counter, value))
-            .await?;
-        Ok(updated.is_some())
     }
 }

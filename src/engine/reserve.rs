@@ -9,6 +9,7 @@ use crate::engine::allocate::{allocate_with_hint, CreatePolicy, IdRange};
 use crate::engine::block_cache::{BlockCache, CacheSlot};
 use crate::engine::coalesce::Coalescer;
 use crate::engine::counter_name::CounterName;
+use crate::engine::driver_counters::DriverCounters;
 use crate::engine::error::SeqResult;
 use crate::engine::mongo_store::MongoStore;
 use crate::engine::options::SequenceOptions;
@@ -120,8 +121,14 @@ impl Reservation {
             let key = key.clone();
             Box::pin(async move {
                 let hint = hint_for(&key);
-                let (range, config) =
-                    allocate_with_hint(&store, &key.counter, key.policy, total, hint).await?;
+                let (range, config) = allocate_with_hint(
+                    &DriverCounters(store),
+                    &key.counter,
+                    key.policy,
+                    total,
+                    hint,
+                )
+                .await?;
                 if config != hint {
                     remember_hint(&key, config);
                 }

@@ -25,6 +25,8 @@ pub struct SequenceConfig {
 
 /// The document fields holding a configuration, named after the counter field.
 pub struct ConfigFields {
+    /// `<field>_start`: the start given to `init`, for `reset`.
+    pub start: String,
     /// `<field>_step`: its presence marks a configured counter.
     pub step: String,
     /// `<field>_min`.
@@ -39,6 +41,7 @@ impl ConfigFields {
     /// The names for counter field `field`.
     pub fn of(field: &str) -> ConfigFields {
         ConfigFields {
+            start: format!("{field}_start"),
             step: format!("{field}_step"),
             min: format!("{field}_min"),
             max: format!("{field}_max"),

@@ -1,0 +1,102 @@
+//! [`CounterStore`] on MongoDB, written once for every way of reaching it: the three
+//! primitive operations come from a [`CounterDriver`] (plain, or inside a transaction),
+//! the filters from `filters`.
+
+use std::future::Future;
+
+use mongodb::bson::{doc, Bson, Document};
+
+use crate::engine::counter_value::compact_integer;
+use crate::engine::error::SeqResult;
+use crate::engine::filters;
+use crate::engine::sequence_config::SequenceConfig;
+use crate::engine::store::{CounterDoc, CounterRef, CounterStore, FieldGuard};
+
+/// The primitive operations on a counters collection.
+pub trait CounterDriver: Send + Sync {
+    /// `findOneAndUpdate(filter, update)` returning the counter field after the update.
+    fn find_and_update(
+        &self,
+        counter: &CounterRef,
+        filter: Document,
+        update: Document,
+    ) -> impl Future<Output = SeqResult<Option<Bson>>> + Send;
+
+    /// The counter document (its field and configuration), if any.
+    fn find_counter(
+        &self,
+        counter: &CounterRef,
+    ) -> impl Future<Output = SeqResult<Option<Document>>> + Send;
+
+    /// Inserts `document`; `false` when a counter with its `_id` exists already.
+    fn insert_counter(
+        &self,
+        counter: &CounterRef,
+        document: Document,
+    ) -> impl Future<Output = SeqResult<bool>> + Send;
+}
+
+/// The counter operations over a [`CounterDriver`].
+pub struct DriverCounters<D>(pub D);
+
+impl<D: CounterDriver> CounterStore for DriverCounters<D> {
+    async fn increment_integer(&self, counter: &CounterRef, by: i64) -> SeqResult<Option<Bson>> {
+        let filter = filters::plain_integer(counter);
+        self.0
+            .find_and_update(counter, filter, filters::increment(counter, by))
+            .await
+    }
+
+    async fn increment_guarded(
+        &self,
+        counter: &CounterRef,
+        guard: FieldGuard,
+        by: i64,
+    ) -> SeqResult<Option<Bson>> {
+        let filter = filters::plain_guarded(counter, guard);
+        self.0
+            .find_and_update(counter, filter, filters::increment(counter, by))
+            .await
+    }
+
+    async fn read(&self, counter: &CounterRef) -> SeqResult<Option<CounterDoc>> {
+        let found = self.0.find_counter(counter).await?;
+        Ok(found.map(|d| filters::counter_doc(counter, d)))
+    }
+
+    async fn create(&self, counter: &CounterRef, value: i64) -> SeqResult<bool> {
+        let document = doc! {
+            "_id": counter.id(),
+            counter.field.as_str(): compact_integer(value),
+        };
+        self.0.insert_counter(counter, document).await
+    }
+
+    async fn advance_configured(
+        &self,
+        counter: &CounterRef,
+        config: &SequenceConfig,
+        count: i64,
+    ) -> SeqResult<Option<Bson>> {
+        let span = config.step.saturating_mul(count);
+        let filter = filters::configured_with_room(counter, config, span);
+        self.0
+            .find_and_update(counter, filter, filters::increment(counter, span))
+            .await
+    }
+
+    async fn restart_configured(
+        &self,
+        counter: &CounterRef,
+        config: &SequenceConfig,
+        expected: i64,
+        value: i64,
+    ) -> SeqResult<bool> {
+        let filter = filters::configured_at(counter, config, expected);
+        let updated = self
+            .0
+            .find_and_update(counter, filter, filters::set_value(counter, value))
+            .await?;
+        Ok(updated.is_some())
+    }
+}
