@@ -201,3 +201,22 @@ pub async fn insert_gapless(
         ),
     ))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn servers_without_transactions_are_named() {
+        let standalone = SeqError::server(20, Some("IllegalOperation".into()), "no txn");
+        assert_eq!(unsupported(standalone).code, ErrorCode::TransactionsUnsupported);
+        let driver = SeqError::new(
+            ErrorCode::Server,
+            "MongoDB driver error: Transactions are not supported by this deployment",
+        );
+        assert_eq!(unsupported(driver).code, ErrorCode::TransactionsUnsupported);
+        let other = SeqError::server(112, None, "WriteConflict");
+        assert!(retryable(&other));
+        assert_eq!(unsupported(other).code, ErrorCode::Server);
+    }
+}
