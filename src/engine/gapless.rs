@@ -209,7 +209,10 @@ mod tests {
     #[test]
     fn servers_without_transactions_are_named() {
         let standalone = SeqError::server(20, Some("IllegalOperation".into()), "no txn");
-        assert_eq!(unsupported(standalone).code, ErrorCode::TransactionsUnsupported);
+        assert_eq!(
+            unsupported(standalone).code,
+            ErrorCode::TransactionsUnsupported
+        );
         let driver = SeqError::new(
             ErrorCode::Server,
             "MongoDB driver error: Transactions are not supported by this deployment",
