@@ -48,14 +48,7 @@ impl NamedCounter {
     ) -> SeqResult<NamedCounter> {
         let options = read_options(options)?;
         let name = read_counter_name(name)?;
-        options.counter(&name)?;
-        let target = read_db(env, db, options.uri.as_deref())?;
-        Ok(NamedCounter {
-            target,
-            label: name.label(),
-            name,
-            options,
-        })
+        NamedCounter::from_parts(env, db, name, options)
     }
 
     /// A counter from parts already read (`name`, `options`) and the `db` argument.

@@ -15,21 +15,16 @@ use std::hash::Hash;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use tokio::sync::oneshot;
+use crate::engine::waiter::{receive, Waiter};
 
 use crate::engine::allocate::IdRange;
-use crate::engine::error::{ErrorCode, SeqError, SeqResult};
+use crate::engine::error::SeqResult;
 use crate::engine::validate::MAX_RANGE_COUNT;
 
 /// Most blocks one fetch reserves when calls outpace round trips.
 pub const MAX_BLOCKS_PER_FETCH: i64 = 64;
 /// A fetch not needed for this long halves the blocks per fetch.
 const SLOW_DEMAND: Duration = Duration::from_secs(1);
-
-struct Waiter {
-    count: i64,
-    reply: oneshot::Sender<SeqResult<IdRange>>,
-}
 
 struct Entry {
     /// Reserved values not handed out yet, oldest block first.
@@ -75,7 +70,7 @@ impl Entry {
                 return false;
             };
             let waiter = self.waiters.pop_front().expect("front exists");
-            let _ = waiter.reply.send(Ok(range));
+            waiter.answer(Ok(range));
         }
         true
     }
@@ -149,21 +144,16 @@ impl CacheSlot {
             }
             return Ok(taken.range);
         }
-        let (reply, answer) = oneshot::channel();
+        let (waiter, answer) = Waiter::new(count);
         let start_fetch = {
             let mut entry = self.lock();
-            entry.waiters.push_back(Waiter { count, reply });
+            entry.waiters.push_back(waiter);
             !std::mem::replace(&mut entry.fetching, true)
         };
         if start_fetch {
             tokio::spawn(self.clone().prefetch(fetch));
         }
-        answer.await.unwrap_or_else(|_| {
-            Err(SeqError::new(
-                ErrorCode::Server,
-                "the block fetch serving this call was abandoned (runtime shutting down)",
-            ))
-        })
+        receive(answer).await
     }
 
     /// Fetches blocks until the waiters are served; the caller has set `fetching`
@@ -207,7 +197,7 @@ impl CacheSlot {
                 }
                 Err(error) => {
                     for waiter in entry.waiters.drain(..) {
-                        let _ = waiter.reply.send(Err(error.clone()));
+                        waiter.answer(Err(error.clone()));
                     }
                     entry.fetching = false;
                     return;

@@ -10,16 +10,11 @@ use std::future::Future;
 use std::hash::Hash;
 use std::sync::Mutex;
 
-use tokio::sync::oneshot;
+use crate::engine::waiter::{receive, Waiter};
 
 use crate::engine::allocate::IdRange;
-use crate::engine::error::{ErrorCode, SeqError, SeqResult};
+use crate::engine::error::SeqResult;
 use crate::engine::validate::MAX_RANGE_COUNT;
-
-struct Waiter {
-    count: i64,
-    reply: oneshot::Sender<SeqResult<IdRange>>,
-}
 
 /// Queues of waiting calls, one per counter key; a key is present while a round trip for
 /// it is in flight.
@@ -45,16 +40,16 @@ impl<K: Eq + Hash + Clone + Send + 'static> Coalescer<K> {
         F: Fn(i64) -> Fut + Send + 'static,
         Fut: Future<Output = SeqResult<IdRange>> + Send + 'static,
     {
-        let (reply, answer) = oneshot::channel();
+        let (waiter, answer) = Waiter::new(count);
         let starts_round_trip = {
             let mut lanes = self.lanes.lock().expect("coalescer lock");
             match lanes.get_mut(&key) {
                 Some(queue) => {
-                    queue.push_back(Waiter { count, reply });
+                    queue.push_back(waiter);
                     false
                 }
                 None => {
-                    lanes.insert(key.clone(), VecDeque::from([Waiter { count, reply }]));
+                    lanes.insert(key.clone(), VecDeque::from([waiter]));
                     true
                 }
             }
@@ -62,12 +57,7 @@ impl<K: Eq + Hash + Clone + Send + 'static> Coalescer<K> {
         if starts_round_trip {
             tokio::spawn(self.drive(key, fetch));
         }
-        answer.await.unwrap_or_else(|_| {
-            Err(SeqError::new(
-                ErrorCode::Server,
-                "the round trip serving this call was abandoned (runtime shutting down)",
-            ))
-        })
+        receive(answer).await
     }
 
     /// Serves the queue of `key` one round trip at a time until it is empty.
@@ -119,12 +109,12 @@ fn hand_out(batch: Vec<Waiter>, result: SeqResult<IdRange>) {
                 let slice = range.slice(offset, waiter.count);
                 offset += waiter.count;
                 // A caller that went away simply drops its slice (a gap, never a duplicate).
-                let _ = waiter.reply.send(Ok(slice));
+                waiter.answer(Ok(slice));
             }
         }
         Err(error) => {
             for waiter in batch {
-                let _ = waiter.reply.send(Err(error.clone()));
+                waiter.answer(Err(error.clone()));
             }
         }
     }

@@ -29,4 +29,5 @@ pub mod store;
 #[cfg(test)]
 pub mod test_support;
 pub mod validate;
+pub mod waiter;
 pub mod write_concern;
