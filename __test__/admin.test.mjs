@@ -98,6 +98,23 @@ test('set racing next: every value is from before or after the set, none twice',
   assert.equal(await s.current(), 10_000 + after);
 });
 
+test('reset racing next: each value is from before or after the reset, none twice on a side', async () => {
+  const s = seq.sequence(env.db, 'resetRace');
+  await s.init({ start: 1 });
+  await s.set(1000);
+  const calls = Array.from({ length: 200 }, (_, i) =>
+    i === 100 ? s.reset().then(() => null) : seq.getNextSequenceValue(env.db, 'resetRace'),
+  );
+  const values = (await Promise.all(calls)).filter((v) => v !== null);
+  const before = values.filter((v) => v > 1000);
+  const after = values.filter((v) => v <= 1000);
+  assert.equal(new Set(before).size, before.length);
+  assert.equal(new Set(after).size, after.length);
+  assert.deepEqual(after.sort((a, b) => a - b), Array.from({ length: after.length }, (_, i) => i + 1), 'restarted at 1');
+  assert.ok(before.every((v) => v <= 1000 + 199));
+  assert.equal(await s.current(), after.length);
+});
+
 test('bad arguments of the management calls are refused before any I/O', async () => {
   const s = seq.sequence(env.db, 'invoice');
   for (const bad of ['x', 1.5, null, {}, 2 ** 53]) await rejectsWithCode(assert, s.set(bad), 'INVALID_ARGUMENT');
