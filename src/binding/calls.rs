@@ -68,25 +68,10 @@ impl NamedCounter {
         })
     }
 
-    /// The prepared reservation, reusing `slot` when it holds one for an open client.
-    fn prepared_now(&self, slot: Option<&ReservationSlot>) -> Option<Reservation> {
-        if let Some(slot) = slot {
-            let kept = slot.lock().expect("reservation slot").clone();
-            if let Some(reservation) = kept.filter(|r| !r.is_closed()) {
-                return Some(reservation);
-            }
-        }
-        let (handle, database) = self.target.resolve_now()?;
-        Reservation::new(&handle, database, &self.name, &self.options).ok()
-    }
-
     /// The reservation for this counter, kept in `slot` when given.
     pub async fn prepare(self, slot: Option<ReservationSlot>) -> SeqResult<Reservation> {
-        if let Some(slot) = &slot {
-            let kept = slot.lock().expect("reservation slot").clone();
-            if let Some(reservation) = kept.filter(|r| !r.is_closed()) {
-                return Ok(reservation);
-            }
+        if let Some(reservation) = slot.as_ref().and_then(|s| kept(s, Clone::clone)) {
+            return Ok(reservation);
         }
         let (handle, database) = self.target.resolve().await?;
         let reservation = Reservation::new(&handle, &database, &self.name, &self.options)?;
@@ -97,16 +82,48 @@ impl NamedCounter {
     }
 }
 
+/// `use_it` applied to the reservation kept in `slot`, when it holds one for an open client.
+fn kept<T>(slot: &ReservationSlot, use_it: impl FnOnce(&Reservation) -> T) -> Option<T> {
+    let kept = slot.lock().expect("reservation slot");
+    kept.as_ref().filter(|r| !r.is_closed()).map(use_it)
+}
+
 /// Refuses `format` for calls that return bounds, before any I/O.
-pub fn without_format(counter: SeqResult<NamedCounter>) -> SeqResult<NamedCounter> {
-    let counter = counter?;
+pub fn refuse_format(counter: &NamedCounter) -> SeqResult<()> {
     if counter.options.format.is_some() {
         return Err(SeqError::invalid_argument(
             "option 'format' does not apply to ranges; use getNextSequenceBatch or format the \
              bounds with formatSequence",
         ));
     }
-    Ok(counter)
+    Ok(())
+}
+
+/// Settles the call at once when the block cache can serve it (spawning the prefetch of
+/// the next block if one is due); `None` when it cannot. A reservation kept in `slot` is
+/// used in place, without cloning.
+pub fn settle_cached<'env>(
+    env: &'env Env,
+    named: &NamedCounter,
+    count: i64,
+    shape: Shape,
+    slot: Option<&ReservationSlot>,
+) -> Option<napi::Result<PromiseRaw<'env, Output>>> {
+    named.options.cache?;
+    let served = match slot.and_then(|s| kept(s, |r| r.try_cached(count))) {
+        Some(served) => served,
+        None => {
+            let (handle, database) = named.target.resolve_now()?;
+            Reservation::new(&handle, database, &named.name, &named.options)
+                .ok()?
+                .try_cached(count)
+        }
+    };
+    let (range, prefetch) = served?;
+    if let Some(prefetch) = prefetch {
+        napi::bindgen_prelude::spawn(prefetch);
+    }
+    Some(settled(env, shape(&named.label, range, &named.options)))
 }
 
 /// Reads a count argument: a whole number from 1 to `max`.
@@ -127,15 +144,8 @@ pub fn reserve_promise<'env>(
     slot: Option<&ReservationSlot>,
 ) -> napi::Result<PromiseRaw<'env, Output>> {
     if let (Ok(named), Ok(count)) = (&counter, &count) {
-        if named.options.cache.is_some() {
-            if let Some(reservation) = named.prepared_now(slot) {
-                if let Some((range, prefetch)) = reservation.try_cached(*count) {
-                    if let Some(prefetch) = prefetch {
-                        napi::bindgen_prelude::spawn(prefetch);
-                    }
-                    return settled(env, shape(&named.label, range, &named.options));
-                }
-            }
+        if let Some(done) = settle_cached(env, named, *count, shape, slot) {
+            return done;
         }
     }
     let slot = slot.cloned();

@@ -3,26 +3,9 @@
 
 use napi::bindgen_prelude::{Env, PromiseRaw, Unknown};
 
-use crate::binding::calls::{read_count, reserve_promise, without_format, NamedCounter, Shape};
+use crate::binding::calls::{read_count, refuse_format, reserve_promise, NamedCounter};
 use crate::binding::output::Output;
 use crate::engine::validate::{MAX_BATCH_COUNT, MAX_RANGE_COUNT};
-
-/// Reads a call that reserves `count` values (at most `max`) and runs it.
-fn counted<'env>(
-    env: &'env Env,
-    [db, name, count]: [&Unknown; 3],
-    options: Option<&Unknown>,
-    max: i64,
-    shape: Shape,
-) -> napi::Result<PromiseRaw<'env, Output>> {
-    let counter = NamedCounter::read(env, db, name, options);
-    let counter = if max == MAX_RANGE_COUNT {
-        without_format(counter)
-    } else {
-        counter
-    };
-    reserve_promise(env, counter, read_count(count, max), shape, None)
-}
 
 /// Returns the next value of sequence `name`: a drop-in for the documented helper
 /// `getNextSequenceValue(db, sequenceName)`, which runs
@@ -65,13 +48,9 @@ pub fn get_next_sequence_batch<'env>(
     count: Unknown<'env>,
     options: Option<Unknown<'env>>,
 ) -> napi::Result<PromiseRaw<'env, Output>> {
-    counted(
-        env,
-        [&db, &name, &count],
-        options.as_ref(),
-        MAX_BATCH_COUNT,
-        Output::values,
-    )
+    let counter = NamedCounter::read(env, &db, &name, options.as_ref());
+    let count = read_count(&count, MAX_BATCH_COUNT);
+    reserve_promise(env, counter, count, Output::values, None)
 }
 
 /// Reserves `count` contiguous values (up to 2^31 - 1) in one round trip and resolves
@@ -89,11 +68,8 @@ pub fn get_next_sequence_range<'env>(
     count: Unknown<'env>,
     options: Option<Unknown<'env>>,
 ) -> napi::Result<PromiseRaw<'env, Output>> {
-    counted(
-        env,
-        [&db, &name, &count],
-        options.as_ref(),
-        MAX_RANGE_COUNT,
-        Output::range,
-    )
+    let counter = NamedCounter::read(env, &db, &name, options.as_ref())
+        .and_then(|c| refuse_format(&c).map(|()| c));
+    let count = read_count(&count, MAX_RANGE_COUNT);
+    reserve_promise(env, counter, count, Output::range, None)
 }

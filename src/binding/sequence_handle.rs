@@ -7,12 +7,11 @@ use napi::bindgen_prelude::{Env, PromiseRaw, Unknown};
 
 use crate::binding::admin::{admin_promise, read_init};
 use crate::binding::calls::{
-    read_count, reserve_promise, without_format, NamedCounter, ReservationSlot, Shape,
+    read_count, refuse_format, reserve_promise, settle_cached, NamedCounter, ReservationSlot, Shape,
 };
 use crate::binding::js_error::to_js_error;
 use crate::binding::options::read_integer;
 use crate::binding::output::{Output, Value};
-use crate::binding::settled::settled;
 use crate::engine::validate::{MAX_BATCH_COUNT, MAX_RANGE_COUNT};
 
 /// A handle on one sequence with fixed options, from `sequence(db, name, options)`.
@@ -31,22 +30,9 @@ impl Sequence {
         shape: Shape,
     ) -> napi::Result<PromiseRaw<'env, Output>> {
         if let Ok(count) = count {
-            // Fast path: a cached call settles here without cloning anything.
-            let served = self
-                .slot
-                .lock()
-                .expect("reservation slot")
-                .as_ref()
-                .filter(|r| !r.is_closed())
-                .and_then(|r| r.try_cached(count));
-            if let Some((range, prefetch)) = served {
-                if let Some(prefetch) = prefetch {
-                    napi::bindgen_prelude::spawn(prefetch);
-                }
-                return settled(
-                    env,
-                    shape(&self.counter.label, range, &self.counter.options),
-                );
+            // Fast path: a cached call settles here without cloning the counter.
+            if let Some(done) = settle_cached(env, &self.counter, count, shape, Some(&self.slot)) {
+                return done;
             }
         }
         reserve_promise(
@@ -90,7 +76,7 @@ impl Sequence {
         env: &'env Env,
         count: Unknown<'env>,
     ) -> napi::Result<PromiseRaw<'env, Output>> {
-        if let Err(e) = without_format(Ok(self.counter.clone())) {
+        if let Err(e) = refuse_format(&self.counter) {
             return reserve_promise(env, Err(e), Ok(1), Output::range, None);
         }
         self.reserve(env, read_count(&count, MAX_RANGE_COUNT), Output::range)

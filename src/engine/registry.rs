@@ -89,7 +89,8 @@ impl ClientHandle {
         }
     }
 
-    fn ensure_open(&self) -> SeqResult<()> {
+    /// `CLIENT_CLOSED` once [`ClientHandle::close`] was called.
+    pub fn ensure_open(&self) -> SeqResult<()> {
         if self.is_closed() {
             return Err(SeqError::new(
                 ErrorCode::ClientClosed,

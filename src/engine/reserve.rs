@@ -157,7 +157,7 @@ impl Reservation {
 
     /// Reserves `count` values.
     pub async fn run(self, count: i64) -> SeqResult<IdRange> {
-        self.handle.store(&self.key.database)?;
+        self.handle.ensure_open()?;
         let fetch = self.fetcher();
         if let Some(slot) = self.cached(count) {
             slot.clone().reserve(count, fetch).await
