@@ -12,6 +12,7 @@ use crate::binding::name::read_counter_name;
 use crate::binding::options::{read_integer, read_options};
 use crate::binding::output::{Output, Value};
 use crate::binding::spawn::promise;
+use crate::engine::admin;
 use crate::engine::error::{SeqError, SeqResult};
 use crate::engine::reserve::Reservation;
 use crate::engine::sequence_config::SequenceConfig;
@@ -33,6 +34,29 @@ where
         let named = named?;
         let reservation = named.clone().prepare(slot).await?;
         op(reservation, named).await
+    })
+}
+
+/// Runs the management write `op` on the prepared counter of `named`, discarding this
+/// process's cached blocks and configuration hint of that counter before and after it
+/// (as PostgreSQL's `setval` discards the session's cache), from whichever function or
+/// handle the counter was used.
+pub fn managed_promise<'env, F, Fut>(
+    env: &'env Env,
+    named: SeqResult<NamedCounter>,
+    slot: Option<&ReservationSlot>,
+    op: F,
+) -> napi::Result<PromiseRaw<'env, Output>>
+where
+    F: FnOnce(Reservation, NamedCounter) -> Fut + Send + 'static,
+    Fut: Future<Output = SeqResult<Output>> + Send + 'static,
+{
+    admin_promise(env, named, slot, |reservation, named| async move {
+        let state = reservation.state().clone();
+        state.invalidate();
+        let outcome = op(reservation, named).await;
+        state.invalidate();
+        outcome
     })
 }
 
@@ -176,13 +200,15 @@ pub fn sync_to_max<'env>(
             field,
         ))
     });
-    promise(env, async move {
-        let (named, source, field) = named?;
-        let reservation = named.clone().prepare(None).await?;
-        let value = reservation
-            .store()
-            .sync_to_max(reservation.counter(), &source, &field)
-            .await?;
+    let named = named.map(|(named, source, field)| (named, (source, field)));
+    let (named, source) = match named {
+        Ok((named, source)) => (Ok(named), Some(source)),
+        Err(e) => (Err(e), None),
+    };
+    managed_promise(env, named, None, move |reservation, named| async move {
+        let (source, field) = source.expect("read with the counter");
+        let largest = reservation.store().largest_in(&source, &field).await?;
+        let value = admin::raise_to(reservation.counters(), reservation.counter(), largest).await?;
         Ok(Output::Single(Value::checked(
             &named.label,
             value,

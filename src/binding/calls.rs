@@ -16,6 +16,7 @@ use crate::engine::allocate::IdRange;
 use crate::engine::counter_name::CounterName;
 use crate::engine::error::{SeqError, SeqResult};
 use crate::engine::options::SequenceOptions;
+use crate::engine::counter_state::{Outcome, Submitted};
 use crate::engine::reserve::Reservation;
 use crate::engine::validate::check_count;
 
@@ -99,31 +100,27 @@ pub fn refuse_format(counter: &NamedCounter) -> SeqResult<()> {
     Ok(())
 }
 
-/// Settles the call at once when the block cache can serve it (spawning the prefetch of
-/// the next block if one is due); `None` when it cannot. A reservation kept in `slot` is
-/// used in place, without cloning.
-pub fn settle_cached<'env>(
-    env: &'env Env,
+/// Submits the call at once when its reservation is at hand (kept in `slot`, or for a
+/// client already open), so that calls keep the order in which JavaScript made them;
+/// `None` when the client must be opened first.
+fn submit_now(
     named: &NamedCounter,
     count: i64,
-    shape: Shape,
     slot: Option<&ReservationSlot>,
-) -> Option<napi::Result<PromiseRaw<'env, Output>>> {
-    named.options.cache?;
-    let served = match slot.and_then(|s| kept(s, |r| r.try_cached(count))) {
-        Some(served) => served,
-        None => {
-            let (handle, database) = named.target.resolve_now()?;
-            Reservation::new(&handle, database, &named.name, &named.options)
-                .ok()?
-                .try_cached(count)
-        }
-    };
-    let (range, prefetch) = served?;
-    if let Some(prefetch) = prefetch {
-        napi::bindgen_prelude::spawn(prefetch);
+) -> Option<SeqResult<Submitted>> {
+    if let Some(submitted) = slot.and_then(|s| kept(s, |r| r.submit(count))) {
+        return Some(submitted);
     }
-    Some(settled(env, shape(&named.label, range, &named.options)))
+    let (handle, database) = named.target.resolve_now()?;
+    let reservation = match Reservation::new(&handle, database, &named.name, &named.options) {
+        Ok(reservation) => reservation,
+        Err(error) => return Some(Err(error)),
+    };
+    let submitted = reservation.submit(count);
+    if let Some(slot) = slot {
+        *slot.lock().expect("reservation slot") = Some(reservation);
+    }
+    Some(submitted)
 }
 
 /// Reads a count argument: a whole number from 1 to `max`.
@@ -135,19 +132,37 @@ pub fn read_count(value: &Unknown, max: i64) -> SeqResult<i64> {
 }
 
 /// A promise for `count` values of `counter`, shaped by `shape`. Argument errors reject
-/// it too; a call the block cache can serve settles it at once.
+/// it too; a call the block cache can serve settles it at once, without leaving the
+/// JavaScript thread.
 pub fn reserve_promise<'env>(
     env: &'env Env,
-    counter: SeqResult<NamedCounter>,
+    counter: Result<&NamedCounter, &SeqError>,
     count: SeqResult<i64>,
     shape: Shape,
     slot: Option<&ReservationSlot>,
 ) -> napi::Result<PromiseRaw<'env, Output>> {
-    if let (Ok(named), Ok(count)) = (&counter, &count) {
-        if let Some(done) = settle_cached(env, named, *count, shape, slot) {
-            return done;
+    if let (Ok(named), Ok(count)) = (counter, &count) {
+        if let Some(submitted) = submit_now(named, *count, slot) {
+            let Submitted {
+                outcome,
+                background,
+            } = match submitted {
+                Ok(submitted) => submitted,
+                Err(error) => return settled(env, Err(error)),
+            };
+            if let Some(background) = background {
+                napi::bindgen_prelude::spawn(background);
+            }
+            return match outcome {
+                Outcome::Now(range) => settled(env, shape(&named.label, range, &named.options)),
+                Outcome::Later(pending) => {
+                    let (label, options) = (named.label.clone(), named.options.clone());
+                    promise(env, async move { shape(&label, pending.await?, &options) })
+                }
+            };
         }
     }
+    let counter = counter.cloned().map_err(Clone::clone);
     let slot = slot.cloned();
     promise(env, async move {
         let (named, count) = (counter?, count?);

@@ -29,7 +29,7 @@ pub fn get_next_sequence_value<'env>(
     options: Option<Unknown<'env>>,
 ) -> napi::Result<PromiseRaw<'env, Output>> {
     let counter = NamedCounter::read(env, &db, &name, options.as_ref());
-    reserve_promise(env, counter, Ok(1), Output::single, None)
+    reserve_promise(env, counter.as_ref(), Ok(1), Output::single, None)
 }
 
 /// Reserves `count` contiguous values of sequence `name` in one round trip
@@ -50,7 +50,7 @@ pub fn get_next_sequence_batch<'env>(
 ) -> napi::Result<PromiseRaw<'env, Output>> {
     let counter = NamedCounter::read(env, &db, &name, options.as_ref());
     let count = read_count(&count, MAX_BATCH_COUNT);
-    reserve_promise(env, counter, count, Output::values, None)
+    reserve_promise(env, counter.as_ref(), count, Output::values, None)
 }
 
 /// Reserves `count` contiguous values (up to 2^31 - 1) in one round trip and resolves
@@ -71,5 +71,5 @@ pub fn get_next_sequence_range<'env>(
     let counter = NamedCounter::read(env, &db, &name, options.as_ref())
         .and_then(|c| refuse_format(&c).map(|()| c));
     let count = read_count(&count, MAX_RANGE_COUNT);
-    reserve_promise(env, counter, count, Output::range, None)
+    reserve_promise(env, counter.as_ref(), count, Output::range, None)
 }

@@ -5,9 +5,10 @@ use std::sync::{Arc, Mutex};
 
 use napi::bindgen_prelude::{Env, PromiseRaw, Unknown};
 
-use crate::binding::admin::{admin_promise, read_init};
+use crate::binding::admin::{admin_promise, managed_promise, read_init};
+use crate::engine::admin;
 use crate::binding::calls::{
-    read_count, refuse_format, reserve_promise, settle_cached, NamedCounter, ReservationSlot, Shape,
+    read_count, refuse_format, reserve_promise, NamedCounter, ReservationSlot, Shape,
 };
 use crate::binding::js_error::to_js_error;
 use crate::binding::options::read_integer;
@@ -29,19 +30,7 @@ impl Sequence {
         count: crate::engine::error::SeqResult<i64>,
         shape: Shape,
     ) -> napi::Result<PromiseRaw<'env, Output>> {
-        if let Ok(count) = count {
-            // Fast path: a cached call settles here without cloning the counter.
-            if let Some(done) = settle_cached(env, &self.counter, count, shape, Some(&self.slot)) {
-                return done;
-            }
-        }
-        reserve_promise(
-            env,
-            Ok(self.counter.clone()),
-            count,
-            shape,
-            Some(&self.slot),
-        )
+        reserve_promise(env, Ok(&self.counter), count, shape, Some(&self.slot))
     }
 }
 
@@ -77,7 +66,7 @@ impl Sequence {
         count: Unknown<'env>,
     ) -> napi::Result<PromiseRaw<'env, Output>> {
         if let Err(e) = refuse_format(&self.counter) {
-            return reserve_promise(env, Err(e), Ok(1), Output::range, None);
+            return reserve_promise(env, Err(&e), Ok(1), Output::range, None);
         }
         self.reserve(env, read_count(&count, MAX_RANGE_COUNT), Output::range)
     }
@@ -91,7 +80,7 @@ impl Sequence {
             Ok(self.counter.clone()),
             Some(&self.slot),
             |r, named| async move {
-                let value = r.store().current(r.counter()).await?;
+                let value = admin::current(r.counters(), r.counter()).await?;
                 Ok(Output::Single(Value::checked(
                     &named.label,
                     value,
@@ -123,9 +112,9 @@ impl Sequence {
             .as_ref()
             .map(|_| self.counter.clone())
             .map_err(Clone::clone);
-        admin_promise(env, named, Some(&self.slot), move |r, _| async move {
+        managed_promise(env, named, Some(&self.slot), move |r, _| async move {
             let spec = spec?;
-            let created = r.store().init(r.counter(), spec.start, spec.config).await?;
+            let created = admin::init(r.counters(), r.counter(), spec.start, spec.config).await?;
             Ok(Output::Flag(created))
         })
     }
@@ -147,10 +136,8 @@ impl Sequence {
             .as_ref()
             .map(|_| self.counter.clone())
             .map_err(Clone::clone);
-        admin_promise(env, named, Some(&self.slot), move |r, named| async move {
-            r.store()
-                .set(r.counter(), value?, named.options.upsert)
-                .await?;
+        managed_promise(env, named, Some(&self.slot), move |r, named| async move {
+            admin::set(r.counters(), r.counter(), value?, named.options.upsert).await?;
             Ok(Output::Nothing)
         })
     }
@@ -159,12 +146,12 @@ impl Sequence {
     /// `init`, else the handle's `start` option, else 1). Resolves with that start.
     #[napi(ts_return_type = "Promise<number | bigint>")]
     pub fn reset<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, Output>> {
-        admin_promise(
+        managed_promise(
             env,
             Ok(self.counter.clone()),
             Some(&self.slot),
             |r, named| async move {
-                let start = r.store().reset(r.counter(), named.options.start).await?;
+                let start = admin::reset(r.counters(), r.counter(), named.options.start).await?;
                 Ok(Output::Single(Value::checked(
                     &named.label,
                     start,
@@ -177,11 +164,14 @@ impl Sequence {
     /// Deletes the counter. Resolves `true` when it existed.
     #[napi(ts_return_type = "Promise<boolean>")]
     pub fn drop<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, Output>> {
-        admin_promise(
+        managed_promise(
             env,
             Ok(self.counter.clone()),
             Some(&self.slot),
-            |r, _| async move { Ok(Output::Flag(r.store().drop_counter(r.counter()).await?)) },
+            |r, _| async move {
+                let existed = admin::drop_counter(r.counters(), r.counter()).await?;
+                Ok(Output::Flag(existed))
+            },
         )
     }
 

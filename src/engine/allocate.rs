@@ -8,7 +8,8 @@ use crate::engine::counter_value::{
 };
 use crate::engine::error::{ErrorCode, SeqError, SeqResult};
 use crate::engine::sequence_config::SequenceConfig;
-use crate::engine::store::{CounterDoc, CounterRef, CounterStore, FieldGuard};
+use crate::engine::demand::{plan_configured, split, total, Demand, Write};
+use crate::engine::store::{CounterDoc, CounterRef, CounterStore, FieldGuard, NewCounter};
 
 /// How many times a reservation starts over after losing a race (another caller created
 /// the counter, or changed it between a read and a guarded write).
@@ -37,6 +38,16 @@ impl Default for CreatePolicy {
 
 pub use crate::engine::id_range::IdRange;
 
+/// What one round trip served: one result per demand, and the configuration the counter
+/// turned out to have (a hint for the next call).
+#[derive(Debug)]
+pub struct Allocation {
+    /// One result per demand, in order.
+    pub grants: Vec<SeqResult<IdRange>>,
+    /// The counter's step and limits, when it is configured.
+    pub config: Option<SequenceConfig>,
+}
+
 /// Reserves `count` contiguous values (count ≥ 1) from `counter` in as few round trips as
 /// the stored state allows: one for an existing integer counter.
 pub async fn allocate<S: CounterStore>(
@@ -45,32 +56,42 @@ pub async fn allocate<S: CounterStore>(
     policy: CreatePolicy,
     count: i64,
 ) -> SeqResult<IdRange> {
-    allocate_with_hint(store, counter, policy, count, None)
-        .await
-        .map(|(range, _)| range)
+    let turn = tokio::sync::Mutex::new(());
+    let demands = [Demand::Exact(count)];
+    let mut served = allocate_demands(store, counter, policy, &demands, None, &turn).await?;
+    served.grants.remove(0)
 }
 
-/// [`allocate`], first trying the configuration `hint` (as seen by an earlier call) in
-/// one round trip. Returns the configuration the counter turned out to have, if any.
-pub async fn allocate_with_hint<S: CounterStore>(
+/// Serves `demands` (calls merged into one round trip, in call order) from `counter`,
+/// each as if it had run alone after the ones before it. The outer error fails every
+/// demand (the round trip failed); the inner ones fail one demand (exhausted, or larger
+/// than a cycle). `hint` is the configuration seen by an earlier call, tried first in one
+/// round trip. `turn` serialises, per counter and process, the read-then-write path of
+/// configured counters, so this process's own calls never make each other retry.
+pub async fn allocate_demands<S: CounterStore>(
     store: &S,
     counter: &CounterRef,
     policy: CreatePolicy,
-    count: i64,
+    demands: &[Demand],
     hint: Option<SequenceConfig>,
-) -> SeqResult<(IdRange, Option<SequenceConfig>)> {
+    turn: &tokio::sync::Mutex<()>,
+) -> SeqResult<Allocation> {
+    let total = total(demands);
     if let Some(config) = hint {
-        if let Some(after) = store.advance_configured(counter, &config, count).await? {
-            let last = integer_after_increment(Some(&after)).map_err(|found| {
-                SeqError::invalid_counter(&counter.label, &counter.field, &found)
-            })?;
-            let range = IdRange::stepped_ending_at(last, count, config.step)?;
-            return Ok((range, Some(config)));
+        if let Some(after) = store.advance_configured(counter, &config, total).await? {
+            return served_by_increment(counter, &config, after, demands);
         }
     }
-    for _ in 0..MAX_ATTEMPTS {
-        match store.increment_integer(counter, count).await {
-            Ok(Some(after)) => return Ok((block_from(counter, Some(&after), count)?, None)),
+    for attempt in 0..MAX_ATTEMPTS {
+        back_off(attempt).await;
+        match store.increment_integer(counter, total).await {
+            Ok(Some(after)) => {
+                let range = block_from(counter, Some(&after), total)?;
+                return Ok(Allocation {
+                    grants: split(range, demands),
+                    config: None,
+                });
+            }
             Ok(None) => {}
             // `$type` also matches an array holding an integer, which `$inc` then refuses
             // without writing: read the counter to report what it holds.
@@ -79,7 +100,7 @@ pub async fn allocate_with_hint<S: CounterStore>(
         }
         let outcome = match store.read(counter).await? {
             None if !policy.upsert => return Err(SeqError::not_found(&counter.label)),
-            None => create_counter(store, counter, policy, count).await?,
+            None => create_counter(store, counter, policy, total).await?,
             Some(CounterDoc {
                 config: Err(damage),
                 ..
@@ -91,31 +112,138 @@ pub async fn allocate_with_hint<S: CounterStore>(
                 ))
             }
             Some(CounterDoc {
-                config: Ok(Some(config)),
-                value,
+                config: Ok(Some(_)),
+                ..
             }) => {
-                let advanced =
-                    advance_configured(store, counter, &config, value.as_ref(), count).await?;
-                if let Some(range) = advanced {
-                    return Ok((range, Some(config)));
-                }
-                None
+                let _my_turn = turn.lock().await;
+                return serve_configured(store, counter, demands).await;
             }
             Some(CounterDoc { value, .. }) => {
-                advance_unusual(store, counter, value.as_ref(), count).await?
+                advance_unusual(store, counter, value.as_ref(), total).await?
             }
         };
         if let Some(range) = outcome {
-            return Ok((range, None));
+            return Ok(Allocation {
+                grants: split(range, demands),
+                config: None,
+            });
         }
     }
-    Err(SeqError::new(
+    Err(contention(counter))
+}
+
+fn contention(counter: &CounterRef) -> SeqError {
+    SeqError::new(
         ErrorCode::Contention,
         format!(
             "Sequence '{}' kept changing during {MAX_ATTEMPTS} attempts; try again",
             counter.label
         ),
-    ))
+    )
+}
+
+/// Waits a little, with jitter, before attempt `attempt` (none before the first two):
+/// other processes are changing the counter.
+async fn back_off(attempt: u32) {
+    if attempt < 2 {
+        return;
+    }
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
+    let micros = u64::from(attempt.min(10)) * 500 + u64::from(nanos % 1000);
+    tokio::time::sleep(std::time::Duration::from_micros(micros)).await;
+}
+
+/// The demands served by an `$inc` of all of them that left the counter at `after`.
+fn served_by_increment(
+    counter: &CounterRef,
+    config: &SequenceConfig,
+    after: Bson,
+    demands: &[Demand],
+) -> SeqResult<Allocation> {
+    let last = integer_after_increment(Some(&after))
+        .map_err(|found| SeqError::invalid_counter(&counter.label, &counter.field, &found))?;
+    let range = IdRange::stepped_ending_at(last, total(demands), config.step)?;
+    Ok(Allocation {
+        grants: split(range, demands),
+        config: Some(*config),
+    })
+}
+
+/// Serves `demands` from a configured counter: reads it, plans every demand in order
+/// ([`plan_configured`]) and writes the outcome, guarded on what was read; starts over
+/// (bounded) when the counter changed meanwhile.
+async fn serve_configured<S: CounterStore>(
+    store: &S,
+    counter: &CounterRef,
+    demands: &[Demand],
+) -> SeqResult<Allocation> {
+    for attempt in 0..MAX_ATTEMPTS {
+        back_off(attempt).await;
+        let Some(doc) = store.read(counter).await? else {
+            return Err(SeqError::not_found(&counter.label));
+        };
+        let config = match doc.config {
+            Ok(Some(now)) => now,
+            Ok(None) => return Err(changed_kind(counter)),
+            Err(damage) => {
+                return Err(SeqError::invalid_counter(
+                    &counter.label,
+                    &counter.field,
+                    &damage,
+                ))
+            }
+        };
+        let current = match classify(doc.value.as_ref()) {
+            StoredCounter::Integer(v) => v,
+            _ => {
+                let found = doc
+                    .value
+                    .as_ref()
+                    .map(|v| crate::engine::counter_value::type_name(v).to_string())
+                    .unwrap_or_else(|| "no value".to_string());
+                return Err(SeqError::invalid_counter(
+                    &counter.label,
+                    &counter.field,
+                    &found,
+                ));
+            }
+        };
+        let plan = plan_configured(&counter.label, &counter.field, &config, current, demands)?;
+        let written = match plan.write {
+            Write::Nothing => true,
+            Write::Increment(count) => {
+                if let Some(after) = store.advance_configured(counter, &config, count).await? {
+                    return served_by_increment(counter, &config, after, demands);
+                }
+                false
+            }
+            Write::CompareAndSet(last) => {
+                store
+                    .compare_and_set(counter, Some(&config), Some(current), last)
+                    .await?
+            }
+        };
+        if written {
+            return Ok(Allocation {
+                grants: plan.grants,
+                config: Some(config),
+            });
+        }
+    }
+    Err(contention(counter))
+}
+
+fn changed_kind(counter: &CounterRef) -> SeqError {
+    SeqError::new(
+        ErrorCode::Contention,
+        format!(
+            "Sequence '{}' was replaced by an unconfigured counter during the call; try again",
+            counter.label
+        ),
+    )
 }
 
 /// Creates the counter so that this call gets `start..start+count-1`. `None` when another
@@ -132,89 +260,11 @@ async fn create_counter<S: CounterStore>(
             counter.label, policy.start
         ))
     })?;
-    if store.create(counter, last).await? {
+    if store.create(counter, NewCounter::plain(last)).await? {
         Ok(Some(IdRange::contiguous(policy.start, last)))
     } else {
         Ok(None)
     }
-}
-
-/// Advances a configured counter by `count` steps within its limits, restarts a cycling
-/// one at its other end when it would pass a limit, or fails with `SEQUENCE_EXHAUSTED`.
-/// Every write is guarded on what was read; `None` when the counter changed meanwhile.
-async fn advance_configured<S: CounterStore>(
-    store: &S,
-    counter: &CounterRef,
-    config: &SequenceConfig,
-    value: Option<&Bson>,
-    count: i64,
-) -> SeqResult<Option<IdRange>> {
-    let current = match classify(value) {
-        StoredCounter::Integer(v) => v,
-        StoredCounter::Missing => {
-            return Err(SeqError::invalid_counter(
-                &counter.label,
-                &counter.field,
-                "no value",
-            ))
-        }
-        StoredCounter::IntegralDouble(_) | StoredCounter::Unusable(_) => {
-            let found = match value {
-                Some(v) => crate::engine::counter_value::type_name(v).to_string(),
-                None => "no value".to_string(),
-            };
-            return Err(SeqError::invalid_counter(
-                &counter.label,
-                &counter.field,
-                &found,
-            ));
-        }
-    };
-    if config.next_last(current, count).is_some() {
-        return match store.advance_configured(counter, config, count).await? {
-            Some(after) => {
-                let last = integer_after_increment(Some(&after)).map_err(|found| {
-                    SeqError::invalid_counter(&counter.label, &counter.field, &found)
-                })?;
-                IdRange::stepped_ending_at(last, count, config.step).map(Some)
-            }
-            None => Ok(None),
-        };
-    }
-    if !config.cycle {
-        return Err(SeqError::new(
-            ErrorCode::SequenceExhausted,
-            format!(
-                "Sequence '{}' is exhausted: {count} more value(s) after {current} would pass \
-                 its {} {}",
-                counter.label,
-                if config.step > 0 {
-                    "maxValue"
-                } else {
-                    "minValue"
-                },
-                if config.step > 0 {
-                    config.max
-                } else {
-                    config.min
-                },
-            ),
-        ));
-    }
-    let last = config.restart_last(count).ok_or_else(|| {
-        SeqError::invalid_argument(format!(
-            "Sequence '{}' cycles within {} values; {count} cannot be reserved at once",
-            counter.label,
-            (config.max - config.min) / config.step.abs() + 1
-        ))
-    })?;
-    if store
-        .restart_configured(counter, config, current, last)
-        .await?
-    {
-        return IdRange::stepped_ending_at(last, count, config.step).map(Some);
-    }
-    Ok(None)
 }
 
 /// Advances a counter whose field is absent or a double, guarded on what was read, or

@@ -9,13 +9,17 @@
 //! reserves several blocks at once, doubling up to [`MAX_BLOCKS_PER_FETCH`]; it halves
 //! again when a fetch is not needed within a second.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::future::Future;
-use std::hash::Hash;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::engine::waiter::{receive, Waiter};
+use tokio::sync::oneshot;
+
+use crate::engine::coalesce::Grants;
+use crate::engine::demand::Demand;
+use crate::engine::waiter::Waiter;
 
 use crate::engine::allocate::IdRange;
 use crate::engine::error::SeqResult;
@@ -63,7 +67,7 @@ impl Entry {
         None
     }
 
-    /// Hands fetched values to the waiters in order; true when all are served.
+    /// Hands cached values to the waiters in order; true when all are served.
     fn serve_waiters(&mut self) -> bool {
         while let Some(waiter) = self.waiters.front() {
             let Some(range) = self.take(waiter.count) else {
@@ -73,6 +77,17 @@ impl Entry {
             waiter.answer(Ok(range));
         }
         true
+    }
+
+    /// Stores a fetched fill, split into blocks of `size`, in order.
+    fn store(&mut self, values: IdRange, size: i64) {
+        let total = values.count();
+        let mut offset = 0;
+        while offset < total {
+            let length = size.min(total - offset);
+            self.blocks.push_back(values.slice(offset, length));
+            offset += length;
+        }
     }
 }
 
@@ -87,13 +102,18 @@ pub struct Taken {
 /// The cached blocks of one counter, with block size `size`.
 pub struct CacheSlot {
     size: i64,
+    /// The counter's generation, moved on by every management write of this process:
+    /// a fill fetched in an older generation is thrown away.
+    generation: Arc<AtomicU64>,
     entry: Mutex<Entry>,
 }
 
 impl CacheSlot {
-    fn new(size: i64) -> Self {
+    /// An empty slot of blocks of `size`, following the counter's `generation`.
+    pub fn new(size: i64, generation: Arc<AtomicU64>) -> Self {
         CacheSlot {
             size,
+            generation,
             entry: Mutex::new(Entry {
                 blocks: VecDeque::new(),
                 fetching: false,
@@ -113,6 +133,14 @@ impl CacheSlot {
         self.size
     }
 
+    /// Throws away every cached value (after a management write: `set`, `reset`, `drop`,
+    /// `init`, `syncToMax`). Calls waiting for a fetch keep waiting for it.
+    pub fn discard(&self) {
+        let mut entry = self.lock();
+        entry.blocks.clear();
+        entry.blocks_per_fetch = 1;
+    }
+
     /// Serves `count` values without waiting, or `None` when the blocks have too few (or
     /// calls are already waiting, so order is kept). With `Taken::prefetch`, less than
     /// half of a fetch is left and none is under way: the caller should start one.
@@ -130,62 +158,83 @@ impl CacheSlot {
         Some(Taken { range, prefetch })
     }
 
-    /// Reserves `count` values (at most the block size), from the cache when possible,
-    /// otherwise waiting for the next fetch. `fetch(n)` reserves `n` values in one round
-    /// trip.
-    pub async fn reserve<F, Fut>(self: Arc<Self>, count: i64, fetch: F) -> SeqResult<IdRange>
+    /// Queues a call for `count` values (at most the block size) that [`try_take`] could
+    /// not serve, at once so that calls keep their order. Returns where its values will
+    /// arrive and, when no fetch is under way, the fetch to spawn.
+    ///
+    /// [`try_take`]: CacheSlot::try_take
+    pub fn wait<F, Fut>(
+        self: &Arc<Self>,
+        count: i64,
+        fetch: F,
+    ) -> (
+        oneshot::Receiver<SeqResult<IdRange>>,
+        Option<impl Future<Output = ()> + Send + 'static>,
+    )
     where
-        F: Fn(i64) -> Fut + Send + 'static,
-        Fut: Future<Output = SeqResult<IdRange>> + Send + 'static,
+        F: Fn(Vec<Demand>) -> Fut + Send + 'static,
+        Fut: Future<Output = Grants> + Send + 'static,
     {
-        if let Some(taken) = self.try_take(count) {
-            if taken.prefetch {
-                tokio::spawn(self.clone().prefetch(fetch));
-            }
-            return Ok(taken.range);
-        }
         let (waiter, answer) = Waiter::new(count);
         let start_fetch = {
             let mut entry = self.lock();
             entry.waiters.push_back(waiter);
             !std::mem::replace(&mut entry.fetching, true)
         };
-        if start_fetch {
-            tokio::spawn(self.clone().prefetch(fetch));
-        }
-        receive(answer).await
+        (answer, start_fetch.then(|| self.clone().prefetch(fetch)))
     }
 
-    /// Fetches blocks until the waiters are served; the caller has set `fetching`
-    /// (through [`CacheSlot::try_take`] or [`CacheSlot::reserve`]).
+    /// Fetches until the waiters are served: each round trip serves the waiting calls
+    /// (each as its own demand, so a bounded counter treats them as it would alone) and
+    /// fills the cache with what is left before the counter's limit, at most one fetch's
+    /// worth. The caller has set `fetching` (through [`CacheSlot::try_take`] or
+    /// [`CacheSlot::wait`]).
     pub async fn prefetch<F, Fut>(self: Arc<Self>, fetch: F)
     where
-        F: Fn(i64) -> Fut + Send + 'static,
-        Fut: Future<Output = SeqResult<IdRange>> + Send + 'static,
+        F: Fn(Vec<Demand>) -> Fut + Send + 'static,
+        Fut: Future<Output = Grants> + Send + 'static,
     {
         loop {
-            let amount = {
+            let (demands, generation) = {
                 let mut entry = self.lock();
                 let idle = entry.last_fetch.is_some_and(|t| t.elapsed() > SLOW_DEMAND);
                 if idle && entry.waiters.is_empty() {
                     entry.blocks_per_fetch = (entry.blocks_per_fetch / 2).max(1);
                 }
-                (self.size * entry.blocks_per_fetch).min(MAX_RANGE_COUNT)
+                let mut demands: Vec<Demand> = Vec::new();
+                let mut total = 0;
+                for waiter in &entry.waiters {
+                    if total + waiter.count > MAX_RANGE_COUNT {
+                        break;
+                    }
+                    total += waiter.count;
+                    demands.push(Demand::Exact(waiter.count));
+                }
+                let fill = (self.size * entry.blocks_per_fetch).min(MAX_RANGE_COUNT - total);
+                if fill > 0 {
+                    demands.push(Demand::UpTo(fill));
+                }
+                (demands, self.generation.load(Ordering::SeqCst))
             };
-            let result = fetch(amount).await;
+            let served = demands
+                .iter()
+                .filter(|d| matches!(d, Demand::Exact(_)))
+                .count();
+            let result = fetch(demands).await;
             let mut entry = self.lock();
             entry.last_fetch = Some(Instant::now());
             match result {
-                Ok(values) => {
-                    // Split into blocks of the configured size, in order.
-                    let total = values.count();
-                    let mut offset = 0;
-                    while offset < total {
-                        let size = self.size.min(total - offset);
-                        entry.blocks.push_back(values.slice(offset, size));
-                        offset += size;
+                Ok(mut grants) => {
+                    let fill = (grants.len() > served).then(|| grants.pop()).flatten();
+                    for grant in grants {
+                        let waiter = entry.waiters.pop_front().expect("a waiter per demand");
+                        waiter.answer(grant);
                     }
-                    let ran_dry = !entry.waiters.is_empty();
+                    let current = self.generation.load(Ordering::SeqCst) == generation;
+                    if let (Some(Ok(values)), true) = (fill, current) {
+                        entry.store(values, self.size);
+                    }
+                    let ran_dry = served > 0 || !entry.waiters.is_empty();
                     if entry.serve_waiters() {
                         if ran_dry {
                             entry.blocks_per_fetch =
@@ -217,40 +266,37 @@ impl CacheSlot {
     }
 }
 
-/// Per-counter cache slots.
-pub struct BlockCache<K> {
-    slots: Mutex<HashMap<(K, i64), Arc<CacheSlot>>>,
-}
-
-impl<K> Default for BlockCache<K> {
-    fn default() -> Self {
-        BlockCache {
-            slots: Mutex::new(HashMap::new()),
-        }
-    }
-}
-
-impl<K: Eq + Hash + Clone> BlockCache<K> {
-    /// The slot of counter `key` with block size `size`, created on first use.
-    pub fn slot(&self, key: &K, size: i64) -> Arc<CacheSlot> {
-        let mut slots = self.slots.lock().expect("block cache lock");
-        slots
-            .entry((key.clone(), size))
-            .or_insert_with(|| Arc::new(CacheSlot::new(size)))
-            .clone()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use std::sync::atomic::Ordering;
     use std::sync::Arc;
 
     use super::*;
-    use crate::engine::test_support::{run, values_of, FakeCounter, Rng};
+    use crate::engine::test_support::{by_total, run, values_of, FakeCounter, Rng};
 
     fn slot(size: i64) -> Arc<CacheSlot> {
-        BlockCache::<u32>::default().slot(&1, size)
+        Arc::new(CacheSlot::new(size, Default::default()))
+    }
+
+    impl CacheSlot {
+        /// Takes or waits, spawning what must run, as the engine does; fetches by totals.
+        async fn reserve<F, Fut>(self: Arc<Self>, count: i64, fetch: F) -> SeqResult<IdRange>
+        where
+            F: Fn(i64) -> Fut + Send + Sync + 'static,
+            Fut: Future<Output = SeqResult<IdRange>> + Send + 'static,
+        {
+            if let Some(taken) = self.try_take(count) {
+                if taken.prefetch {
+                    tokio::spawn(self.clone().prefetch(by_total(fetch)));
+                }
+                return Ok(taken.range);
+            }
+            let (answer, fetching) = self.wait(count, by_total(fetch));
+            if let Some(fetching) = fetching {
+                tokio::spawn(fetching);
+            }
+            crate::engine::waiter::receive(answer).await
+        }
     }
 
     #[test]
@@ -334,9 +380,10 @@ mod tests {
                 .await;
             assert_eq!(r.unwrap(), IdRange::contiguous(1, 1));
         });
-        assert_eq!(cache.available(), 9);
+        // The waiting call got its own value; the fill is a whole block.
+        assert_eq!(cache.available(), 10);
         let mut prefetch_asked = false;
-        for expected in 2..=10 {
+        for expected in 2..=11 {
             let taken = cache.try_take(1).expect("served from the block");
             assert_eq!(taken.range.first, expected);
             prefetch_asked |= taken.prefetch;

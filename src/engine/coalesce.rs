@@ -8,13 +8,19 @@
 use std::collections::{HashMap, VecDeque};
 use std::future::Future;
 use std::hash::Hash;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
-use crate::engine::waiter::{receive, Waiter};
+use tokio::sync::oneshot;
+
+use crate::engine::demand::Demand;
+use crate::engine::waiter::Waiter;
 
 use crate::engine::allocate::IdRange;
 use crate::engine::error::SeqResult;
 use crate::engine::validate::MAX_RANGE_COUNT;
+
+/// The answer to each demand of one round trip, or the error that failed all of them.
+pub type Grants = SeqResult<Vec<SeqResult<IdRange>>>;
 
 /// Queues of waiting calls, one per counter key; a key is present while a round trip for
 /// it is in flight.
@@ -31,14 +37,24 @@ impl<K> Default for Coalescer<K> {
 }
 
 impl<K: Eq + Hash + Clone + Send + 'static> Coalescer<K> {
-    /// Reserves `count` values of the counter `key`. `fetch(total)` reserves `total`
-    /// contiguous values in one round trip; calls with equal keys must pass equivalent
-    /// `fetch`es (same counter, same options), since whichever starts a round trip serves
-    /// everybody queued behind it.
-    pub async fn reserve<F, Fut>(&'static self, key: K, count: i64, fetch: F) -> SeqResult<IdRange>
+    /// Queues a call for `count` values of the counter `key`, at once (so calls are served
+    /// in the order they were submitted), and returns where its values will arrive. When
+    /// this call starts a round trip, the second element drives it and must be spawned.
+    /// `fetch(demands)` serves the demands in one round trip; calls with equal keys must
+    /// pass equivalent `fetch`es (same counter, same options), since whichever starts a
+    /// round trip serves everybody queued behind it.
+    pub fn submit<F, Fut>(
+        self: &Arc<Self>,
+        key: K,
+        count: i64,
+        fetch: F,
+    ) -> (
+        oneshot::Receiver<SeqResult<IdRange>>,
+        Option<impl Future<Output = ()> + Send + 'static>,
+    )
     where
-        F: Fn(i64) -> Fut + Send + 'static,
-        Fut: Future<Output = SeqResult<IdRange>> + Send + 'static,
+        F: Fn(Vec<Demand>) -> Fut + Send + 'static,
+        Fut: Future<Output = Grants> + Send + 'static,
     {
         let (waiter, answer) = Waiter::new(count);
         let starts_round_trip = {
@@ -54,21 +70,19 @@ impl<K: Eq + Hash + Clone + Send + 'static> Coalescer<K> {
                 }
             }
         };
-        if starts_round_trip {
-            tokio::spawn(self.drive(key, fetch));
-        }
-        receive(answer).await
+        let driver = starts_round_trip.then(|| self.clone().drive(key, fetch));
+        (answer, driver)
     }
 
     /// Serves the queue of `key` one round trip at a time until it is empty.
-    async fn drive<F, Fut>(&'static self, key: K, fetch: F)
+    async fn drive<F, Fut>(self: Arc<Self>, key: K, fetch: F)
     where
-        F: Fn(i64) -> Fut + Send + 'static,
-        Fut: Future<Output = SeqResult<IdRange>> + Send + 'static,
+        F: Fn(Vec<Demand>) -> Fut + Send + 'static,
+        Fut: Future<Output = Grants> + Send + 'static,
     {
         while let Some(batch) = self.next_batch(&key) {
-            let total: i64 = batch.iter().map(|w| w.count).sum();
-            let result = fetch(total).await;
+            let demands = batch.iter().map(|w| Demand::Exact(w.count)).collect();
+            let result = fetch(demands).await;
             hand_out(batch, result);
         }
     }
@@ -100,16 +114,13 @@ impl<K: Eq + Hash + Clone + Send + 'static> Coalescer<K> {
     }
 }
 
-/// Splits `result` into the callers' slices, in queue order, or gives each the error.
-fn hand_out(batch: Vec<Waiter>, result: SeqResult<IdRange>) {
+/// Gives each caller its own result, in queue order, or each the round trip's error.
+pub fn hand_out(batch: Vec<Waiter>, result: Grants) {
     match result {
-        Ok(range) => {
-            let mut offset = 0;
-            for waiter in batch {
-                let slice = range.slice(offset, waiter.count);
-                offset += waiter.count;
-                // A caller that went away simply drops its slice (a gap, never a duplicate).
-                waiter.answer(Ok(slice));
+        Ok(grants) => {
+            // A caller that went away simply drops its slice (a gap, never a duplicate).
+            for (waiter, grant) in batch.into_iter().zip(grants) {
+                waiter.answer(grant);
             }
         }
         Err(error) => {
@@ -126,10 +137,25 @@ mod tests {
     use std::sync::Arc;
 
     use super::*;
-    use crate::engine::test_support::{run, values_of, FakeCounter, Rng};
+    use crate::engine::test_support::{by_total, run, values_of, FakeCounter, Rng};
 
-    fn leaked() -> &'static Coalescer<u32> {
+    fn leaked() -> &'static Arc<Coalescer<u32>> {
         Box::leak(Box::default())
+    }
+
+    impl Coalescer<u32> {
+        /// Submits, drives and awaits one call, fetching by totals.
+        async fn reserve<F, Fut>(self: &Arc<Self>, key: u32, count: i64, fetch: F) -> SeqResult<IdRange>
+        where
+            F: Fn(i64) -> Fut + Send + Sync + 'static,
+            Fut: Future<Output = SeqResult<IdRange>> + Send + 'static,
+        {
+            let (answer, driver) = self.submit(key, count, by_total(fetch));
+            if let Some(driver) = driver {
+                tokio::spawn(driver);
+            }
+            crate::engine::waiter::receive(answer).await
+        }
     }
 
     #[test]

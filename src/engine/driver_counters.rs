@@ -9,17 +9,19 @@ use mongodb::bson::{doc, Bson, Document};
 use crate::engine::counter_value::compact_integer;
 use crate::engine::error::SeqResult;
 use crate::engine::filters;
-use crate::engine::sequence_config::SequenceConfig;
-use crate::engine::store::{CounterDoc, CounterRef, CounterStore, FieldGuard};
+use crate::engine::sequence_config::{ConfigFields, SequenceConfig};
+use crate::engine::store::{CounterDoc, CounterRef, CounterStore, FieldGuard, NewCounter};
 
 /// The primitive operations on a counters collection.
 pub trait CounterDriver: Send + Sync {
-    /// `findOneAndUpdate(filter, update)` returning the counter field after the update.
+    /// `findOneAndUpdate(filter, update, { upsert })` returning the counter field after
+    /// the update. An upsert that loses the race for the counter's `_id` gives `None`.
     fn find_and_update(
         &self,
         counter: &CounterRef,
         filter: Document,
         update: Document,
+        upsert: bool,
     ) -> impl Future<Output = SeqResult<Option<Bson>>> + Send;
 
     /// The counter document (its field and configuration), if any.
@@ -34,16 +36,20 @@ pub trait CounterDriver: Send + Sync {
         counter: &CounterRef,
         document: Document,
     ) -> impl Future<Output = SeqResult<bool>> + Send;
+
+    /// Deletes the counter document; `true` when there was one.
+    fn delete_counter(&self, counter: &CounterRef) -> impl Future<Output = SeqResult<bool>> + Send;
 }
 
 /// The counter operations over a [`CounterDriver`].
+#[derive(Clone)]
 pub struct DriverCounters<D>(pub D);
 
 impl<D: CounterDriver> CounterStore for DriverCounters<D> {
     async fn increment_integer(&self, counter: &CounterRef, by: i64) -> SeqResult<Option<Bson>> {
         let filter = filters::plain_integer(counter);
         self.0
-            .find_and_update(counter, filter, filters::increment(counter, by))
+            .find_and_update(counter, filter, filters::increment(counter, by), false)
             .await
     }
 
@@ -55,7 +61,7 @@ impl<D: CounterDriver> CounterStore for DriverCounters<D> {
     ) -> SeqResult<Option<Bson>> {
         let filter = filters::plain_guarded(counter, guard);
         self.0
-            .find_and_update(counter, filter, filters::increment(counter, by))
+            .find_and_update(counter, filter, filters::increment(counter, by), false)
             .await
     }
 
@@ -64,11 +70,17 @@ impl<D: CounterDriver> CounterStore for DriverCounters<D> {
         Ok(found.map(|d| filters::counter_doc(counter, d)))
     }
 
-    async fn create(&self, counter: &CounterRef, value: i64) -> SeqResult<bool> {
-        let document = doc! {
+    async fn create(&self, counter: &CounterRef, new: NewCounter) -> SeqResult<bool> {
+        let mut document = doc! {
             "_id": counter.id(),
-            counter.field.as_str(): compact_integer(value),
+            counter.field.as_str(): compact_integer(new.value),
         };
+        if let Some(start) = new.start {
+            document.insert(ConfigFields::of(&counter.field).start, compact_integer(start));
+        }
+        if let Some(config) = &new.config {
+            document.extend(config.to_fields(&counter.field));
+        }
         self.0.insert_counter(counter, document).await
     }
 
@@ -78,25 +90,46 @@ impl<D: CounterDriver> CounterStore for DriverCounters<D> {
         config: &SequenceConfig,
         count: i64,
     ) -> SeqResult<Option<Bson>> {
-        let span = config.step.saturating_mul(count);
-        let filter = filters::configured_with_room(counter, config, span);
+        let (Some(filter), Some(span)) = (
+            filters::configured_with_room(counter, config, count),
+            config.span(count),
+        ) else {
+            return Ok(None);
+        };
         self.0
-            .find_and_update(counter, filter, filters::increment(counter, span))
+            .find_and_update(counter, filter, filters::increment(counter, span), false)
             .await
     }
 
-    async fn restart_configured(
+    async fn compare_and_set(
         &self,
         counter: &CounterRef,
-        config: &SequenceConfig,
-        expected: i64,
+        config: Option<&SequenceConfig>,
+        expected: Option<i64>,
         value: i64,
     ) -> SeqResult<bool> {
         let filter = filters::configured_at(counter, config, expected);
         let updated = self
             .0
-            .find_and_update(counter, filter, filters::set_value(counter, value))
+            .find_and_update(counter, filter, filters::set_value(counter, value), false)
             .await?;
         Ok(updated.is_some())
+    }
+
+    async fn delete(&self, counter: &CounterRef) -> SeqResult<bool> {
+        self.0.delete_counter(counter).await
+    }
+
+    async fn raise(
+        &self,
+        counter: &CounterRef,
+        config: Option<&SequenceConfig>,
+        value: i64,
+    ) -> SeqResult<Option<Bson>> {
+        let filter = filters::configured_as(counter, config);
+        let update = filters::raise_value(counter, value);
+        self.0
+            .find_and_update(counter, filter, update, config.is_none())
+            .await
     }
 }

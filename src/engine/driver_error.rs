@@ -14,6 +14,22 @@ pub fn from_driver(error: &Error, secrets: &[String]) -> SeqError {
         ErrorKind::Write(WriteFailure::WriteError(e)) => {
             SeqError::server(e.code, e.code_name.clone(), &e.message)
         }
+        ErrorKind::InsertMany(e) => match (&e.write_errors, &e.write_concern_error) {
+            (Some(errors), _) if !errors.is_empty() => {
+                let first = &errors[0];
+                let message = format!(
+                    "document {} of the insert: {}",
+                    first.index, first.message
+                );
+                SeqError::server(first.code, first.code_name.clone(), &message)
+            }
+            (_, Some(e)) => SeqError::server(
+                e.code,
+                Some(e.code_name.clone()),
+                &format!("write concern: {}", e.message),
+            ),
+            _ => SeqError::new(ErrorCode::Server, format!("MongoDB driver error: {error}")),
+        },
         ErrorKind::Write(WriteFailure::WriteConcernError(e)) => SeqError::server(
             e.code,
             Some(e.code_name.clone()),
@@ -31,7 +47,9 @@ pub fn from_driver(error: &Error, secrets: &[String]) -> SeqError {
         ErrorKind::Shutdown => SeqError::new(ErrorCode::ClientClosed, "the client was closed"),
         _ => SeqError::new(ErrorCode::Server, format!("MongoDB driver error: {error}")),
     };
-    mapped.redacted(secrets)
+    let mut mapped = mapped.redacted(secrets);
+    mapped.labels = error.labels().iter().cloned().collect();
+    mapped
 }
 
 fn connection(message: &str) -> SeqError {

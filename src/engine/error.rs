@@ -63,6 +63,8 @@ pub struct SeqError {
     pub server_code: Option<i32>,
     /// The server's code name, when it sent one.
     pub server_code_name: Option<String>,
+    /// The server's error labels (`TransientTransactionError`, …), which decide retries.
+    pub labels: Vec<String>,
 }
 
 /// Result alias used across the engine.
@@ -76,6 +78,7 @@ impl SeqError {
             message: message.into(),
             server_code: None,
             server_code_name: None,
+            labels: Vec::new(),
         }
     }
 
@@ -119,7 +122,13 @@ impl SeqError {
             message: format!("MongoDB server error {label}: {message}"),
             server_code: Some(code),
             server_code_name: code_name.filter(|n| !n.is_empty()),
+            labels: Vec::new(),
         }
+    }
+
+    /// Whether the server labelled the error `label`.
+    pub fn has_label(&self, label: &str) -> bool {
+        self.labels.iter().any(|l| l == label)
     }
 
     /// Removes every occurrence of each secret from the message.

@@ -1,7 +1,7 @@
 //! The filters and updates of every counter write, shared by the stores that talk to
 //! MongoDB (with or without a transaction).
 
-use mongodb::bson::{doc, Bson, Document};
+use mongodb::bson::{doc, Document};
 
 use crate::engine::counter_value::compact_integer;
 use crate::engine::sequence_config::{ConfigFields, SequenceConfig};
@@ -29,28 +29,65 @@ pub fn plain_guarded(counter: &CounterRef, guard: FieldGuard) -> Document {
     plain(counter, condition)
 }
 
-/// A counter configured exactly as `config`, whose field meets `condition`.
-fn configured(counter: &CounterRef, config: &SequenceConfig, condition: Bson) -> Document {
-    let mut filter = doc! { "_id": counter.id(), counter.field.as_str(): condition };
-    filter.extend(config.to_fields(&counter.field));
+/// The counter configured exactly as `config` (`None`: a plain counter, without a step).
+pub fn configured_as(counter: &CounterRef, config: Option<&SequenceConfig>) -> Document {
+    let mut filter = doc! { "_id": counter.id() };
+    match config {
+        Some(config) => filter.extend(config.to_fields(&counter.field)),
+        None => {
+            filter.insert(
+                ConfigFields::of(&counter.field).step,
+                doc! { "$exists": false },
+            );
+        }
+    }
     filter
 }
 
-/// A counter configured as `config` with room for `span` more before its limit.
-pub fn configured_with_room(counter: &CounterRef, config: &SequenceConfig, span: i64) -> Document {
-    let mut condition = doc! { "$type": ["int", "long"] };
-    condition.extend(config.room_for(span));
-    configured(counter, config, Bson::Document(condition))
+/// A counter configured as `config` whose value leaves room for `count` more values
+/// within its limits ([`SequenceConfig::room_bounds`]); `None` when no value does.
+pub fn configured_with_room(
+    counter: &CounterRef,
+    config: &SequenceConfig,
+    count: i64,
+) -> Option<Document> {
+    let (low, high) = config.room_bounds(count)?;
+    let mut filter = configured_as(counter, Some(config));
+    filter.insert(
+        counter.field.as_str(),
+        doc! {
+            "$type": ["int", "long"],
+            "$gte": compact_integer(low),
+            "$lte": compact_integer(high),
+        },
+    );
+    Some(filter)
 }
 
-/// A counter configured as `config` still holding `expected`.
-pub fn configured_at(counter: &CounterRef, config: &SequenceConfig, expected: i64) -> Document {
-    configured(counter, config, compact_integer(expected))
+/// The counter configured as `config` (`None`: plain) still holding `expected`, when given.
+pub fn configured_at(
+    counter: &CounterRef,
+    config: Option<&SequenceConfig>,
+    expected: Option<i64>,
+) -> Document {
+    let mut filter = configured_as(counter, config);
+    if let Some(expected) = expected {
+        filter.insert(
+            counter.field.as_str(),
+            doc! { "$type": ["int", "long"], "$eq": compact_integer(expected) },
+        );
+    }
+    filter
 }
 
 /// `$inc` the counter field by `by`.
 pub fn increment(counter: &CounterRef, by: i64) -> Document {
     doc! { "$inc": { counter.field.as_str(): compact_integer(by) } }
+}
+
+/// `$max` the counter field with `value`.
+pub fn raise_value(counter: &CounterRef, value: i64) -> Document {
+    doc! { "$max": { counter.field.as_str(): compact_integer(value) } }
 }
 
 /// `$set` the counter field to `value`.
@@ -81,6 +118,7 @@ pub fn counter_doc(counter: &CounterRef, mut doc: Document) -> CounterDoc {
     let config = SequenceConfig::from_doc(&doc, &counter.field);
     CounterDoc {
         value: doc.remove(&counter.field),
+        start: doc.remove(ConfigFields::of(&counter.field).start),
         config,
     }
 }

@@ -5,8 +5,6 @@
 //! one counter run one at a time (conflicting transactions are retried), and transactions
 //! need a replica set or a sharded cluster; a standalone server refuses them.
 
-use std::collections::HashMap;
-use std::sync::{Arc, LazyLock, Mutex};
 use std::time::Duration;
 
 use mongodb::bson::{doc, Document};
@@ -20,14 +18,18 @@ use crate::engine::driver_error::from_driver;
 use crate::engine::error::{ErrorCode, SeqError, SeqResult};
 use crate::engine::format::{now_millis, Pattern};
 use crate::engine::registry::ClientHandle;
-use crate::engine::session_store::SessionStore;
+use crate::engine::mongo_store::SessionStore;
 use crate::engine::store::CounterRef;
 
 /// Most attempts at one transaction that conflicts with others.
 pub const MAX_TRANSACTION_ATTEMPTS: u32 = 50;
 
-/// Server codes after which the whole transaction is tried again.
-const RETRY_CODES: [i32; 4] = [112, 251, 244, 11000];
+/// The label after which the whole transaction is tried again.
+const TRANSIENT: &str = "TransientTransactionError";
+/// The label after which only the commit is tried again (it may have been applied).
+const UNKNOWN_COMMIT: &str = "UnknownTransactionCommitResult";
+/// Most attempts at committing when the outcome of the last one is unknown.
+const MAX_COMMIT_ATTEMPTS: u32 = 5;
 /// IllegalOperation: what a standalone answers to a transaction.
 const ILLEGAL_OPERATION: i32 = 20;
 
@@ -44,7 +46,7 @@ pub struct NumberedInsert<'a> {
 }
 
 fn retryable(error: &SeqError) -> bool {
-    error.server_code.is_some_and(|c| RETRY_CODES.contains(&c))
+    error.has_label(TRANSIENT)
 }
 
 /// What the driver and servers say when a deployment has no transactions.
@@ -69,27 +71,6 @@ fn unsupported(error: SeqError) -> SeqError {
     error
 }
 
-type Turns = Mutex<HashMap<(usize, String, CounterRef), Arc<tokio::sync::Mutex<()>>>>;
-
-/// One gapless transaction per counter at a time in this process: concurrent ones would
-/// only conflict on the counter document and retry (across processes they still do).
-static TURNS: LazyLock<Turns> = LazyLock::new(Default::default);
-
-fn turn_for(
-    handle: &ClientHandle,
-    database: &str,
-    counter: &CounterRef,
-) -> Arc<tokio::sync::Mutex<()>> {
-    let key = (
-        handle as *const ClientHandle as usize,
-        database.to_string(),
-        counter.clone(),
-    );
-    let mut turns = TURNS.lock().expect("gapless turns lock");
-    turns.retain(|_, turn| Arc::strong_count(turn) > 1 || turn.try_lock().is_err());
-    turns.entry(key).or_default().clone()
-}
-
 /// Inserts the documents numbered from `counter` in one transaction; returns the block.
 pub async fn insert_gapless(
     handle: &ClientHandle,
@@ -100,7 +81,9 @@ pub async fn insert_gapless(
     insert: NumberedInsert<'_>,
 ) -> SeqResult<IdRange> {
     let store = handle.store(database)?;
-    let turn = turn_for(handle, database, counter);
+    // One gapless transaction per counter at a time in this process: concurrent ones
+    // would only conflict on the counter document and retry (across processes they do).
+    let turn = handle.counter_state(database, counter).gapless_turn();
     let _my_turn = turn.lock().await;
     if policy.upsert {
         // Created outside the transaction, at the value before `start`: creation hands
@@ -140,11 +123,7 @@ pub async fn insert_gapless(
             .map_err(|e| unsupported(from_driver(&e, secrets)))?;
         let outcome = async {
             let range = {
-                let in_session = DriverCounters(SessionStore::new(
-                    store.database().clone(),
-                    secrets,
-                    &mut session,
-                ));
+                let in_session = DriverCounters(SessionStore::new(&store, &mut session));
                 let no_create = CreatePolicy {
                     upsert: false,
                     ..policy
@@ -172,10 +151,7 @@ pub async fn insert_gapless(
                 .session(&mut session)
                 .await
                 .map_err(|e| from_driver(&e, secrets))?;
-            session
-                .commit_transaction()
-                .await
-                .map_err(|e| from_driver(&e, secrets))?;
+            commit(&mut session, secrets).await?;
             Ok::<IdRange, SeqError>(range)
         }
         .await;
@@ -202,6 +178,24 @@ pub async fn insert_gapless(
     ))
 }
 
+/// Commits, trying again while the server says the outcome is unknown (the driver's
+/// own commit retry rules: committing twice is safe, inserting twice would not be).
+async fn commit(session: &mut mongodb::ClientSession, secrets: &[String]) -> SeqResult<()> {
+    let mut attempt = 0;
+    loop {
+        attempt += 1;
+        match session.commit_transaction().await {
+            Ok(()) => return Ok(()),
+            Err(e) => {
+                let error = from_driver(&e, secrets);
+                if !error.has_label(UNKNOWN_COMMIT) || attempt >= MAX_COMMIT_ATTEMPTS {
+                    return Err(error);
+                }
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -218,7 +212,9 @@ mod tests {
             "MongoDB driver error: Transactions are not supported by this deployment",
         );
         assert_eq!(unsupported(driver).code, ErrorCode::TransactionsUnsupported);
-        let other = SeqError::server(112, None, "WriteConflict");
+        let mut other = SeqError::server(112, None, "WriteConflict");
+        assert!(!retryable(&other), "codes alone decide nothing");
+        other.labels.push(TRANSIENT.to_string());
         assert!(retryable(&other));
         assert_eq!(unsupported(other).code, ErrorCode::Server);
     }

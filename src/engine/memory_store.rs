@@ -9,7 +9,8 @@ use mongodb::bson::Bson;
 
 use crate::engine::error::{SeqError, SeqResult};
 use crate::engine::sequence_config::SequenceConfig;
-use crate::engine::store::{CounterDoc, CounterRef, CounterStore, FieldGuard};
+use crate::engine::counter_value::compact_integer;
+use crate::engine::store::{CounterDoc, CounterRef, CounterStore, FieldGuard, NewCounter};
 
 type Key = (String, crate::engine::counter_name::CounterName);
 
@@ -18,6 +19,7 @@ type Key = (String, crate::engine::counter_name::CounterName);
 struct Entry {
     value: Option<Bson>,
     config: Option<SequenceConfig>,
+    start: Option<i64>,
 }
 
 /// Counters in a map: `(collection, name) -> entry`.
@@ -42,6 +44,7 @@ impl MemoryStore {
         let entry = Entry {
             value,
             config: None,
+            start: None,
         };
         self.docs.lock().unwrap().insert(key(counter), entry);
     }
@@ -51,6 +54,7 @@ impl MemoryStore {
         let entry = Entry {
             value: Some(Bson::Int64(value)),
             config: Some(config),
+            start: None,
         };
         self.docs.lock().unwrap().insert(key(counter), entry);
     }
@@ -166,16 +170,18 @@ impl CounterStore for MemoryStore {
         Ok(docs.get(&key(counter)).map(|e| CounterDoc {
             value: e.value.clone(),
             config: Ok(e.config),
+            start: e.start.map(Bson::Int64),
         }))
     }
 
-    async fn create(&self, counter: &CounterRef, value: i64) -> SeqResult<bool> {
+    async fn create(&self, counter: &CounterRef, new: NewCounter) -> SeqResult<bool> {
         self.begin()?;
         let mut docs = self.docs.lock().unwrap();
         if let Some(other) = self.race_create_with.lock().unwrap().take() {
             let winner = Entry {
                 value: Some(Bson::Int32(other as i32)),
                 config: None,
+                start: None,
             };
             docs.insert(key(counter), winner);
         }
@@ -183,8 +189,9 @@ impl CounterStore for MemoryStore {
             return Ok(false);
         }
         let created = Entry {
-            value: Some(crate::engine::counter_value::compact_integer(value)),
-            config: None,
+            value: Some(compact_integer(new.value)),
+            config: new.config,
+            start: new.start,
         };
         docs.insert(key(counter), created);
         Ok(true)
@@ -197,44 +204,99 @@ impl CounterStore for MemoryStore {
         count: i64,
     ) -> SeqResult<Option<Bson>> {
         self.begin()?;
-        let mut docs = self.docs.lock().unwrap();
-        let Some(entry) = docs.get_mut(&key(counter)) else {
+        let (Some((low, high)), Some(span)) = (config.room_bounds(count), config.span(count))
+        else {
             return Ok(None);
         };
-        let same_step = entry.config.map(|c| c.step) == Some(config.step);
-        let current = match &entry.value {
-            Some(Bson::Int32(v)) => i64::from(*v),
-            Some(Bson::Int64(v)) => *v,
-            _ => return Ok(None),
+        let mut docs = self.docs.lock().unwrap();
+        let Some(entry) = docs
+            .get_mut(&key(counter))
+            .filter(|e| e.config == Some(*config))
+        else {
+            return Ok(None);
         };
-        match config.next_last(current, count) {
-            Some(last) if same_step => {
-                entry.value = Some(Bson::Int64(last));
+        match integer(&entry.value) {
+            Some(current) if (low..=high).contains(&current) => {
+                let value = entry.value.as_ref().expect("an integer");
+                entry.value = Some(Self::add(value, span)?);
                 Ok(entry.value.clone())
             }
             _ => Ok(None),
         }
     }
 
-    async fn restart_configured(
+    async fn compare_and_set(
         &self,
         counter: &CounterRef,
-        config: &SequenceConfig,
-        expected: i64,
+        config: Option<&SequenceConfig>,
+        expected: Option<i64>,
         value: i64,
     ) -> SeqResult<bool> {
         self.begin()?;
         let mut docs = self.docs.lock().unwrap();
-        let Some(entry) = docs.get_mut(&key(counter)) else {
+        let Some(entry) = docs
+            .get_mut(&key(counter))
+            .filter(|e| e.config.as_ref() == config)
+        else {
             return Ok(false);
         };
-        let same_step = entry.config.map(|c| c.step) == Some(config.step);
-        let holds = matches!(entry.value, Some(Bson::Int32(v)) if i64::from(v) == expected)
-            || matches!(entry.value, Some(Bson::Int64(v)) if v == expected);
-        if !(same_step && holds) {
+        if expected.is_some() && integer(&entry.value) != expected {
             return Ok(false);
         }
-        entry.value = Some(Bson::Int64(value));
+        entry.value = Some(compact_integer(value));
         Ok(true)
+    }
+
+    async fn delete(&self, counter: &CounterRef) -> SeqResult<bool> {
+        self.begin()?;
+        Ok(self.docs.lock().unwrap().remove(&key(counter)).is_some())
+    }
+
+    async fn raise(
+        &self,
+        counter: &CounterRef,
+        config: Option<&SequenceConfig>,
+        value: i64,
+    ) -> SeqResult<Option<Bson>> {
+        self.begin()?;
+        let mut docs = self.docs.lock().unwrap();
+        let entry = match docs.get_mut(&key(counter)) {
+            None if config.is_none() => {
+                let created = Entry {
+                    value: Some(compact_integer(value)),
+                    config: None,
+                    start: None,
+                };
+                docs.insert(key(counter), created);
+                return Ok(Some(compact_integer(value)));
+            }
+            Some(entry) if entry.config.as_ref() == config => entry,
+            _ => return Ok(None),
+        };
+        // Like `$max` across numeric types: compare the numbers, keep the larger.
+        match &entry.value {
+            Some(Bson::Int32(_) | Bson::Int64(_) | Bson::Double(_)) | None => {
+                let current = match &entry.value {
+                    Some(Bson::Int32(v)) => f64::from(*v),
+                    Some(Bson::Int64(v)) => *v as f64,
+                    Some(Bson::Double(d)) => *d,
+                    _ => f64::NEG_INFINITY,
+                };
+                if (value as f64) > current || entry.value.is_none() {
+                    entry.value = Some(compact_integer(value));
+                }
+            }
+            _ => {}
+        }
+        Ok(entry.value.clone())
+    }
+}
+
+/// The integer an Int32 or Int64 field holds.
+fn integer(value: &Option<Bson>) -> Option<i64> {
+    match value {
+        Some(Bson::Int32(v)) => Some(i64::from(*v)),
+        Some(Bson::Int64(v)) => Some(*v),
+        _ => None,
     }
 }

@@ -5,6 +5,8 @@ pub mod admin;
 pub mod allocate;
 pub mod block_cache;
 pub mod coalesce;
+pub mod counter_state;
+pub mod demand;
 pub mod connection;
 pub mod counter_name;
 pub mod counter_value;
@@ -24,7 +26,6 @@ pub mod redact;
 pub mod registry;
 pub mod reserve;
 pub mod sequence_config;
-pub mod session_store;
 pub mod store;
 #[cfg(test)]
 pub mod test_support;

@@ -1,9 +1,10 @@
 //! Counters in a MongoDB database through the official driver: the [`CounterDriver`]
-//! primitives without a transaction.
+//! primitives, written once for plain use and for use inside a transaction (a session).
 
 use mongodb::bson::{doc, Bson, Document};
 use mongodb::options::{CollectionOptions, ReturnDocument, WriteConcern};
-use mongodb::{Collection, Database};
+use mongodb::{ClientSession, Collection, Database};
+use tokio::sync::Mutex;
 
 use crate::engine::driver_counters::CounterDriver;
 use crate::engine::driver_error::{from_driver, is_duplicate_id};
@@ -40,22 +41,102 @@ impl MongoStore {
         &self.database
     }
 
+    /// The secrets removed from error messages.
+    pub fn secrets(&self) -> &[String] {
+        &self.secrets
+    }
+
     /// A driver error as a typed error without secrets.
     pub fn error(&self, error: &mongodb::error::Error) -> crate::engine::error::SeqError {
         from_driver(error, &self.secrets)
     }
 
-    /// The counters collection of `counter`, with this store's write concern.
-    pub fn counters(&self, counter: &CounterRef) -> Collection<Document> {
+    /// The counters collection of `counter`, with this store's write concern (inside a
+    /// transaction the transaction's own applies).
+    pub fn counters(&self, counter: &CounterRef, in_session: bool) -> Collection<Document> {
         match &self.write_concern {
-            None => self.database.collection(&counter.collection),
-            Some(concern) => self.database.collection_with_options(
+            Some(concern) if !in_session => self.database.collection_with_options(
                 &counter.collection,
                 CollectionOptions::builder()
                     .write_concern(concern.clone())
                     .build(),
             ),
+            _ => self.database.collection(&counter.collection),
         }
+    }
+
+    async fn find_and_update_in(
+        &self,
+        session: Option<&mut ClientSession>,
+        counter: &CounterRef,
+        filter: Document,
+        update: Document,
+        upsert: bool,
+    ) -> SeqResult<Option<Bson>> {
+        let in_session = session.is_some();
+        let collection = self.counters(counter, in_session);
+        let action = collection
+            .find_one_and_update(filter, update)
+            .upsert(upsert)
+            .return_document(ReturnDocument::After)
+            .projection(filters::value_projection(counter));
+        let found = match session {
+            Some(session) => action.session(session).await,
+            None => action.await,
+        };
+        match found {
+            Ok(found) => Ok(found.and_then(|mut d| d.remove(&counter.field))),
+            Err(e) if upsert && is_duplicate_id(&e) => Ok(None),
+            Err(e) => Err(self.error(&e)),
+        }
+    }
+
+    async fn find_counter_in(
+        &self,
+        session: Option<&mut ClientSession>,
+        counter: &CounterRef,
+    ) -> SeqResult<Option<Document>> {
+        let collection = self.counters(counter, session.is_some());
+        let action = collection.find_one(doc! { "_id": counter.id() })
+            .projection(filters::counter_projection(counter));
+        match session {
+            Some(session) => action.session(session).await,
+            None => action.await,
+        }
+        .map_err(|e| self.error(&e))
+    }
+
+    async fn insert_counter_in(
+        &self,
+        session: Option<&mut ClientSession>,
+        counter: &CounterRef,
+        document: Document,
+    ) -> SeqResult<bool> {
+        let collection = self.counters(counter, session.is_some());
+        let action = collection.insert_one(document);
+        match match session {
+            Some(session) => action.session(session).await,
+            None => action.await,
+        } {
+            Ok(_) => Ok(true),
+            Err(e) if is_duplicate_id(&e) => Ok(false),
+            Err(e) => Err(self.error(&e)),
+        }
+    }
+
+    async fn delete_counter_in(
+        &self,
+        session: Option<&mut ClientSession>,
+        counter: &CounterRef,
+    ) -> SeqResult<bool> {
+        let collection = self.counters(counter, session.is_some());
+        let action = collection.delete_one(doc! { "_id": counter.id() });
+        let result = match session {
+            Some(session) => action.session(session).await,
+            None => action.await,
+        }
+        .map_err(|e| self.error(&e))?;
+        Ok(result.deleted_count == 1)
     }
 }
 
@@ -65,30 +146,73 @@ impl CounterDriver for MongoStore {
         counter: &CounterRef,
         filter: Document,
         update: Document,
+        upsert: bool,
     ) -> SeqResult<Option<Bson>> {
-        let found = self
-            .counters(counter)
-            .find_one_and_update(filter, update)
-            .return_document(ReturnDocument::After)
-            .projection(filters::value_projection(counter))
+        self.find_and_update_in(None, counter, filter, update, upsert)
             .await
-            .map_err(|e| from_driver(&e, &self.secrets))?;
-        Ok(found.and_then(|mut d| d.remove(&counter.field)))
     }
 
     async fn find_counter(&self, counter: &CounterRef) -> SeqResult<Option<Document>> {
-        self.counters(counter)
-            .find_one(doc! { "_id": counter.id() })
-            .projection(filters::counter_projection(counter))
-            .await
-            .map_err(|e| from_driver(&e, &self.secrets))
+        self.find_counter_in(None, counter).await
     }
 
     async fn insert_counter(&self, counter: &CounterRef, document: Document) -> SeqResult<bool> {
-        match self.counters(counter).insert_one(document).await {
-            Ok(_) => Ok(true),
-            Err(e) if is_duplicate_id(&e) => Ok(false),
-            Err(e) => Err(from_driver(&e, &self.secrets)),
+        self.insert_counter_in(None, counter, document).await
+    }
+
+    async fn delete_counter(&self, counter: &CounterRef) -> SeqResult<bool> {
+        self.delete_counter_in(None, counter).await
+    }
+}
+
+/// The same counters, every operation inside the transaction of one session.
+pub struct SessionStore<'a> {
+    store: &'a MongoStore,
+    session: Mutex<&'a mut ClientSession>,
+}
+
+impl<'a> SessionStore<'a> {
+    /// `store`'s counters, read and written in `session`.
+    pub fn new(store: &'a MongoStore, session: &'a mut ClientSession) -> Self {
+        SessionStore {
+            store,
+            session: Mutex::new(session),
         }
+    }
+}
+
+impl CounterDriver for SessionStore<'_> {
+    async fn find_and_update(
+        &self,
+        counter: &CounterRef,
+        filter: Document,
+        update: Document,
+        upsert: bool,
+    ) -> SeqResult<Option<Bson>> {
+        let mut session = self.session.lock().await;
+        self.store
+            .find_and_update_in(Some(&mut **session), counter, filter, update, upsert)
+            .await
+    }
+
+    async fn find_counter(&self, counter: &CounterRef) -> SeqResult<Option<Document>> {
+        let mut session = self.session.lock().await;
+        self.store
+            .find_counter_in(Some(&mut **session), counter)
+            .await
+    }
+
+    async fn insert_counter(&self, counter: &CounterRef, document: Document) -> SeqResult<bool> {
+        let mut session = self.session.lock().await;
+        self.store
+            .insert_counter_in(Some(&mut **session), counter, document)
+            .await
+    }
+
+    async fn delete_counter(&self, counter: &CounterRef) -> SeqResult<bool> {
+        let mut session = self.session.lock().await;
+        self.store
+            .delete_counter_in(Some(&mut **session), counter)
+            .await
     }
 }

@@ -10,6 +10,8 @@ use mongodb::Client;
 use tokio::sync::OnceCell;
 
 use crate::engine::connection::ConnectionTarget;
+use crate::engine::counter_state::{CounterState, CounterStates};
+use crate::engine::store::CounterRef;
 use crate::engine::driver_error::from_driver;
 use crate::engine::error::{ErrorCode, SeqError, SeqResult};
 use crate::engine::mongo_store::MongoStore;
@@ -20,6 +22,7 @@ pub struct ClientHandle {
     client: Client,
     secrets: Arc<Vec<String>>,
     closed: AtomicBool,
+    counters: CounterStates<(String, CounterRef)>,
 }
 
 impl ClientHandle {
@@ -43,6 +46,7 @@ impl ClientHandle {
             client,
             secrets,
             closed: AtomicBool::new(false),
+            counters: CounterStates::default(),
         })
     }
 
@@ -67,6 +71,26 @@ impl ClientHandle {
         ))
     }
 
+    /// This client's state of counter `counter` in database `database` (queued calls,
+    /// cached blocks, configuration hint), created on first use.
+    pub fn counter_state(&self, database: &str, counter: &CounterRef) -> Arc<CounterState> {
+        self.counters.get(&(database.to_string(), counter.clone()))
+    }
+
+    /// This client's state of the counter, if it has one.
+    pub fn find_counter_state(
+        &self,
+        database: &str,
+        counter: &CounterRef,
+    ) -> Option<Arc<CounterState>> {
+        self.counters.find(&(database.to_string(), counter.clone()))
+    }
+
+    /// How many counter states this client keeps.
+    pub fn counter_states(&self) -> usize {
+        self.counters.len()
+    }
+
     /// The underlying driver client (for tests and admin tools).
     pub fn client(&self) -> &Client {
         &self.client
@@ -85,6 +109,7 @@ impl ClientHandle {
     /// Refuses further calls and closes the connections. Idempotent.
     pub async fn close(&self) {
         if !self.closed.swap(true, Ordering::SeqCst) {
+            self.counters.clear();
             self.client.clone().shutdown().await;
         }
     }

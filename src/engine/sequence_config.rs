@@ -151,14 +151,50 @@ impl SequenceConfig {
         (self.min..=self.max).contains(&last).then_some(last)
     }
 
-    /// The bound the stored value must respect before adding `span` (`$lte` for
-    /// ascending, `$gte` for descending), as a filter condition.
-    pub fn room_for(&self, span: i64) -> Document {
-        if self.step > 0 {
-            doc! { "$lte": compact_integer(self.max.saturating_sub(span)) }
+    /// Values in one full cycle (`minValue` to `maxValue` in steps).
+    pub fn cycle_size(&self) -> i128 {
+        (i128::from(self.max) - i128::from(self.min)) / i128::from(self.step).abs() + 1
+    }
+
+    /// The stored values from which `count` more values fit within the limits: the first
+    /// (`value + step`) and the last (`value + step * count`) both inside `min ..= max`.
+    /// `None` when no stored value allows it. The same bounds guard the server-side
+    /// increment (`filters`) and the in-memory test store, so the two cannot drift.
+    pub fn room_bounds(&self, count: i64) -> Option<(i64, i64)> {
+        let (step, min, max) = (
+            i128::from(self.step),
+            i128::from(self.min),
+            i128::from(self.max),
+        );
+        let span = step * i128::from(count);
+        let (low, high) = if step > 0 {
+            (min - step, max - span)
         } else {
-            doc! { "$gte": compact_integer(self.min.saturating_sub(span)) }
+            (min - span, max - step)
+        };
+        let low = low.max(i128::from(i64::MIN));
+        let high = high.min(i128::from(i64::MAX));
+        if low > high {
+            return None;
         }
+        Some((i64::try_from(low).ok()?, i64::try_from(high).ok()?))
+    }
+
+    /// Whether a stored value is one this configuration can continue from: between the
+    /// value before the first one (`min - step` ascending, `max - step` descending) and
+    /// the last limit.
+    pub fn holds(&self, value: i64) -> bool {
+        let (v, step) = (i128::from(value), i128::from(self.step));
+        if step > 0 {
+            v >= i128::from(self.min) - step && v <= i128::from(self.max)
+        } else {
+            v <= i128::from(self.max) - step && v >= i128::from(self.min)
+        }
+    }
+
+    /// The `$inc` operand for `count` values, when it fits in 64 bits.
+    pub fn span(&self, count: i64) -> Option<i64> {
+        self.step.checked_mul(count)
     }
 }
 

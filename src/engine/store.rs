@@ -55,9 +55,34 @@ pub struct CounterDoc {
     pub value: Option<Bson>,
     /// Step and limits stored by `init` (`Ok(None)`: a plain counter; `Err`: damaged).
     pub config: Result<Option<SequenceConfig>, String>,
+    /// The start stored by `init` (`<field>_start`), for `reset`.
+    pub start: Option<Bson>,
 }
 
-/// Atomic single-document operations on counters.
+/// A counter document to create.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NewCounter {
+    /// The stored value (the last value handed out).
+    pub value: i64,
+    /// The start to remember for `reset`.
+    pub start: Option<i64>,
+    /// Step and limits (`None`: a plain counter).
+    pub config: Option<SequenceConfig>,
+}
+
+impl NewCounter {
+    /// A plain counter holding `value`.
+    pub fn plain(value: i64) -> Self {
+        NewCounter {
+            value,
+            start: None,
+            config: None,
+        }
+    }
+}
+
+/// Atomic single-document operations on counters: everything allocation and management
+/// need, so both run (and are tested) over the same primitives.
 pub trait CounterStore: Send + Sync {
     /// Adds `by` to the field of a plain (unconfigured) counter when it holds an Int32 or
     /// Int64, and returns the field's new value; `None` when no document matched (missing,
@@ -83,8 +108,9 @@ pub trait CounterStore: Send + Sync {
         counter: &CounterRef,
     ) -> impl Future<Output = SeqResult<Option<CounterDoc>>> + Send;
 
-    /// Adds `config.step * count` to a configured counter that still has this step and
-    /// room for it before its limit; returns the new value, or `None` when not.
+    /// Adds `config.step * count` to a counter configured exactly as `config` whose value
+    /// lies within [`SequenceConfig::room_bounds`] for `count`; returns the new value, or
+    /// `None` when not (no room, or another configuration).
     fn advance_configured(
         &self,
         counter: &CounterRef,
@@ -92,21 +118,94 @@ pub trait CounterStore: Send + Sync {
         count: i64,
     ) -> impl Future<Output = SeqResult<Option<Bson>>> + Send;
 
-    /// Sets a configured counter that still holds `expected` (and this step) to `value`;
-    /// `false` when it changed meanwhile.
-    fn restart_configured(
+    /// Sets the field to `value` when the counter is configured exactly as `config`
+    /// (`None`: a plain counter) and, when `expected` is given, holds exactly that; `false`
+    /// when it did not match.
+    fn compare_and_set(
         &self,
         counter: &CounterRef,
-        config: &SequenceConfig,
-        expected: i64,
+        config: Option<&SequenceConfig>,
+        expected: Option<i64>,
         value: i64,
     ) -> impl Future<Output = SeqResult<bool>> + Send;
 
-    /// Inserts a new counter document holding `value`. `Ok(false)` when a document with
-    /// this `_id` already exists (another caller created it first).
+    /// Inserts a new counter document. `Ok(false)` when a document with this `_id`
+    /// already exists (another caller created it first).
     fn create(
         &self,
         counter: &CounterRef,
-        value: i64,
+        new: NewCounter,
     ) -> impl Future<Output = SeqResult<bool>> + Send;
+
+    /// Deletes the counter; `true` when it existed.
+    fn delete(&self, counter: &CounterRef) -> impl Future<Output = SeqResult<bool>> + Send;
+
+    /// Raises the field to at least `value` (`$max`) when the counter is configured
+    /// exactly as `config` (`None`: plain, created when missing); returns the field
+    /// afterwards, or `None` when it did not match.
+    fn raise(
+        &self,
+        counter: &CounterRef,
+        config: Option<&SequenceConfig>,
+        value: i64,
+    ) -> impl Future<Output = SeqResult<Option<Bson>>> + Send;
+}
+
+impl<T: CounterStore> CounterStore for std::sync::Arc<T> {
+    fn increment_integer(
+        &self,
+        counter: &CounterRef,
+        by: i64,
+    ) -> impl Future<Output = SeqResult<Option<Bson>>> + Send {
+        (**self).increment_integer(counter, by)
+    }
+    fn increment_guarded(
+        &self,
+        counter: &CounterRef,
+        guard: FieldGuard,
+        by: i64,
+    ) -> impl Future<Output = SeqResult<Option<Bson>>> + Send {
+        (**self).increment_guarded(counter, guard, by)
+    }
+    fn read(
+        &self,
+        counter: &CounterRef,
+    ) -> impl Future<Output = SeqResult<Option<CounterDoc>>> + Send {
+        (**self).read(counter)
+    }
+    fn advance_configured(
+        &self,
+        counter: &CounterRef,
+        config: &SequenceConfig,
+        count: i64,
+    ) -> impl Future<Output = SeqResult<Option<Bson>>> + Send {
+        (**self).advance_configured(counter, config, count)
+    }
+    fn compare_and_set(
+        &self,
+        counter: &CounterRef,
+        config: Option<&SequenceConfig>,
+        expected: Option<i64>,
+        value: i64,
+    ) -> impl Future<Output = SeqResult<bool>> + Send {
+        (**self).compare_and_set(counter, config, expected, value)
+    }
+    fn create(
+        &self,
+        counter: &CounterRef,
+        new: NewCounter,
+    ) -> impl Future<Output = SeqResult<bool>> + Send {
+        (**self).create(counter, new)
+    }
+    fn delete(&self, counter: &CounterRef) -> impl Future<Output = SeqResult<bool>> + Send {
+        (**self).delete(counter)
+    }
+    fn raise(
+        &self,
+        counter: &CounterRef,
+        config: Option<&SequenceConfig>,
+        value: i64,
+    ) -> impl Future<Output = SeqResult<Option<Bson>>> + Send {
+        (**self).raise(counter, config, value)
+    }
 }

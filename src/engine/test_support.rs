@@ -80,3 +80,26 @@ pub fn values_of(blocks: &[(i64, IdRange)]) -> Vec<i64> {
     all.sort_unstable();
     all
 }
+
+/// Adapts a fetch of `total` contiguous values to the demand-serving fetch the
+/// coalescer and the cache call: every demand is served in full, in order.
+pub fn by_total<F, Fut>(
+    fetch: F,
+) -> impl Fn(
+    Vec<crate::engine::demand::Demand>,
+) -> std::pin::Pin<Box<dyn std::future::Future<Output = crate::engine::coalesce::Grants> + Send>>
+       + Send
+       + Sync
+       + 'static
+where
+    F: Fn(i64) -> Fut + Send + Sync + 'static,
+    Fut: std::future::Future<Output = SeqResult<IdRange>> + Send + 'static,
+{
+    move |demands| {
+        let fut = fetch(crate::engine::demand::total(&demands));
+        Box::pin(async move {
+            fut.await
+                .map(|range| crate::engine::demand::split(range, &demands))
+        })
+    }
+}
