@@ -53,10 +53,7 @@ where
 {
     admin_promise(env, named, slot, |reservation, named| async move {
         let state = reservation.state().clone();
-        state.invalidate();
-        let outcome = op(reservation, named).await;
-        state.invalidate();
-        outcome
+        state.managed(op(reservation, named)).await
     })
 }
 

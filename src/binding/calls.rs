@@ -14,9 +14,9 @@ use crate::binding::settled::settled;
 use crate::binding::spawn::promise;
 use crate::engine::allocate::IdRange;
 use crate::engine::counter_name::CounterName;
+use crate::engine::counter_state::{Outcome, Submitted};
 use crate::engine::error::{SeqError, SeqResult};
 use crate::engine::options::SequenceOptions;
-use crate::engine::counter_state::{Outcome, Submitted};
 use crate::engine::reserve::Reservation;
 use crate::engine::validate::check_count;
 

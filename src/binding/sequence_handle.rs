@@ -6,13 +6,13 @@ use std::sync::{Arc, Mutex};
 use napi::bindgen_prelude::{Env, PromiseRaw, Unknown};
 
 use crate::binding::admin::{admin_promise, managed_promise, read_init};
-use crate::engine::admin;
 use crate::binding::calls::{
     read_count, refuse_format, reserve_promise, NamedCounter, ReservationSlot, Shape,
 };
 use crate::binding::js_error::to_js_error;
 use crate::binding::options::read_integer;
 use crate::binding::output::{Output, Value};
+use crate::engine::admin;
 use crate::engine::validate::{MAX_BATCH_COUNT, MAX_RANGE_COUNT};
 
 /// A handle on one sequence with fixed options, from `sequence(db, name, options)`.

@@ -201,7 +201,11 @@ pub fn usable_maximum(value: Option<&Bson>) -> Option<i64> {
     match value? {
         Bson::Int32(v) => Some(i64::from(*v)),
         Bson::Int64(v) => Some(*v),
-        Bson::Double(d) if d.is_finite() && d.ceil() < 9_223_372_036_854_775_808.0 && d.ceil() >= -9_223_372_036_854_775_808.0 => {
+        Bson::Double(d)
+            if d.is_finite()
+                && d.ceil() < 9_223_372_036_854_775_808.0
+                && d.ceil() >= -9_223_372_036_854_775_808.0 =>
+        {
             Some(d.ceil() as i64)
         }
         _ => None,

@@ -6,9 +6,9 @@ use mongodb::bson::Bson;
 use crate::engine::counter_value::{
     classify, integer_after_increment, StoredCounter, DOUBLE_EXACT_LIMIT,
 };
+use crate::engine::demand::{plan_configured, split, total, Demand, Write};
 use crate::engine::error::{ErrorCode, SeqError, SeqResult};
 use crate::engine::sequence_config::SequenceConfig;
-use crate::engine::demand::{plan_configured, split, total, Demand, Write};
 use crate::engine::store::{CounterDoc, CounterRef, CounterStore, FieldGuard, NewCounter};
 
 /// How many times a reservation starts over after losing a race (another caller created

@@ -145,7 +145,12 @@ mod tests {
 
     impl Coalescer<u32> {
         /// Submits, drives and awaits one call, fetching by totals.
-        async fn reserve<F, Fut>(self: &Arc<Self>, key: u32, count: i64, fetch: F) -> SeqResult<IdRange>
+        async fn reserve<F, Fut>(
+            self: &Arc<Self>,
+            key: u32,
+            count: i64,
+            fetch: F,
+        ) -> SeqResult<IdRange>
         where
             F: Fn(i64) -> Fut + Send + Sync + 'static,
             Fut: Future<Output = SeqResult<IdRange>> + Send + 'static,

@@ -107,6 +107,16 @@ impl CounterState {
         }
     }
 
+    /// Runs the management write `op`, forgetting what this process holds for the counter
+    /// before and after it (as PostgreSQL's `setval` discards the session's cache): a
+    /// call made after it resolves sees the counter as `op` left it.
+    pub async fn managed<T>(&self, op: impl Future<Output = T>) -> T {
+        self.invalidate();
+        let outcome = op.await;
+        self.invalidate();
+        outcome
+    }
+
     /// The lock that makes gapless transactions on this counter take turns.
     pub fn gapless_turn(&self) -> Arc<tokio::sync::Mutex<()>> {
         self.gapless_turn.clone()
@@ -149,8 +159,7 @@ impl CounterState {
             Box::pin(async move {
                 let hint = state.hint();
                 let served =
-                    allocate_demands(&store, &counter, policy, &demands, hint, &state.turn)
-                        .await?;
+                    allocate_demands(&store, &counter, policy, &demands, hint, &state.turn).await?;
                 if served.config != hint {
                     state.remember(served.config);
                 }

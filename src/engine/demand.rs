@@ -182,11 +182,7 @@ mod tests {
     fn values(plan: &Plan) -> Vec<Result<Vec<i64>, ErrorCode>> {
         plan.grants
             .iter()
-            .map(|g| {
-                g.as_ref()
-                    .map(|r| r.values().collect())
-                    .map_err(|e| e.code)
-            })
+            .map(|g| g.as_ref().map(|r| r.values().collect()).map_err(|e| e.code))
             .collect()
     }
 

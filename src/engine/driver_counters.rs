@@ -76,7 +76,10 @@ impl<D: CounterDriver> CounterStore for DriverCounters<D> {
             counter.field.as_str(): compact_integer(new.value),
         };
         if let Some(start) = new.start {
-            document.insert(ConfigFields::of(&counter.field).start, compact_integer(start));
+            document.insert(
+                ConfigFields::of(&counter.field).start,
+                compact_integer(start),
+            );
         }
         if let Some(config) = &new.config {
             document.extend(config.to_fields(&counter.field));

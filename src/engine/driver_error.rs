@@ -17,10 +17,7 @@ pub fn from_driver(error: &Error, secrets: &[String]) -> SeqError {
         ErrorKind::InsertMany(e) => match (&e.write_errors, &e.write_concern_error) {
             (Some(errors), _) if !errors.is_empty() => {
                 let first = &errors[0];
-                let message = format!(
-                    "document {} of the insert: {}",
-                    first.index, first.message
-                );
+                let message = format!("document {} of the insert: {}", first.index, first.message);
                 SeqError::server(first.code, first.code_name.clone(), &message)
             }
             (_, Some(e)) => SeqError::server(

@@ -17,8 +17,8 @@ use crate::engine::driver_counters::DriverCounters;
 use crate::engine::driver_error::from_driver;
 use crate::engine::error::{ErrorCode, SeqError, SeqResult};
 use crate::engine::format::{now_millis, Pattern};
-use crate::engine::registry::ClientHandle;
 use crate::engine::mongo_store::SessionStore;
+use crate::engine::registry::ClientHandle;
 use crate::engine::store::CounterRef;
 
 /// Most attempts at one transaction that conflicts with others.

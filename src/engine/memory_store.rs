@@ -7,9 +7,9 @@ use std::sync::Mutex;
 
 use mongodb::bson::Bson;
 
+use crate::engine::counter_value::compact_integer;
 use crate::engine::error::{SeqError, SeqResult};
 use crate::engine::sequence_config::SequenceConfig;
-use crate::engine::counter_value::compact_integer;
 use crate::engine::store::{CounterDoc, CounterRef, CounterStore, FieldGuard, NewCounter};
 
 type Key = (String, crate::engine::counter_name::CounterName);

@@ -5,11 +5,11 @@ pub mod admin;
 pub mod allocate;
 pub mod block_cache;
 pub mod coalesce;
-pub mod counter_state;
-pub mod demand;
 pub mod connection;
 pub mod counter_name;
+pub mod counter_state;
 pub mod counter_value;
+pub mod demand;
 pub mod driver_counters;
 pub mod driver_error;
 pub mod error;
@@ -20,6 +20,8 @@ pub mod id_range;
 pub mod js_number;
 #[cfg(test)]
 pub mod memory_store;
+#[cfg(test)]
+mod model_tests;
 pub mod mongo_store;
 pub mod options;
 pub mod redact;

@@ -97,7 +97,8 @@ impl MongoStore {
         counter: &CounterRef,
     ) -> SeqResult<Option<Document>> {
         let collection = self.counters(counter, session.is_some());
-        let action = collection.find_one(doc! { "_id": counter.id() })
+        let action = collection
+            .find_one(doc! { "_id": counter.id() })
             .projection(filters::counter_projection(counter));
         match session {
             Some(session) => action.session(session).await,

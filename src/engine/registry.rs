@@ -11,10 +11,10 @@ use tokio::sync::OnceCell;
 
 use crate::engine::connection::ConnectionTarget;
 use crate::engine::counter_state::{CounterState, CounterStates};
-use crate::engine::store::CounterRef;
 use crate::engine::driver_error::from_driver;
 use crate::engine::error::{ErrorCode, SeqError, SeqResult};
 use crate::engine::mongo_store::MongoStore;
+use crate::engine::store::CounterRef;
 use crate::engine::validate::check_database;
 
 /// An open driver client with the secrets of its connection string.

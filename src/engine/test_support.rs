@@ -87,8 +87,9 @@ pub fn by_total<F, Fut>(
     fetch: F,
 ) -> impl Fn(
     Vec<crate::engine::demand::Demand>,
-) -> std::pin::Pin<Box<dyn std::future::Future<Output = crate::engine::coalesce::Grants> + Send>>
-       + Send
+) -> std::pin::Pin<
+    Box<dyn std::future::Future<Output = crate::engine::coalesce::Grants> + Send>,
+> + Send
        + Sync
        + 'static
 where
