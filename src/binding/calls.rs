@@ -5,6 +5,7 @@ use std::sync::{Arc, Mutex};
 
 use napi::bindgen_prelude::{Env, PromiseRaw, Unknown};
 
+use crate::binding::call_order::{nobody_waiting, Ticket};
 use crate::binding::db_target::{read_db, DbTarget};
 use crate::binding::js_read::{describe, number};
 use crate::binding::name::read_counter_name;
@@ -141,7 +142,7 @@ pub fn reserve_promise<'env>(
     shape: Shape,
     slot: Option<&ReservationSlot>,
 ) -> napi::Result<PromiseRaw<'env, Output>> {
-    if let (Ok(named), Ok(count)) = (counter, &count) {
+    if let (Ok(named), Ok(count), true) = (counter, &count, nobody_waiting()) {
         if let Some(submitted) = submit_now(named, *count, slot) {
             let Submitted {
                 outcome,
@@ -162,12 +163,28 @@ pub fn reserve_promise<'env>(
             };
         }
     }
+    // The client is still opening (or earlier calls wait for it): submit in turn.
     let counter = counter.cloned().map_err(Clone::clone);
     let slot = slot.cloned();
+    let ticket = Ticket::take();
     promise(env, async move {
         let (named, count) = (counter?, count?);
         let (label, options) = (named.label.clone(), named.options.clone());
-        let range = named.prepare(slot).await?.run(count).await?;
+        let reservation = named.prepare(slot).await;
+        ticket.my_turn().await;
+        let submitted = reservation?.submit(count);
+        drop(ticket);
+        let Submitted {
+            outcome,
+            background,
+        } = submitted?;
+        if let Some(background) = background {
+            tokio::spawn(background);
+        }
+        let range = match outcome {
+            Outcome::Now(range) => range,
+            Outcome::Later(pending) => pending.await?,
+        };
         shape(&label, range, &options)
     })
 }

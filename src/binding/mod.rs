@@ -2,6 +2,7 @@
 //! errors back. No sequence logic lives here.
 
 pub mod admin;
+pub mod call_order;
 pub mod calls;
 pub mod client;
 pub mod db_memo;
