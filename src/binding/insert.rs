@@ -20,7 +20,7 @@ use crate::engine::error::{SeqError, SeqResult};
 use crate::engine::format::now_millis;
 use crate::engine::gapless::{insert_gapless, NumberedInsert};
 use crate::engine::validate::{check_collection, MAX_BATCH_COUNT};
-use mongodb::bson::Document;
+use mongodb::bson::{Bson, Document};
 
 /// Options of `insertOne`/`insertMany` beyond those of the sequence functions. (`field`
 /// here is the document field; the counter's own field is `counterField`.)
@@ -222,11 +222,41 @@ fn number_docs(env: &Env, target: &Object, insert: &Insert, range: IdRange) -> n
     Ok(())
 }
 
-/// `{ acknowledged: true, insertedCount }` for a gapless insert.
-fn gapless_result(env: &Env, count: i64) -> napi::Result<Unknown<'_>> {
+/// The driver's result shapes for a gapless insert: `{ acknowledged, insertedId }` for
+/// one document, `{ acknowledged, insertedCount, insertedIds }` for many. Numbered `_id`s
+/// come back as the numbers (or business numbers); `_id`s generated here as ObjectId
+/// hex strings.
+fn gapless_result<'env>(
+    env: &'env Env,
+    insert: &Insert,
+    ids: &[Bson],
+) -> napi::Result<Unknown<'env>> {
+    let bigint = insert.named.options.bigint;
+    let set_id = |target: &mut Object, key: &str, id: &Bson| -> napi::Result<()> {
+        match id {
+            Bson::Int32(v) => target.set_named_property(key, Value::Number(f64::from(*v))),
+            Bson::Int64(v) => {
+                let value = Value::checked(&insert.named.label, *v, bigint)
+                    .map_err(|e| to_js_error(env, e))?;
+                target.set_named_property(key, value)
+            }
+            Bson::String(s) => target.set_named_property(key, s.as_str()),
+            Bson::ObjectId(oid) => target.set_named_property(key, oid.to_hex()),
+            other => target.set_named_property(key, other.to_string()),
+        }
+    };
     let mut result = Object::new(env)?;
     result.set_named_property("acknowledged", true)?;
-    result.set_named_property("insertedCount", count as f64)?;
+    if insert.many {
+        result.set_named_property("insertedCount", ids.len() as f64)?;
+        let mut map = Object::new(env)?;
+        for (i, id) in ids.iter().enumerate() {
+            set_id(&mut map, &i.to_string(), id)?;
+        }
+        result.set_named_property("insertedIds", map)?;
+    } else if let Some(id) = ids.first() {
+        set_id(&mut result, "insertedId", id)?;
+    }
     Ok(result.to_unknown())
 }
 
@@ -256,7 +286,7 @@ fn spawn_insert<'env>(
     let work = async move {
         let reservation = named.clone().prepare(None).await?;
         match gapless {
-            None => reservation.run(count).await,
+            None => reservation.run(count).await.map(|range| (range, None)),
             Some((docs, collection, field)) => {
                 let (handle, database) = named.target.resolve().await?;
                 let numbered = NumberedInsert {
@@ -275,18 +305,19 @@ fn spawn_insert<'env>(
                     numbered,
                 )
                 .await
+                .map(|(range, ids)| (range, Some(ids)))
             }
         }
     };
     env.spawn_future_with_callback(
         async move { Ok(work.await) },
-        move |env, reserved: SeqResult<IdRange>| {
+        move |env, reserved: SeqResult<(IdRange, Option<Vec<Bson>>)>| {
             let outcome = match (reserved, db_ref.get_value(env), target_ref.get_value(env)) {
                 (Err(e), _, _) => Err(to_js_error(env, e)),
-                (Ok(range), Ok(db), Ok(target)) => match insert.gapless {
+                (Ok((range, ids)), Ok(db), Ok(target)) => match ids {
                     None => insert_now(env, db, target, &insert, range),
-                    Some(_) => number_docs(env, &target, &insert, range)
-                        .and_then(|_| gapless_result(env, insert.count)),
+                    Some(ids) => number_docs(env, &target, &insert, range)
+                        .and_then(|_| gapless_result(env, &insert, &ids)),
                 },
                 (_, Err(e), _) | (_, _, Err(e)) => Err(e),
             };

@@ -45,6 +45,44 @@ fn is_date(value: &Unknown) -> Option<f64> {
     }
 }
 
+/// The `[key, value]` pairs of a `Map` (as `Array.from(map)` gives them), which the
+/// Node driver stores as a document; `None` for anything else.
+fn map_entries<'a>(value: &Unknown<'a>) -> Option<Vec<Unknown<'a>>> {
+    let env = value.value().env;
+    let named = |object: sys::napi_value, name: &std::ffi::CStr| {
+        let mut out = std::ptr::null_mut();
+        // SAFETY: N-API property read on a live object of this env.
+        let ok = unsafe { sys::napi_get_named_property(env, object, name.as_ptr(), &mut out) }
+            == sys::Status::napi_ok;
+        ok.then_some(out)
+    };
+    let mut global = std::ptr::null_mut();
+    // SAFETY: N-API calls on the current env with handles it made.
+    unsafe {
+        if sys::napi_get_global(env, &mut global) != sys::Status::napi_ok {
+            return None;
+        }
+        let map = named(global, c"Map")?;
+        let mut is_map = false;
+        if sys::napi_instanceof(env, value.raw(), map, &mut is_map) != sys::Status::napi_ok
+            || !is_map
+        {
+            return None;
+        }
+        let array = named(global, c"Array")?;
+        let from = named(array, c"from")?;
+        let mut pairs = std::ptr::null_mut();
+        let args = [value.raw()];
+        if sys::napi_call_function(env, array, from, 1, args.as_ptr(), &mut pairs)
+            != sys::Status::napi_ok
+        {
+            return None;
+        }
+        let pairs = Unknown::from_napi_value(env, pairs).ok()?;
+        array_items(&pairs)
+    }
+}
+
 fn is_buffer(value: &Unknown) -> bool {
     let mut yes = false;
     // SAFETY: as above.
@@ -104,6 +142,22 @@ fn object_to_bson(value: &Unknown, path: &str, depth: usize) -> SeqResult<Bson> 
             subtype: BinarySubtype::Generic,
             bytes: buffer.to_vec(),
         }));
+    }
+    if let Some(pairs) = map_entries(value) {
+        let mut doc = Document::new();
+        for pair in pairs {
+            let items = array_items(&pair).unwrap_or_default();
+            let (Some(key), Some(item)) = (items.first().and_then(string), items.get(1)) else {
+                return Err(unsupported(path, "a Map with a key that is not a string"));
+            };
+            let field = if path.is_empty() {
+                key.clone()
+            } else {
+                format!("{path}.{key}")
+            };
+            doc.insert(key, to_bson(item, &field, depth + 1)?);
+        }
+        return Ok(Bson::Document(doc));
     }
     if let Some(items) = array_items(value) {
         let mut out = Vec::with_capacity(items.len());

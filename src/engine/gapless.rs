@@ -7,7 +7,7 @@
 
 use std::time::Duration;
 
-use mongodb::bson::{doc, Document};
+use mongodb::bson::{doc, oid::ObjectId, Bson, Document};
 use mongodb::options::WriteConcern;
 
 use crate::engine::allocate::{allocate, CreatePolicy, IdRange};
@@ -78,9 +78,18 @@ pub async fn insert_gapless(
     counter: &CounterRef,
     policy: CreatePolicy,
     write_concern: Option<WriteConcern>,
-    insert: NumberedInsert<'_>,
-) -> SeqResult<IdRange> {
+    mut insert: NumberedInsert<'_>,
+) -> SeqResult<(IdRange, Vec<Bson>)> {
     let store = handle.store(database)?;
+    if insert.field != "_id" {
+        // Give every document its `_id` now, so a retried transaction writes the same
+        // ones and the caller learns them (the driver's insertedIds).
+        for doc in &mut insert.docs {
+            if !doc.contains_key("_id") {
+                doc.insert("_id", ObjectId::new());
+            }
+        }
+    }
     // One gapless transaction per counter at a time in this process: concurrent ones
     // would only conflict on the counter document and retry (across processes they do).
     let turn = handle.counter_state(database, counter).gapless_turn();
@@ -144,6 +153,10 @@ pub async fn insert_gapless(
                     doc
                 })
                 .collect();
+            let ids: Vec<Bson> = docs
+                .iter()
+                .map(|d| d.get("_id").cloned().unwrap_or(Bson::Null))
+                .collect();
             store
                 .database()
                 .collection::<Document>(insert.collection)
@@ -152,11 +165,11 @@ pub async fn insert_gapless(
                 .await
                 .map_err(|e| from_driver(&e, secrets))?;
             commit(&mut session, secrets).await?;
-            Ok::<IdRange, SeqError>(range)
+            Ok::<(IdRange, Vec<Bson>), SeqError>((range, ids))
         }
         .await;
         match outcome {
-            Ok(range) => return Ok(range),
+            Ok(done) => return Ok(done),
             Err(error) => {
                 let _ = session.abort_transaction().await;
                 let error = unsupported(error);
