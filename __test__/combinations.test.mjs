@@ -158,3 +158,7 @@ test('a warm handle keeps the JavaScript call order exactly', async () => {
     for (let i = 1; i < firsts.length; i++) assert.ok(firsts[i] > firsts[i - 1], `call ${i} out of order`);
   }
 });
+
+test('connect refuses unknown options, like every other function', async () => {
+  await rejectsWithCode(assert, seq.connect(env.uri, { serverSelectionTimeoutMs: 5 }), 'INVALID_ARGUMENT', /unknown connect option/);
+});

@@ -106,6 +106,16 @@ fn read_connect_target(uri: &Unknown, options: Option<&Unknown>) -> SeqResult<Co
             describe(options)
         ))
     })?;
+    const KNOWN: [&str; 2] = ["serverSelectionTimeoutMS", "connectTimeoutMS"];
+    let keys = napi::bindgen_prelude::Object::keys(&obj)
+        .map_err(|e| SeqError::invalid_argument(format!("cannot read options: {e}")))?;
+    if let Some(unknown) = keys.iter().find(|k| !KNOWN.contains(&k.as_str())) {
+        let shown: String = unknown.chars().take(64).collect();
+        return Err(SeqError::invalid_argument(format!(
+            "unknown connect option '{shown}'; known options: {}",
+            KNOWN.join(", ")
+        )));
+    }
     for (key, slot) in [
         (
             "serverSelectionTimeoutMS",
