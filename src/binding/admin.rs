@@ -197,9 +197,8 @@ pub fn sync_to_max<'env>(
             field,
         ))
     });
-    let named = named.map(|(named, source, field)| (named, (source, field)));
     let (named, source) = match named {
-        Ok((named, source)) => (Ok(named), Some(source)),
+        Ok((named, source, field)) => (Ok(named), Some((source, field))),
         Err(e) => (Err(e), None),
     };
     managed_promise(env, named, None, move |reservation, named| async move {

@@ -4,6 +4,7 @@
 //! too instead of jumping the line.
 
 use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{LazyLock, Mutex};
 
 use tokio::sync::Notify;
@@ -19,6 +20,8 @@ struct Line {
 }
 
 static LINE: LazyLock<Mutex<Line>> = LazyLock::new(Default::default);
+/// Tickets handed out and not yet done: read without a lock on every call.
+static OUT: AtomicU64 = AtomicU64::new(0);
 static TURN: Notify = Notify::const_new();
 
 fn line() -> std::sync::MutexGuard<'static, Line> {
@@ -27,8 +30,7 @@ fn line() -> std::sync::MutexGuard<'static, Line> {
 
 /// Whether a call may submit at once: no earlier call is still waiting for its turn.
 pub fn nobody_waiting() -> bool {
-    let line = line();
-    line.served == line.next
+    OUT.load(Ordering::SeqCst) == 0
 }
 
 /// A place in line, taken on the JavaScript thread. Dropping it (after submitting, or
@@ -39,6 +41,7 @@ impl Ticket {
     /// The next place in line.
     pub fn take() -> Ticket {
         let mut line = line();
+        OUT.fetch_add(1, Ordering::SeqCst);
         line.next += 1;
         Ticket(line.next - 1)
     }
@@ -69,6 +72,7 @@ impl Drop for Ticket {
             line.served += 1;
         }
         drop(line);
+        OUT.fetch_sub(1, Ordering::SeqCst);
         TURN.notify_waiters();
     }
 }

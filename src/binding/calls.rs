@@ -174,17 +174,6 @@ pub fn reserve_promise<'env>(
         ticket.my_turn().await;
         let submitted = reservation?.submit(count);
         drop(ticket);
-        let Submitted {
-            outcome,
-            background,
-        } = submitted?;
-        if let Some(background) = background {
-            tokio::spawn(background);
-        }
-        let range = match outcome {
-            Outcome::Now(range) => range,
-            Outcome::Later(pending) => pending.await?,
-        };
-        shape(&label, range, &options)
+        shape(&label, submitted?.finish().await?, &options)
     })
 }

@@ -10,12 +10,12 @@
 
 use mongodb::bson::{doc, Bson, Document};
 
-use crate::engine::allocate::MAX_ATTEMPTS;
+use crate::engine::allocate::{contention, MAX_ATTEMPTS};
 use crate::engine::counter_value::integer_after_increment;
-use crate::engine::error::{ErrorCode, SeqError, SeqResult};
+use crate::engine::error::{SeqError, SeqResult};
 use crate::engine::mongo_store::MongoStore;
 use crate::engine::sequence_config::SequenceConfig;
-use crate::engine::store::{CounterDoc, CounterRef, CounterStore, NewCounter};
+use crate::engine::store::{CounterRef, CounterStore, NewCounter};
 use crate::engine::validate::check_field;
 
 fn value_of(counter: &CounterRef, value: Option<&Bson>) -> SeqResult<i64> {
@@ -32,21 +32,8 @@ fn before(start: i64, counter: &CounterRef) -> SeqResult<i64> {
     })
 }
 
-fn config_of(counter: &CounterRef, doc: &CounterDoc) -> SeqResult<Option<SequenceConfig>> {
-    doc.config
-        .clone()
-        .map_err(|damage| SeqError::invalid_counter(&counter.label, &counter.field, &damage))
-}
-
-fn kept_changing(counter: &CounterRef) -> SeqError {
-    SeqError::new(
-        ErrorCode::Contention,
-        format!(
-            "Sequence '{}' kept changing during {MAX_ATTEMPTS} attempts; try again",
-            counter.label
-        ),
-    )
-}
+/// 2^63 as a double: the first double beyond the 64-bit integer range.
+const I64_RANGE_END: f64 = 9_223_372_036_854_775_808.0;
 
 /// The counter's value (the last value handed out) without advancing it.
 pub async fn current<S: CounterStore>(store: &S, counter: &CounterRef) -> SeqResult<i64> {
@@ -104,7 +91,7 @@ pub async fn set<S: CounterStore>(
             }
             continue;
         };
-        let config = config_of(counter, &found)?;
+        let config = found.configuration(counter)?;
         if let Some(config) = &config {
             if value < config.min || value > config.max {
                 return Err(SeqError::invalid_argument(format!(
@@ -120,7 +107,7 @@ pub async fn set<S: CounterStore>(
             return Ok(());
         }
     }
-    Err(kept_changing(counter))
+    Err(contention(counter))
 }
 
 /// Puts the counter back so that the next value is its start: the one given to `init`,
@@ -135,7 +122,7 @@ pub async fn reset<S: CounterStore>(
             .read(counter)
             .await?
             .ok_or_else(|| SeqError::not_found(&counter.label))?;
-        let config = config_of(counter, &found)?;
+        let config = found.configuration(counter)?;
         let start = match (&found.start, &config) {
             (Some(stored), _) => value_of(counter, Some(stored))?,
             (None, Some(config)) => config.default_start(),
@@ -152,7 +139,7 @@ pub async fn reset<S: CounterStore>(
             return Ok(start);
         }
     }
-    Err(kept_changing(counter))
+    Err(contention(counter))
 }
 
 /// Deletes the counter. `true` when it existed.
@@ -172,7 +159,7 @@ pub async fn raise_to<S: CounterStore>(
     for _ in 0..MAX_ATTEMPTS {
         let config = match store.read(counter).await? {
             None => None,
-            Some(found) => config_of(counter, &found)?,
+            Some(found) => found.configuration(counter)?,
         };
         if let Some(config) = &config {
             if config.step < 0 {
@@ -192,7 +179,7 @@ pub async fn raise_to<S: CounterStore>(
             return value_of(counter, Some(&after));
         }
     }
-    Err(kept_changing(counter))
+    Err(contention(counter))
 }
 
 /// The largest value `syncToMax` takes from a source field: whole numbers within the
@@ -201,11 +188,7 @@ pub fn usable_maximum(value: Option<&Bson>) -> Option<i64> {
     match value? {
         Bson::Int32(v) => Some(i64::from(*v)),
         Bson::Int64(v) => Some(*v),
-        Bson::Double(d)
-            if d.is_finite()
-                && d.ceil() < 9_223_372_036_854_775_808.0
-                && d.ceil() >= -9_223_372_036_854_775_808.0 =>
-        {
+        Bson::Double(d) if d.is_finite() && (-I64_RANGE_END..I64_RANGE_END).contains(&d.ceil()) => {
             Some(d.ceil() as i64)
         }
         _ => None,
@@ -245,8 +228,8 @@ impl MongoStore {
         let filter = doc! {
             field: {
                 "$type": ["int", "long", "double"],
-                "$lt": 9_223_372_036_854_775_808.0f64,
-                "$gte": -9_223_372_036_854_775_808.0f64,
+                "$lt": I64_RANGE_END,
+                "$gte": -I64_RANGE_END,
             }
         };
         let largest = self
@@ -259,14 +242,14 @@ impl MongoStore {
             .map_err(|e| self.error(&e))?;
         Ok(largest
             .and_then(|d| usable_maximum(d.get(field)))
-            .unwrap_or(0)
-            .max(0))
+            .unwrap_or(0))
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engine::error::ErrorCode;
     use crate::engine::memory_store::MemoryStore;
     use crate::engine::test_support::run;
 

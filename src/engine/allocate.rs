@@ -132,7 +132,8 @@ pub async fn allocate_demands<S: CounterStore>(
     Err(contention(counter))
 }
 
-fn contention(counter: &CounterRef) -> SeqError {
+/// `CONTENTION`: the counter kept changing during [`MAX_ATTEMPTS`] attempts.
+pub fn contention(counter: &CounterRef) -> SeqError {
     SeqError::new(
         ErrorCode::Contention,
         format!(
@@ -185,16 +186,8 @@ async fn serve_configured<S: CounterStore>(
         let Some(doc) = store.read(counter).await? else {
             return Err(SeqError::not_found(&counter.label));
         };
-        let config = match doc.config {
-            Ok(Some(now)) => now,
-            Ok(None) => return Err(changed_kind(counter)),
-            Err(damage) => {
-                return Err(SeqError::invalid_counter(
-                    &counter.label,
-                    &counter.field,
-                    &damage,
-                ))
-            }
+        let Some(config) = doc.configuration(counter)? else {
+            return Err(changed_kind(counter));
         };
         let current = match classify(doc.value.as_ref()) {
             StoredCounter::Integer(v) => v,

@@ -128,11 +128,6 @@ impl CacheSlot {
         self.entry.lock().expect("block cache lock")
     }
 
-    /// The block size.
-    pub fn size(&self) -> i64 {
-        self.size
-    }
-
     /// Throws away every cached value (after a management write: `set`, `reset`, `drop`,
     /// `init`, `syncToMax`). Calls waiting for a fetch keep waiting for it.
     pub fn discard(&self) {

@@ -115,7 +115,7 @@ impl<K: Eq + Hash + Clone + Send + 'static> Coalescer<K> {
 }
 
 /// Gives each caller its own result, in queue order, or each the round trip's error.
-pub fn hand_out(batch: Vec<Waiter>, result: Grants) {
+fn hand_out(batch: Vec<Waiter>, result: Grants) {
     match result {
         Ok(grants) => {
             // A caller that went away simply drops its slice (a gap, never a duplicate).

@@ -47,6 +47,19 @@ pub enum Mode {
     Cached(i64),
 }
 
+impl Submitted {
+    /// Spawns the background work on the current runtime and waits for the values.
+    pub async fn finish(self) -> SeqResult<IdRange> {
+        if let Some(background) = self.background {
+            tokio::spawn(background);
+        }
+        match self.outcome {
+            Outcome::Now(range) => Ok(range),
+            Outcome::Later(pending) => pending.await,
+        }
+    }
+}
+
 /// The outcome of submitting a call.
 pub enum Outcome {
     /// Served at once, from the cache.
@@ -82,7 +95,7 @@ pub struct CounterState {
 
 impl CounterState {
     /// The configuration hint.
-    pub fn hint(&self) -> Option<SequenceConfig> {
+    fn hint(&self) -> Option<SequenceConfig> {
         *self.hint.lock().expect("hint lock")
     }
 
@@ -146,12 +159,12 @@ impl CounterState {
     /// configuration it finds.
     pub fn fetcher<S>(
         self: &Arc<Self>,
-        store: S,
+        store: Arc<S>,
         counter: CounterRef,
         policy: CreatePolicy,
     ) -> impl Fn(Vec<Demand>) -> Pin<Box<dyn Future<Output = Grants> + Send>> + Send + Sync + 'static
     where
-        S: CounterStore + Clone + 'static,
+        S: CounterStore + 'static,
     {
         let state = self.clone();
         move |demands| {
@@ -159,7 +172,8 @@ impl CounterState {
             Box::pin(async move {
                 let hint = state.hint();
                 let served =
-                    allocate_demands(&store, &counter, policy, &demands, hint, &state.turn).await?;
+                    allocate_demands(&*store, &counter, policy, &demands, hint, &state.turn)
+                        .await?;
                 if served.config != hint {
                     state.remember(served.config);
                 }
@@ -173,7 +187,7 @@ impl CounterState {
     /// cached calls). `slot` is the cache slot of `mode` when the caller kept it.
     pub fn submit<S>(
         self: &Arc<Self>,
-        store: &S,
+        store: &Arc<S>,
         counter: &CounterRef,
         lane: &Lane,
         mode: Mode,
@@ -181,7 +195,7 @@ impl CounterState {
         count: i64,
     ) -> Submitted
     where
-        S: CounterStore + Clone + 'static,
+        S: CounterStore + 'static,
     {
         match mode {
             Mode::Cached(size) if count <= size => {
@@ -263,15 +277,6 @@ impl<K: Eq + Hash + Clone> CounterStates<K> {
             states.retain(|_, state| Arc::strong_count(state) > 1 || !state.idle());
         }
         states.entry(key.clone()).or_default().clone()
-    }
-
-    /// The state of `key` if there is one.
-    pub fn find(&self, key: &K) -> Option<Arc<CounterState>> {
-        self.states
-            .lock()
-            .expect("counter states lock")
-            .get(key)
-            .cloned()
     }
 
     /// How many states are kept.

@@ -123,7 +123,6 @@ pub fn plan_configured(
     let cycle = config.cycle_size();
     let mut value = i128::from(current);
     let mut whole = true;
-    let mut served = 0i64;
     let mut grants = Vec::with_capacity(demands.len());
     for demand in demands {
         let n = i128::from(demand.count());
@@ -159,13 +158,10 @@ pub fn plan_configured(
                 Ok(range(restart, k, step))
             }
         };
-        if grant.is_ok() {
-            served += 1;
-        }
         grants.push(grant);
     }
     let last = i64::try_from(value).expect("within the configured limits");
-    let write = if served == 0 {
+    let write = if grants.iter().all(Result::is_err) {
         Write::Nothing
     } else if whole {
         Write::Increment(total(demands))

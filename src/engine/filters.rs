@@ -8,11 +8,9 @@ use crate::engine::sequence_config::{ConfigFields, SequenceConfig};
 use crate::engine::store::{CounterDoc, CounterRef, FieldGuard};
 
 fn plain(counter: &CounterRef, condition: Document) -> Document {
-    doc! {
-        "_id": counter.id(),
-        counter.field.as_str(): condition,
-        ConfigFields::of(&counter.field).step: { "$exists": false },
-    }
+    let mut filter = configured_as(counter, None);
+    filter.insert(counter.field.as_str(), condition);
+    filter
 }
 
 /// A plain (unconfigured) counter holding an Int32 or Int64.

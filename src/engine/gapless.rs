@@ -7,19 +7,18 @@
 
 use std::time::Duration;
 
-use mongodb::bson::{doc, oid::ObjectId, Bson, Document};
+use mongodb::bson::{oid::ObjectId, Bson, Document};
 use mongodb::options::WriteConcern;
 
 use crate::engine::allocate::{allocate, CreatePolicy, IdRange};
 use crate::engine::counter_value::compact_integer;
-use crate::engine::driver_counters::CounterDriver;
 use crate::engine::driver_counters::DriverCounters;
 use crate::engine::driver_error::from_driver;
 use crate::engine::error::{ErrorCode, SeqError, SeqResult};
 use crate::engine::format::{now_millis, Pattern};
 use crate::engine::mongo_store::SessionStore;
 use crate::engine::registry::ClientHandle;
-use crate::engine::store::CounterRef;
+use crate::engine::store::{CounterRef, CounterStore, NewCounter};
 
 /// Most attempts at one transaction that conflicts with others.
 pub const MAX_TRANSACTION_ATTEMPTS: u32 = 50;
@@ -100,11 +99,9 @@ pub async fn insert_gapless(
         let start_before = policy.start.checked_sub(1).ok_or_else(|| {
             SeqError::overflow("cannot start at the lowest 64-bit value".to_string())
         })?;
-        let document = doc! {
-            "_id": counter.id(),
-            counter.field.as_str(): compact_integer(start_before),
-        };
-        store.insert_counter(counter, document).await?;
+        DriverCounters(store.clone())
+            .create(counter, NewCounter::plain(start_before))
+            .await?;
     }
     let secrets = handle.secrets();
     let mut session = handle

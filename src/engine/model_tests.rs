@@ -18,7 +18,7 @@ use proptest::prelude::*;
 use crate::engine::admin;
 use crate::engine::allocate::{CreatePolicy, IdRange};
 use crate::engine::counter_name::CounterName;
-use crate::engine::counter_state::{CounterState, Lane, Mode, Outcome};
+use crate::engine::counter_state::{CounterState, Lane, Mode};
 use crate::engine::error::{ErrorCode, SeqResult};
 use crate::engine::memory_store::MemoryStore;
 use crate::engine::sequence_config::SequenceConfig;
@@ -228,37 +228,25 @@ impl Engine {
             }
             return out;
         }
-        let mut pending = Vec::new();
-        for &n in counts {
-            let submitted =
+        let submitted: Vec<_> = counts
+            .iter()
+            .map(|&n| {
                 self.state
-                    .submit(&self.store, &self.counter, &self.lane, self.mode, None, n);
-            if let Some(background) = submitted.background {
-                tokio::spawn(background);
-            }
-            pending.push(submitted.outcome);
-        }
+                    .submit(&self.store, &self.counter, &self.lane, self.mode, None, n)
+            })
+            .collect();
         let mut out = Vec::new();
-        for outcome in pending {
-            out.push(match outcome {
-                Outcome::Now(range) => Ok(range),
-                Outcome::Later(p) => p.await,
-            });
+        for call in submitted {
+            out.push(call.finish().await);
         }
         out
     }
 
     async fn submit_and_wait(&self, n: i64) -> SeqResult<IdRange> {
-        let submitted =
-            self.state
-                .submit(&self.store, &self.counter, &self.lane, self.mode, None, n);
-        if let Some(background) = submitted.background {
-            tokio::spawn(background);
-        }
-        match submitted.outcome {
-            Outcome::Now(range) => Ok(range),
-            Outcome::Later(p) => p.await,
-        }
+        self.state
+            .submit(&self.store, &self.counter, &self.lane, self.mode, None, n)
+            .finish()
+            .await
     }
 
     /// Waits until no background fetch is left running.
@@ -298,7 +286,7 @@ fn check_history(mode: Mode, policy: CreatePolicy, initial: Option<Config>, ops:
         let created = engine
             .state
             .managed(admin::init(
-                &engine.store,
+                &*engine.store,
                 c,
                 None,
                 initial.map(|c| c.engine()),
@@ -357,7 +345,7 @@ fn check_history(mode: Mode, policy: CreatePolicy, initial: Option<Config>, ops:
                 Op::Set(v) => {
                     let got = engine
                         .state
-                        .managed(admin::set(&engine.store, c, *v, policy.upsert))
+                        .managed(admin::set(&*engine.store, c, *v, policy.upsert))
                         .await
                         .map_err(|e| e.code);
                     assert_eq!(got, model.set(*v, policy.upsert), "set {v}");
@@ -367,7 +355,7 @@ fn check_history(mode: Mode, policy: CreatePolicy, initial: Option<Config>, ops:
                 Op::Reset => {
                     let got = engine
                         .state
-                        .managed(admin::reset(&engine.store, c, policy.start))
+                        .managed(admin::reset(&*engine.store, c, policy.start))
                         .await
                         .map_err(|e| e.code);
                     assert_eq!(got, model.reset(policy.start), "reset");
@@ -378,7 +366,7 @@ fn check_history(mode: Mode, policy: CreatePolicy, initial: Option<Config>, ops:
                     let got = engine
                         .state
                         .managed(admin::init(
-                            &engine.store,
+                            &*engine.store,
                             c,
                             *start,
                             config.map(|c| c.engine()),
@@ -392,7 +380,7 @@ fn check_history(mode: Mode, policy: CreatePolicy, initial: Option<Config>, ops:
                 Op::Drop => {
                     let got = engine
                         .state
-                        .managed(admin::drop_counter(&engine.store, c))
+                        .managed(admin::drop_counter(&*engine.store, c))
                         .await
                         .map_err(|e| e.code);
                     assert_eq!(got, Ok(model.exists), "drop");
@@ -536,9 +524,14 @@ fn regression_cache_on_short_cycles_and_bounded_counters() {
         .build()
         .unwrap();
     runtime.block_on(async {
-        admin::init(&engine.store, &engine.counter, None, Some(bounded.engine()))
-            .await
-            .unwrap();
+        admin::init(
+            &*engine.store,
+            &engine.counter,
+            None,
+            Some(bounded.engine()),
+        )
+        .await
+        .unwrap();
         let mut values = Vec::new();
         loop {
             match engine.submit_and_wait(1).await {

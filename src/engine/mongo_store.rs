@@ -41,11 +41,6 @@ impl MongoStore {
         &self.database
     }
 
-    /// The secrets removed from error messages.
-    pub fn secrets(&self) -> &[String] {
-        &self.secrets
-    }
-
     /// A driver error as a typed error without secrets.
     pub fn error(&self, error: &mongodb::error::Error) -> crate::engine::error::SeqError {
         from_driver(error, &self.secrets)

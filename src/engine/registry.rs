@@ -77,20 +77,6 @@ impl ClientHandle {
         self.counters.get(&(database.to_string(), counter.clone()))
     }
 
-    /// This client's state of the counter, if it has one.
-    pub fn find_counter_state(
-        &self,
-        database: &str,
-        counter: &CounterRef,
-    ) -> Option<Arc<CounterState>> {
-        self.counters.find(&(database.to_string(), counter.clone()))
-    }
-
-    /// How many counter states this client keeps.
-    pub fn counter_states(&self) -> usize {
-        self.counters.len()
-    }
-
     /// The underlying driver client (for tests and admin tools).
     pub fn client(&self) -> &Client {
         &self.client

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use crate::engine::allocate::IdRange;
 use crate::engine::block_cache::CacheSlot;
 use crate::engine::counter_name::CounterName;
-use crate::engine::counter_state::{CounterState, Lane, Mode, Outcome, Submitted};
+use crate::engine::counter_state::{CounterState, Lane, Mode, Submitted};
 use crate::engine::driver_counters::DriverCounters;
 use crate::engine::error::SeqResult;
 use crate::engine::mongo_store::MongoStore;
@@ -20,7 +20,7 @@ use crate::engine::store::CounterRef;
 #[derive(Clone)]
 pub struct Reservation {
     handle: Arc<ClientHandle>,
-    store: DriverCounters<MongoStore>,
+    store: Arc<DriverCounters<MongoStore>>,
     counter: CounterRef,
     state: Arc<CounterState>,
     lane: Lane,
@@ -53,7 +53,7 @@ impl Reservation {
         let cache = options.cache.map(|size| state.cache_slot(&lane, size));
         Ok(Reservation {
             handle: handle.clone(),
-            store: DriverCounters(store),
+            store: Arc::new(DriverCounters(store)),
             counter,
             state,
             lane,
@@ -82,11 +82,6 @@ impl Reservation {
         &self.state
     }
 
-    /// The client.
-    pub fn handle(&self) -> &Arc<ClientHandle> {
-        &self.handle
-    }
-
     /// Whether the client of this reservation was closed.
     pub fn is_closed(&self) -> bool {
         self.handle.is_closed()
@@ -109,13 +104,6 @@ impl Reservation {
 
     /// Reserves `count` values, spawning background work on the current runtime.
     pub async fn run(self, count: i64) -> SeqResult<IdRange> {
-        let submitted = self.submit(count)?;
-        if let Some(background) = submitted.background {
-            tokio::spawn(background);
-        }
-        match submitted.outcome {
-            Outcome::Now(range) => Ok(range),
-            Outcome::Later(pending) => pending.await,
-        }
+        self.submit(count)?.finish().await
     }
 }

@@ -137,20 +137,6 @@ impl SequenceConfig {
             .map_err(|e| format!("a damaged configuration ({})", e.message))
     }
 
-    /// Where a block of `count` values after `current` ends, when it stays within the
-    /// limits.
-    pub fn next_last(&self, current: i64, count: i64) -> Option<i64> {
-        let last = self.step.checked_mul(count)?.checked_add(current)?;
-        (self.min..=self.max).contains(&last).then_some(last)
-    }
-
-    /// The block of `count` values a cycling counter restarts with.
-    pub fn restart_last(&self, count: i64) -> Option<i64> {
-        let first = self.default_start();
-        let last = self.step.checked_mul(count - 1)?.checked_add(first)?;
-        (self.min..=self.max).contains(&last).then_some(last)
-    }
-
     /// Values in one full cycle (`minValue` to `maxValue` in steps).
     pub fn cycle_size(&self) -> i128 {
         (i128::from(self.max) - i128::from(self.min)) / i128::from(self.step).abs() + 1
@@ -218,15 +204,17 @@ mod tests {
     #[test]
     fn limits_and_restarts() {
         let c = SequenceConfig::new(2, Some(1), Some(9), true).unwrap();
-        assert_eq!(c.next_last(1, 4), Some(9));
-        assert_eq!(c.next_last(1, 5), None);
-        assert_eq!(c.restart_last(3), Some(5));
-        assert_eq!(c.restart_last(6), None);
+        // From 1, four more values (3, 5, 7, 9) fit; five do not.
+        assert_eq!(c.room_bounds(4), Some((-1, 1)));
+        assert_eq!(c.room_bounds(5), Some((-1, -1)));
+        // A restart holds at most one cycle: 1, 3, 5, 7, 9.
+        assert_eq!(c.cycle_size(), 5);
         assert_eq!(c.value_before(1).unwrap(), -1);
         assert!(c.check_start(10).is_err());
         let down = SequenceConfig::new(-1, Some(-3), Some(3), false).unwrap();
-        assert_eq!(down.next_last(3, 6), Some(-3));
-        assert_eq!(down.next_last(3, 7), None);
+        // From 3, six more values (2 .. -3) fit; seven do not.
+        assert_eq!(down.room_bounds(6), Some((3, 4)));
+        assert_eq!(down.room_bounds(7), Some((4, 4)));
     }
 
     #[test]

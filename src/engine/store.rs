@@ -59,6 +59,15 @@ pub struct CounterDoc {
     pub start: Option<Bson>,
 }
 
+impl CounterDoc {
+    /// The stored configuration, or `INVALID_COUNTER` naming the damage.
+    pub fn configuration(&self, counter: &CounterRef) -> SeqResult<Option<SequenceConfig>> {
+        self.config.clone().map_err(|damage| {
+            crate::engine::error::SeqError::invalid_counter(&counter.label, &counter.field, &damage)
+        })
+    }
+}
+
 /// A counter document to create.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct NewCounter {
@@ -149,63 +158,4 @@ pub trait CounterStore: Send + Sync {
         config: Option<&SequenceConfig>,
         value: i64,
     ) -> impl Future<Output = SeqResult<Option<Bson>>> + Send;
-}
-
-impl<T: CounterStore> CounterStore for std::sync::Arc<T> {
-    fn increment_integer(
-        &self,
-        counter: &CounterRef,
-        by: i64,
-    ) -> impl Future<Output = SeqResult<Option<Bson>>> + Send {
-        (**self).increment_integer(counter, by)
-    }
-    fn increment_guarded(
-        &self,
-        counter: &CounterRef,
-        guard: FieldGuard,
-        by: i64,
-    ) -> impl Future<Output = SeqResult<Option<Bson>>> + Send {
-        (**self).increment_guarded(counter, guard, by)
-    }
-    fn read(
-        &self,
-        counter: &CounterRef,
-    ) -> impl Future<Output = SeqResult<Option<CounterDoc>>> + Send {
-        (**self).read(counter)
-    }
-    fn advance_configured(
-        &self,
-        counter: &CounterRef,
-        config: &SequenceConfig,
-        count: i64,
-    ) -> impl Future<Output = SeqResult<Option<Bson>>> + Send {
-        (**self).advance_configured(counter, config, count)
-    }
-    fn compare_and_set(
-        &self,
-        counter: &CounterRef,
-        config: Option<&SequenceConfig>,
-        expected: Option<i64>,
-        value: i64,
-    ) -> impl Future<Output = SeqResult<bool>> + Send {
-        (**self).compare_and_set(counter, config, expected, value)
-    }
-    fn create(
-        &self,
-        counter: &CounterRef,
-        new: NewCounter,
-    ) -> impl Future<Output = SeqResult<bool>> + Send {
-        (**self).create(counter, new)
-    }
-    fn delete(&self, counter: &CounterRef) -> impl Future<Output = SeqResult<bool>> + Send {
-        (**self).delete(counter)
-    }
-    fn raise(
-        &self,
-        counter: &CounterRef,
-        config: Option<&SequenceConfig>,
-        value: i64,
-    ) -> impl Future<Output = SeqResult<Option<Bson>>> + Send {
-        (**self).raise(counter, config, value)
-    }
 }
