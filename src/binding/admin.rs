@@ -1,6 +1,7 @@
 //! Managing counters from JavaScript: `current`, `init`, `set`, `reset`, `drop` on a
 //! `Sequence`, and `listSequences`, `syncToMax`.
 
+use crate::engine::quote::quoted;
 use std::future::Future;
 
 use napi::bindgen_prelude::{Env, PromiseRaw, Unknown};
@@ -183,7 +184,8 @@ pub fn sync_to_max<'env>(
     let field = text(&field, "source field").and_then(|f| {
         if f.is_empty() || f.starts_with('$') || f.contains('\0') {
             return Err(SeqError::invalid_argument(format!(
-                "source field is not a valid field path: {f:?}"
+                "source field is not a valid field path: {}",
+                quoted(&f)
             )));
         }
         Ok(f)

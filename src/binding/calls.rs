@@ -1,6 +1,7 @@
 //! What every sequence call does: read `db`, `name` and options, then reserve values,
 //! from the block cache at once when possible, otherwise on the tokio runtime.
 
+use crate::engine::panic_safety::lock;
 use std::sync::{Arc, Mutex};
 
 use napi::bindgen_prelude::{Env, PromiseRaw, Unknown};
@@ -78,7 +79,7 @@ impl NamedCounter {
         let (handle, database) = self.target.resolve().await?;
         let reservation = Reservation::new(&handle, &database, &self.name, &self.options)?;
         if let Some(slot) = slot {
-            *slot.lock().expect("reservation slot") = Some(reservation.clone());
+            *lock(&slot) = Some(reservation.clone());
         }
         Ok(reservation)
     }
@@ -86,7 +87,7 @@ impl NamedCounter {
 
 /// `use_it` applied to the reservation kept in `slot`, when it holds one for an open client.
 fn kept<T>(slot: &ReservationSlot, use_it: impl FnOnce(&Reservation) -> T) -> Option<T> {
-    let kept = slot.lock().expect("reservation slot");
+    let kept = lock(&slot);
     kept.as_ref().filter(|r| !r.is_closed()).map(use_it)
 }
 
@@ -119,7 +120,7 @@ fn submit_now(
     };
     let submitted = reservation.submit(count);
     if let Some(slot) = slot {
-        *slot.lock().expect("reservation slot") = Some(reservation);
+        *lock(&slot) = Some(reservation);
     }
     Some(submitted)
 }

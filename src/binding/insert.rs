@@ -2,6 +2,7 @@
 //! reserved in one round trip, set on the documents, and the documents are inserted with
 //! the Node driver's own `db.collection(name).insertOne/insertMany`.
 
+use crate::engine::quote::quoted;
 use napi::bindgen_prelude::{Env, Function, JsObjectValue, Object, ObjectRef, PromiseRaw, Unknown};
 use napi::{JsValue, ValueType};
 
@@ -129,7 +130,8 @@ fn read_insert(
     }
     if field.is_empty() || field.starts_with('$') || field.contains('.') || field.contains('\0') {
         return Err(SeqError::invalid_argument(format!(
-            "option 'field' must be a plain top-level field name; got {field:?}"
+            "option 'field' must be a plain top-level field name; got {}",
+            quoted(&field)
         )));
     }
     if docs.is_empty() || docs.len() as i64 > MAX_BATCH_COUNT {

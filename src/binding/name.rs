@@ -1,5 +1,6 @@
 //! The `name` argument: a string, or a plain object of scalar fields (a scoped name).
 
+use crate::engine::quote::quoted;
 use napi::bindgen_prelude::{Object, Unknown};
 
 use crate::binding::js_read::{bigint_i64, boolean, describe, number, object, property, string};
@@ -47,8 +48,9 @@ fn read_scalar(key: &str, value: &Unknown) -> SeqResult<Scalar> {
         return Ok(Scalar::Int(n));
     }
     Err(SeqError::invalid_argument(format!(
-        "field {key:?} of a scoped sequence name must be a string, number, boolean or \
+        "field {} of a scoped sequence name must be a string, number, boolean or \
          bigint; got {}",
+        quoted(key),
         describe(value)
     )))
 }

@@ -22,7 +22,8 @@ use crate::engine::demand::Demand;
 use crate::engine::waiter::Waiter;
 
 use crate::engine::allocate::IdRange;
-use crate::engine::error::SeqResult;
+use crate::engine::error::{SeqError, SeqResult};
+use crate::engine::panic_safety::{caught, lock};
 use crate::engine::validate::MAX_RANGE_COUNT;
 
 /// Most blocks one fetch reserves when calls outpace round trips.
@@ -125,7 +126,7 @@ impl CacheSlot {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Entry> {
-        self.entry.lock().expect("block cache lock")
+        lock(&self.entry)
     }
 
     /// Throws away every cached value (after a management write: `set`, `reset`, `drop`,
@@ -189,6 +190,7 @@ impl CacheSlot {
         F: Fn(Vec<Demand>) -> Fut + Send + 'static,
         Fut: Future<Output = Grants> + Send + 'static,
     {
+        let release = FetchRelease(self.clone());
         loop {
             let (demands, generation) = {
                 let mut entry = self.lock();
@@ -215,15 +217,16 @@ impl CacheSlot {
                 .iter()
                 .filter(|d| matches!(d, Demand::Exact(_)))
                 .count();
-            let result = fetch(demands).await;
+            let result = caught("cache block fetch", fetch(demands)).await;
             let mut entry = self.lock();
             entry.last_fetch = Some(Instant::now());
             match result {
                 Ok(mut grants) => {
                     let fill = (grants.len() > served).then(|| grants.pop()).flatten();
                     for grant in grants {
-                        let waiter = entry.waiters.pop_front().expect("a waiter per demand");
-                        waiter.answer(grant);
+                        if let Some(waiter) = entry.waiters.pop_front() {
+                            waiter.answer(grant);
+                        }
                     }
                     let current = self.generation.load(Ordering::SeqCst) == generation;
                     if let (Some(Ok(values)), true) = (fill, current) {
@@ -236,6 +239,7 @@ impl CacheSlot {
                                 (entry.blocks_per_fetch * 2).min(MAX_BLOCKS_PER_FETCH);
                         }
                         entry.fetching = false;
+                        std::mem::forget(release);
                         return;
                     }
                 }
@@ -244,6 +248,7 @@ impl CacheSlot {
                         waiter.answer(Err(error.clone()));
                     }
                     entry.fetching = false;
+                    std::mem::forget(release);
                     return;
                 }
             }
@@ -258,6 +263,21 @@ impl CacheSlot {
     /// Blocks the next fetch reserves.
     pub fn blocks_per_fetch(&self) -> i64 {
         self.lock().blocks_per_fetch
+    }
+}
+
+/// Ends a fetch that stopped early (a panic outside the round trip, or the runtime
+/// dropping the task): its waiting calls fail with `INTERNAL` instead of waiting forever,
+/// and the next call starts a new fetch.
+struct FetchRelease(Arc<CacheSlot>);
+
+impl Drop for FetchRelease {
+    fn drop(&mut self) {
+        let mut entry = self.0.lock();
+        entry.fetching = false;
+        for waiter in entry.waiters.drain(..) {
+            waiter.answer(Err(SeqError::internal("cache block fetch")));
+        }
     }
 }
 
@@ -292,6 +312,31 @@ mod tests {
             }
             crate::engine::waiter::receive(answer).await
         }
+    }
+
+    #[test]
+    fn a_panicking_fetch_fails_its_waiters_and_the_next_call_fetches_again() {
+        let cache = slot(10);
+        let counter = Arc::new(FakeCounter::default());
+        counter.panic_on.store(1, Ordering::SeqCst);
+        let (first, second) = run(async {
+            let c = counter.clone();
+            let first = cache
+                .clone()
+                .reserve(1, move |t| c.clone().fetch(t, 0))
+                .await;
+            let c = counter.clone();
+            let second = cache
+                .clone()
+                .reserve(1, move |t| c.clone().fetch(t, 0))
+                .await;
+            (first, second)
+        });
+        assert_eq!(
+            first.unwrap_err().code,
+            crate::engine::error::ErrorCode::Internal
+        );
+        assert_eq!(second.unwrap().first, 1);
     }
 
     #[test]

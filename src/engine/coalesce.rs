@@ -5,6 +5,7 @@
 //! its own contiguous slice, in call order. One round trip per counter is in flight at a
 //! time. A failed round trip fails exactly the callers it carried, with the same error.
 
+use crate::engine::panic_safety::lock;
 use std::collections::{HashMap, VecDeque};
 use std::future::Future;
 use std::hash::Hash;
@@ -16,7 +17,8 @@ use crate::engine::demand::Demand;
 use crate::engine::waiter::Waiter;
 
 use crate::engine::allocate::IdRange;
-use crate::engine::error::SeqResult;
+use crate::engine::error::{SeqError, SeqResult};
+use crate::engine::panic_safety::caught;
 use crate::engine::validate::MAX_RANGE_COUNT;
 
 /// The answer to each demand of one round trip, or the error that failed all of them.
@@ -58,7 +60,7 @@ impl<K: Eq + Hash + Clone + Send + 'static> Coalescer<K> {
     {
         let (waiter, answer) = Waiter::new(count);
         let starts_round_trip = {
-            let mut lanes = self.lanes.lock().expect("coalescer lock");
+            let mut lanes = lock(&self.lanes);
             match lanes.get_mut(&key) {
                 Some(queue) => {
                     queue.push_back(waiter);
@@ -80,17 +82,22 @@ impl<K: Eq + Hash + Clone + Send + 'static> Coalescer<K> {
         F: Fn(Vec<Demand>) -> Fut + Send + 'static,
         Fut: Future<Output = Grants> + Send + 'static,
     {
+        let release = LaneRelease {
+            coalescer: self.clone(),
+            key: key.clone(),
+        };
         while let Some(batch) = self.next_batch(&key) {
             let demands = batch.iter().map(|w| Demand::Exact(w.count)).collect();
-            let result = fetch(demands).await;
+            let result = caught("merged round trip", fetch(demands)).await;
             hand_out(batch, result);
         }
+        std::mem::forget(release);
     }
 
     /// Takes the waiting calls whose counts add up to at most [`MAX_RANGE_COUNT`] (at least
     /// one); `None`, and the key is released, when nobody waits.
     fn next_batch(&self, key: &K) -> Option<Vec<Waiter>> {
-        let mut lanes = self.lanes.lock().expect("coalescer lock");
+        let mut lanes = lock(&self.lanes);
         let queue = lanes.get_mut(key)?;
         if queue.is_empty() {
             lanes.remove(key);
@@ -110,7 +117,24 @@ impl<K: Eq + Hash + Clone + Send + 'static> Coalescer<K> {
 
     /// Number of counters with a round trip in flight.
     pub fn in_flight(&self) -> usize {
-        self.lanes.lock().expect("coalescer lock").len()
+        lock(&self.lanes).len()
+    }
+}
+
+/// Releases a lane whose driver stopped before emptying it (a panic outside the round
+/// trip, or the runtime dropping the task): its waiting calls fail with `INTERNAL`
+/// instead of waiting forever, and later calls start a new round trip.
+struct LaneRelease<K: Eq + Hash> {
+    coalescer: Arc<Coalescer<K>>,
+    key: K,
+}
+
+impl<K: Eq + Hash> Drop for LaneRelease<K> {
+    fn drop(&mut self) {
+        let queue = lock(&self.coalescer.lanes).remove(&self.key);
+        for waiter in queue.into_iter().flatten() {
+            waiter.answer(Err(SeqError::internal("merged round trip")));
+        }
     }
 }
 
@@ -200,6 +224,51 @@ mod tests {
             );
             assert_eq!(coalescer.in_flight(), 0);
         }
+    }
+
+    #[test]
+    fn a_panicking_round_trip_fails_only_its_calls_and_frees_the_lane() {
+        let coalescer = leaked();
+        let counter = Arc::new(FakeCounter::default());
+        counter.panic_on.store(1, Ordering::SeqCst);
+        let (first, queued, later) = run(async {
+            let first = {
+                let c = counter.clone();
+                tokio::spawn(coalescer.reserve(3, 1, move |t| c.clone().fetch(t, 20_000)))
+            };
+            tokio::time::sleep(std::time::Duration::from_millis(2)).await;
+            let queued: Vec<_> = (0..3)
+                .map(|_| {
+                    let c = counter.clone();
+                    tokio::spawn(coalescer.reserve(3, 2, move |t| c.clone().fetch(t, 100)))
+                })
+                .collect();
+            let first = first.await.unwrap();
+            let mut out = Vec::new();
+            for q in queued {
+                out.push(q.await.unwrap());
+            }
+            let c = counter.clone();
+            let later = coalescer
+                .reserve(3, 1, move |t| c.clone().fetch(t, 0))
+                .await;
+            (first, out, later)
+        });
+        assert_eq!(
+            first.unwrap_err().code,
+            crate::engine::error::ErrorCode::Internal
+        );
+        let values: Vec<i64> = queued
+            .into_iter()
+            .flat_map(|r| r.unwrap().values().collect::<Vec<_>>())
+            .collect();
+        assert_eq!(
+            values,
+            (1..=6).collect::<Vec<_>>(),
+            "the panic consumed nothing"
+        );
+        assert_eq!(later.unwrap().first, 7);
+        assert_eq!(coalescer.in_flight(), 0);
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! Which server a call talks to: a connection string, plus the settings a Node driver
 //! client carries, checked so that a derived connection is the same as the user's.
 
+use crate::engine::panic_safety::lock;
 use std::collections::HashMap;
 use std::sync::{LazyLock, Mutex};
 use std::time::Duration;
@@ -78,7 +79,38 @@ pub struct NodeClientFacts {
     pub object_options: Vec<String>,
 }
 
-fn parse(uri: &str) -> SeqResult<ConnectionString> {
+/// Longest connection string accepted, in bytes.
+pub const MAX_URI_BYTES: usize = 64 * 1024;
+
+/// Shapes the driver's parser does not survive or that are never valid, refused first:
+/// an overlong string, and a `%` not followed by two hexadecimal digits (the driver's
+/// own check slices the user information by bytes and panics inside a multi-byte
+/// character after such a `%`).
+fn check_uri_shape(uri: &str) -> SeqResult<()> {
+    if uri.len() > MAX_URI_BYTES {
+        return Err(SeqError::invalid_argument(format!(
+            "connection string is {} bytes long; at most {MAX_URI_BYTES} are accepted",
+            uri.len()
+        )));
+    }
+    let bytes = uri.as_bytes();
+    let bad_escape = bytes.iter().enumerate().any(|(at, b)| {
+        *b == b'%'
+            && !(bytes.get(at + 1).is_some_and(u8::is_ascii_hexdigit)
+                && bytes.get(at + 2).is_some_and(u8::is_ascii_hexdigit))
+    });
+    if bad_escape {
+        return Err(SeqError::invalid_argument(
+            "invalid MongoDB connection string: a '%' must start an escape of two \
+             hexadecimal digits (write a literal '%' in a user name or password as %25)",
+        ));
+    }
+    Ok(())
+}
+
+/// Parses a connection string after [`check_uri_shape`]; errors never hold the password.
+pub fn parse(uri: &str) -> SeqResult<ConnectionString> {
+    check_uri_shape(uri)?;
     ConnectionString::parse(uri).map_err(|e| {
         let message = match &*e.kind {
             mongodb::error::ErrorKind::InvalidArgument { message, .. } => message.clone(),
@@ -110,7 +142,7 @@ const MAX_DERIVED: usize = 256;
 
 /// [`derive_from_node_client`], remembered per distinct set of facts.
 pub fn derive_from_node_client_cached(facts: &NodeClientFacts) -> SeqResult<ConnectionTarget> {
-    let mut derived = DERIVED.lock().expect("derived connections lock");
+    let mut derived = lock(&DERIVED);
     if let Some(known) = derived.get(facts) {
         return known.clone();
     }
@@ -287,5 +319,23 @@ mod tests {
         assert_eq!(e.code, ErrorCode::InvalidArgument);
         assert!(!e.message.contains("topsecret"), "{}", e.message);
         assert!(ConnectionTarget::from_uri("http://x").is_err());
+    }
+
+    #[test]
+    fn bad_escapes_are_refused_before_the_driver_sees_them() {
+        for uri in [
+            "mongodb://u:%a\u{e9}@h/",
+            "mongodb://u%\u{e9}:p@h/",
+            "mongodb://u:p%@h/",
+            "mongodb://u:p%4@h/",
+            "mongodb://h/?appName=%zz",
+        ] {
+            let e = ConnectionTarget::from_uri(uri).unwrap_err();
+            assert_eq!(e.code, ErrorCode::InvalidArgument, "{uri}");
+            assert!(!e.message.contains('\u{e9}'), "{}", e.message);
+        }
+        assert!(ConnectionTarget::from_uri("mongodb://u:p%25%C3%A9@h/").is_ok());
+        let long = format!("mongodb://h/?appName={}", "a".repeat(MAX_URI_BYTES));
+        assert!(ConnectionTarget::from_uri(&long).is_err());
     }
 }

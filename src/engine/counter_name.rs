@@ -2,6 +2,7 @@
 //! object of scalar fields such as `{ type: 'invoice', year: 2025 }` — stored as a
 //! composite `_id` with its fields in a stable (sorted) order.
 
+use crate::engine::quote::quoted;
 use std::fmt;
 use std::hash::{Hash, Hasher};
 
@@ -101,21 +102,28 @@ impl CounterName {
             )));
         }
         for (key, value) in &fields {
-            if key.is_empty() || key.starts_with('$') || key.contains('.') || key.contains('\0') {
+            if key.is_empty()
+                || key.len() > MAX_NAME_BYTES
+                || key.starts_with('$')
+                || key.contains('.')
+                || key.contains('\0')
+            {
                 return Err(SeqError::invalid_argument(format!(
-                    "scoped sequence name field {key:?} must not be empty, start with '$' \
-                     or contain '.' or NUL"
+                    "scoped sequence name field {} must not be empty, longer than {MAX_NAME_BYTES} bytes, \
+                     start with '$' or contain '.' or NUL",
+                    quoted(key)
                 )));
             }
             if let Scalar::Text(text) = value {
                 check_name(text).map_err(|e| {
-                    SeqError::invalid_argument(format!("field {key:?}: {}", e.message))
+                    SeqError::invalid_argument(format!("field {}: {}", quoted(key), e.message))
                 })?;
             }
             if let Scalar::Double(d) = value {
                 if !d.is_finite() {
                     return Err(SeqError::invalid_argument(format!(
-                        "field {key:?} must be a finite number"
+                        "field {} must be a finite number",
+                        quoted(key)
                     )));
                 }
             }

@@ -30,6 +30,8 @@ pub enum ErrorCode {
     TransactionsUnsupported,
     /// A configured counter reached its limit and does not cycle.
     SequenceExhausted,
+    /// A bug in this package (a panic caught at the boundary); the call did nothing more.
+    Internal,
 }
 
 impl ErrorCode {
@@ -47,6 +49,7 @@ impl ErrorCode {
             ErrorCode::Contention => "CONTENTION",
             ErrorCode::TransactionsUnsupported => "TRANSACTIONS_UNSUPPORTED",
             ErrorCode::SequenceExhausted => "SEQUENCE_EXHAUSTED",
+            ErrorCode::Internal => "INTERNAL",
         }
     }
 }
@@ -87,6 +90,18 @@ impl SeqError {
         Self::new(
             ErrorCode::SequenceNotFound,
             format!("Sequence '{name}' not found. Please initialize it."),
+        )
+    }
+
+    /// A panic caught at the boundary, reported without its payload (which could hold a
+    /// secret or user data). `place` says where, for the bug report.
+    pub fn internal(place: &str) -> Self {
+        Self::new(
+            ErrorCode::Internal,
+            format!(
+                "internal error in mongo-sequence ({place}); this is a bug, please report it \
+                 with the call that caused it. The process is unaffected"
+            ),
         )
     }
 

@@ -5,6 +5,7 @@
 //! `}}` literal braces. A pattern must contain the value at least once.
 
 use crate::engine::error::{SeqError, SeqResult};
+use crate::engine::quote::quoted;
 
 /// Widest zero padding accepted.
 pub const MAX_PAD: usize = 30;
@@ -28,7 +29,7 @@ pub struct Pattern {
 }
 
 fn bad(pattern: &str, why: &str) -> SeqError {
-    SeqError::invalid_argument(format!("format pattern {pattern:?} {why}"))
+    SeqError::invalid_argument(format!("format pattern {} {why}", quoted(pattern)))
 }
 
 impl Pattern {

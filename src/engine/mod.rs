@@ -24,6 +24,8 @@ pub mod memory_store;
 mod model_tests;
 pub mod mongo_store;
 pub mod options;
+pub mod panic_safety;
+pub mod quote;
 pub mod redact;
 pub mod registry;
 pub mod reserve;

@@ -28,32 +28,24 @@ pub fn uri_secrets(uri: &str) -> Vec<String> {
     secrets
 }
 
-/// The raw password segment of `scheme://user:password@hosts/...`, if any.
+/// The raw password segment of `scheme://user:password@hosts/...`, if any. Splits on
+/// ASCII delimiters only, so it never cuts a multi-byte character.
 fn uri_password(uri: &str) -> Option<String> {
-    let after_scheme = uri.split_once("://").map(|(_, rest)| rest)?;
-    let authority_end = after_scheme.find(['/', '?']).unwrap_or(after_scheme.len());
-    let authority = &after_scheme[..authority_end];
+    let (_, after_scheme) = uri.split_once("://")?;
+    let authority = after_scheme
+        .split(['/', '?'])
+        .next()
+        .unwrap_or(after_scheme);
     let (user_info, _) = authority.rsplit_once('@')?;
     let (_, password) = user_info.split_once(':')?;
     (!password.is_empty()).then(|| password.to_string())
 }
 
+/// `%XX` escapes decoded (invalid escapes kept as written, invalid UTF-8 replaced).
 fn percent_decode(text: &str) -> String {
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%' && i + 2 < bytes.len() {
-            if let Ok(v) = u8::from_str_radix(&text[i + 1..i + 3], 16) {
-                out.push(v);
-                i += 3;
-                continue;
-            }
-        }
-        out.push(bytes[i]);
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
+    percent_encoding::percent_decode_str(text)
+        .decode_utf8_lossy()
+        .into_owned()
 }
 
 #[cfg(test)]
@@ -79,6 +71,23 @@ mod tests {
         );
         assert_eq!(uri_secrets("mongodb://user@h:1/db").len(), 1);
         assert_eq!(uri_secrets("not a uri").len(), 1);
+    }
+
+    #[test]
+    fn multi_byte_characters_and_bad_escapes_are_kept_whole() {
+        let uri = "mongodb://u:%a\u{e9}@h/";
+        let secrets = uri_secrets(uri);
+        assert!(secrets.contains(&"%a\u{e9}".to_string()), "{secrets:?}");
+        let clean = redact(&format!("auth failed: %a\u{e9} for {uri}"), &secrets);
+        assert!(!clean.contains('\u{e9}'), "{clean}");
+        for uri in [
+            "mongodb://\u{e9}:\u{e9}%\u{e9}@h",
+            "mongodb://:%@",
+            "mongodb://a:%%%@/",
+            "://",
+        ] {
+            let _ = uri_secrets(uri);
+        }
     }
 
     #[test]

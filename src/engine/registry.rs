@@ -1,5 +1,6 @@
 //! Driver clients: one per distinct [`ConnectionTarget`], shared by every call.
 
+use crate::engine::panic_safety::lock;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, LazyLock, Mutex};
@@ -124,7 +125,7 @@ impl ClientRegistry {
     /// The client for `target`, opened once however many calls ask at the same time.
     pub async fn get(&self, target: &ConnectionTarget) -> SeqResult<Arc<ClientHandle>> {
         let slot = {
-            let mut slots = self.slots.lock().expect("client registry lock");
+            let mut slots = lock(&self.slots);
             slots.entry(target.clone()).or_default().clone()
         };
         let handle = slot
@@ -135,13 +136,13 @@ impl ClientRegistry {
 
     /// The client for `target` if it is already open (no waiting).
     pub fn try_get(&self, target: &ConnectionTarget) -> Option<Arc<ClientHandle>> {
-        let slots = self.slots.lock().expect("client registry lock");
+        let slots = lock(&self.slots);
         slots.get(target).and_then(|slot| slot.get().cloned())
     }
 
     /// How many distinct clients are open.
     pub fn len(&self) -> usize {
-        let slots = self.slots.lock().expect("client registry lock");
+        let slots = lock(&self.slots);
         slots.values().filter(|s| s.initialized()).count()
     }
 
@@ -153,7 +154,7 @@ impl ClientRegistry {
     /// Closes and forgets every client.
     pub async fn close_all(&self) {
         let slots: Vec<Slot> = {
-            let mut slots = self.slots.lock().expect("client registry lock");
+            let mut slots = lock(&self.slots);
             slots.drain().map(|(_, slot)| slot).collect()
         };
         for slot in slots {

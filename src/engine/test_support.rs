@@ -46,6 +46,8 @@ pub struct FakeCounter {
     pub fail_every: AtomicUsize,
     /// Largest single `$inc` seen.
     pub largest: AtomicI64,
+    /// Panic in the n-th round trip (0: never), consuming nothing.
+    pub panic_on: AtomicUsize,
 }
 
 impl FakeCounter {
@@ -53,6 +55,9 @@ impl FakeCounter {
     pub async fn fetch(self: Arc<Self>, total: i64, delay_us: u64) -> SeqResult<IdRange> {
         tokio::time::sleep(Duration::from_micros(delay_us)).await;
         let n = self.round_trips.fetch_add(1, Ordering::SeqCst) + 1;
+        if n == self.panic_on.load(Ordering::SeqCst) {
+            panic!("injected panic in round trip {n}");
+        }
         let every = self.fail_every.load(Ordering::SeqCst);
         if every > 0 && n.is_multiple_of(every) {
             return Err(SeqError::server(91, None, "injected failure"));

@@ -1,6 +1,7 @@
 //! Checks on names, counts and options, done before any I/O.
 
 use crate::engine::error::{SeqError, SeqResult};
+use crate::engine::quote::quoted;
 
 /// Longest sequence name accepted, in UTF-8 bytes.
 pub const MAX_NAME_BYTES: usize = 1024;
@@ -44,7 +45,8 @@ pub fn check_collection(name: &str) -> SeqResult<()> {
         || name.ends_with('.');
     if bad {
         return Err(SeqError::invalid_argument(format!(
-            "option 'collection' is not a valid collection name: {name:?}"
+            "option 'collection' is not a valid collection name: {}",
+            quoted(name)
         )));
     }
     Ok(())
@@ -59,7 +61,8 @@ pub fn check_database(name: &str) -> SeqResult<()> {
             .any(|c| matches!(c, '/' | '\\' | '.' | ' ' | '"' | '$' | '\0'));
     if bad {
         return Err(SeqError::invalid_argument(format!(
-            "database name is not valid: {name:?}"
+            "database name is not valid: {}",
+            quoted(name)
         )));
     }
     Ok(())
@@ -75,7 +78,8 @@ pub fn check_field(field: &str) -> SeqResult<()> {
     if bad {
         return Err(SeqError::invalid_argument(format!(
             "option 'field' must be a plain field name (not empty, not '_id', no '$' prefix, \
-             no '.'): {field:?}"
+             no '.'): {}",
+            quoted(field)
         )));
     }
     Ok(())

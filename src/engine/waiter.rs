@@ -3,7 +3,7 @@
 
 use tokio::sync::oneshot;
 
-use crate::engine::error::{ErrorCode, SeqError, SeqResult};
+use crate::engine::error::{SeqError, SeqResult};
 use crate::engine::id_range::IdRange;
 
 /// A waiting call: how many values it wants and where to send them.
@@ -28,13 +28,10 @@ impl Waiter {
     }
 }
 
-/// The values sent to a waiter, or an error when the round trip serving it was dropped
-/// (the runtime shutting down).
+/// The values sent to a waiter, or `INTERNAL` when the round trip serving it ended
+/// without answering (a bug, or the runtime shutting down).
 pub async fn receive(answer: oneshot::Receiver<SeqResult<IdRange>>) -> SeqResult<IdRange> {
-    answer.await.unwrap_or_else(|_| {
-        Err(SeqError::new(
-            ErrorCode::Server,
-            "the round trip serving this call was abandoned (runtime shutting down)",
-        ))
-    })
+    answer
+        .await
+        .unwrap_or_else(|_| Err(SeqError::internal("round trip ended without an answer")))
 }
