@@ -1,6 +1,7 @@
 //! Managing counters from JavaScript: `current`, `init`, `set`, `reset`, `drop` on a
 //! `Sequence`, and `listSequences`, `syncToMax`.
 
+use crate::binding::guard::promise_call;
 use crate::engine::quote::quoted;
 use std::future::Future;
 
@@ -138,21 +139,23 @@ pub fn list_sequences<'env>(
     db: Unknown<'env>,
     options: Option<Unknown<'env>>,
 ) -> napi::Result<PromiseRaw<'env, Output>> {
-    let read = read_options(options.as_ref()).and_then(|o| {
-        check_collection(&o.collection)?;
-        check_field(&o.field)?;
-        Ok((read_db(env, &db, o.uri.as_deref())?, o))
-    });
-    promise(env, async move {
-        let (target, options) = read?;
-        let (handle, database) = target.resolve().await?;
-        let store = handle.store(&database)?;
-        let mut entries = Vec::new();
-        for (id, value) in store.list(&options.collection, &options.field).await? {
-            let label = id.to_string();
-            entries.push((id, Value::checked(&label, value, options.bigint)?));
-        }
-        Ok(Output::Listing(entries))
+    promise_call(env, "listSequences", || {
+        let read = read_options(options.as_ref()).and_then(|o| {
+            check_collection(&o.collection)?;
+            check_field(&o.field)?;
+            Ok((read_db(env, &db, o.uri.as_deref())?, o))
+        });
+        promise(env, async move {
+            let (target, options) = read?;
+            let (handle, database) = target.resolve().await?;
+            let store = handle.store(&database)?;
+            let mut entries = Vec::new();
+            for (id, value) in store.list(&options.collection, &options.field).await? {
+                let label = id.to_string();
+                entries.push((id, Value::checked(&label, value, options.bigint)?));
+            }
+            Ok(Output::Listing(entries))
+        })
     })
 }
 
@@ -172,45 +175,51 @@ pub fn sync_to_max<'env>(
     name: Unknown<'env>,
     options: Option<Unknown<'env>>,
 ) -> napi::Result<PromiseRaw<'env, Output>> {
-    let text = |value: &Unknown, what: &str| {
-        string(value).ok_or_else(|| {
-            SeqError::invalid_argument(format!("{what} must be a string; got {}", describe(value)))
+    promise_call(env, "syncToMax", || {
+        let text = |value: &Unknown, what: &str| {
+            string(value).ok_or_else(|| {
+                SeqError::invalid_argument(format!(
+                    "{what} must be a string; got {}",
+                    describe(value)
+                ))
+            })
+        };
+        let source = text(&source, "source collection").and_then(|s| {
+            check_collection(&s)?;
+            Ok(s)
+        });
+        let field = text(&field, "source field").and_then(|f| {
+            if f.is_empty() || f.starts_with('$') || f.contains('\0') {
+                return Err(SeqError::invalid_argument(format!(
+                    "source field is not a valid field path: {}",
+                    quoted(&f)
+                )));
+            }
+            Ok(f)
+        });
+        let named = source.and_then(|source| {
+            let field = field?;
+            let _ = read_counter_name(&name)?;
+            Ok((
+                NamedCounter::read(env, &db, &name, options.as_ref())?,
+                source,
+                field,
+            ))
+        });
+        let (named, source) = match named {
+            Ok((named, source, field)) => (Ok(named), Some((source, field))),
+            Err(e) => (Err(e), None),
+        };
+        managed_promise(env, named, None, move |reservation, named| async move {
+            let (source, field) = source.expect("read with the counter");
+            let largest = reservation.store().largest_in(&source, &field).await?;
+            let value =
+                admin::raise_to(reservation.counters(), reservation.counter(), largest).await?;
+            Ok(Output::Single(Value::checked(
+                &named.label,
+                value,
+                named.options.bigint,
+            )?))
         })
-    };
-    let source = text(&source, "source collection").and_then(|s| {
-        check_collection(&s)?;
-        Ok(s)
-    });
-    let field = text(&field, "source field").and_then(|f| {
-        if f.is_empty() || f.starts_with('$') || f.contains('\0') {
-            return Err(SeqError::invalid_argument(format!(
-                "source field is not a valid field path: {}",
-                quoted(&f)
-            )));
-        }
-        Ok(f)
-    });
-    let named = source.and_then(|source| {
-        let field = field?;
-        let _ = read_counter_name(&name)?;
-        Ok((
-            NamedCounter::read(env, &db, &name, options.as_ref())?,
-            source,
-            field,
-        ))
-    });
-    let (named, source) = match named {
-        Ok((named, source, field)) => (Ok(named), Some((source, field))),
-        Err(e) => (Err(e), None),
-    };
-    managed_promise(env, named, None, move |reservation, named| async move {
-        let (source, field) = source.expect("read with the counter");
-        let largest = reservation.store().largest_in(&source, &field).await?;
-        let value = admin::raise_to(reservation.counters(), reservation.counter(), largest).await?;
-        Ok(Output::Single(Value::checked(
-            &named.label,
-            value,
-            named.options.bigint,
-        )?))
     })
 }

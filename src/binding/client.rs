@@ -1,5 +1,7 @@
 //! `connect(uri)`: this package's own Rust-backed client and its database handles.
 
+use crate::binding::guard::promise_call;
+use crate::binding::guard::sync_call;
 use std::sync::Arc;
 
 use napi::bindgen_prelude::{Env, PromiseRaw, Unknown};
@@ -22,12 +24,23 @@ pub struct SequenceClient {
 impl SequenceClient {
     /// A handle on database `name`, to pass as the `db` argument of the sequence functions.
     /// Throws `INVALID_ARGUMENT` for an invalid name and `CLIENT_CLOSED` after `close()`.
-    #[napi]
-    pub fn db(&self, env: &Env, name: String) -> napi::Result<SequenceDb> {
-        self.handle.store(&name).map_err(|e| to_js_error(env, e))?;
-        Ok(SequenceDb {
-            handle: self.handle.clone(),
-            name,
+    #[napi(ts_args_type = "name: string")]
+    pub fn db(&self, env: &Env, name: Unknown) -> napi::Result<SequenceDb> {
+        sync_call(env, "SequenceClient.db", || {
+            let name = string(&name).ok_or_else(|| {
+                to_js_error(
+                    env,
+                    SeqError::invalid_argument(format!(
+                        "database name must be a string; got {}",
+                        describe(&name)
+                    )),
+                )
+            })?;
+            self.handle.store(&name).map_err(|e| to_js_error(env, e))?;
+            Ok(SequenceDb {
+                handle: self.handle.clone(),
+                name,
+            })
         })
     }
 
@@ -35,10 +48,12 @@ impl SequenceClient {
     /// Safe to call more than once.
     #[napi(ts_return_type = "Promise<void>")]
     pub fn close<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, ()>> {
-        let handle = self.handle.clone();
-        promise(env, async move {
-            handle.close().await;
-            Ok(())
+        promise_call(env, "SequenceClient.close", || {
+            let handle = self.handle.clone();
+            promise(env, async move {
+                handle.close().await;
+                Ok(())
+            })
         })
     }
 
@@ -152,12 +167,14 @@ pub fn connect<'env>(
     uri: Unknown<'env>,
     options: Option<Unknown<'env>>,
 ) -> napi::Result<PromiseRaw<'env, SequenceClient>> {
-    let target = read_connect_target(&uri, options.as_ref());
-    promise(env, async move {
-        let handle = ClientHandle::open(&target?).await?;
-        handle.ping().await?;
-        Ok(SequenceClient {
-            handle: Arc::new(handle),
+    promise_call(env, "connect", || {
+        let target = read_connect_target(&uri, options.as_ref());
+        promise(env, async move {
+            let handle = ClientHandle::open(&target?).await?;
+            handle.ping().await?;
+            Ok(SequenceClient {
+                handle: Arc::new(handle),
+            })
         })
     })
 }

@@ -1,5 +1,6 @@
 //! `formatSequence(value, pattern, date?)`: business numbers from values.
 
+use crate::binding::guard::sync_call;
 use napi::bindgen_prelude::{Env, Unknown};
 use napi::{sys, JsValue};
 
@@ -21,7 +22,9 @@ pub fn format_sequence(
     pattern: Unknown,
     date: Option<Unknown>,
 ) -> napi::Result<String> {
-    read_and_format(env, &value, &pattern, date.as_ref()).map_err(|e| to_js_error(env, e))
+    sync_call(env, "formatSequence", || {
+        read_and_format(env, &value, &pattern, date.as_ref()).map_err(|e| to_js_error(env, e))
+    })
 }
 
 fn read_and_format(

@@ -1,6 +1,7 @@
 //! The drop-in functions: `getNextSequenceValue`, `getNextSequenceBatch`,
 //! `getNextSequenceRange`.
 
+use crate::binding::guard::promise_call;
 use napi::bindgen_prelude::{Env, PromiseRaw, Unknown};
 
 use crate::binding::calls::{read_count, refuse_format, reserve_promise, NamedCounter};
@@ -28,8 +29,10 @@ pub fn get_next_sequence_value<'env>(
     name: Unknown<'env>,
     options: Option<Unknown<'env>>,
 ) -> napi::Result<PromiseRaw<'env, Output>> {
-    let counter = NamedCounter::read(env, &db, &name, options.as_ref());
-    reserve_promise(env, counter.as_ref(), Ok(1), Output::single, None)
+    promise_call(env, "getNextSequenceValue", || {
+        let counter = NamedCounter::read(env, &db, &name, options.as_ref());
+        reserve_promise(env, counter.as_ref(), Ok(1), Output::single, None)
+    })
 }
 
 /// Reserves `count` contiguous values of sequence `name` in one round trip
@@ -48,9 +51,11 @@ pub fn get_next_sequence_batch<'env>(
     count: Unknown<'env>,
     options: Option<Unknown<'env>>,
 ) -> napi::Result<PromiseRaw<'env, Output>> {
-    let counter = NamedCounter::read(env, &db, &name, options.as_ref());
-    let count = read_count(&count, MAX_BATCH_COUNT);
-    reserve_promise(env, counter.as_ref(), count, Output::values, None)
+    promise_call(env, "getNextSequenceBatch", || {
+        let counter = NamedCounter::read(env, &db, &name, options.as_ref());
+        let count = read_count(&count, MAX_BATCH_COUNT);
+        reserve_promise(env, counter.as_ref(), count, Output::values, None)
+    })
 }
 
 /// Reserves `count` contiguous values (up to 2^31 - 1) in one round trip and resolves
@@ -68,8 +73,10 @@ pub fn get_next_sequence_range<'env>(
     count: Unknown<'env>,
     options: Option<Unknown<'env>>,
 ) -> napi::Result<PromiseRaw<'env, Output>> {
-    let counter = NamedCounter::read(env, &db, &name, options.as_ref())
-        .and_then(|c| refuse_format(&c).map(|()| c));
-    let count = read_count(&count, MAX_RANGE_COUNT);
-    reserve_promise(env, counter.as_ref(), count, Output::range, None)
+    promise_call(env, "getNextSequenceRange", || {
+        let counter = NamedCounter::read(env, &db, &name, options.as_ref())
+            .and_then(|c| refuse_format(&c).map(|()| c));
+        let count = read_count(&count, MAX_RANGE_COUNT);
+        reserve_promise(env, counter.as_ref(), count, Output::range, None)
+    })
 }

@@ -2,6 +2,7 @@
 //! reserved in one round trip, set on the documents, and the documents are inserted with
 //! the Node driver's own `db.collection(name).insertOne/insertMany`.
 
+use crate::binding::guard::{promise_call, sync_call};
 use crate::engine::quote::quoted;
 use napi::bindgen_prelude::{Env, Function, JsObjectValue, Object, ObjectRef, PromiseRaw, Unknown};
 use napi::{JsValue, ValueType};
@@ -9,7 +10,8 @@ use napi::{JsValue, ValueType};
 use crate::binding::calls::NamedCounter;
 use crate::binding::js_error::to_js_error;
 use crate::binding::js_read::{
-    array_items, boolean, describe, is_nullish, object, object_or_array, property, string, type_of,
+    array_items, array_length, boolean, describe, element, is_nullish, object, object_or_array,
+    property, string, type_of,
 };
 use crate::binding::js_to_bson::to_document;
 use crate::binding::name::read_counter_name;
@@ -203,15 +205,25 @@ fn insert_now<'env>(
 
 /// Sets `field` on each document (the array items, or the one document) from `range`.
 fn number_docs(env: &Env, target: &Object, insert: &Insert, range: IdRange) -> napi::Result<()> {
-    let docs = if insert.many {
-        array_items(&target.to_unknown()).unwrap_or_default()
-    } else {
-        vec![target.to_unknown()]
-    };
     let options = &insert.named.options;
     let now = now_millis();
-    for (doc, v) in docs.iter().zip(range.values()) {
-        let mut doc = object(doc).ok_or_else(|| napi::Error::from_reason("a document changed"))?;
+    for (index, v) in range.values().enumerate() {
+        // Read one element at a time: the array may have been changed (even to a length
+        // of 2^32 - 1) while the values were reserved.
+        let doc = if insert.many {
+            element(&target.to_unknown(), index as u32)
+        } else {
+            Some(target.to_unknown())
+        };
+        let mut doc = doc.as_ref().and_then(object).ok_or_else(|| {
+            to_js_error(
+                env,
+                SeqError::invalid_argument(format!(
+                    "document {index} was replaced by something else than a plain object \
+                     during the call; its number {v} is left unused"
+                )),
+            )
+        })?;
         match &options.format {
             Some(pattern) => doc.set_named_property(&insert.field, pattern.format(v, now))?,
             None => {
@@ -314,18 +326,21 @@ fn spawn_insert<'env>(
     env.spawn_future_with_callback(
         async move { Ok(work.await) },
         move |env, reserved: SeqResult<(IdRange, Option<Vec<Bson>>)>| {
-            let outcome = match (reserved, db_ref.get_value(env), target_ref.get_value(env)) {
-                (Err(e), _, _) => Err(to_js_error(env, e)),
-                (Ok((range, ids)), Ok(db), Ok(target)) => match ids {
-                    None => insert_now(env, db, target, &insert, range),
-                    Some(ids) => number_docs(env, &target, &insert, range)
-                        .and_then(|_| gapless_result(env, &insert, &ids)),
-                },
-                (_, Err(e), _) | (_, _, Err(e)) => Err(e),
-            };
-            db_ref.unref(env)?;
-            target_ref.unref(env)?;
-            outcome
+            // User code runs here (setters, Proxy traps, `db.collection`): whatever it
+            // throws rejects the promise instead of leaving it pending.
+            let outcome = sync_call(env, "writing the numbers into the documents", || {
+                match (reserved, db_ref.get_value(env), target_ref.get_value(env)) {
+                    (Err(e), _, _) => Err(to_js_error(env, e)),
+                    (Ok((range, ids)), Ok(db), Ok(target)) => match ids {
+                        None => insert_now(env, db, target, &insert, range),
+                        Some(ids) => number_docs(env, &target, &insert, range)
+                            .and_then(|_| gapless_result(env, &insert, &ids)),
+                    },
+                    (_, Err(e), _) | (_, _, Err(e)) => Err(e),
+                }
+            });
+            let released = db_ref.unref(env).and(target_ref.unref(env));
+            outcome.and_then(|value| released.map(|()| value))
         },
     )
 }
@@ -346,8 +361,10 @@ pub fn insert_one<'env>(
     doc: Unknown<'env>,
     options: Option<Unknown<'env>>,
 ) -> napi::Result<PromiseRaw<'env, Unknown<'env>>> {
-    let insert = read_insert(env, &db, &collection, &[doc], options.as_ref(), false);
-    spawn_insert(env, &db, &doc, insert)
+    promise_call(env, "insertOne", || {
+        let insert = read_insert(env, &db, &collection, &[doc], options.as_ref(), false);
+        spawn_insert(env, &db, &doc, insert)
+    })
 }
 
 /// Inserts `docs` into `collection` through the Node driver `db`, numbering them in array
@@ -364,12 +381,25 @@ pub fn insert_many<'env>(
     docs: Unknown<'env>,
     options: Option<Unknown<'env>>,
 ) -> napi::Result<PromiseRaw<'env, Unknown<'env>>> {
-    let insert = match array_items(&docs) {
-        Some(items) => read_insert(env, &db, &collection, &items, options.as_ref(), true),
-        None => Err(SeqError::invalid_argument(format!(
-            "docs must be an array of documents; got {}",
-            describe(&docs)
-        ))),
-    };
-    spawn_insert(env, &db, &docs, insert)
+    promise_call(env, "insertMany", || {
+        let insert = match array_length(&docs) {
+            Some(0) => Err(SeqError::invalid_argument(format!(
+                "insertMany takes 1 to {MAX_BATCH_COUNT} documents; got 0"
+            ))),
+            Some(n) if i64::from(n) > MAX_BATCH_COUNT => Err(SeqError::invalid_argument(format!(
+                "insertMany takes 1 to {MAX_BATCH_COUNT} documents; got {n}"
+            ))),
+            Some(n) => match array_items(&docs, n) {
+                Some(items) => read_insert(env, &db, &collection, &items, options.as_ref(), true),
+                None => Err(SeqError::invalid_argument(
+                    "docs: an element of the array cannot be read",
+                )),
+            },
+            None => Err(SeqError::invalid_argument(format!(
+                "docs must be an array of documents; got {}",
+                describe(&docs)
+            ))),
+        };
+        spawn_insert(env, &db, &docs, insert)
+    })
 }

@@ -22,6 +22,9 @@ pub fn describe(value: &Unknown) -> &'static str {
         ValueType::Null => "null",
         ValueType::Boolean => "a boolean",
         ValueType::Number => "a number",
+        ValueType::String if string_units(value).is_some_and(|n| n > MAX_STRING_UNITS) => {
+            "a string longer than 16777216 characters"
+        }
         ValueType::String => "a string",
         ValueType::Symbol => "a symbol",
         ValueType::Object if value.is_array().unwrap_or(false) => "an array",
@@ -37,11 +40,32 @@ fn convert<T: FromNapiValue>(value: &Unknown) -> Option<T> {
     unsafe { T::from_napi_value(value.value().env, value.raw()).ok() }
 }
 
-/// A string, or `None` for any other type.
+/// Longest string read from JavaScript, in UTF-16 units: longer ones are refused
+/// before any copy (no name, option or BSON string can be this long).
+pub const MAX_STRING_UNITS: usize = 16 * 1024 * 1024;
+
+/// The length of a string in UTF-16 units, without copying it.
+fn string_units(value: &Unknown) -> Option<usize> {
+    let mut length = 0usize;
+    // SAFETY: N-API length query (null buffer) on a live string of this env.
+    let status = unsafe {
+        napi::sys::napi_get_value_string_utf16(
+            value.value().env,
+            value.raw(),
+            std::ptr::null_mut(),
+            0,
+            &mut length,
+        )
+    };
+    (status == napi::sys::Status::napi_ok).then_some(length)
+}
+
+/// A string of at most [`MAX_STRING_UNITS`], or `None` for any other value.
 pub fn string(value: &Unknown) -> Option<String> {
-    (type_of(value) == ValueType::String)
-        .then(|| convert::<String>(value))
-        .flatten()
+    (type_of(value) == ValueType::String
+        && string_units(value).is_some_and(|n| n <= MAX_STRING_UNITS))
+    .then(|| convert::<String>(value))
+    .flatten()
 }
 
 /// A number, or `None` for any other type.
@@ -99,30 +123,35 @@ pub fn object_property<'a>(object: &Object<'a>, key: &str) -> Option<Object<'a>>
     property(object, key).ok().as_ref().and_then(self::object)
 }
 
-/// The elements of an array, or `None` for any other value.
-pub fn array_items<'a>(value: &Unknown<'a>) -> Option<Vec<Unknown<'a>>> {
+/// The length of an array, or `None` for any other value.
+pub fn array_length(value: &Unknown) -> Option<u32> {
     if !value.is_array().unwrap_or(false) {
         return None;
     }
-    let env = value.value().env;
     let mut length = 0u32;
     // SAFETY: N-API array access on a live array of this env.
+    let status =
+        unsafe { napi::sys::napi_get_array_length(value.value().env, value.raw(), &mut length) };
+    (status == napi::sys::Status::napi_ok).then_some(length)
+}
+
+/// Element `index` of an array (`undefined` past its end), or `None` when reading it
+/// failed (a getter or Proxy trap threw).
+pub fn element<'a>(value: &Unknown<'a>, index: u32) -> Option<Unknown<'a>> {
+    let env = value.value().env;
+    let mut item = std::ptr::null_mut();
+    // SAFETY: N-API element read on a live object of this env.
     unsafe {
-        if napi::sys::napi_get_array_length(env, value.raw(), &mut length)
-            != napi::sys::Status::napi_ok
-        {
-            return None;
-        }
-        let mut items = Vec::with_capacity(length as usize);
-        for index in 0..length {
-            let mut item = std::ptr::null_mut();
-            if napi::sys::napi_get_element(env, value.raw(), index, &mut item)
-                != napi::sys::Status::napi_ok
-            {
-                return None;
-            }
-            items.push(Unknown::from_raw_unchecked(env, item));
-        }
-        Some(items)
+        (napi::sys::napi_get_element(env, value.raw(), index, &mut item)
+            == napi::sys::Status::napi_ok)
+            .then(|| Unknown::from_raw_unchecked(env, item))
     }
+}
+
+/// The elements of an array of at most `max` elements (checked before anything is
+/// allocated); `None` for any other value, a longer array, or an element that cannot be
+/// read.
+pub fn array_items<'a>(value: &Unknown<'a>, max: u32) -> Option<Vec<Unknown<'a>>> {
+    let length = array_length(value).filter(|n| *n <= max)?;
+    (0..length).map(|index| element(value, index)).collect()
 }

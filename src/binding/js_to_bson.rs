@@ -8,22 +8,57 @@ use napi::bindgen_prelude::{BigInt, Buffer, FromNapiValue, JsObjectValue, Object
 use napi::{sys, JsValue, ValueType};
 
 use crate::binding::js_read::{
-    array_items, describe, number, object_or_array, property, string, type_of,
+    array_items, array_length, describe, number, object_or_array, property, string, type_of,
 };
 use crate::engine::error::{SeqError, SeqResult};
+use crate::engine::quote::quoted;
 
-/// Deepest nesting accepted.
-const MAX_DEPTH: usize = 100;
+/// Deepest nesting accepted (MongoDB's limit).
+pub const MAX_DEPTH: usize = 100;
+/// Largest document accepted, in BSON bytes (MongoDB's limit).
+pub const MAX_DOCUMENT_BYTES: usize = 16 * 1024 * 1024;
+
+/// What a conversion has used so far: its BSON size, counted as it goes so that no
+/// array, string or shared subtree can make it allocate more than a document can hold,
+/// and the objects on the path to the current value, to name circular references.
+struct Conversion {
+    bytes: usize,
+    path_objects: Vec<sys::napi_value>,
+}
+
+impl Conversion {
+    /// Counts `more` bytes; refuses once the document outgrows [`MAX_DOCUMENT_BYTES`].
+    fn spend(&mut self, path: &str, more: usize) -> SeqResult<()> {
+        self.bytes = self.bytes.saturating_add(more);
+        if self.bytes > MAX_DOCUMENT_BYTES {
+            return Err(SeqError::invalid_argument(format!(
+                "document is larger than MongoDB's 16 MiB limit (at field {})",
+                quoted(path)
+            )));
+        }
+        Ok(())
+    }
+
+    /// Bytes left before the limit.
+    fn left(&self) -> usize {
+        MAX_DOCUMENT_BYTES.saturating_sub(self.bytes)
+    }
+}
 
 fn unsupported(path: &str, what: &str) -> SeqError {
     SeqError::invalid_argument(format!(
-        "field '{path}' holds {what}, which this package cannot write itself (gapless mode)"
+        "field {} holds {what}, which this package cannot write itself (gapless mode)",
+        quoted(path)
     ))
 }
 
 /// A plain JavaScript object as a BSON document.
 pub fn to_document(value: &Unknown) -> SeqResult<Document> {
-    match to_bson(value, "", 0)? {
+    let mut conversion = Conversion {
+        bytes: 5,
+        path_objects: Vec::new(),
+    };
+    match to_bson(value, "", 0, &mut conversion)? {
         Bson::Document(doc) => Ok(doc),
         _ => Err(SeqError::invalid_argument(format!(
             "a document must be a plain object; got {}",
@@ -45,9 +80,9 @@ fn is_date(value: &Unknown) -> Option<f64> {
     }
 }
 
-/// The `[key, value]` pairs of a `Map` (as `Array.from(map)` gives them), which the
+/// The array of `[key, value]` pairs of a `Map` (as `Array.from(map)` gives them), which the
 /// Node driver stores as a document; `None` for anything else.
-fn map_entries<'a>(value: &Unknown<'a>) -> Option<Vec<Unknown<'a>>> {
+fn map_entries<'a>(value: &Unknown<'a>) -> Option<Unknown<'a>> {
     let env = value.value().env;
     let named = |object: sys::napi_value, name: &std::ffi::CStr| {
         let mut out = std::ptr::null_mut();
@@ -78,8 +113,7 @@ fn map_entries<'a>(value: &Unknown<'a>) -> Option<Vec<Unknown<'a>>> {
         {
             return None;
         }
-        let pairs = Unknown::from_napi_value(env, pairs).ok()?;
-        array_items(&pairs)
+        Unknown::from_napi_value(env, pairs).ok()
     }
 }
 
@@ -91,16 +125,49 @@ fn is_buffer(value: &Unknown) -> bool {
     }
 }
 
-fn to_bson(value: &Unknown, path: &str, depth: usize) -> SeqResult<Bson> {
-    if depth > MAX_DEPTH {
-        return Err(unsupported(path, "nesting deeper than 100 levels"));
+/// `parent.key` (or `key` at the top).
+fn child_path(parent: &str, key: &str) -> String {
+    if parent.is_empty() {
+        key.to_string()
+    } else {
+        format!("{parent}.{key}")
     }
-    Ok(match type_of(value) {
+}
+
+/// The bytes a value of this BSON type takes beyond its own content.
+fn fixed_size(value: &Bson) -> usize {
+    match value {
+        Bson::Boolean(_) => 1,
+        Bson::Int32(_) => 4,
+        Bson::Double(_) | Bson::Int64(_) | Bson::DateTime(_) => 8,
+        Bson::ObjectId(_) => 12,
+        Bson::Decimal128(_) => 16,
+        _ => 0,
+    }
+}
+
+fn to_bson(value: &Unknown, path: &str, depth: usize, conv: &mut Conversion) -> SeqResult<Bson> {
+    if depth > MAX_DEPTH {
+        let circular = conv.path_objects.iter().any(|seen| same(value, *seen));
+        return Err(unsupported(
+            path,
+            if circular {
+                "a circular reference"
+            } else {
+                "nesting deeper than 100 levels"
+            },
+        ));
+    }
+    let bson = match type_of(value) {
         ValueType::Null | ValueType::Undefined => Bson::Null,
         ValueType::Boolean => {
             Bson::Boolean(crate::binding::js_read::boolean(value).unwrap_or(false))
         }
-        ValueType::String => Bson::String(string(value).unwrap_or_default()),
+        ValueType::String => {
+            let text = string(value).ok_or_else(|| unsupported(path, describe(value)))?;
+            conv.spend(path, text.len() + 5)?;
+            Bson::String(text)
+        }
         ValueType::Number => {
             let n = number(value).unwrap_or(f64::NAN);
             if n.fract() == 0.0
@@ -123,12 +190,54 @@ fn to_bson(value: &Unknown, path: &str, depth: usize) -> SeqResult<Bson> {
             }
             Bson::Int64(v)
         }
-        ValueType::Object => object_to_bson(value, path, depth)?,
+        ValueType::Object => {
+            conv.path_objects.push(value.raw());
+            let converted = object_to_bson(value, path, depth, conv);
+            conv.path_objects.pop();
+            converted?
+        }
         _ => return Err(unsupported(path, describe(value))),
-    })
+    };
+    conv.spend(path, fixed_size(&bson))?;
+    Ok(bson)
 }
 
-fn object_to_bson(value: &Unknown, path: &str, depth: usize) -> SeqResult<Bson> {
+/// Whether `value` is the very object `other` (`===`).
+fn same(value: &Unknown, other: sys::napi_value) -> bool {
+    let mut equal = false;
+    // SAFETY: N-API comparison of live values of this env.
+    unsafe {
+        sys::napi_strict_equals(value.value().env, value.raw(), other, &mut equal)
+            == sys::Status::napi_ok
+            && equal
+    }
+}
+
+/// The elements of an array that fits in what is left of the document: each element
+/// takes at least its type byte, a key and its terminator, so a longer array is refused
+/// before anything is read or allocated.
+fn bounded_items<'a>(
+    value: &Unknown<'a>,
+    path: &str,
+    conv: &Conversion,
+) -> SeqResult<Vec<Unknown<'a>>> {
+    let length = array_length(value).unwrap_or(0) as usize;
+    if length.saturating_mul(3) > conv.left() {
+        return Err(SeqError::invalid_argument(format!(
+            "field {} holds an array of {length} elements, more than a 16 MiB document \
+             can hold",
+            quoted(path)
+        )));
+    }
+    array_items(value, length as u32).ok_or_else(|| unsupported(path, "an unreadable array"))
+}
+
+fn object_to_bson(
+    value: &Unknown,
+    path: &str,
+    depth: usize,
+    conv: &mut Conversion,
+) -> SeqResult<Bson> {
     if let Some(ms) = is_date(value) {
         return Ok(Bson::DateTime(mongodb::bson::DateTime::from_millis(
             ms as i64,
@@ -138,31 +247,35 @@ fn object_to_bson(value: &Unknown, path: &str, depth: usize) -> SeqResult<Bson> 
         // SAFETY: checked to be a Buffer.
         let buffer = unsafe { Buffer::from_napi_value(value.value().env, value.raw()) }
             .map_err(|_| unsupported(path, "an unreadable Buffer"))?;
+        conv.spend(path, buffer.len() + 5)?;
         return Ok(Bson::Binary(Binary {
             subtype: BinarySubtype::Generic,
             bytes: buffer.to_vec(),
         }));
     }
+    conv.spend(path, 5)?;
     if let Some(pairs) = map_entries(value) {
+        let pairs = bounded_items(&pairs, path, conv)?;
         let mut doc = Document::new();
         for pair in pairs {
-            let items = array_items(&pair).unwrap_or_default();
+            let items = array_items(&pair, 2).unwrap_or_default();
             let (Some(key), Some(item)) = (items.first().and_then(string), items.get(1)) else {
                 return Err(unsupported(path, "a Map with a key that is not a string"));
             };
-            let field = if path.is_empty() {
-                key.clone()
-            } else {
-                format!("{path}.{key}")
-            };
-            doc.insert(key, to_bson(item, &field, depth + 1)?);
+            let field = child_path(path, &key);
+            conv.spend(&field, key.len() + 2)?;
+            let converted = to_bson(item, &field, depth + 1, conv)?;
+            doc.insert(key, converted);
         }
         return Ok(Bson::Document(doc));
     }
-    if let Some(items) = array_items(value) {
-        let mut out = Vec::with_capacity(items.len());
+    if array_length(value).is_some() {
+        let items = bounded_items(value, path, conv)?;
+        let mut out = Vec::new();
         for (i, item) in items.iter().enumerate() {
-            out.push(to_bson(item, &format!("{path}.{i}"), depth + 1)?);
+            let key = i.to_string();
+            conv.spend(path, key.len() + 2)?;
+            out.push(to_bson(item, &child_path(path, &key), depth + 1, conv)?);
         }
         return Ok(Bson::Array(out));
     }
@@ -181,6 +294,7 @@ fn object_to_bson(value: &Unknown, path: &str, depth: usize) -> SeqResult<Bson> 
             .as_ref()
             .and_then(string)
             .unwrap_or_default();
+        conv.spend(path, pattern.len() + flags.len() + 2)?;
         let mut options: Vec<char> = flags.chars().filter(|c| "imsux".contains(*c)).collect();
         options.sort_unstable();
         return Ok(Bson::RegularExpression(Regex {
@@ -192,15 +306,13 @@ fn object_to_bson(value: &Unknown, path: &str, depth: usize) -> SeqResult<Bson> 
     let mut doc = Document::new();
     for key in keys {
         let field = property(&obj, &key)?;
-        let child = if path.is_empty() {
-            key.clone()
-        } else {
-            format!("{path}.{key}")
-        };
         if matches!(type_of(&field), ValueType::Function | ValueType::Symbol) {
             continue;
         }
-        doc.insert(key, to_bson(&field, &child, depth + 1)?);
+        let child = child_path(path, &key);
+        conv.spend(&child, key.len() + 2)?;
+        let converted = to_bson(&field, &child, depth + 1, conv)?;
+        doc.insert(key, converted);
     }
     Ok(Bson::Document(doc))
 }

@@ -9,6 +9,7 @@ pub mod db_memo;
 pub mod db_target;
 pub mod format_fn;
 pub mod functions;
+pub mod guard;
 pub mod insert;
 pub mod js_error;
 pub mod js_read;

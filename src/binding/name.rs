@@ -4,7 +4,7 @@ use crate::engine::quote::quoted;
 use napi::bindgen_prelude::{Object, Unknown};
 
 use crate::binding::js_read::{bigint_i64, boolean, describe, number, object, property, string};
-use crate::engine::counter_name::{CounterName, Scalar};
+use crate::engine::counter_name::{CounterName, Scalar, MAX_SCOPE_FIELDS};
 use crate::engine::error::{SeqError, SeqResult};
 use crate::engine::validate::MAX_SAFE_INTEGER;
 
@@ -23,6 +23,12 @@ pub fn read_counter_name(value: &Unknown) -> SeqResult<CounterName> {
     };
     let keys = Object::keys(&fields)
         .map_err(|e| SeqError::invalid_argument(format!("cannot read the name: {e}")))?;
+    if keys.len() > MAX_SCOPE_FIELDS {
+        return Err(SeqError::invalid_argument(format!(
+            "a scoped sequence name needs 1 to {MAX_SCOPE_FIELDS} fields; got {}",
+            keys.len()
+        )));
+    }
     let mut scoped = Vec::with_capacity(keys.len());
     for key in keys {
         let v = property(&fields, &key)?;

@@ -1,6 +1,8 @@
 //! `sequence(db, name, options)`: a handle on one counter that keeps its preparation, so
 //! repeated calls (above all cached ones) skip reading the arguments again.
 
+use crate::binding::guard::promise_call;
+use crate::binding::guard::sync_call;
 use std::sync::{Arc, Mutex};
 
 use napi::bindgen_prelude::{Env, PromiseRaw, Unknown};
@@ -39,7 +41,9 @@ impl Sequence {
     /// The next value (as `getNextSequenceValue`).
     #[napi(ts_return_type = "Promise<number | bigint>")]
     pub fn next<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, Output>> {
-        self.reserve(env, Ok(1), Output::single)
+        promise_call(env, "Sequence.next", || {
+            self.reserve(env, Ok(1), Output::single)
+        })
     }
 
     /// `count` contiguous values, ascending (as `getNextSequenceBatch`).
@@ -52,7 +56,9 @@ impl Sequence {
         env: &'env Env,
         count: Unknown<'env>,
     ) -> napi::Result<PromiseRaw<'env, Output>> {
-        self.reserve(env, read_count(&count, MAX_BATCH_COUNT), Output::values)
+        promise_call(env, "Sequence.nextBatch", || {
+            self.reserve(env, read_count(&count, MAX_BATCH_COUNT), Output::values)
+        })
     }
 
     /// `count` contiguous values as `{ first, last, count }` (as `getNextSequenceRange`).
@@ -65,29 +71,33 @@ impl Sequence {
         env: &'env Env,
         count: Unknown<'env>,
     ) -> napi::Result<PromiseRaw<'env, Output>> {
-        if let Err(e) = refuse_format(&self.counter) {
-            return reserve_promise(env, Err(&e), Ok(1), Output::range, None);
-        }
-        self.reserve(env, read_count(&count, MAX_RANGE_COUNT), Output::range)
+        promise_call(env, "Sequence.nextRange", || {
+            if let Err(e) = refuse_format(&self.counter) {
+                return reserve_promise(env, Err(&e), Ok(1), Output::range, None);
+            }
+            self.reserve(env, read_count(&count, MAX_RANGE_COUNT), Output::range)
+        })
     }
 
     /// The counter's value — the last value handed out — without advancing it.
     /// Rejects with `SEQUENCE_NOT_FOUND` when it does not exist.
     #[napi(ts_return_type = "Promise<number | bigint>")]
     pub fn current<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, Output>> {
-        admin_promise(
-            env,
-            Ok(self.counter.clone()),
-            Some(&self.slot),
-            |r, named| async move {
-                let value = admin::current(r.counters(), r.counter()).await?;
-                Ok(Output::Single(Value::checked(
-                    &named.label,
-                    value,
-                    named.options.bigint,
-                )?))
-            },
-        )
+        promise_call(env, "Sequence.current", || {
+            admin_promise(
+                env,
+                Ok(self.counter.clone()),
+                Some(&self.slot),
+                |r, named| async move {
+                    let value = admin::current(r.counters(), r.counter()).await?;
+                    Ok(Output::Single(Value::checked(
+                        &named.label,
+                        value,
+                        named.options.bigint,
+                    )?))
+                },
+            )
+        })
     }
 
     /// Creates the counter so that the next value is `start`, remembering that start for
@@ -107,15 +117,18 @@ impl Sequence {
         env: &'env Env,
         options: Option<Unknown<'env>>,
     ) -> napi::Result<PromiseRaw<'env, Output>> {
-        let spec = read_init(options.as_ref(), self.counter.options.start);
-        let named = spec
-            .as_ref()
-            .map(|_| self.counter.clone())
-            .map_err(Clone::clone);
-        managed_promise(env, named, Some(&self.slot), move |r, _| async move {
-            let spec = spec?;
-            let created = admin::init(r.counters(), r.counter(), spec.start, spec.config).await?;
-            Ok(Output::Flag(created))
+        promise_call(env, "Sequence.init", || {
+            let spec = read_init(options.as_ref(), self.counter.options.start);
+            let named = spec
+                .as_ref()
+                .map(|_| self.counter.clone())
+                .map_err(Clone::clone);
+            managed_promise(env, named, Some(&self.slot), move |r, _| async move {
+                let spec = spec?;
+                let created =
+                    admin::init(r.counters(), r.counter(), spec.start, spec.config).await?;
+                Ok(Output::Flag(created))
+            })
         })
     }
 
@@ -131,14 +144,16 @@ impl Sequence {
         env: &'env Env,
         value: Unknown<'env>,
     ) -> napi::Result<PromiseRaw<'env, Output>> {
-        let value = read_integer("value", &value);
-        let named = value
-            .as_ref()
-            .map(|_| self.counter.clone())
-            .map_err(Clone::clone);
-        managed_promise(env, named, Some(&self.slot), move |r, named| async move {
-            admin::set(r.counters(), r.counter(), value?, named.options.upsert).await?;
-            Ok(Output::Nothing)
+        promise_call(env, "Sequence.set", || {
+            let value = read_integer("value", &value);
+            let named = value
+                .as_ref()
+                .map(|_| self.counter.clone())
+                .map_err(Clone::clone);
+            managed_promise(env, named, Some(&self.slot), move |r, named| async move {
+                admin::set(r.counters(), r.counter(), value?, named.options.upsert).await?;
+                Ok(Output::Nothing)
+            })
         })
     }
 
@@ -146,33 +161,38 @@ impl Sequence {
     /// `init`, else the handle's `start` option, else 1). Resolves with that start.
     #[napi(ts_return_type = "Promise<number | bigint>")]
     pub fn reset<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, Output>> {
-        managed_promise(
-            env,
-            Ok(self.counter.clone()),
-            Some(&self.slot),
-            |r, named| async move {
-                let start = admin::reset(r.counters(), r.counter(), named.options.start).await?;
-                Ok(Output::Single(Value::checked(
-                    &named.label,
-                    start,
-                    named.options.bigint,
-                )?))
-            },
-        )
+        promise_call(env, "Sequence.reset", || {
+            managed_promise(
+                env,
+                Ok(self.counter.clone()),
+                Some(&self.slot),
+                |r, named| async move {
+                    let start =
+                        admin::reset(r.counters(), r.counter(), named.options.start).await?;
+                    Ok(Output::Single(Value::checked(
+                        &named.label,
+                        start,
+                        named.options.bigint,
+                    )?))
+                },
+            )
+        })
     }
 
     /// Deletes the counter. Resolves `true` when it existed.
     #[napi(ts_return_type = "Promise<boolean>")]
     pub fn drop<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, Output>> {
-        managed_promise(
-            env,
-            Ok(self.counter.clone()),
-            Some(&self.slot),
-            |r, _| async move {
-                let existed = admin::drop_counter(r.counters(), r.counter()).await?;
-                Ok(Output::Flag(existed))
-            },
-        )
+        promise_call(env, "Sequence.drop", || {
+            managed_promise(
+                env,
+                Ok(self.counter.clone()),
+                Some(&self.slot),
+                |r, _| async move {
+                    let existed = admin::drop_counter(r.counters(), r.counter()).await?;
+                    Ok(Output::Flag(existed))
+                },
+            )
+        })
     }
 
     /// The sequence name as shown in messages: the string, or the scope's fields as JSON.
@@ -195,10 +215,12 @@ pub fn sequence<'env>(
     name: Unknown<'env>,
     options: Option<Unknown<'env>>,
 ) -> napi::Result<Sequence> {
-    let counter =
-        NamedCounter::read(env, &db, &name, options.as_ref()).map_err(|e| to_js_error(env, e))?;
-    Ok(Sequence {
-        counter,
-        slot: Arc::new(Mutex::new(None)),
+    sync_call(env, "sequence", || {
+        let counter = NamedCounter::read(env, &db, &name, options.as_ref())
+            .map_err(|e| to_js_error(env, e))?;
+        Ok(Sequence {
+            counter,
+            slot: Arc::new(Mutex::new(None)),
+        })
     })
 }

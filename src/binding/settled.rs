@@ -33,3 +33,22 @@ pub fn settled<V: ToNapiValue>(env: &Env, result: SeqResult<V>) -> napi::Result<
     }
     Ok(PromiseRaw::new(env.raw(), promise))
 }
+
+/// A promise already rejected with `reason`.
+pub fn rejected_with<V: ToNapiValue>(
+    env: &Env,
+    reason: sys::napi_value,
+) -> napi::Result<PromiseRaw<'_, V>> {
+    let mut deferred = ptr::null_mut();
+    let mut promise = ptr::null_mut();
+    // SAFETY: plain N-API calls on the current thread's env with live handles.
+    unsafe {
+        check_status!(sys::napi_create_promise(
+            env.raw(),
+            &mut deferred,
+            &mut promise
+        ))?;
+        check_status!(sys::napi_reject_deferred(env.raw(), deferred, reason))?;
+    }
+    Ok(PromiseRaw::new(env.raw(), promise))
+}

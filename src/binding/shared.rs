@@ -1,5 +1,6 @@
 //! The shared clients behind Node driver `Db` handles: inspection and shutdown.
 
+use crate::binding::guard::promise_call;
 use napi::bindgen_prelude::{Env, PromiseRaw};
 
 use crate::binding::spawn::promise;
@@ -15,8 +16,10 @@ pub fn shared_client_count() -> u32 {
 /// Closes the shared clients (for a graceful shutdown). Later calls open them again.
 #[napi(ts_return_type = "Promise<void>")]
 pub fn close_shared_clients(env: &Env) -> napi::Result<PromiseRaw<'_, ()>> {
-    promise(env, async {
-        SHARED_CLIENTS.close_all().await;
-        Ok(())
+    promise_call(env, "closeSharedClients", || {
+        promise(env, async {
+            SHARED_CLIENTS.close_all().await;
+            Ok(())
+        })
     })
 }

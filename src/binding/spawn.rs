@@ -6,6 +6,7 @@ use napi::bindgen_prelude::{Env, PromiseRaw, ToNapiValue};
 
 use crate::binding::js_error::to_js_error;
 use crate::engine::error::SeqResult;
+use crate::engine::panic_safety::caught;
 
 /// A promise for `work`: resolves with its value, or rejects with an `Error` carrying the
 /// engine error's `code`. Argument errors found before any I/O go through here too, so a
@@ -15,7 +16,8 @@ where
     V: ToNapiValue + Send + 'static,
     F: Future<Output = SeqResult<V>> + Send + 'static,
 {
-    env.spawn_future_with_callback(async move { Ok(work.await) }, |env, result| {
-        result.map_err(|e| to_js_error(env, e))
-    })
+    env.spawn_future_with_callback(
+        async move { Ok(caught("call", work).await) },
+        |env, result| result.map_err(|e| to_js_error(env, e)),
+    )
 }

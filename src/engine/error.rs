@@ -35,6 +35,22 @@ pub enum ErrorCode {
 }
 
 impl ErrorCode {
+    /// Every code.
+    pub const ALL: [ErrorCode; 12] = [
+        ErrorCode::SequenceNotFound,
+        ErrorCode::InvalidArgument,
+        ErrorCode::InvalidCounter,
+        ErrorCode::SequenceOverflow,
+        ErrorCode::Connection,
+        ErrorCode::Server,
+        ErrorCode::ClientClosed,
+        ErrorCode::UnsupportedClient,
+        ErrorCode::Contention,
+        ErrorCode::TransactionsUnsupported,
+        ErrorCode::SequenceExhausted,
+        ErrorCode::Internal,
+    ];
+
     /// The string exposed to JavaScript.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -188,19 +204,7 @@ mod tests {
 
     #[test]
     fn codes_are_distinct() {
-        let all = [
-            ErrorCode::SequenceNotFound,
-            ErrorCode::InvalidArgument,
-            ErrorCode::InvalidCounter,
-            ErrorCode::SequenceOverflow,
-            ErrorCode::Connection,
-            ErrorCode::Server,
-            ErrorCode::ClientClosed,
-            ErrorCode::UnsupportedClient,
-            ErrorCode::Contention,
-            ErrorCode::TransactionsUnsupported,
-            ErrorCode::SequenceExhausted,
-        ];
+        let all = ErrorCode::ALL;
         let set: std::collections::HashSet<_> = all.iter().map(|c| c.as_str()).collect();
         assert_eq!(set.len(), all.len());
     }
