@@ -87,7 +87,7 @@ impl NamedCounter {
 
 /// `use_it` applied to the reservation kept in `slot`, when it holds one for an open client.
 fn kept<T>(slot: &ReservationSlot, use_it: impl FnOnce(&Reservation) -> T) -> Option<T> {
-    let kept = lock(&slot);
+    let kept = lock(slot);
     kept.as_ref().filter(|r| !r.is_closed()).map(use_it)
 }
 
@@ -120,7 +120,7 @@ fn submit_now(
     };
     let submitted = reservation.submit(count);
     if let Some(slot) = slot {
-        *lock(&slot) = Some(reservation);
+        *lock(slot) = Some(reservation);
     }
     Some(submitted)
 }

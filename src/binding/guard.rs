@@ -48,7 +48,9 @@ pub fn promise_call<'env, V: ToNapiValue>(
         Err(_) => to_js_error(env, SeqError::internal(place)),
     };
     // SAFETY: a napi error turned into its JavaScript value on the JavaScript thread.
-    let value = unsafe { JsError::from(error).into_value(env.raw()) };
+    let value = unsafe {
+        Unknown::from_raw_unchecked(env.raw(), JsError::from(error).into_value(env.raw()))
+    };
     rejected_with(env, value)
 }
 
@@ -105,7 +107,7 @@ pub fn take_exception(env: &Env) -> Option<sys::napi_value> {
 }
 
 /// `INVALID_ARGUMENT` for an exception user code threw, with the thrown value as `cause`.
-pub fn wrap_thrown(env: &Env, place: &str, thrown: sys::napi_value) -> napi::Error {
+fn wrap_thrown(env: &Env, place: &str, thrown: sys::napi_value) -> napi::Error {
     let shown = text_of(env, thrown).unwrap_or_else(|| "a value that cannot be shown".into());
     let error = SeqError::invalid_argument(format!(
         "{place}: code of an argument (a getter, Proxy trap or method) threw: {shown}"

@@ -3,7 +3,7 @@
 
 use std::ptr;
 
-use napi::bindgen_prelude::{Env, PromiseRaw, ToNapiValue};
+use napi::bindgen_prelude::{Env, PromiseRaw, ToNapiValue, Unknown};
 use napi::{check_status, sys, JsValue};
 
 use crate::binding::js_error::build;
@@ -35,10 +35,10 @@ pub fn settled<V: ToNapiValue>(env: &Env, result: SeqResult<V>) -> napi::Result<
 }
 
 /// A promise already rejected with `reason`.
-pub fn rejected_with<V: ToNapiValue>(
-    env: &Env,
-    reason: sys::napi_value,
-) -> napi::Result<PromiseRaw<'_, V>> {
+pub fn rejected_with<'env, V: ToNapiValue>(
+    env: &'env Env,
+    reason: Unknown<'env>,
+) -> napi::Result<PromiseRaw<'env, V>> {
     let mut deferred = ptr::null_mut();
     let mut promise = ptr::null_mut();
     // SAFETY: plain N-API calls on the current thread's env with live handles.
@@ -48,7 +48,7 @@ pub fn rejected_with<V: ToNapiValue>(
             &mut deferred,
             &mut promise
         ))?;
-        check_status!(sys::napi_reject_deferred(env.raw(), deferred, reason))?;
+        check_status!(sys::napi_reject_deferred(env.raw(), deferred, reason.raw()))?;
     }
     Ok(PromiseRaw::new(env.raw(), promise))
 }
