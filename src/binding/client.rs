@@ -104,6 +104,9 @@ pub struct ConnectOptions {
     pub connect_timeout_ms: Option<f64>,
 }
 
+/// Longest timeout accepted, in milliseconds (as for Node's timers: about 24.8 days).
+const MAX_TIMEOUT_MS: f64 = 2_147_483_647.0;
+
 fn read_connect_target(uri: &Unknown, options: Option<&Unknown>) -> SeqResult<ConnectionTarget> {
     let uri = string(uri).ok_or_else(|| {
         SeqError::invalid_argument(format!(
@@ -143,10 +146,11 @@ fn read_connect_target(uri: &Unknown, options: Option<&Unknown>) -> SeqResult<Co
             continue;
         }
         let millis = number(&v)
-            .filter(|n| n.is_finite() && *n >= 0.0 && n.fract() == 0.0)
+            .filter(|n| (0.0..=MAX_TIMEOUT_MS).contains(n) && n.fract() == 0.0)
             .ok_or_else(|| {
                 SeqError::invalid_argument(format!(
-                    "option '{key}' must be a whole number of milliseconds; got {}",
+                    "option '{key}' must be a whole number of milliseconds from 0 to \
+                     {MAX_TIMEOUT_MS}; got {}",
                     describe(&v)
                 ))
             })?;
