@@ -58,7 +58,7 @@ impl SequenceClient {
     }
 
     /// Whether `close()` was called.
-    #[napi(getter)]
+    #[napi(getter, catch_unwind)]
     pub fn is_closed(&self) -> bool {
         self.handle.is_closed()
     }
@@ -74,7 +74,7 @@ pub struct SequenceDb {
 #[napi]
 impl SequenceDb {
     /// The database name (as on a Node driver `Db`).
-    #[napi(getter)]
+    #[napi(getter, catch_unwind)]
     pub fn database_name(&self) -> String {
         self.name.clone()
     }

@@ -196,7 +196,7 @@ impl Sequence {
     }
 
     /// The sequence name as shown in messages: the string, or the scope's fields as JSON.
-    #[napi(getter)]
+    #[napi(getter, catch_unwind)]
     pub fn name(&self) -> String {
         self.counter.label.clone()
     }

@@ -8,7 +8,7 @@ use crate::engine::registry::SHARED_CLIENTS;
 
 /// How many Rust driver clients this process holds for Node driver `Db` handles and
 /// `uri` options: one per distinct connection, however many calls are made.
-#[napi]
+#[napi(catch_unwind)]
 pub fn shared_client_count() -> u32 {
     SHARED_CLIENTS.len() as u32
 }
