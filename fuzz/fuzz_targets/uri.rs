@@ -11,9 +11,12 @@ fuzz_target!(|data: &[u8]| {
     let uri = String::from_utf8_lossy(data);
     let secrets = uri_secrets(&uri);
     let message = format!("failed: {uri}");
+    // No piece of text between the masks may hold a secret.
     let clean = redact(&message, &secrets);
-    for secret in secrets.iter().filter(|s| !s.is_empty()) {
-        assert!(!clean.contains(secret.as_str()));
+    for secret in secrets.iter().filter(|s| !s.is_empty() && !s.contains('*')) {
+        for piece in clean.split("****") {
+            assert!(!piece.contains(secret.as_str()), "{secret:?} left in {clean:?}");
+        }
     }
     if let Err(error) = parse(&uri) {
         for secret in secrets.iter().skip(1).filter(|s| s.len() > 3) {

@@ -2,7 +2,6 @@
 //! `Sequence`, and `listSequences`, `syncToMax`.
 
 use crate::binding::guard::promise_call;
-use crate::engine::quote::quoted;
 use std::future::Future;
 
 use napi::bindgen_prelude::{Env, PromiseRaw, Unknown};
@@ -18,7 +17,7 @@ use crate::engine::admin;
 use crate::engine::error::{SeqError, SeqResult};
 use crate::engine::reserve::Reservation;
 use crate::engine::sequence_config::SequenceConfig;
-use crate::engine::validate::{check_collection, check_field};
+use crate::engine::validate::{check_collection, check_field, check_field_name, FieldUse};
 
 /// Runs `op` on the prepared counter of `named`.
 pub fn admin_promise<'env, F, Fut>(
@@ -189,12 +188,7 @@ pub fn sync_to_max<'env>(
             Ok(s)
         });
         let field = text(&field, "source field").and_then(|f| {
-            if f.is_empty() || f.starts_with('$') || f.contains('\0') {
-                return Err(SeqError::invalid_argument(format!(
-                    "source field is not a valid field path: {}",
-                    quoted(&f)
-                )));
-            }
+            check_field_name("source field", &f, FieldUse::SourcePath)?;
             Ok(f)
         });
         let named = source.and_then(|source| {

@@ -7,6 +7,7 @@
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::ptr;
+use std::sync::Once;
 
 use napi::bindgen_prelude::{Env, JsObjectValue, Object, PromiseRaw, ToNapiValue, Unknown};
 use napi::{sys, JsError, JsValue, Status};
@@ -14,6 +15,9 @@ use napi::{sys, JsError, JsValue, Status};
 use crate::binding::js_error::{build, to_js_error};
 use crate::binding::settled::rejected_with;
 use crate::engine::error::{ErrorCode, SeqError};
+
+/// Installs [`install_panic_hook`] once.
+static PANIC_HOOK: Once = Once::new();
 
 /// Characters of a thrown value's text quoted in the message at most.
 const THROWN_TEXT_UNITS: usize = 200;
@@ -24,6 +28,7 @@ pub fn sync_call<T>(
     place: &str,
     body: impl FnOnce() -> napi::Result<T>,
 ) -> napi::Result<T> {
+    PANIC_HOOK.call_once(install_panic_hook);
     let outcome = catch_unwind(AssertUnwindSafe(body));
     let thrown = take_exception(env);
     match outcome {
@@ -40,6 +45,7 @@ pub fn promise_call<'env, V: ToNapiValue>(
     place: &str,
     body: impl FnOnce() -> napi::Result<PromiseRaw<'env, V>>,
 ) -> napi::Result<PromiseRaw<'env, V>> {
+    PANIC_HOOK.call_once(install_panic_hook);
     let outcome = catch_unwind(AssertUnwindSafe(body));
     let thrown = take_exception(env);
     let error = match outcome {
@@ -147,8 +153,9 @@ fn text_of(env: &Env, value: sys::napi_value) -> Option<String> {
 }
 
 /// Prints where a panic happened, and not its message (which could hold a password or
-/// user data); the call that panicked reports `INTERNAL`.
-pub fn install_panic_hook() {
+/// user data); the call that panicked reports `INTERNAL`. Installed by the first guarded
+/// call, so that only a process that loaded the addon through Node gets it.
+fn install_panic_hook() {
     std::panic::set_hook(Box::new(|info| {
         let place = info
             .location()
@@ -159,10 +166,4 @@ pub fn install_panic_hook() {
              with code INTERNAL. Please report this bug."
         );
     }));
-}
-
-#[cfg(not(test))]
-#[napi_derive::module_init]
-fn init() {
-    install_panic_hook();
 }

@@ -3,7 +3,6 @@
 //! the Node driver's own `db.collection(name).insertOne/insertMany`.
 
 use crate::binding::guard::{promise_call, sync_call};
-use crate::engine::quote::quoted;
 use napi::bindgen_prelude::{Env, Function, JsObjectValue, Object, ObjectRef, PromiseRaw, Unknown};
 use napi::{JsValue, ValueType};
 
@@ -22,7 +21,7 @@ use crate::engine::counter_name::CounterName;
 use crate::engine::error::{SeqError, SeqResult};
 use crate::engine::format::now_millis;
 use crate::engine::gapless::{insert_gapless, NumberedInsert};
-use crate::engine::validate::{check_collection, MAX_BATCH_COUNT};
+use crate::engine::validate::{check_collection, check_field_name, FieldUse, MAX_BATCH_COUNT};
 use mongodb::bson::{Bson, Document};
 
 /// Options of `insertOne`/`insertMany` beyond those of the sequence functions. (`field`
@@ -130,12 +129,7 @@ fn read_insert(
             }
         }
     }
-    if field.is_empty() || field.starts_with('$') || field.contains('.') || field.contains('\0') {
-        return Err(SeqError::invalid_argument(format!(
-            "option 'field' must be a plain top-level field name; got {}",
-            quoted(&field)
-        )));
-    }
+    check_field_name("option 'field'", &field, FieldUse::NumberedDocument)?;
     if docs.is_empty() || docs.len() as i64 > MAX_BATCH_COUNT {
         return Err(SeqError::invalid_argument(format!(
             "insertMany takes 1 to {MAX_BATCH_COUNT} documents; got {}",

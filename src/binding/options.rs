@@ -1,5 +1,6 @@
 //! The options argument: its TypeScript shape and its conversion to engine options.
 
+use crate::engine::quote::quoted;
 use napi::bindgen_prelude::Unknown;
 
 use crate::binding::js_read::{
@@ -116,7 +117,8 @@ pub fn read_options_from<'a>(
         let mut known: Vec<&str> = KNOWN.to_vec();
         known.extend_from_slice(extra);
         return Err(SeqError::invalid_argument(format!(
-            "unknown option '{unknown}'; known options: {}",
+            "unknown option {}; known options: {}",
+            quoted(unknown),
             known.join(", ")
         )));
     }

@@ -102,7 +102,7 @@ fn check_uri_shape(uri: &str) -> SeqResult<()> {
     if bad_escape {
         return Err(SeqError::invalid_argument(
             "invalid MongoDB connection string: a '%' must start an escape of two \
-             hexadecimal digits (write a literal '%' in a user name or password as %25)",
+             hexadecimal digits (percent-encode a literal '%' in a user name or password)",
         ));
     }
     Ok(())

@@ -10,7 +10,7 @@ use mongodb::bson::{Bson, Document};
 
 use crate::engine::counter_value::compact_integer;
 use crate::engine::error::{SeqError, SeqResult};
-use crate::engine::validate::{check_name, MAX_NAME_BYTES};
+use crate::engine::validate::{check_field_name, check_name, FieldUse, MAX_NAME_BYTES};
 
 /// Most fields in a scoped name.
 pub const MAX_SCOPE_FIELDS: usize = 16;
@@ -102,18 +102,7 @@ impl CounterName {
             )));
         }
         for (key, value) in &fields {
-            if key.is_empty()
-                || key.len() > MAX_NAME_BYTES
-                || key.starts_with('$')
-                || key.contains('.')
-                || key.contains('\0')
-            {
-                return Err(SeqError::invalid_argument(format!(
-                    "scoped sequence name field {} must not be empty, longer than {MAX_NAME_BYTES} bytes, \
-                     start with '$' or contain '.' or NUL",
-                    quoted(key)
-                )));
-            }
+            check_field_name("a field of a scoped sequence name", key, FieldUse::ScopeKey)?;
             if let Scalar::Text(text) = value {
                 check_name(text).map_err(|e| {
                     SeqError::invalid_argument(format!("field {}: {}", quoted(key), e.message))

@@ -68,21 +68,53 @@ pub fn check_database(name: &str) -> SeqResult<()> {
     Ok(())
 }
 
-/// The counter field: a plain top-level field name, not `_id`.
-pub fn check_field(field: &str) -> SeqResult<()> {
-    let bad = field.is_empty()
-        || field.starts_with('$')
-        || field.contains('.')
-        || field.contains('\0')
-        || field == "_id";
+/// What a field name may be where it is used.
+#[derive(Debug, Clone, Copy)]
+pub enum FieldUse {
+    /// The counter's value field (`field` option): a top-level field, not `_id`.
+    CounterValue,
+    /// The document field an insert numbers (`_id` allowed): a top-level field.
+    NumberedDocument,
+    /// A field of a scoped name: a top-level field.
+    ScopeKey,
+    /// A field to read (`syncToMax`'s source): a dotted path is allowed.
+    SourcePath,
+}
+
+/// The one check of field names: not empty, at most [`MAX_NAME_BYTES`] bytes, no `$`
+/// prefix (an operator), no NUL; no `.` unless a path is wanted; not `_id` for the
+/// counter's value. `what` names the argument in the message.
+pub fn check_field_name(what: &str, name: &str, usage: FieldUse) -> SeqResult<()> {
+    let dotted = !matches!(usage, FieldUse::SourcePath) && name.contains('.');
+    let bad = name.is_empty()
+        || name.len() > MAX_NAME_BYTES
+        || name.starts_with('$')
+        || name.contains('\0')
+        || dotted
+        || (matches!(usage, FieldUse::CounterValue) && name == "_id");
     if bad {
+        let rules = match usage {
+            FieldUse::CounterValue => "a top-level field name other than '_id'",
+            FieldUse::SourcePath => "a field path",
+            FieldUse::NumberedDocument | FieldUse::ScopeKey => "a top-level field name",
+        };
         return Err(SeqError::invalid_argument(format!(
-            "option 'field' must be a plain field name (not empty, not '_id', no '$' prefix, \
-             no '.'): {}",
-            quoted(field)
+            "{what} must be {rules} (not empty, at most {MAX_NAME_BYTES} bytes, no '$' \
+             prefix{}, no NUL); got {}",
+            if matches!(usage, FieldUse::SourcePath) {
+                ""
+            } else {
+                ", no '.'"
+            },
+            quoted(name)
         )));
     }
     Ok(())
+}
+
+/// The counter field: a plain top-level field name, not `_id`.
+pub fn check_field(field: &str) -> SeqResult<()> {
+    check_field_name("option 'field'", field, FieldUse::CounterValue)
 }
 
 /// How many values one call reserves: a whole number from 1 to `max`.
@@ -120,6 +152,28 @@ pub fn check_safe_integer(option: &str, value: f64) -> SeqResult<i64> {
 mod tests {
     use super::*;
     use crate::engine::error::ErrorCode;
+
+    #[test]
+    fn field_names_follow_one_rule_set_per_use() {
+        use FieldUse::*;
+        let long = "f".repeat(MAX_NAME_BYTES + 1);
+        for bad in ["", "$inc", "a\0b", long.as_str()] {
+            for usage in [CounterValue, NumberedDocument, ScopeKey, SourcePath] {
+                let e = check_field_name("x", bad, usage).unwrap_err();
+                assert_eq!(e.code, ErrorCode::InvalidArgument);
+                assert!(e.message.len() < 400, "{}", e.message);
+            }
+        }
+        assert!(check_field_name("x", "a.b", CounterValue).is_err());
+        assert!(check_field_name("x", "a.b", NumberedDocument).is_err());
+        assert!(check_field_name("x", "a.b", ScopeKey).is_err());
+        assert!(check_field_name("x", "a.b", SourcePath).is_ok());
+        assert!(check_field_name("x", "_id", CounterValue).is_err());
+        for usage in [NumberedDocument, ScopeKey, SourcePath] {
+            assert!(check_field_name("x", "_id", usage).is_ok());
+        }
+        assert!(check_field("sequence_value").is_ok());
+    }
 
     #[test]
     fn names() {
