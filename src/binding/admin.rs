@@ -2,13 +2,14 @@
 //! `Sequence`, and `listSequences`, `syncToMax`.
 
 use crate::binding::guard::promise_call;
+use crate::binding::option_specs::{self, check_keys};
 use std::future::Future;
 
 use napi::bindgen_prelude::{Env, PromiseRaw, Unknown};
 
 use crate::binding::calls::{NamedCounter, ReservationSlot};
 use crate::binding::db_target::read_db;
-use crate::binding::js_read::{boolean, describe, is_nullish, object, property, string};
+use crate::binding::js_read::{describe, is_nullish, object, property, string};
 use crate::binding::name::read_counter_name;
 use crate::binding::options::{read_integer, read_options};
 use crate::binding::output::{Output, Value};
@@ -58,8 +59,6 @@ where
     })
 }
 
-const INIT_KEYS: [&str; 5] = ["start", "step", "minValue", "maxValue", "cycle"];
-
 /// What `init` creates: a start, and a configuration when any of step, limits or cycle
 /// was given.
 pub struct InitSpec {
@@ -87,12 +86,7 @@ pub fn read_init(value: Option<&Unknown>, default_start: i64) -> SeqResult<InitS
     })?;
     let keys = napi::bindgen_prelude::Object::keys(&obj)
         .map_err(|e| SeqError::invalid_argument(e.to_string()))?;
-    if let Some(unknown) = keys.iter().find(|k| !INIT_KEYS.contains(&k.as_str())) {
-        return Err(SeqError::invalid_argument(format!(
-            "unknown init option '{unknown}'; known: {}",
-            INIT_KEYS.join(", ")
-        )));
-    }
+    check_keys("init option", &keys, &[option_specs::INIT])?;
     let integer = |key: &str| -> SeqResult<Option<i64>> {
         let v = property(&obj, key)?;
         if is_nullish(&v) {
@@ -105,14 +99,11 @@ pub fn read_init(value: Option<&Unknown>, default_start: i64) -> SeqResult<InitS
     let min = integer("minValue")?;
     let max = integer("maxValue")?;
     let cycle_value = property(&obj, "cycle")?;
-    let cycle =
-        if is_nullish(&cycle_value) {
-            None
-        } else {
-            Some(boolean(&cycle_value).ok_or_else(|| {
-                SeqError::invalid_argument("init option 'cycle' must be a boolean")
-            })?)
-        };
+    let cycle = if is_nullish(&cycle_value) {
+        None
+    } else {
+        Some(option_specs::flag("cycle", &cycle_value)?)
+    };
     if step.is_some() || min.is_some() || max.is_some() || cycle.is_some() {
         spec.config = Some(SequenceConfig::new(
             step.unwrap_or(1),

@@ -2,12 +2,13 @@
 
 use crate::binding::guard::promise_call;
 use crate::binding::guard::sync_call;
+use crate::binding::option_specs::{self, check_keys};
 use std::sync::Arc;
 
 use napi::bindgen_prelude::{Env, PromiseRaw, Unknown};
 
 use crate::binding::js_error::to_js_error;
-use crate::binding::js_read::{describe, is_nullish, number, object, property, string};
+use crate::binding::js_read::{describe, is_nullish, object, property, string};
 use crate::binding::spawn::promise;
 use crate::engine::connection::ConnectionTarget;
 use crate::engine::error::{SeqError, SeqResult};
@@ -124,16 +125,9 @@ fn read_connect_target(uri: &Unknown, options: Option<&Unknown>) -> SeqResult<Co
             describe(options)
         ))
     })?;
-    const KNOWN: [&str; 2] = ["serverSelectionTimeoutMS", "connectTimeoutMS"];
     let keys = napi::bindgen_prelude::Object::keys(&obj)
         .map_err(|e| SeqError::invalid_argument(format!("cannot read options: {e}")))?;
-    if let Some(unknown) = keys.iter().find(|k| !KNOWN.contains(&k.as_str())) {
-        let shown: String = unknown.chars().take(64).collect();
-        return Err(SeqError::invalid_argument(format!(
-            "unknown connect option '{shown}'; known options: {}",
-            KNOWN.join(", ")
-        )));
-    }
+    check_keys("connect option", &keys, &[option_specs::CONNECT])?;
     for (key, slot) in [
         (
             "serverSelectionTimeoutMS",
@@ -145,7 +139,7 @@ fn read_connect_target(uri: &Unknown, options: Option<&Unknown>) -> SeqResult<Co
         if is_nullish(&v) {
             continue;
         }
-        let millis = number(&v)
+        let millis = Some(option_specs::whole(key, &v)?)
             .filter(|n| (0.0..=MAX_TIMEOUT_MS).contains(n) && n.fract() == 0.0)
             .ok_or_else(|| {
                 SeqError::invalid_argument(format!(

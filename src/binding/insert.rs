@@ -3,14 +3,15 @@
 //! the Node driver's own `db.collection(name).insertOne/insertMany`.
 
 use crate::binding::guard::{promise_call, sync_call};
+use crate::binding::option_specs;
 use napi::bindgen_prelude::{Env, Function, JsObjectValue, Object, ObjectRef, PromiseRaw, Unknown};
 use napi::{JsValue, ValueType};
 
 use crate::binding::calls::NamedCounter;
 use crate::binding::js_error::to_js_error;
 use crate::binding::js_read::{
-    array_items, array_length, boolean, describe, element, is_nullish, object, object_or_array,
-    property, string, type_of,
+    array_items, array_length, describe, element, is_nullish, object, object_or_array, property,
+    string, type_of,
 };
 use crate::binding::js_to_bson::to_document;
 use crate::binding::name::read_counter_name;
@@ -23,18 +24,6 @@ use crate::engine::format::now_millis;
 use crate::engine::gapless::{insert_gapless, NumberedInsert};
 use crate::engine::validate::{check_collection, check_field_name, FieldUse, MAX_BATCH_COUNT};
 use mongodb::bson::{Bson, Document};
-
-/// Options of `insertOne`/`insertMany` beyond those of the sequence functions. (`field`
-/// here is the document field; the counter's own field is `counterField`.)
-const INSERT_KEYS: [&str; 7] = [
-    "field",
-    "sequence",
-    "counters",
-    "counterField",
-    "upsert",
-    "collection",
-    "gapless",
-];
 
 /// Options of `insertOne` / `insertMany`.
 #[napi(object)]
@@ -100,27 +89,21 @@ fn read_insert(
 ) -> SeqResult<Insert> {
     let collection = text("collection", collection)?;
     check_collection(&collection)?;
-    let (mut options, extra) = read_options_from(options, &INSERT_KEYS)?;
+    let mut set_aside: Vec<&str> = option_specs::INSERT.iter().map(|(k, _)| *k).collect();
+    set_aside.push(option_specs::INSERT_REFUSED);
+    let (mut options, extra) = read_options_from(options, &[option_specs::INSERT], &set_aside)?;
     let mut gapless = false;
     options.upsert = true;
     let mut field = "_id".to_string();
     let mut sequence = CounterName::text(&collection)?;
     for (key, value) in extra {
         match key.as_str() {
-            "field" => field = text("option 'field'", &value)?,
+            "field" => field = option_specs::text(&key, &value)?,
             "sequence" => sequence = read_counter_name(&value)?,
-            "counters" => options.collection = text("option 'counters'", &value)?,
-            "counterField" => options.field = text("option 'counterField'", &value)?,
-            "upsert" => {
-                options.upsert = boolean(&value).ok_or_else(|| {
-                    SeqError::invalid_argument("option 'upsert' must be a boolean")
-                })?
-            }
-            "gapless" => {
-                gapless = boolean(&value).ok_or_else(|| {
-                    SeqError::invalid_argument("option 'gapless' must be a boolean")
-                })?
-            }
+            "counters" => options.collection = option_specs::text(&key, &value)?,
+            "counterField" => options.field = option_specs::text(&key, &value)?,
+            "upsert" => options.upsert = option_specs::flag(&key, &value)?,
+            "gapless" => gapless = option_specs::flag(&key, &value)?,
             _ => {
                 return Err(SeqError::invalid_argument(
                     "insertOne/insertMany take 'counters' for the counters collection, \

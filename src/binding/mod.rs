@@ -15,6 +15,7 @@ pub mod js_error;
 pub mod js_read;
 pub mod js_to_bson;
 pub mod name;
+pub mod option_specs;
 pub mod options;
 pub mod output;
 pub mod sequence_handle;

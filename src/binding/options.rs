@@ -1,11 +1,9 @@
 //! The options argument: its TypeScript shape and its conversion to engine options.
 
-use crate::engine::quote::quoted;
+use crate::binding::option_specs::{self, check_keys, flag, text, whole, wrong_type, Kind, Spec};
 use napi::bindgen_prelude::Unknown;
 
-use crate::binding::js_read::{
-    bigint_i64, boolean, describe, is_nullish, number, object, property, string,
-};
+use crate::binding::js_read::{bigint_i64, describe, is_nullish, number, object, property, string};
 use crate::engine::error::{SeqError, SeqResult};
 use crate::engine::format::Pattern;
 use crate::engine::options::SequenceOptions as EngineOptions;
@@ -65,42 +63,24 @@ pub struct WriteConcernOptions {
     pub wtimeout_ms: Option<f64>,
 }
 
-const KNOWN: [&str; 10] = [
-    "format",
-    "writeConcern",
-    "collection",
-    "field",
-    "upsert",
-    "start",
-    "bigint",
-    "uri",
-    "coalesce",
-    "cache",
-];
-
-fn wrong_type(key: &str, expected: &str, value: &Unknown) -> SeqError {
-    SeqError::invalid_argument(format!(
-        "option '{key}' must be {expected}; got {}",
-        describe(value)
-    ))
-}
-
 /// Reads the options argument (`undefined`/`null` gives the defaults). Unknown keys and
 /// wrong types are refused, so a typo never silently falls back to a default.
 pub fn read_options(value: Option<&Unknown>) -> SeqResult<EngineOptions> {
-    read_options_from(value, &[]).map(|(options, _)| options)
+    read_options_from(value, &[], &[]).map(|(options, _)| options)
 }
 
-/// Like [`read_options`], but the keys in `extra` are set aside (with their values, when
-/// not nullish) for the caller to read; they take precedence over the common options.
+/// Like [`read_options`], for a call that also takes the options of `extra` (which win
+/// over the common ones of the same name): the keys in `set_aside` are returned with
+/// their values, when not nullish, for the caller to read.
 pub fn read_options_from<'a>(
     value: Option<&Unknown<'a>>,
-    extra: &[&str],
+    extra: &[Spec],
+    set_aside: &[&str],
 ) -> SeqResult<(EngineOptions, Vec<(String, Unknown<'a>)>)> {
     let mut options = EngineOptions::default();
-    let mut set_aside = Vec::new();
+    let mut aside = Vec::new();
     let Some(value) = value.filter(|v| !is_nullish(v)) else {
-        return Ok((options, set_aside));
+        return Ok((options, aside));
     };
     let Some(obj) = object(value) else {
         return Err(SeqError::invalid_argument(format!(
@@ -110,18 +90,9 @@ pub fn read_options_from<'a>(
     };
     let keys = napi::bindgen_prelude::Object::keys(&obj)
         .map_err(|e| SeqError::invalid_argument(format!("cannot read options: {e}")))?;
-    if let Some(unknown) = keys
-        .iter()
-        .find(|k| !KNOWN.contains(&k.as_str()) && !extra.contains(&k.as_str()))
-    {
-        let mut known: Vec<&str> = KNOWN.to_vec();
-        known.extend_from_slice(extra);
-        return Err(SeqError::invalid_argument(format!(
-            "unknown option {}; known options: {}",
-            quoted(unknown),
-            known.join(", ")
-        )));
-    }
+    let mut specs = extra.to_vec();
+    specs.push(option_specs::SEQUENCE);
+    check_keys("option", &keys, &specs)?;
     // Only the keys present are read: absent options keep their defaults.
     for key in &keys {
         let key = key.as_str();
@@ -129,38 +100,24 @@ pub fn read_options_from<'a>(
         if is_nullish(&v) {
             continue;
         }
-        if extra.contains(&key) {
-            set_aside.push((key.to_string(), v));
+        if set_aside.contains(&key) {
+            aside.push((key.to_string(), v));
             continue;
         }
         match key {
-            "collection" => {
-                options.collection = string(&v).ok_or_else(|| wrong_type(key, "a string", &v))?
-            }
-            "field" => options.field = string(&v).ok_or_else(|| wrong_type(key, "a string", &v))?,
-            "uri" => options.uri = Some(string(&v).ok_or_else(|| wrong_type(key, "a string", &v))?),
-            "upsert" => {
-                options.upsert = boolean(&v).ok_or_else(|| wrong_type(key, "a boolean", &v))?
-            }
-            "bigint" => {
-                options.bigint = boolean(&v).ok_or_else(|| wrong_type(key, "a boolean", &v))?
-            }
-            "coalesce" => {
-                options.coalesce = boolean(&v).ok_or_else(|| wrong_type(key, "a boolean", &v))?
-            }
-            "cache" => {
-                let n = number(&v).ok_or_else(|| wrong_type(key, "a number", &v))?;
-                options.cache = Some(check_cache_size(n)?);
-            }
+            "collection" => options.collection = text(key, &v)?,
+            "field" => options.field = text(key, &v)?,
+            "uri" => options.uri = Some(text(key, &v)?),
+            "upsert" => options.upsert = flag(key, &v)?,
+            "bigint" => options.bigint = flag(key, &v)?,
+            "coalesce" => options.coalesce = flag(key, &v)?,
+            "cache" => options.cache = Some(check_cache_size(whole(key, &v)?)?),
             "writeConcern" => options.write_concern = Some(read_write_concern(&v)?),
-            "format" => {
-                let text = string(&v).ok_or_else(|| wrong_type(key, "a string", &v))?;
-                options.format = Some(Pattern::parse(&text)?);
-            }
+            "format" => options.format = Some(Pattern::parse(&text(key, &v)?)?),
             _ => options.start = read_integer(key, &v)?,
         }
     }
-    Ok((options, set_aside))
+    Ok((options, aside))
 }
 
 /// A safe-integer number or a 64-bit BigInt.
@@ -168,25 +125,15 @@ pub fn read_integer(key: &str, value: &Unknown) -> SeqResult<i64> {
     if let Some(n) = number(value) {
         return check_safe_integer(key, n);
     }
-    bigint_i64(value).ok_or_else(|| wrong_type(key, "a safe integer or a 64-bit BigInt", value))
+    bigint_i64(value).ok_or_else(|| wrong_type(key, Kind::Integer, value))
 }
-
-const WRITE_CONCERN_KEYS: [&str; 3] = ["w", "journal", "wtimeoutMS"];
 
 /// Reads `{ w, journal, wtimeoutMS }`.
 fn read_write_concern(value: &Unknown) -> SeqResult<WriteConcernSpec> {
-    let obj = object(value).ok_or_else(|| wrong_type("writeConcern", "an object", value))?;
+    let obj = object(value).ok_or_else(|| wrong_type("writeConcern", Kind::WriteConcern, value))?;
     let keys = napi::bindgen_prelude::Object::keys(&obj)
         .map_err(|e| SeqError::invalid_argument(format!("cannot read writeConcern: {e}")))?;
-    if let Some(unknown) = keys
-        .iter()
-        .find(|k| !WRITE_CONCERN_KEYS.contains(&k.as_str()))
-    {
-        return Err(SeqError::invalid_argument(format!(
-            "unknown writeConcern option '{unknown}'; known: {}",
-            WRITE_CONCERN_KEYS.join(", ")
-        )));
-    }
+    check_keys("writeConcern option", &keys, &[option_specs::WRITE_CONCERN])?;
     let mut spec = WriteConcernSpec::default();
     let w = property(&obj, "w")?;
     if !is_nullish(&w) {
@@ -195,27 +142,21 @@ fn read_write_concern(value: &Unknown) -> SeqResult<WriteConcernSpec> {
         } else if let Some(text) = string(&w) {
             WriteAck::from_text(&text)?
         } else {
-            return Err(wrong_type("writeConcern.w", "a number or a string", &w));
+            return Err(wrong_type("writeConcern.w", Kind::Ack, &w));
         });
     }
     let journal = property(&obj, "journal")?;
     if !is_nullish(&journal) {
-        spec.journal = Some(
-            boolean(&journal)
-                .ok_or_else(|| wrong_type("writeConcern.journal", "a boolean", &journal))?,
-        );
+        spec.journal = Some(flag("writeConcern.journal", &journal)?);
     }
     let timeout = property(&obj, "wtimeoutMS")?;
     if !is_nullish(&timeout) {
-        let ms = number(&timeout)
-            .filter(|n| n.is_finite() && *n >= 0.0 && n.fract() == 0.0)
-            .ok_or_else(|| {
-                wrong_type(
-                    "writeConcern.wtimeoutMS",
-                    "a whole number of milliseconds",
-                    &timeout,
-                )
-            })?;
+        let ms = whole("writeConcern.wtimeoutMS", &timeout)?;
+        if !(ms.is_finite() && ms >= 0.0 && ms.fract() == 0.0) {
+            return Err(SeqError::invalid_argument(
+                "option 'writeConcern.wtimeoutMS' must be a whole number of milliseconds",
+            ));
+        }
         spec.wtimeout_ms = Some(ms as u64);
     }
     Ok(spec)
