@@ -162,3 +162,41 @@ test('a warm handle keeps the JavaScript call order exactly', async () => {
 test('connect refuses unknown options, like every other function', async () => {
   await rejectsWithCode(assert, seq.connect(env.uri, { serverSelectionTimeoutMs: 5 }), 'INVALID_ARGUMENT', /unknown connect option/);
 });
+
+test('the function form reuses a prepared counter only for equal arguments, across client changes', async () => {
+  const counters = env.db.collection('counters');
+  const get = (name, options) => seq.getNextSequenceValue(env.db, name, options);
+  // Same name, options differing only in the field or collection: distinct counters.
+  assert.equal(await get('fm', { upsert: true }), 1);
+  assert.equal(await get('fm', { upsert: true, field: 'other' }), 1);
+  assert.equal(await get('fm', { upsert: true, collection: 'counters2' }), 1);
+  assert.equal(await get('fm', { upsert: true }), 2);
+  assert.equal((await counters.findOne({ _id: 'fm' })).other, 1);
+  // The same call with and without a cache, then a handle's set: every form sees it.
+  assert.equal(await get('fm', { cache: 10 }), 3);
+  await seq.sequence(env.db, 'fm').set(100);
+  assert.equal(await get('fm', { cache: 10 }), 101);
+  const direct = await get('fm');
+  assert.ok(direct > 110, `${direct}: past the block 101..110 this process holds`);
+  // Shared clients closed: the next call opens a new one and continues.
+  await seq.closeSharedClients();
+  assert.equal(await get('fm'), direct + 1);
+  // A client of our own, closed: CLIENT_CLOSED; a new client's db works.
+  const client = await seq.connect(env.uri);
+  const db = client.db(env.dbName);
+  assert.equal(await seq.getNextSequenceValue(db, 'fm'), direct + 2);
+  await client.close();
+  await rejectsWithCode(assert, seq.getNextSequenceValue(db, 'fm'), 'CLIENT_CLOSED');
+  const again = await seq.connect(env.uri);
+  assert.equal(await seq.getNextSequenceValue(again.db(env.dbName), 'fm'), direct + 3);
+  await again.close();
+  // Options mutated between calls are read again: a key added later is honoured.
+  const options = { upsert: true };
+  assert.equal(await get('fm-mut', options), 1);
+  options.field = 'mut';
+  assert.equal(await get('fm-mut', options), 1);
+  assert.equal(await get('fm-mut', options), 2);
+  assert.deepEqual(await counters.findOne({ _id: 'fm-mut' }), { _id: 'fm-mut', sequence_value: 1, mut: 2 });
+  options.typo = 1;
+  await rejectsWithCode(assert, get('fm-mut', options), 'INVALID_ARGUMENT', /typo/);
+});

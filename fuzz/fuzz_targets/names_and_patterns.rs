@@ -35,7 +35,8 @@ fuzz_target!(|data: &[u8]| {
     let _ = check_count(number, i64::from(i32::MAX));
     let _ = check_cache_size(number);
     let _ = check_safe_integer("start", number);
-    assert!(quoted(&text).len() <= 64 * 4 + 40);
+    // 64 characters, each escaped to at most 10 bytes (`\u{10ffff}`), and the length note.
+    assert!(quoted(&text).len() <= 64 * 10 + 40);
     match Pattern::parse(&text) {
         Ok(pattern) => {
             let _ = pattern.format(value, value.wrapping_mul(7));

@@ -7,11 +7,13 @@ use std::sync::{Arc, Mutex};
 use napi::bindgen_prelude::{Env, PromiseRaw, Unknown};
 
 use crate::binding::call_order::{nobody_waiting, Ticket};
+use crate::binding::db_memo;
 use crate::binding::db_target::{read_db, DbTarget};
 use crate::binding::js_read::{describe, number};
 use crate::binding::name::read_counter_name;
 use crate::binding::options::read_options;
 use crate::binding::output::Output;
+use crate::binding::recent_counters;
 use crate::binding::settled::settled;
 use crate::binding::spawn::promise;
 use crate::engine::allocate::IdRange;
@@ -63,6 +65,16 @@ impl NamedCounter {
     ) -> SeqResult<NamedCounter> {
         options.counter(&name)?;
         let target = read_db(env, db, options.uri.as_deref())?;
+        NamedCounter::with_target(target, name, options)
+    }
+
+    /// A counter of a `db` already read.
+    pub fn with_target(
+        target: DbTarget,
+        name: CounterName,
+        options: SequenceOptions,
+    ) -> SeqResult<NamedCounter> {
+        options.counter(&name)?;
         Ok(NamedCounter {
             target,
             label: name.label(),
@@ -89,6 +101,37 @@ impl NamedCounter {
 fn kept<T>(slot: &ReservationSlot, use_it: impl FnOnce(&Reservation) -> T) -> Option<T> {
     let kept = lock(slot);
     kept.as_ref().filter(|r| !r.is_closed()).map(use_it)
+}
+
+/// The promise of a function-form call (`getNextSequenceValue` and siblings): reads
+/// `db`, `name` and `options` on every call, then reuses the counter prepared for equal
+/// arguments by an earlier call, as a `sequence()` handle would.
+pub fn function_promise<'env>(
+    env: &'env Env,
+    db: &Unknown,
+    name: &Unknown,
+    options: Option<&Unknown>,
+    count: impl FnOnce(&NamedCounter) -> SeqResult<i64>,
+    shape: Shape,
+) -> napi::Result<PromiseRaw<'env, Output>> {
+    let prepared = read_options(options).and_then(|options| {
+        let name = read_counter_name(name)?;
+        if options.uri.is_none() {
+            let find = |target: &DbTarget| recent_counters::find(target, &name, &options);
+            if let Some(found) = db_memo::recall_with(env, db, find).flatten() {
+                return Ok(found);
+            }
+        }
+        let target = read_db(env, db, options.uri.as_deref())?;
+        recent_counters::prepared(target, name, options)
+    });
+    match prepared {
+        Ok(prepared) => {
+            let (named, slot) = &*prepared;
+            reserve_promise(env, Ok(named), count(named), shape, Some(slot))
+        }
+        Err(error) => reserve_promise(env, Err(&error), Ok(1), shape, None),
+    }
 }
 
 /// Refuses `format` for calls that return bounds, before any I/O.

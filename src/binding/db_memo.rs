@@ -39,12 +39,18 @@ fn same_object(env: &Env, reference: sys::napi_ref, value: &Unknown) -> bool {
 
 /// The target remembered for this very `db` object, if any.
 pub fn recall(env: &Env, db: &Unknown) -> Option<DbTarget> {
+    recall_with(env, db, DbTarget::clone)
+}
+
+/// `use_it` applied to the target remembered for this very `db` object, if any (without
+/// copying the target).
+pub fn recall_with<T>(env: &Env, db: &Unknown, use_it: impl FnOnce(&DbTarget) -> T) -> Option<T> {
     MEMO.with(|memo| {
         let memo = memo.borrow();
         memo.0
             .iter()
             .find(|e| e.env == env.raw() && same_object(env, e.db, db))
-            .map(|e| e.target.clone())
+            .map(|e| use_it(&e.target))
     })
 }
 

@@ -54,11 +54,19 @@ const NOT_A_DB: &str = "db must be a Db of the MongoDB Node driver (client.db(na
 
 /// Reads the `db` argument; `uri` (the `uri` option) replaces the derived connection.
 pub fn read_db(env: &Env, value: &Unknown, uri: Option<&str>) -> SeqResult<DbTarget> {
+    // A `Db` or `SequenceDb` seen before: its database and connection cannot change.
+    if uri.is_none() {
+        if let Some(known) = db_memo::recall(env, value) {
+            return Ok(known);
+        }
+    }
     if SequenceDb::instance_of(env, value).unwrap_or(false) {
         // SAFETY: instance_of checked that the value wraps a SequenceDb.
         let db = unsafe { ClassInstance::<SequenceDb>::from_napi_value(env.raw(), value.raw()) }
             .map_err(|e| SeqError::invalid_argument(e.to_string()))?;
-        return Ok(DbTarget::Own(db.handle(), db.name().to_string()));
+        let target = DbTarget::Own(db.handle(), db.name().to_string());
+        db_memo::remember(env, value, &target);
+        return Ok(target);
     }
     let Some(db) = object(value) else {
         return Err(SeqError::invalid_argument(format!(
@@ -70,9 +78,6 @@ pub fn read_db(env: &Env, value: &Unknown, uri: Option<&str>) -> SeqResult<DbTar
         .ok_or_else(|| SeqError::invalid_argument(format!("{NOT_A_DB}; it has no databaseName")))?;
     if let Some(uri) = uri {
         return Ok(DbTarget::Shared(ConnectionTarget::from_uri(uri)?, database));
-    }
-    if let Some(known) = db_memo::recall(env, value) {
-        return Ok(known);
     }
     let client = object_property(&db, "client")
         .ok_or_else(|| SeqError::invalid_argument(format!("{NOT_A_DB}; it has no client")))?;

@@ -4,7 +4,7 @@
 use crate::binding::guard::promise_call;
 use napi::bindgen_prelude::{Env, PromiseRaw, Unknown};
 
-use crate::binding::calls::{read_count, refuse_format, reserve_promise, NamedCounter};
+use crate::binding::calls::{function_promise, read_count, refuse_format, NamedCounter};
 use crate::binding::output::Output;
 use crate::engine::validate::{MAX_BATCH_COUNT, MAX_RANGE_COUNT};
 
@@ -30,8 +30,7 @@ pub fn get_next_sequence_value<'env>(
     options: Option<Unknown<'env>>,
 ) -> napi::Result<PromiseRaw<'env, Output>> {
     promise_call(env, "getNextSequenceValue", || {
-        let counter = NamedCounter::read(env, &db, &name, options.as_ref());
-        reserve_promise(env, counter.as_ref(), Ok(1), Output::single, None)
+        function_promise(env, &db, &name, options.as_ref(), |_| Ok(1), Output::single)
     })
 }
 
@@ -52,9 +51,8 @@ pub fn get_next_sequence_batch<'env>(
     options: Option<Unknown<'env>>,
 ) -> napi::Result<PromiseRaw<'env, Output>> {
     promise_call(env, "getNextSequenceBatch", || {
-        let counter = NamedCounter::read(env, &db, &name, options.as_ref());
-        let count = read_count(&count, MAX_BATCH_COUNT);
-        reserve_promise(env, counter.as_ref(), count, Output::values, None)
+        let count = |_: &NamedCounter| read_count(&count, MAX_BATCH_COUNT);
+        function_promise(env, &db, &name, options.as_ref(), count, Output::values)
     })
 }
 
@@ -74,9 +72,10 @@ pub fn get_next_sequence_range<'env>(
     options: Option<Unknown<'env>>,
 ) -> napi::Result<PromiseRaw<'env, Output>> {
     promise_call(env, "getNextSequenceRange", || {
-        let counter = NamedCounter::read(env, &db, &name, options.as_ref())
-            .and_then(|c| refuse_format(&c).map(|()| c));
-        let count = read_count(&count, MAX_RANGE_COUNT);
-        reserve_promise(env, counter.as_ref(), count, Output::range, None)
+        let count = |named: &NamedCounter| {
+            refuse_format(named)?;
+            read_count(&count, MAX_RANGE_COUNT)
+        };
+        function_promise(env, &db, &name, options.as_ref(), count, Output::range)
     })
 }

@@ -100,8 +100,8 @@ fn read_insert(
         match key.as_str() {
             "field" => field = option_specs::text(&key, &value)?,
             "sequence" => sequence = read_counter_name(&value)?,
-            "counters" => options.collection = option_specs::text(&key, &value)?,
-            "counterField" => options.field = option_specs::text(&key, &value)?,
+            "counters" => options.collection = option_specs::text(&key, &value)?.into(),
+            "counterField" => options.field = option_specs::text(&key, &value)?.into(),
             "upsert" => options.upsert = option_specs::flag(&key, &value)?,
             "gapless" => gapless = option_specs::flag(&key, &value)?,
             _ => {

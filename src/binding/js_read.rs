@@ -60,26 +60,52 @@ fn string_units(value: &Unknown) -> Option<usize> {
     (status == napi::sys::Status::napi_ok).then_some(length)
 }
 
-/// A string of at most [`MAX_STRING_UNITS`], or `None` for any other value.
+/// A string of at most [`MAX_STRING_UNITS`], or `None` for any other value. Short
+/// strings (names, options) are read in one call through a stack buffer.
 pub fn string(value: &Unknown) -> Option<String> {
-    (type_of(value) == ValueType::String
-        && string_units(value).is_some_and(|n| n <= MAX_STRING_UNITS))
-    .then(|| convert::<String>(value))
-    .flatten()
+    let mut buffer = [0u8; 256];
+    let mut written = 0usize;
+    // SAFETY: N-API read of a live string of this env into a buffer that outlives the call.
+    let status = unsafe {
+        napi::sys::napi_get_value_string_utf8(
+            value.value().env,
+            value.raw(),
+            buffer.as_mut_ptr().cast(),
+            buffer.len(),
+            &mut written,
+        )
+    };
+    if status != napi::sys::Status::napi_ok {
+        return None; // not a string
+    }
+    // Shorter than the buffer by more than one character: nothing was cut.
+    if written + 4 < buffer.len() {
+        return std::str::from_utf8(&buffer[..written])
+            .ok()
+            .map(str::to_string);
+    }
+    string_units(value)
+        .is_some_and(|n| n <= MAX_STRING_UNITS)
+        .then(|| convert::<String>(value))
+        .flatten()
 }
 
 /// A number, or `None` for any other type.
 pub fn number(value: &Unknown) -> Option<f64> {
-    (type_of(value) == ValueType::Number)
-        .then(|| convert::<f64>(value))
-        .flatten()
+    let mut out = 0.0;
+    // SAFETY: N-API read of a live value of this env; fails for anything not a number.
+    let status =
+        unsafe { napi::sys::napi_get_value_double(value.value().env, value.raw(), &mut out) };
+    (status == napi::sys::Status::napi_ok).then_some(out)
 }
 
 /// A boolean, or `None` for any other type.
 pub fn boolean(value: &Unknown) -> Option<bool> {
-    (type_of(value) == ValueType::Boolean)
-        .then(|| convert::<bool>(value))
-        .flatten()
+    let mut out = false;
+    // SAFETY: N-API read of a live value of this env; fails for anything not a boolean.
+    let status =
+        unsafe { napi::sys::napi_get_value_bool(value.value().env, value.raw(), &mut out) };
+    (status == napi::sys::Status::napi_ok).then_some(out)
 }
 
 /// A BigInt that fits in 64 bits, or `None`.
@@ -154,4 +180,80 @@ pub fn element<'a>(value: &Unknown<'a>, index: u32) -> Option<Unknown<'a>> {
 pub fn array_items<'a>(value: &Unknown<'a>, max: u32) -> Option<Vec<Unknown<'a>>> {
     let length = array_length(value).filter(|n| *n <= max)?;
     (0..length).map(|index| element(value, index)).collect()
+}
+
+/// Most own properties read from an options-like object.
+pub const MAX_OWN_KEYS: u32 = 1024;
+
+/// Calls `each(key, value)` for every own enumerable string-keyed property of `object`
+/// (as `Object.keys` lists them),
+/// in order, reading each key into a stack buffer (no allocation for keys up to 63
+/// bytes) and each value by its key, as the hot paths of every call need. Refuses an
+/// object with more than [`MAX_OWN_KEYS`] keys; a key or value that cannot be read (a
+/// Proxy trap that throws) stops with `INVALID_ARGUMENT`.
+pub fn for_each_property<'a>(
+    object: &Object<'a>,
+    what: &str,
+    mut each: impl FnMut(&str, Unknown<'a>) -> SeqResult<()>,
+) -> SeqResult<()> {
+    use napi::sys;
+    let env = object.value().env;
+    let unreadable = || SeqError::invalid_argument(format!("cannot read the keys of {what}"));
+    let mut names = std::ptr::null_mut();
+    let mut length = 0u32;
+    // SAFETY: N-API calls on a live object of this env.
+    unsafe {
+        if sys::napi_get_all_property_names(
+            env,
+            object.raw(),
+            sys::KeyCollectionMode::own_only,
+            sys::KeyFilter::enumerable | sys::KeyFilter::skip_symbols,
+            sys::KeyConversion::numbers_to_strings,
+            &mut names,
+        ) != sys::Status::napi_ok
+            || sys::napi_get_array_length(env, names, &mut length) != sys::Status::napi_ok
+        {
+            return Err(unreadable());
+        }
+    }
+    if length > MAX_OWN_KEYS {
+        return Err(SeqError::invalid_argument(format!(
+            "{what} has {length} keys; at most {MAX_OWN_KEYS} are read"
+        )));
+    }
+    let mut buffer = [0u8; 64];
+    for index in 0..length {
+        let mut key = std::ptr::null_mut();
+        let mut value = std::ptr::null_mut();
+        let mut written = 0usize;
+        // SAFETY: as above; the buffer outlives the call, which NUL-terminates within it.
+        let short = unsafe {
+            if sys::napi_get_element(env, names, index, &mut key) != sys::Status::napi_ok
+                || sys::napi_get_value_string_utf8(
+                    env,
+                    key,
+                    buffer.as_mut_ptr().cast(),
+                    buffer.len(),
+                    &mut written,
+                ) != sys::Status::napi_ok
+                || sys::napi_get_property(env, object.raw(), key, &mut value)
+                    != sys::Status::napi_ok
+            {
+                return Err(unreadable());
+            }
+            written + 4 < buffer.len()
+        };
+        // SAFETY: `value` is a live value of this env.
+        let value = unsafe { Unknown::from_raw_unchecked(env, value) };
+        if short {
+            let key = std::str::from_utf8(&buffer[..written]).map_err(|_| unreadable())?;
+            each(key, value)?;
+        } else {
+            // SAFETY: `key` is a live string of this env.
+            let key = unsafe { Unknown::from_raw_unchecked(env, key) };
+            let key = string(&key).ok_or_else(unreadable)?;
+            each(&key, value)?;
+        }
+    }
+    Ok(())
 }

@@ -18,6 +18,7 @@ pub mod name;
 pub mod option_specs;
 pub mod options;
 pub mod output;
+pub mod recent_counters;
 pub mod sequence_handle;
 pub mod settled;
 pub mod shared;

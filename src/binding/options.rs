@@ -1,9 +1,13 @@
 //! The options argument: its TypeScript shape and its conversion to engine options.
 
-use crate::binding::option_specs::{self, check_keys, flag, text, whole, wrong_type, Kind, Spec};
+use crate::binding::option_specs::{
+    self, check_keys, flag, kind_of, text, whole, wrong_type, Kind, Spec,
+};
 use napi::bindgen_prelude::Unknown;
 
-use crate::binding::js_read::{bigint_i64, describe, is_nullish, number, object, property, string};
+use crate::binding::js_read::{
+    bigint_i64, describe, for_each_property, is_nullish, number, object, property, string,
+};
 use crate::engine::error::{SeqError, SeqResult};
 use crate::engine::format::Pattern;
 use crate::engine::options::SequenceOptions as EngineOptions;
@@ -88,25 +92,23 @@ pub fn read_options_from<'a>(
             describe(value)
         )));
     };
-    let keys = napi::bindgen_prelude::Object::keys(&obj)
-        .map_err(|e| SeqError::invalid_argument(format!("cannot read options: {e}")))?;
     let mut specs = extra.to_vec();
     specs.push(option_specs::SEQUENCE);
-    check_keys("option", &keys, &specs)?;
     // Only the keys present are read: absent options keep their defaults.
-    for key in &keys {
-        let key = key.as_str();
-        let v = property(&obj, key)?;
+    for_each_property(&obj, "the options", |key, v| {
+        if kind_of(key, &specs).is_none() {
+            return check_keys("option", &[key.to_string()], &specs);
+        }
         if is_nullish(&v) {
-            continue;
+            return Ok(());
         }
         if set_aside.contains(&key) {
             aside.push((key.to_string(), v));
-            continue;
+            return Ok(());
         }
         match key {
-            "collection" => options.collection = text(key, &v)?,
-            "field" => options.field = text(key, &v)?,
+            "collection" => options.collection = text(key, &v)?.into(),
+            "field" => options.field = text(key, &v)?.into(),
             "uri" => options.uri = Some(text(key, &v)?),
             "upsert" => options.upsert = flag(key, &v)?,
             "bigint" => options.bigint = flag(key, &v)?,
@@ -116,7 +118,8 @@ pub fn read_options_from<'a>(
             "format" => options.format = Some(Pattern::parse(&text(key, &v)?)?),
             _ => options.start = read_integer(key, &v)?,
         }
-    }
+        Ok(())
+    })?;
     Ok((options, aside))
 }
 

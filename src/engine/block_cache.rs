@@ -255,6 +255,11 @@ impl CacheSlot {
         }
     }
 
+    /// Whether a block fetch is under way.
+    pub fn is_fetching(&self) -> bool {
+        self.lock().fetching
+    }
+
     /// Values reserved and not yet handed out.
     pub fn available(&self) -> i64 {
         self.lock().available()

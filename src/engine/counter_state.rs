@@ -4,6 +4,7 @@
 //! dropped with it. Every call for that counter goes through it, and every management
 //! write (`set`, `reset`, `drop`, `init`, `syncToMax`) tells it to forget what it holds.
 
+use crate::engine::panic_safety::lock;
 use std::collections::HashMap;
 use std::future::Future;
 use std::hash::Hash;
@@ -15,7 +16,7 @@ use crate::engine::allocate::{allocate_demands, CreatePolicy, IdRange};
 use crate::engine::block_cache::CacheSlot;
 use crate::engine::coalesce::{Coalescer, Grants};
 use crate::engine::demand::Demand;
-use crate::engine::error::SeqResult;
+use crate::engine::error::{SeqError, SeqResult};
 use crate::engine::sequence_config::SequenceConfig;
 use crate::engine::store::{CounterRef, CounterStore};
 use crate::engine::waiter::receive;
@@ -35,6 +36,9 @@ pub struct Lane {
     /// The write concern of the counter writes.
     pub write_concern: Option<WriteConcernSpec>,
 }
+
+/// Longest wait of a management write for the block fetches in flight.
+const SETTLE_LIMIT: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// How a call is served.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -96,11 +100,11 @@ pub struct CounterState {
 impl CounterState {
     /// The configuration hint.
     fn hint(&self) -> Option<SequenceConfig> {
-        *self.hint.lock().expect("hint lock")
+        *lock(&self.hint)
     }
 
     fn remember(&self, config: Option<SequenceConfig>) {
-        *self.hint.lock().expect("hint lock") = config;
+        *lock(&self.hint) = config;
     }
 
     /// Forgets the cached blocks and the configuration hint: the counter was changed by
@@ -108,13 +112,7 @@ impl CounterState {
     pub fn invalidate(&self) {
         self.generation.fetch_add(1, Ordering::SeqCst);
         self.remember(None);
-        let slots: Vec<Arc<CacheSlot>> = self
-            .caches
-            .lock()
-            .expect("cache slots lock")
-            .values()
-            .cloned()
-            .collect();
+        let slots: Vec<Arc<CacheSlot>> = lock(&self.caches).values().cloned().collect();
         for slot in slots {
             slot.discard();
         }
@@ -125,9 +123,25 @@ impl CounterState {
     /// call made after it resolves sees the counter as `op` left it.
     pub async fn managed<T>(&self, op: impl Future<Output = T>) -> T {
         self.invalidate();
+        self.settle_fetches().await;
         let outcome = op.await;
         self.invalidate();
         outcome
+    }
+
+    /// Waits (up to [`SETTLE_LIMIT`]) until no block fetch of this counter is in flight,
+    /// so that a fill sent before a management write cannot land after it and take the
+    /// first values of the counter's new state only to be thrown away (a gap right
+    /// after `set` or `reset`).
+    async fn settle_fetches(&self) {
+        let started = std::time::Instant::now();
+        loop {
+            let slots: Vec<Arc<CacheSlot>> = lock(&self.caches).values().cloned().collect();
+            if !slots.iter().any(|slot| slot.is_fetching()) || started.elapsed() > SETTLE_LIMIT {
+                return;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+        }
     }
 
     /// The lock that makes gapless transactions on this counter take turns.
@@ -137,7 +151,7 @@ impl CounterState {
 
     /// The cache slot of `lane` with blocks of `size`, created on first use.
     pub fn cache_slot(&self, lane: &Lane, size: i64) -> Arc<CacheSlot> {
-        let mut caches = self.caches.lock().expect("cache slots lock");
+        let mut caches = lock(&self.caches);
         caches
             .entry((lane.clone(), size))
             .or_insert_with(|| Arc::new(CacheSlot::new(size, self.generation.clone())))
@@ -147,10 +161,7 @@ impl CounterState {
     /// Whether nothing is in flight and nothing is cached.
     fn idle(&self) -> bool {
         self.lanes.in_flight() == 0
-            && self
-                .caches
-                .lock()
-                .expect("cache slots lock")
+            && lock(&self.caches)
                 .values()
                 .all(|slot| Arc::strong_count(slot) == 1 && slot.available() == 0)
     }
@@ -228,7 +239,9 @@ impl CounterState {
                 let fetch = self.fetcher(store.clone(), counter.clone(), lane.policy);
                 let pending = async move {
                     let mut grants = fetch(vec![Demand::Exact(count)]).await?;
-                    grants.pop().expect("one grant per demand")
+                    grants.pop().unwrap_or_else(|| {
+                        Err(SeqError::internal("a round trip answered no demand"))
+                    })
                 };
                 Submitted {
                     outcome: Outcome::Later(Box::pin(pending)),
@@ -269,7 +282,7 @@ impl<K: Eq + Hash + Clone> CounterStates<K> {
     /// nobody holds and that have nothing in flight or cached are dropped first, so
     /// per-tenant or per-day names do not grow memory without bound.
     pub fn get(&self, key: &K) -> Arc<CounterState> {
-        let mut states = self.states.lock().expect("counter states lock");
+        let mut states = lock(&self.states);
         if let Some(state) = states.get(key) {
             return state.clone();
         }
@@ -281,7 +294,7 @@ impl<K: Eq + Hash + Clone> CounterStates<K> {
 
     /// How many states are kept.
     pub fn len(&self) -> usize {
-        self.states.lock().expect("counter states lock").len()
+        lock(&self.states).len()
     }
 
     /// Whether none is kept.
@@ -291,7 +304,7 @@ impl<K: Eq + Hash + Clone> CounterStates<K> {
 
     /// Drops every state (the client closed).
     pub fn clear(&self) {
-        self.states.lock().expect("counter states lock").clear();
+        lock(&self.states).clear();
     }
 }
 

@@ -7,6 +7,7 @@ use crate::engine::format::Pattern;
 use crate::engine::store::CounterRef;
 use crate::engine::validate::{check_collection, check_field};
 use crate::engine::write_concern::WriteConcernSpec;
+use std::borrow::Cow;
 
 /// Default collection of counter documents.
 pub const DEFAULT_COLLECTION: &str = "counters";
@@ -17,9 +18,9 @@ pub const DEFAULT_FIELD: &str = "sequence_value";
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SequenceOptions {
     /// Collection of counter documents.
-    pub collection: String,
+    pub collection: Cow<'static, str>,
     /// Field holding the value.
-    pub field: String,
+    pub field: Cow<'static, str>,
     /// Create the counter on first use.
     pub upsert: bool,
     /// First value of a counter created by a call.
@@ -41,8 +42,8 @@ pub struct SequenceOptions {
 impl Default for SequenceOptions {
     fn default() -> Self {
         SequenceOptions {
-            collection: DEFAULT_COLLECTION.to_string(),
-            field: DEFAULT_FIELD.to_string(),
+            collection: Cow::Borrowed(DEFAULT_COLLECTION),
+            field: Cow::Borrowed(DEFAULT_FIELD),
             upsert: false,
             start: 1,
             bigint: false,

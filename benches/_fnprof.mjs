@@ -1,0 +1,15 @@
+import { startServer } from '../scripts/lib/test-server.mjs';
+import { MongoClient } from 'mongodb';
+import { createRequire } from 'node:module';
+const require = createRequire(import.meta.url);
+const seq = require('../index.js');
+const server = await startServer();
+const client = await new MongoClient(server.uri).connect();
+const db = client.db('cost');
+const o = { cache: 1000, upsert: true };
+await seq.getNextSequenceValue(db, 'f', o);
+const N = 1500000;
+const t = process.hrtime.bigint();
+for (let i = 0; i < N; i++) await seq.getNextSequenceValue(db, 'f', o);
+console.log(Number(process.hrtime.bigint() - t) / N, 'ns');
+await client.close(); await seq.closeSharedClients(); await server.stop();
