@@ -4,6 +4,7 @@
 
 use crate::binding::guard::{promise_call, sync_call};
 use crate::binding::option_specs;
+use crate::engine::panic_safety::caught;
 use napi::bindgen_prelude::{Env, Function, JsObjectValue, Object, ObjectRef, PromiseRaw, Unknown};
 use napi::{JsValue, ValueType};
 
@@ -301,7 +302,7 @@ fn spawn_insert<'env>(
         }
     };
     env.spawn_future_with_callback(
-        async move { Ok(work.await) },
+        async move { Ok(caught("insert", work).await) },
         move |env, reserved: SeqResult<(IdRange, Option<Vec<Bson>>)>| {
             // User code runs here (setters, Proxy traps, `db.collection`): whatever it
             // throws rejects the promise instead of leaving it pending.
