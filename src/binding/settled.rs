@@ -1,5 +1,5 @@
 //! Promises settled at once, for calls served from the block cache without leaving the
-//! JavaScript thread.
+//! JavaScript thread, and for calls refused before any work.
 
 use std::ptr;
 
@@ -9,36 +9,14 @@ use napi::{check_status, sys, JsValue};
 use crate::binding::js_error::build;
 use crate::engine::error::SeqResult;
 
-/// A promise already resolved with the value, or rejected with the typed error.
-pub fn settled<V: ToNapiValue>(env: &Env, result: SeqResult<V>) -> napi::Result<PromiseRaw<'_, V>> {
-    let mut deferred = ptr::null_mut();
-    let mut promise = ptr::null_mut();
-    // SAFETY: plain N-API calls on the current thread's env with freshly created handles.
-    unsafe {
-        check_status!(sys::napi_create_promise(
-            env.raw(),
-            &mut deferred,
-            &mut promise
-        ))?;
-        match result {
-            Ok(value) => {
-                let value = V::to_napi_value(env.raw(), value)?;
-                check_status!(sys::napi_resolve_deferred(env.raw(), deferred, value))?;
-            }
-            Err(error) => {
-                let object = build(env, &error)?;
-                check_status!(sys::napi_reject_deferred(env.raw(), deferred, object.raw()))?;
-            }
-        }
-    }
-    Ok(PromiseRaw::new(env.raw(), promise))
+/// How a promise made here settles.
+enum Settle {
+    Resolve(sys::napi_value),
+    Reject(sys::napi_value),
 }
 
-/// A promise already rejected with `reason`.
-pub fn rejected_with<'env, V: ToNapiValue>(
-    env: &'env Env,
-    reason: Unknown<'env>,
-) -> napi::Result<PromiseRaw<'env, V>> {
+/// A new promise, settled at once as `how` says.
+fn settle_now<'env, V>(env: &'env Env, how: Settle) -> napi::Result<PromiseRaw<'env, V>> {
     let mut deferred = ptr::null_mut();
     let mut promise = ptr::null_mut();
     // SAFETY: plain N-API calls on the current thread's env with live handles.
@@ -48,7 +26,28 @@ pub fn rejected_with<'env, V: ToNapiValue>(
             &mut deferred,
             &mut promise
         ))?;
-        check_status!(sys::napi_reject_deferred(env.raw(), deferred, reason.raw()))?;
+        check_status!(match how {
+            Settle::Resolve(value) => sys::napi_resolve_deferred(env.raw(), deferred, value),
+            Settle::Reject(reason) => sys::napi_reject_deferred(env.raw(), deferred, reason),
+        })?;
     }
     Ok(PromiseRaw::new(env.raw(), promise))
+}
+
+/// A promise already resolved with the value, or rejected with the typed error.
+pub fn settled<V: ToNapiValue>(env: &Env, result: SeqResult<V>) -> napi::Result<PromiseRaw<'_, V>> {
+    let how = match result {
+        // SAFETY: converting on the JavaScript thread of `env`.
+        Ok(value) => Settle::Resolve(unsafe { V::to_napi_value(env.raw(), value)? }),
+        Err(error) => Settle::Reject(build(env, &error)?.raw()),
+    };
+    settle_now(env, how)
+}
+
+/// A promise already rejected with `reason`.
+pub fn rejected_with<'env, V: ToNapiValue>(
+    env: &'env Env,
+    reason: Unknown<'env>,
+) -> napi::Result<PromiseRaw<'env, V>> {
+    settle_now(env, Settle::Reject(reason.raw()))
 }
