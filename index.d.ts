@@ -191,10 +191,11 @@ export interface InsertOptions {
 
 /**
  * Lists the counters of a collection (default `counters`, field `sequence_value`) as
- * `[{ name, value }]`, sorted by name; documents whose field is not an integer are left
- * out. Options: `collection`, `field`, `bigint`, `uri`.
+ * `[{ name, value }]`, sorted by name, with `step`, `minValue`, `maxValue` and `cycle`
+ * for counters configured by `init` (limits beyond 2^53 - 1 as BigInts); documents whose
+ * field is not an integer are left out. Options: `collection`, `field`, `bigint`, `uri`.
  */
-export declare function listSequences(db: SequenceDbLike, options?: SequenceOptions): Promise<Array<{ name: string | Record<string, string | number | boolean>; value: number | bigint }>>
+export declare function listSequences(db: SequenceDbLike, options?: SequenceOptions): Promise<Array<{ name: string | Record<string, string | number | boolean>; value: number | bigint; step?: number | bigint; minValue?: number | bigint; maxValue?: number | bigint; cycle?: boolean }>>
 
 /**
  * A handle on sequence `name` with fixed `options` (the same as the functions take).

@@ -12,7 +12,7 @@ use crate::binding::db_target::read_db;
 use crate::binding::js_read::{describe, is_nullish, object, property, string};
 use crate::binding::name::read_counter_name;
 use crate::binding::options::{read_integer, read_options};
-use crate::binding::output::{Output, Value};
+use crate::binding::output::{Listed, Output, Value};
 use crate::binding::spawn::promise;
 use crate::engine::admin;
 use crate::engine::error::{SeqError, SeqResult};
@@ -118,11 +118,12 @@ pub fn read_init(value: Option<&Unknown>, default_start: i64) -> SeqResult<InitS
 }
 
 /// Lists the counters of a collection (default `counters`, field `sequence_value`) as
-/// `[{ name, value }]`, sorted by name; documents whose field is not an integer are left
-/// out. Options: `collection`, `field`, `bigint`, `uri`.
+/// `[{ name, value }]`, sorted by name, with `step`, `minValue`, `maxValue` and `cycle`
+/// for counters configured by `init` (limits beyond 2^53 - 1 as BigInts); documents whose
+/// field is not an integer are left out. Options: `collection`, `field`, `bigint`, `uri`.
 #[napi(
     ts_args_type = "db: SequenceDbLike, options?: SequenceOptions",
-    ts_return_type = "Promise<Array<{ name: string | Record<string, string | number | boolean>; value: number | bigint }>>"
+    ts_return_type = "Promise<Array<{ name: string | Record<string, string | number | boolean>; value: number | bigint; step?: number | bigint; minValue?: number | bigint; maxValue?: number | bigint; cycle?: boolean }>>"
 )]
 pub fn list_sequences<'env>(
     env: &'env Env,
@@ -140,9 +141,14 @@ pub fn list_sequences<'env>(
             let (handle, database) = target.resolve().await?;
             let store = handle.store(&database)?;
             let mut entries = Vec::new();
-            for (id, value) in store.list(&options.collection, &options.field).await? {
+            for (id, value, config) in store.list(&options.collection, &options.field).await? {
                 let label = id.to_string();
-                entries.push((id, Value::checked(&label, value, options.bigint)?));
+                entries.push(Listed {
+                    value: Value::checked(&label, value, options.bigint)?,
+                    id,
+                    config,
+                    bigint: options.bigint,
+                });
             }
             Ok(Output::Listing(entries))
         })

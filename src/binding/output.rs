@@ -10,6 +10,7 @@ use crate::engine::error::SeqResult;
 use crate::engine::format::now_millis;
 use crate::engine::js_number::check_safe_range;
 use crate::engine::options::SequenceOptions;
+use crate::engine::sequence_config::SequenceConfig;
 
 /// What a call resolves with.
 pub enum Output {
@@ -25,8 +26,8 @@ pub enum Output {
     Flag(bool),
     /// Nothing (`undefined`).
     Nothing,
-    /// Counters as `[{ name, value }]`.
-    Listing(Vec<(Bson, Value)>),
+    /// Counters as `[{ name, value, step?, minValue?, maxValue?, cycle? }]`.
+    Listing(Vec<Listed>),
     /// A block as `{ first, last, count }`.
     Range {
         /// First value.
@@ -38,6 +39,25 @@ pub enum Output {
         /// Distance between values.
         step: f64,
     },
+}
+
+/// One counter of a listing.
+pub struct Listed {
+    /// Its `_id`.
+    pub id: Bson,
+    /// The last value handed out.
+    pub value: Value,
+    /// Step, limits and cycle, for a configured counter.
+    pub config: Option<SequenceConfig>,
+    /// Whether values are BigInts.
+    pub bigint: bool,
+}
+
+/// A limit or step as a number when it is a safe integer (and `bigint` is off), else as
+/// a BigInt: never an error, never rounded.
+fn exact(v: i64, bigint: bool) -> Value {
+    let safe = v.unsigned_abs() <= crate::engine::validate::MAX_SAFE_INTEGER as u64;
+    Value::new(v, bigint || !safe)
 }
 
 /// One value, as a number or a BigInt.
@@ -131,10 +151,16 @@ impl ToNapiValue for Output {
             Output::Listing(entries) => {
                 let env_ref = Env::from_raw(env);
                 let mut items = Vec::with_capacity(entries.len());
-                for (id, value) in entries {
+                for listed in entries {
                     let mut item = Object::new(&env_ref)?;
-                    item.set_named_property("name", JsId(id))?;
-                    item.set_named_property("value", value)?;
+                    item.set_named_property("name", JsId(listed.id))?;
+                    item.set_named_property("value", listed.value)?;
+                    if let Some(config) = listed.config {
+                        item.set_named_property("step", exact(config.step, listed.bigint))?;
+                        item.set_named_property("minValue", exact(config.min, listed.bigint))?;
+                        item.set_named_property("maxValue", exact(config.max, listed.bigint))?;
+                        item.set_named_property("cycle", config.cycle)?;
+                    }
                     items.push(item);
                 }
                 Vec::<Object>::to_napi_value(env, items)

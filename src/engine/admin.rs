@@ -197,7 +197,11 @@ pub fn usable_maximum(value: Option<&Bson>) -> Option<i64> {
 
 impl MongoStore {
     /// Every counter of `collection` whose `field` holds an integer: `(_id, value)`.
-    pub async fn list(&self, collection: &str, field: &str) -> SeqResult<Vec<(Bson, i64)>> {
+    pub async fn list(
+        &self,
+        collection: &str,
+        field: &str,
+    ) -> SeqResult<Vec<(Bson, i64, Option<SequenceConfig>)>> {
         use futures_util::TryStreamExt;
         check_field(field)?;
         let filter = doc! { field: { "$type": ["int", "long", "double"] } };
@@ -215,7 +219,8 @@ impl MongoStore {
             .into_iter()
             .filter_map(|d| {
                 let value = integer_after_increment(d.get(field)).ok()?;
-                Some((d.get("_id")?.clone(), value))
+                let config = SequenceConfig::from_doc(&d, field).ok().flatten();
+                Some((d.get("_id")?.clone(), value, config))
             })
             .collect())
     }
