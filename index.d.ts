@@ -133,7 +133,9 @@ export declare function getNextSequenceRange<O extends SequenceOptions = Sequenc
  * `connect(uri)`. Rejects with an `Error` whose `code` is `SEQUENCE_NOT_FOUND` (message
  * `Sequence '<name>' not found. Please initialize it.`), `INVALID_ARGUMENT`,
  * `INVALID_COUNTER`, `SEQUENCE_OVERFLOW`, `CONNECTION`, `SERVER` (with `serverCode`),
- * `CLIENT_CLOSED`, `UNSUPPORTED_CLIENT` or `CONTENTION`.
+ * `CLIENT_CLOSED`, `UNSUPPORTED_CLIENT`, `CONTENTION`, `SEQUENCE_EXHAUSTED` (a configured
+ * counter at its limit) or `INTERNAL` (a bug, reported without taking the process down).
+ * It never throws: argument errors reject the promise too.
  */
 export declare function getNextSequenceValue<O extends SequenceOptions = SequenceOptions>(db: SequenceDbLike, name: string | Record<string, string | number | boolean | bigint>, options?: O): Promise<O extends { format: string } ? string : O extends { bigint: true } ? bigint : number>
 

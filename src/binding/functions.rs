@@ -17,7 +17,9 @@ use crate::engine::validate::{MAX_BATCH_COUNT, MAX_RANGE_COUNT};
 /// `connect(uri)`. Rejects with an `Error` whose `code` is `SEQUENCE_NOT_FOUND` (message
 /// `Sequence '<name>' not found. Please initialize it.`), `INVALID_ARGUMENT`,
 /// `INVALID_COUNTER`, `SEQUENCE_OVERFLOW`, `CONNECTION`, `SERVER` (with `serverCode`),
-/// `CLIENT_CLOSED`, `UNSUPPORTED_CLIENT` or `CONTENTION`.
+/// `CLIENT_CLOSED`, `UNSUPPORTED_CLIENT`, `CONTENTION`, `SEQUENCE_EXHAUSTED` (a configured
+/// counter at its limit) or `INTERNAL` (a bug, reported without taking the process down).
+/// It never throws: argument errors reject the promise too.
 #[napi(
     ts_generic_types = "O extends SequenceOptions = SequenceOptions",
     ts_args_type = "db: SequenceDbLike, name: string | Record<string, string | number | boolean | bigint>, options?: O",
