@@ -7,8 +7,10 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { setup } from './helpers.mjs';
+import { ensureVenv } from '../scripts/lib/python-env.mjs';
 
 const CLI = fileURLToPath(new URL('../bin/mongo-sequence.js', import.meta.url));
+const ON_A_TERMINAL = fileURLToPath(new URL('./fixtures/on-a-terminal.py', import.meta.url));
 
 let env;
 before(async () => {
@@ -158,4 +160,27 @@ test('a connection that cannot be made fails within --timeout, without the passw
   assert.equal(bad.code, 2, bad.stderr);
   assert.match(bad.stderr, /^error INVALID_ARGUMENT: /);
   assert.ok(!bad.stderr.includes('%zz'));
+});
+
+test('drop asks for confirmation on a terminal', async () => {
+  const python = ensureVenv();
+  const onTerminal = (answer, name) =>
+    new Promise((resolve) => {
+      const child = spawn(python, [ON_A_TERMINAL, answer, process.execPath, CLI, 'drop', name, '--uri', env.uri, '--db', env.dbName], {
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      let out = '';
+      child.stdout.on('data', (d) => (out += d));
+      child.once('exit', (code) => resolve({ code, out }));
+    });
+  await ok(['next', 'asked', '--upsert']);
+  const no = await onTerminal('n', 'asked');
+  assert.equal(no.code, 0, no.out);
+  assert.match(no.out, /Drop sequence asked from mseq_cli_\w+\.counters\? \[y\/N\]/);
+  assert.match(no.out, /cancelled/);
+  assert.equal(await ok(['current', 'asked']), '1', 'kept');
+  const yes = await onTerminal('y', 'asked');
+  assert.equal(yes.code, 0, yes.out);
+  assert.match(yes.out, /dropped asked/);
+  assert.equal((await cli(['current', 'asked'])).code, 1, 'gone');
 });
