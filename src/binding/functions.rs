@@ -21,9 +21,9 @@ use crate::engine::validate::{MAX_BATCH_COUNT, MAX_RANGE_COUNT};
 /// counter at its limit) or `INTERNAL` (a bug, reported without taking the process down).
 /// It never throws: argument errors reject the promise too.
 #[napi(
-    ts_generic_types = "O extends SequenceOptions = SequenceOptions",
+    ts_generic_types = "O extends SequenceOptions = {}",
     ts_args_type = "db: SequenceDbLike, name: string | Record<string, string | number | boolean | bigint>, options?: O",
-    ts_return_type = "Promise<O extends { format: string } ? string : O extends { bigint: true } ? bigint : number>"
+    ts_return_type = "Promise<SequenceValue<O>>"
 )]
 pub fn get_next_sequence_value<'env>(
     env: &'env Env,
@@ -41,9 +41,9 @@ pub fn get_next_sequence_value<'env>(
 /// use `getNextSequenceRange` for more). Same `db`, options and errors as
 /// `getNextSequenceValue`.
 #[napi(
-    ts_generic_types = "O extends SequenceOptions = SequenceOptions",
+    ts_generic_types = "O extends SequenceOptions = {}",
     ts_args_type = "db: SequenceDbLike, name: string | Record<string, string | number | boolean | bigint>, count: number, options?: O",
-    ts_return_type = "Promise<Array<O extends { format: string } ? string : O extends { bigint: true } ? bigint : number>>"
+    ts_return_type = "Promise<Array<SequenceValue<O>>>"
 )]
 pub fn get_next_sequence_batch<'env>(
     env: &'env Env,
@@ -62,9 +62,9 @@ pub fn get_next_sequence_batch<'env>(
 /// with their bounds `{ first, last, count }`, without allocating an array. Same `db`,
 /// options and errors as `getNextSequenceValue`.
 #[napi(
-    ts_generic_types = "O extends SequenceOptions = SequenceOptions",
+    ts_generic_types = "O extends SequenceOptions = {}",
     ts_args_type = "db: SequenceDbLike, name: string | Record<string, string | number | boolean | bigint>, count: number, options?: O",
-    ts_return_type = "Promise<{ first: O extends { bigint: true } ? bigint : number; last: O extends { bigint: true } ? bigint : number; count: number; step: number }>"
+    ts_return_type = "Promise<{ first: SequenceNumber<O>; last: SequenceNumber<O>; count: number; step: number }>"
 )]
 pub fn get_next_sequence_range<'env>(
     env: &'env Env,

@@ -39,7 +39,7 @@ impl Sequence {
 #[napi]
 impl Sequence {
     /// The next value (as `getNextSequenceValue`).
-    #[napi(ts_return_type = "Promise<number | bigint>")]
+    #[napi(ts_return_type = "Promise<number | bigint | string>")]
     pub fn next<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, Output>> {
         promise_call(env, "Sequence.next", || {
             self.reserve(env, Ok(1), Output::single)
@@ -49,7 +49,7 @@ impl Sequence {
     /// `count` contiguous values, ascending (as `getNextSequenceBatch`).
     #[napi(
         ts_args_type = "count: number",
-        ts_return_type = "Promise<Array<number | bigint>>"
+        ts_return_type = "Promise<Array<number | bigint | string>>"
     )]
     pub fn next_batch<'env>(
         &self,
@@ -207,7 +207,9 @@ impl Sequence {
 /// paths, above all with `cache`: a cached `next()` then settles without leaving the
 /// JavaScript thread.
 #[napi(
-    ts_args_type = "db: SequenceDbLike, name: string | Record<string, string | number | boolean | bigint>, options?: SequenceOptions"
+    ts_generic_types = "O extends SequenceOptions = {}",
+    ts_args_type = "db: SequenceDbLike, name: string | Record<string, string | number | boolean | bigint>, options?: O",
+    ts_return_type = "SequenceOf<O>"
 )]
 pub fn sequence<'env>(
     env: &'env Env,
