@@ -1,7 +1,8 @@
 // The packages as users install them: `npm run package` writes the main tarball (no
 // binary) and this platform's tarball (exactly the binary); an empty app installs both
 // with no Rust toolchain on PATH, then loads the addon with require() and import(), makes
-// a real call against the test server, and runs the CLI through npx.
+// a real call against the test server, compiles a typed example against the installed
+// typings, and runs the CLI through npx.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
@@ -67,6 +68,25 @@ test('the tarballs install into an empty app and work without Rust', async () =>
   assert.ok(cjs.startsWith('1 ') && cjs.includes(`node_modules/${platformName}/`), cjs);
   const esm = sh(process.execPath, ['--input-type=module', '-e', `import m from 'mongo-sequence'; const c = await m.connect(${JSON.stringify(env.uri)}); console.log(await m.getNextSequenceValue(c.db(${JSON.stringify(env.dbName)}), 'pkg')); await c.close();`], { cwd: app, env: appEnv }).trim();
   assert.equal(esm, '2');
+  // A typed example, compiled against the installed package's typings.
+  writeFileSync(join(app, 'tsconfig.json'), JSON.stringify({ compilerOptions: { strict: true, noEmit: true, target: 'es2022', module: 'nodenext', moduleResolution: 'nodenext', types: [] }, files: ['example.ts'] }));
+  writeFileSync(
+    join(app, 'example.ts'),
+    [
+      "import { connect, sequence, getNextSequenceValue } from 'mongo-sequence'",
+      'export async function main(uri: string): Promise<string> {',
+      '  const client = await connect(uri)',
+      "  const db = client.db('app')",
+      "  const n: number = await getNextSequenceValue(db, 'x', { upsert: true })",
+      "  const big: bigint = await sequence(db, 'x', { bigint: true }).next()",
+      "  // @ts-expect-error a formatted value is a string",
+      "  const wrong: number = await getNextSequenceValue(db, 'x', { format: 'N{seq}' })",
+      '  await client.close()',
+      '  return `${n} ${big} ${wrong}`',
+      '}',
+    ].join('\n'),
+  );
+  sh(process.execPath, [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', app], { cwd: app, env: appEnv });
   const viaNpx = sh('npx', ['--no-install', 'mongo-sequence', 'next', 'pkg', '--uri', env.uri, '--db', env.dbName], { cwd: app, env: appEnv }).trim();
   assert.equal(viaNpx, '3');
 });
