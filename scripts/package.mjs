@@ -11,7 +11,6 @@ import { ROOT } from './lib/python-env.mjs';
 const started = Date.now();
 const step = (what) => console.log(`[package] ${what} (+${((Date.now() - started) / 1000).toFixed(1)} s)`);
 const run = (command, args, cwd = ROOT) => execFileSync(command, args, { cwd, stdio: ['ignore', 'pipe', 'inherit'], encoding: 'utf8' });
-const npx = process.platform === 'win32' ? 'npx.cmd' : 'npx';
 const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
 
 const { napi } = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8'));
@@ -22,7 +21,7 @@ if (!existsSync(join(platformDir, 'package.json'))) throw new Error(`no platform
 
 if (process.env.MONGO_SEQUENCE_SKIP_BUILD !== '1') {
   step('building the release addon');
-  run(npx, ['napi', 'build', '--platform', '--release']);
+  run(process.execPath, [join(ROOT, 'scripts', 'build.mjs')]);
 }
 if (!existsSync(join(ROOT, binary))) throw new Error(`${binary} was not built`);
 step(`copying ${binary} (${(statSync(join(ROOT, binary)).size / 1e6).toFixed(1)} MB) into npm/${platform}`);
