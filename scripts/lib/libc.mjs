@@ -2,8 +2,7 @@
 /** 'glibc', 'musl', or null when it cannot tell (or not on Linux). */
 export function familySync() {
   if (process.platform !== 'linux') return null;
-  const header = process.report?.getReport?.().header;
-  if (header?.glibcVersionRuntime) return 'glibc';
-  const libs = process.report?.getReport?.().sharedObjects ?? [];
-  return libs.some((l) => l.includes('musl')) ? 'musl' : null;
+  const report = process.report?.getReport?.();
+  if (report?.header?.glibcVersionRuntime) return 'glibc';
+  return (report?.sharedObjects ?? []).some((l) => l.includes('musl')) ? 'musl' : null;
 }

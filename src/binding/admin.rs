@@ -9,7 +9,7 @@ use napi::bindgen_prelude::{Env, PromiseRaw, Unknown};
 
 use crate::binding::calls::{NamedCounter, ReservationSlot};
 use crate::binding::db_target::read_db;
-use crate::binding::js_read::{describe, is_nullish, object, property, string};
+use crate::binding::js_read::{describe, is_nullish, object, property, required_string};
 use crate::binding::name::read_counter_name;
 use crate::binding::options::{read_integer, read_options};
 use crate::binding::output::{Listed, Output, Value};
@@ -172,19 +172,11 @@ pub fn sync_to_max<'env>(
     options: Option<Unknown<'env>>,
 ) -> napi::Result<PromiseRaw<'env, Output>> {
     promise_call(env, "syncToMax", || {
-        let text = |value: &Unknown, what: &str| {
-            string(value).ok_or_else(|| {
-                SeqError::invalid_argument(format!(
-                    "{what} must be a string; got {}",
-                    describe(value)
-                ))
-            })
-        };
-        let source = text(&source, "source collection").and_then(|s| {
+        let source = required_string("source collection", &source).and_then(|s| {
             check_collection(&s)?;
             Ok(s)
         });
-        let field = text(&field, "source field").and_then(|f| {
+        let field = required_string("source field", &field).and_then(|f| {
             check_field_name("source field", &f, FieldUse::SourcePath)?;
             Ok(f)
         });

@@ -65,7 +65,7 @@ impl NamedCounter {
     ) -> SeqResult<NamedCounter> {
         options.counter(&name)?;
         let target = read_db(env, db, options.uri.as_deref())?;
-        NamedCounter::with_target(target, name, options)
+        Ok(NamedCounter::checked(target, name, options))
     }
 
     /// A counter of a `db` already read.
@@ -75,12 +75,17 @@ impl NamedCounter {
         options: SequenceOptions,
     ) -> SeqResult<NamedCounter> {
         options.counter(&name)?;
-        Ok(NamedCounter {
+        Ok(NamedCounter::checked(target, name, options))
+    }
+
+    /// A counter whose `name` and `options` were checked together.
+    fn checked(target: DbTarget, name: CounterName, options: SequenceOptions) -> NamedCounter {
+        NamedCounter {
             target,
             label: name.label(),
             name,
             options,
-        })
+        }
     }
 
     /// The reservation for this counter, kept in `slot` when given.

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use napi::bindgen_prelude::{Env, PromiseRaw, Unknown};
 
 use crate::binding::js_error::to_js_error;
-use crate::binding::js_read::{describe, is_nullish, object, property, string};
+use crate::binding::js_read::{describe, is_nullish, object, property, required_string, string};
 use crate::binding::spawn::promise;
 use crate::engine::connection::ConnectionTarget;
 use crate::engine::error::{SeqError, SeqResult};
@@ -28,15 +28,7 @@ impl SequenceClient {
     #[napi(ts_args_type = "name: string")]
     pub fn db(&self, env: &Env, name: Unknown) -> napi::Result<SequenceDb> {
         sync_call(env, "SequenceClient.db", || {
-            let name = string(&name).ok_or_else(|| {
-                to_js_error(
-                    env,
-                    SeqError::invalid_argument(format!(
-                        "database name must be a string; got {}",
-                        describe(&name)
-                    )),
-                )
-            })?;
+            let name = required_string("database name", &name).map_err(|e| to_js_error(env, e))?;
             self.handle.store(&name).map_err(|e| to_js_error(env, e))?;
             Ok(SequenceDb {
                 handle: self.handle.clone(),

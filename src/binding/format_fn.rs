@@ -5,7 +5,7 @@ use napi::bindgen_prelude::{Env, Unknown};
 use napi::{sys, JsValue};
 
 use crate::binding::js_error::to_js_error;
-use crate::binding::js_read::{describe, is_nullish, number, string};
+use crate::binding::js_read::{describe, is_nullish, number, required_string};
 use crate::binding::options::read_integer;
 use crate::engine::error::{SeqError, SeqResult};
 use crate::engine::format::{now_millis, Pattern};
@@ -34,12 +34,7 @@ fn read_and_format(
     date: Option<&Unknown>,
 ) -> SeqResult<String> {
     let value = read_integer("value", value)?;
-    let text = string(pattern).ok_or_else(|| {
-        SeqError::invalid_argument(format!(
-            "pattern must be a string; got {}",
-            describe(pattern)
-        ))
-    })?;
+    let text = required_string("pattern", pattern)?;
     let pattern = Pattern::parse(&text)?;
     let millis = match date.filter(|d| !is_nullish(d)) {
         None => now_millis(),

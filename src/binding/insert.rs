@@ -12,7 +12,7 @@ use crate::binding::calls::NamedCounter;
 use crate::binding::js_error::to_js_error;
 use crate::binding::js_read::{
     array_items, array_length, describe, element, is_nullish, object, object_or_array, property,
-    string, type_of,
+    required_string, type_of,
 };
 use crate::binding::js_to_bson::to_document;
 use crate::binding::name::read_counter_name;
@@ -74,12 +74,6 @@ struct Insert {
     gapless: Option<Vec<Document>>,
 }
 
-fn text(key: &str, value: &Unknown) -> SeqResult<String> {
-    string(value).ok_or_else(|| {
-        SeqError::invalid_argument(format!("{key} must be a string; got {}", describe(value)))
-    })
-}
-
 fn read_insert(
     env: &Env,
     db: &Unknown,
@@ -88,7 +82,7 @@ fn read_insert(
     options: Option<&Unknown>,
     many: bool,
 ) -> SeqResult<Insert> {
-    let collection = text("collection", collection)?;
+    let collection = required_string("collection", collection)?;
     check_collection(&collection)?;
     let mut set_aside: Vec<&str> = option_specs::INSERT.iter().map(|(k, _)| *k).collect();
     set_aside.push(option_specs::INSERT_REFUSED);
@@ -114,12 +108,6 @@ fn read_insert(
         }
     }
     check_field_name("option 'field'", &field, FieldUse::NumberedDocument)?;
-    if docs.is_empty() || docs.len() as i64 > MAX_BATCH_COUNT {
-        return Err(SeqError::invalid_argument(format!(
-            "insertMany takes 1 to {MAX_BATCH_COUNT} documents; got {}",
-            docs.len()
-        )));
-    }
     for (index, doc) in docs.iter().enumerate() {
         let doc = object(doc).ok_or_else(|| {
             SeqError::invalid_argument(format!(
@@ -361,12 +349,9 @@ pub fn insert_many<'env>(
 ) -> napi::Result<PromiseRaw<'env, Unknown<'env>>> {
     promise_call(env, "insertMany", || {
         let insert = match array_length(&docs) {
-            Some(0) => Err(SeqError::invalid_argument(format!(
-                "insertMany takes 1 to {MAX_BATCH_COUNT} documents; got 0"
-            ))),
-            Some(n) if i64::from(n) > MAX_BATCH_COUNT => Err(SeqError::invalid_argument(format!(
-                "insertMany takes 1 to {MAX_BATCH_COUNT} documents; got {n}"
-            ))),
+            Some(n) if n == 0 || i64::from(n) > MAX_BATCH_COUNT => Err(SeqError::invalid_argument(
+                format!("insertMany takes 1 to {MAX_BATCH_COUNT} documents; got {n}"),
+            )),
             Some(n) => match array_items(&docs, n) {
                 Some(items) => read_insert(env, &db, &collection, &items, options.as_ref(), true),
                 None => Err(SeqError::invalid_argument(

@@ -60,34 +60,55 @@ fn string_units(value: &Unknown) -> Option<usize> {
     (status == napi::sys::Status::napi_ok).then_some(length)
 }
 
-/// A string of at most [`MAX_STRING_UNITS`], or `None` for any other value. Short
-/// strings (names, options) are read in one call through a stack buffer.
-pub fn string(value: &Unknown) -> Option<String> {
-    let mut buffer = [0u8; 256];
+/// A string read whole into `buffer`: `None` for a value that is not a string,
+/// `Some(None)` for a string the buffer may have cut (the caller reads it another way).
+fn short_utf8(
+    env: napi::sys::napi_env,
+    value: napi::sys::napi_value,
+    buffer: &mut [u8],
+) -> Option<Option<&str>> {
     let mut written = 0usize;
-    // SAFETY: N-API read of a live string of this env into a buffer that outlives the call.
+    // SAFETY: N-API read of a live value of this env into a buffer that outlives the
+    // call, which NUL-terminates within it; fails for anything not a string.
     let status = unsafe {
         napi::sys::napi_get_value_string_utf8(
-            value.value().env,
-            value.raw(),
+            env,
+            value,
             buffer.as_mut_ptr().cast(),
             buffer.len(),
             &mut written,
         )
     };
     if status != napi::sys::Status::napi_ok {
-        return None; // not a string
+        return None;
     }
     // Shorter than the buffer by more than one character: nothing was cut.
-    if written + 4 < buffer.len() {
-        return std::str::from_utf8(&buffer[..written])
-            .ok()
-            .map(str::to_string);
+    let whole = written + 4 < buffer.len();
+    Some(
+        whole
+            .then(|| std::str::from_utf8(&buffer[..written]).ok())
+            .flatten(),
+    )
+}
+
+/// A string of at most [`MAX_STRING_UNITS`], or `None` for any other value. Short
+/// strings (names, options) are read in one call through a stack buffer.
+pub fn string(value: &Unknown) -> Option<String> {
+    let mut buffer = [0u8; 256];
+    match short_utf8(value.value().env, value.raw(), &mut buffer)? {
+        Some(short) => Some(short.to_string()),
+        None => string_units(value)
+            .is_some_and(|n| n <= MAX_STRING_UNITS)
+            .then(|| convert::<String>(value))
+            .flatten(),
     }
-    string_units(value)
-        .is_some_and(|n| n <= MAX_STRING_UNITS)
-        .then(|| convert::<String>(value))
-        .flatten()
+}
+
+/// A string argument, or `INVALID_ARGUMENT`: `<what> must be a string; got <type>`.
+pub fn required_string(what: &str, value: &Unknown) -> SeqResult<String> {
+    string(value).ok_or_else(|| {
+        SeqError::invalid_argument(format!("{what} must be a string; got {}", describe(value)))
+    })
 }
 
 /// A number, or `None` for any other type.
@@ -225,34 +246,24 @@ pub fn for_each_property<'a>(
     for index in 0..length {
         let mut key = std::ptr::null_mut();
         let mut value = std::ptr::null_mut();
-        let mut written = 0usize;
-        // SAFETY: as above; the buffer outlives the call, which NUL-terminates within it.
-        let short = unsafe {
+        // SAFETY: as above.
+        unsafe {
             if sys::napi_get_element(env, names, index, &mut key) != sys::Status::napi_ok
-                || sys::napi_get_value_string_utf8(
-                    env,
-                    key,
-                    buffer.as_mut_ptr().cast(),
-                    buffer.len(),
-                    &mut written,
-                ) != sys::Status::napi_ok
                 || sys::napi_get_property(env, object.raw(), key, &mut value)
                     != sys::Status::napi_ok
             {
                 return Err(unreadable());
             }
-            written + 4 < buffer.len()
-        };
+        }
         // SAFETY: `value` is a live value of this env.
         let value = unsafe { Unknown::from_raw_unchecked(env, value) };
-        if short {
-            let key = std::str::from_utf8(&buffer[..written]).map_err(|_| unreadable())?;
-            each(key, value)?;
-        } else {
-            // SAFETY: `key` is a live string of this env.
-            let key = unsafe { Unknown::from_raw_unchecked(env, key) };
-            let key = string(&key).ok_or_else(unreadable)?;
-            each(&key, value)?;
+        match short_utf8(env, key, &mut buffer).ok_or_else(unreadable)? {
+            Some(short) => each(short, value)?,
+            None => {
+                // SAFETY: `key` is a live string of this env.
+                let key = unsafe { Unknown::from_raw_unchecked(env, key) };
+                each(&string(&key).ok_or_else(unreadable)?, value)?;
+            }
         }
     }
     Ok(())
