@@ -41,6 +41,53 @@ export type SequenceOf<O> = Omit<Sequence, 'next' | 'nextBatch' | 'nextRange' | 
   reset(): Promise<SequenceNumber<O>>
 }
 
+/** A step or limit reported for options `O`: `bigint` with `bigint: true`, otherwise a number, or a BigInt beyond 2^53 - 1. */
+export type SequenceLimit<O> = O extends { bigint: true } ? bigint : number | bigint
+
+/** One entry of `listSequences` for options `O`. */
+export type ListedSequence<O> = {
+  /** The counter's `_id`: a name, or the scope object of a scoped counter. */
+  name: string | Record<string, string | number | boolean>
+  /** The counter's current value. */
+  value: SequenceNumber<O>
+  /** Increment of a counter configured by `init`. */
+  step?: SequenceLimit<O>
+  /** Lower limit of a counter configured by `init`. */
+  minValue?: SequenceLimit<O>
+  /** Upper limit of a counter configured by `init`. */
+  maxValue?: SequenceLimit<O>
+  /** Whether a counter configured by `init` wraps around at its limit. */
+  cycle?: boolean
+}
+
+/** The options `listSequences` uses. */
+export type ListOptions = Pick<SequenceOptions, 'collection' | 'field' | 'bigint' | 'uri'>
+
+/** The options `syncToMax` uses. */
+export type SyncOptions = Pick<SequenceOptions, 'collection' | 'field' | 'bigint' | 'uri' | 'writeConcern'>
+
+/**
+ * The id `insertOne`/`insertMany` report for document type `D` and options `O`: the
+ * document's number when the sequence fills `_id` (no `field`, or `field: '_id'`),
+ * otherwise the document's own `_id` (one made by the driver, or by this package as an
+ * ObjectId hex string with `gapless`, when the document has none).
+ */
+export type InsertedId<O, D> = 'field' extends keyof O
+  ? O['field' & keyof O] extends '_id' | undefined
+    ? SequenceValue<O>
+    : D extends { _id: infer I } ? I : unknown
+  : SequenceValue<O>
+
+/** What `insertOne` resolves with (the driver's `InsertOneResult`, typed). */
+export type InsertOneResult<O, D> = { acknowledged: boolean; insertedId: InsertedId<O, D> }
+
+/** What `insertMany` resolves with (the driver's `InsertManyResult`, typed). */
+export type InsertManyResult<O, D> = {
+  acknowledged: boolean
+  insertedCount: number
+  insertedIds: Record<number, InsertedId<O, D>>
+}
+
 /**
  * Which binding artifact the generated loader actually loaded: `'native'` for
  * a native addon, otherwise the `platformArchABI` of the WASI flavor. Every
@@ -140,6 +187,18 @@ export interface ConnectOptions {
 }
 
 /**
+ * A `Sequence` handle on the counter document found by equality on `locator`'s fields
+ * (instead of by `_id`), e.g. mongoose-sequence's `{ id: 'invoice', reference_value:
+ * null }` in its `counters` collection with `field: 'seq'`. Values may be any BSON value
+ * (ObjectIds, dates, nested objects). Creating such a counter first makes sure of a
+ * unique index over exactly these fields (named as MongoDB names it, e.g.
+ * `id_1_reference_value_1`), so that two processes can never create it twice. Options:
+ * those of `sequence()`, and `step` (default 1): the distance between the values of a
+ * plain counter, its `$inc` per value (not stored with the counter).
+ */
+export declare function counterAt<O extends LocatedOptions = {}>(db: SequenceDbLike, locator: Record<string, unknown>, options?: O): SequenceOf<O>
+
+/**
  * Formats a sequence value as a business number. Tokens: `{seq}` the value, `{seq:N}`
  * zero-padded to at least N digits (never truncated), `{YYYY}`, `{YY}`, `{MM}`, `{DD}`
  * the date in UTC (of `date`, default now), `{{` and `}}` literal braces.
@@ -184,7 +243,7 @@ export declare function getNextSequenceValue<O extends SequenceOptions = {}>(db:
  * order from one block of the sequence reserved in a single round trip; resolves with the
  * driver's `InsertManyResult`. Same options as `insertOne`.
  */
-export declare function insertMany(db: SequenceDbLike, collection: string, docs: Array<Record<string, unknown>>, options?: InsertOptions): Promise<{ acknowledged: boolean; insertedCount: number; insertedIds: Record<number, unknown> }>
+export declare function insertMany<D extends object, const O extends InsertOptions = {}>(db: SequenceDbLike, collection: string, docs: ReadonlyArray<D>, options?: O): Promise<InsertManyResult<O, D>>
 
 /**
  * Inserts `doc` into `collection` through the Node driver `db`, with `field` (default
@@ -193,7 +252,7 @@ export declare function insertMany(db: SequenceDbLike, collection: string, docs:
  * is created on first use (`upsert` defaults to `true` here) at `start`. A failed insert
  * leaves a gap in the sequence, never a duplicate.
  */
-export declare function insertOne(db: SequenceDbLike, collection: string, doc: Record<string, unknown>, options?: InsertOptions): Promise<{ acknowledged: boolean; insertedId: unknown }>
+export declare function insertOne<D extends object, const O extends InsertOptions = {}>(db: SequenceDbLike, collection: string, doc: D, options?: O): Promise<InsertOneResult<O, D>>
 
 /** Options of `insertOne` / `insertMany`. */
 export interface InsertOptions {
@@ -237,7 +296,36 @@ export interface InsertOptions {
  * for counters configured by `init` (limits beyond 2^53 - 1 as BigInts); documents whose
  * field is not an integer are left out. Options: `collection`, `field`, `bigint`, `uri`.
  */
-export declare function listSequences(db: SequenceDbLike, options?: SequenceOptions): Promise<Array<{ name: string | Record<string, string | number | boolean>; value: number | bigint; step?: number | bigint; minValue?: number | bigint; maxValue?: number | bigint; cycle?: boolean }>>
+export declare function listSequences<O extends ListOptions = {}>(db: SequenceDbLike, options?: O): Promise<Array<ListedSequence<O>>>
+
+/** Options of `counterAt`: those of `sequence()` and `step`. */
+export interface LocatedOptions {
+  /** Collection holding the counter documents. Default `'counters'`. */
+  collection?: string
+  /** Field holding the counter value. Default `'sequence_value'`. */
+  field?: string
+  /** Create the counter on first use. Default `false`. */
+  upsert?: boolean
+  /** First value handed out by a counter that a call creates. Default `1`. */
+  start?: number | bigint
+  /** Resolve with BigInt values. */
+  bigint?: boolean
+  /** As for the sequence functions. */
+  uri?: string
+  /** As for the sequence functions. Default `true`. */
+  coalesce?: boolean
+  /** As for the sequence functions. */
+  cache?: number
+  /** As for the sequence functions. */
+  writeConcern?: WriteConcernOptions
+  /** As for the sequence functions. */
+  format?: string
+  /**
+   * Distance between the values of a plain counter (its `$inc` per value; not 0).
+   * Default `1`.
+   */
+  step?: number | bigint
+}
 
 /**
  * A handle on sequence `name` with fixed `options` (the same as the functions take).
@@ -311,6 +399,15 @@ export interface SequenceOptions {
 }
 
 /**
+ * Sets the counter field of every plain counter document matching `fields` (equality on
+ * each) in `options.collection` to `value`, so that each hands out `value + step` next;
+ * resolves with how many matched. mongoose-sequence's `counterReset`: `{ id }` resets
+ * the counters of every reference value, `{ id, reference_value }` one of them. Counters
+ * that do not exist stay absent. Options: `collection`, `field`, `uri`, `writeConcern`.
+ */
+export declare function setCountersWhere(db: SequenceDbLike, fields: Record<string, unknown>, value: number | bigint, options?: Pick<SequenceOptions, 'collection' | 'field' | 'uri' | 'writeConcern'>): Promise<number>
+
+/**
  * How many Rust driver clients this process holds for Node driver `Db` handles and
  * `uri` options: one per distinct connection, however many calls are made.
  */
@@ -322,7 +419,7 @@ export declare function sharedClientCount(): number
  * when absent, so imported data never collides with new values. Resolves with the
  * counter's value afterwards. Options: `collection`, `field`, `bigint`, `uri`, `writeConcern`.
  */
-export declare function syncToMax(db: SequenceDbLike, source: string, field: string, name: string | Record<string, string | number | boolean | bigint>, options?: SequenceOptions): Promise<number | bigint>
+export declare function syncToMax<O extends SyncOptions = {}>(db: SequenceDbLike, source: string, field: string, name: string | Record<string, string | number | boolean | bigint>, options?: O): Promise<SequenceNumber<O>>
 
 /** The `writeConcern` option. */
 export interface WriteConcernOptions {

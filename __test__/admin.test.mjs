@@ -124,6 +124,18 @@ test('bad arguments of the management calls are refused before any I/O', async (
   await rejectsWithCode(assert, seq.syncToMax(env.db, 42, '_id', 'x'), 'INVALID_ARGUMENT');
   await rejectsWithCode(assert, seq.syncToMax(env.db, 'imported', '$x', 'x'), 'INVALID_ARGUMENT');
   await rejectsWithCode(assert, seq.syncToMax(env.db, 'imported', '_id', { $gt: '' }), 'INVALID_ARGUMENT');
+  // Options a call does not use are refused, naming the call, not silently ignored.
+  for (const [call, options] of [
+    [(o) => seq.listSequences(env.db, o), { cache: 10 }],
+    [(o) => seq.listSequences(env.db, o), { upsert: true }],
+    [(o) => seq.syncToMax(env.db, 'imported', '_id', 'x', o), { format: 'N{seq}' }],
+    [(o) => seq.syncToMax(env.db, 'imported', '_id', 'x', o), { start: 5 }],
+  ]) {
+    const e = await rejectsWithCode(assert, call(options), 'INVALID_ARGUMENT');
+    assert.match(e.message, /is not used by (listSequences|syncToMax); it takes collection, field, bigint, uri/);
+    assert.ok(e.message.includes(`"${Object.keys(options)[0]}"`), e.message);
+  }
+  await rejectsWithCode(assert, seq.listSequences(env.db, { colection: 'x' }), 'INVALID_ARGUMENT');
   assert.equal(await s.current(), 1000, 'unchanged');
 });
 

@@ -1,12 +1,14 @@
 // Prints what the built addon needs and weighs: its size and, on Linux, the highest
 // GLIBC_ symbol version it references (read from the file, no binutils needed). Fails
 // when a Linux glibc build needs more than glibc 2.17 (what the napi-rs cross toolchain
-// targets, so the binary loads on old distributions).
+// targets, so the binary loads on old distributions), and when any build weighs more than
+// 8 MB (8,000,000 bytes).
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { ROOT } from './lib/python-env.mjs';
 
 const MAX_GLIBC = [2, 17];
+const MAX_BYTES = 8_000_000;
 const binaries = readdirSync(ROOT).filter((f) => f.endsWith('.node'));
 if (binaries.length === 0) throw new Error('no .node in the project root: build first');
 let failed = false;
@@ -16,10 +18,15 @@ for (const file of binaries) {
     .map((v) => v.slice(6).split('.').map(Number))
     .sort((a, b) => a[0] - b[0] || a[1] - b[1] || (a[2] ?? 0) - (b[2] ?? 0));
   const highest = versions.at(-1);
-  const size = (statSync(join(ROOT, file)).size / 1e6).toFixed(2);
+  const fileBytes = statSync(join(ROOT, file)).size;
+  const size = (fileBytes / 1e6).toFixed(2);
   console.log(`${file}: ${size} MB; highest GLIBC_ symbol version: ${highest ? highest.join('.') : 'none'}`);
   if (file.includes('linux') && file.includes('gnu') && highest && (highest[0] > MAX_GLIBC[0] || (highest[0] === MAX_GLIBC[0] && highest[1] > MAX_GLIBC[1]))) {
     console.log(`  needs glibc ${highest.join('.')}, more than ${MAX_GLIBC.join('.')}: build with --use-napi-cross (npm run build)`);
+    failed = true;
+  }
+  if (fileBytes > MAX_BYTES) {
+    console.log(`  ${fileBytes} bytes, more than ${MAX_BYTES}: see the release profile in Cargo.toml`);
     failed = true;
   }
 }

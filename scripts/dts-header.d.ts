@@ -40,3 +40,50 @@ export type SequenceOf<O> = Omit<Sequence, 'next' | 'nextBatch' | 'nextRange' | 
   /** Puts the counter back to its start; resolves with that start. */
   reset(): Promise<SequenceNumber<O>>
 }
+
+/** A step or limit reported for options `O`: `bigint` with `bigint: true`, otherwise a number, or a BigInt beyond 2^53 - 1. */
+export type SequenceLimit<O> = O extends { bigint: true } ? bigint : number | bigint
+
+/** One entry of `listSequences` for options `O`. */
+export type ListedSequence<O> = {
+  /** The counter's `_id`: a name, or the scope object of a scoped counter. */
+  name: string | Record<string, string | number | boolean>
+  /** The counter's current value. */
+  value: SequenceNumber<O>
+  /** Increment of a counter configured by `init`. */
+  step?: SequenceLimit<O>
+  /** Lower limit of a counter configured by `init`. */
+  minValue?: SequenceLimit<O>
+  /** Upper limit of a counter configured by `init`. */
+  maxValue?: SequenceLimit<O>
+  /** Whether a counter configured by `init` wraps around at its limit. */
+  cycle?: boolean
+}
+
+/** The options `listSequences` uses. */
+export type ListOptions = Pick<SequenceOptions, 'collection' | 'field' | 'bigint' | 'uri'>
+
+/** The options `syncToMax` uses. */
+export type SyncOptions = Pick<SequenceOptions, 'collection' | 'field' | 'bigint' | 'uri' | 'writeConcern'>
+
+/**
+ * The id `insertOne`/`insertMany` report for document type `D` and options `O`: the
+ * document's number when the sequence fills `_id` (no `field`, or `field: '_id'`),
+ * otherwise the document's own `_id` (one made by the driver, or by this package as an
+ * ObjectId hex string with `gapless`, when the document has none).
+ */
+export type InsertedId<O, D> = 'field' extends keyof O
+  ? O['field' & keyof O] extends '_id' | undefined
+    ? SequenceValue<O>
+    : D extends { _id: infer I } ? I : unknown
+  : SequenceValue<O>
+
+/** What `insertOne` resolves with (the driver's `InsertOneResult`, typed). */
+export type InsertOneResult<O, D> = { acknowledged: boolean; insertedId: InsertedId<O, D> }
+
+/** What `insertMany` resolves with (the driver's `InsertManyResult`, typed). */
+export type InsertManyResult<O, D> = {
+  acknowledged: boolean
+  insertedCount: number
+  insertedIds: Record<number, InsertedId<O, D>>
+}

@@ -2,7 +2,7 @@
 //! `Sequence`, and `listSequences`, `syncToMax`.
 
 use crate::binding::guard::promise_call;
-use crate::binding::option_specs::{self, check_keys};
+use crate::binding::option_specs::{self, check_keys, LIST_USES, SYNC_USES};
 use std::future::Future;
 
 use napi::bindgen_prelude::{Env, PromiseRaw, Unknown};
@@ -11,7 +11,7 @@ use crate::binding::calls::{NamedCounter, ReservationSlot};
 use crate::binding::db_target::read_db;
 use crate::binding::js_read::{describe, is_nullish, object, property, required_string};
 use crate::binding::name::read_counter_name;
-use crate::binding::options::{read_integer, read_options};
+use crate::binding::options::{read_integer, read_used_options};
 use crate::binding::output::{Listed, Output, Value};
 use crate::binding::spawn::promise;
 use crate::engine::admin;
@@ -122,8 +122,9 @@ pub fn read_init(value: Option<&Unknown>, default_start: i64) -> SeqResult<InitS
 /// for counters configured by `init` (limits beyond 2^53 - 1 as BigInts); documents whose
 /// field is not an integer are left out. Options: `collection`, `field`, `bigint`, `uri`.
 #[napi(
-    ts_args_type = "db: SequenceDbLike, options?: SequenceOptions",
-    ts_return_type = "Promise<Array<{ name: string | Record<string, string | number | boolean>; value: number | bigint; step?: number | bigint; minValue?: number | bigint; maxValue?: number | bigint; cycle?: boolean }>>"
+    ts_args_type = "db: SequenceDbLike, options?: O",
+    ts_return_type = "Promise<Array<ListedSequence<O>>>",
+    ts_generic_types = "O extends ListOptions = {}"
 )]
 pub fn list_sequences<'env>(
     env: &'env Env,
@@ -131,7 +132,7 @@ pub fn list_sequences<'env>(
     options: Option<Unknown<'env>>,
 ) -> napi::Result<PromiseRaw<'env, Output>> {
     promise_call(env, "listSequences", || {
-        let read = read_options(options.as_ref()).and_then(|o| {
+        let read = read_used_options(options.as_ref(), "listSequences", LIST_USES).and_then(|o| {
             check_collection(&o.collection)?;
             check_field(&o.field)?;
             Ok((read_db(env, &db, o.uri.as_deref())?, o))
@@ -160,8 +161,9 @@ pub fn list_sequences<'env>(
 /// when absent, so imported data never collides with new values. Resolves with the
 /// counter's value afterwards. Options: `collection`, `field`, `bigint`, `uri`, `writeConcern`.
 #[napi(
-    ts_args_type = "db: SequenceDbLike, source: string, field: string, name: string | Record<string, string | number | boolean | bigint>, options?: SequenceOptions",
-    ts_return_type = "Promise<number | bigint>"
+    ts_args_type = "db: SequenceDbLike, source: string, field: string, name: string | Record<string, string | number | boolean | bigint>, options?: O",
+    ts_return_type = "Promise<SequenceNumber<O>>",
+    ts_generic_types = "O extends SyncOptions = {}"
 )]
 pub fn sync_to_max<'env>(
     env: &'env Env,
@@ -182,9 +184,10 @@ pub fn sync_to_max<'env>(
         });
         let named = source.and_then(|source| {
             let field = field?;
-            let _ = read_counter_name(&name)?;
+            let options = read_used_options(options.as_ref(), "syncToMax", SYNC_USES)?;
+            let name = read_counter_name(&name)?;
             Ok((
-                NamedCounter::read(env, &db, &name, options.as_ref())?,
+                NamedCounter::from_parts(env, &db, name, options)?,
                 source,
                 field,
             ))

@@ -317,8 +317,9 @@ fn spawn_insert<'env>(
 /// is created on first use (`upsert` defaults to `true` here) at `start`. A failed insert
 /// leaves a gap in the sequence, never a duplicate.
 #[napi(
-    ts_args_type = "db: SequenceDbLike, collection: string, doc: Record<string, unknown>, options?: InsertOptions",
-    ts_return_type = "Promise<{ acknowledged: boolean; insertedId: unknown }>"
+    ts_args_type = "db: SequenceDbLike, collection: string, doc: D, options?: O",
+    ts_return_type = "Promise<InsertOneResult<O, D>>",
+    ts_generic_types = "D extends object, const O extends InsertOptions = {}"
 )]
 pub fn insert_one<'env>(
     env: &'env Env,
@@ -337,8 +338,9 @@ pub fn insert_one<'env>(
 /// order from one block of the sequence reserved in a single round trip; resolves with the
 /// driver's `InsertManyResult`. Same options as `insertOne`.
 #[napi(
-    ts_args_type = "db: SequenceDbLike, collection: string, docs: Array<Record<string, unknown>>, options?: InsertOptions",
-    ts_return_type = "Promise<{ acknowledged: boolean; insertedCount: number; insertedIds: Record<number, unknown> }>"
+    ts_args_type = "db: SequenceDbLike, collection: string, docs: ReadonlyArray<D>, options?: O",
+    ts_return_type = "Promise<InsertManyResult<O, D>>",
+    ts_generic_types = "D extends object, const O extends InsertOptions = {}"
 )]
 pub fn insert_many<'env>(
     env: &'env Env,

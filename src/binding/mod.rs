@@ -14,6 +14,7 @@ pub mod insert;
 pub mod js_error;
 pub mod js_read;
 pub mod js_to_bson;
+pub mod located;
 pub mod name;
 pub mod option_specs;
 pub mod options;

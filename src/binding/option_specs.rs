@@ -61,6 +61,15 @@ pub const SEQUENCE: Spec = &[
     ("format", Kind::Text),
 ];
 
+/// The options of [`SEQUENCE`] that `listSequences` uses (`ListOptions`).
+pub const LIST_USES: &[&str] = &["collection", "field", "bigint", "uri"];
+
+/// The options of [`SEQUENCE`] that `syncToMax` uses (`SyncOptions`).
+pub const SYNC_USES: &[&str] = &["collection", "field", "bigint", "uri", "writeConcern"];
+
+/// The options of [`SEQUENCE`] that `setCountersWhere` uses.
+pub const SET_WHERE_USES: &[&str] = &["collection", "field", "uri", "writeConcern"];
+
 /// Options `insertOne`/`insertMany` take besides [`SEQUENCE`] (`InsertOptions`); these
 /// win over the common ones of the same name (`field` is the document field there).
 pub const INSERT: Spec = &[

@@ -11,6 +11,7 @@ use crate::binding::js_read::{
 use crate::engine::error::{SeqError, SeqResult};
 use crate::engine::format::Pattern;
 use crate::engine::options::SequenceOptions as EngineOptions;
+use crate::engine::quote::quoted;
 use crate::engine::validate::{check_cache_size, check_safe_integer};
 use crate::engine::write_concern::{WriteAck, WriteConcernSpec};
 
@@ -71,6 +72,29 @@ pub struct WriteConcernOptions {
 /// wrong types are refused, so a typo never silently falls back to a default.
 pub fn read_options(value: Option<&Unknown>) -> SeqResult<EngineOptions> {
     read_options_from(value, &[], &[]).map(|(options, _)| options)
+}
+
+/// Like [`read_options`], for a call that uses only the common options named in `used`
+/// (`listSequences`, `syncToMax`): any other key is refused, naming the call, rather
+/// than accepted and ignored.
+pub fn read_used_options(
+    value: Option<&Unknown>,
+    call: &str,
+    used: &[&str],
+) -> SeqResult<EngineOptions> {
+    if let Some(obj) = value.filter(|v| !is_nullish(v)).and_then(object) {
+        for_each_property(&obj, "the options", |key, _| {
+            if used.contains(&key) || kind_of(key, &[option_specs::SEQUENCE]).is_none() {
+                return Ok(());
+            }
+            Err(SeqError::invalid_argument(format!(
+                "option {} is not used by {call}; it takes {}",
+                quoted(key),
+                used.join(", ")
+            )))
+        })?;
+    }
+    read_options(value)
 }
 
 /// Like [`read_options`], for a call that also takes the options of `extra` (which win

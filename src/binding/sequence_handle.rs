@@ -26,6 +26,14 @@ pub struct Sequence {
 }
 
 impl Sequence {
+    /// A handle on `counter`.
+    pub fn new(counter: NamedCounter) -> Sequence {
+        Sequence {
+            counter,
+            slot: Arc::new(Mutex::new(None)),
+        }
+    }
+
     fn reserve<'env>(
         &self,
         env: &'env Env,

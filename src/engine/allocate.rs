@@ -8,6 +8,7 @@ use crate::engine::counter_value::{
 };
 use crate::engine::demand::{plan_configured, split, total, Demand, Write};
 use crate::engine::error::{ErrorCode, SeqError, SeqResult};
+use crate::engine::locator::Locator;
 use crate::engine::sequence_config::SequenceConfig;
 use crate::engine::store::{CounterDoc, CounterRef, CounterStore, FieldGuard, NewCounter};
 
@@ -82,9 +83,19 @@ pub async fn allocate_demands<S: CounterStore>(
             return served_by_increment(counter, &config, after, demands);
         }
     }
+    let span = plain_span(counter, total)?;
+    // A counter found by other fields whose first value is its stride is created by the
+    // increment itself (one round trip from the first use on), once its unique index is
+    // known to exist; a racing creation loses on that index and takes the next attempt.
+    let mut upsert = policy.upsert
+        && policy.start == counter.stride
+        && matches!(counter.locator, Locator::ByFields(_))
+        && store.upsert_ready(counter).await?;
     for attempt in 0..MAX_ATTEMPTS {
         back_off(attempt).await;
-        match store.increment_integer(counter, total).await {
+        let fast_path = store.increment_integer(counter, span, upsert).await;
+        upsert = false;
+        match fast_path {
             Ok(Some(after)) => {
                 let range = block_from(counter, Some(&after), total)?;
                 return Ok(Allocation {
@@ -247,14 +258,21 @@ async fn create_counter<S: CounterStore>(
     policy: CreatePolicy,
     count: i64,
 ) -> SeqResult<Option<IdRange>> {
-    let last = policy.start.checked_add(count - 1).ok_or_else(|| {
-        SeqError::overflow(format!(
-            "Sequence '{}' cannot start at {} with {count} values: beyond the 64-bit range",
-            counter.label, policy.start
-        ))
-    })?;
+    let last = plain_span(counter, count - 1)
+        .ok()
+        .and_then(|span| policy.start.checked_add(span))
+        .ok_or_else(|| {
+            SeqError::overflow(format!(
+                "Sequence '{}' cannot start at {} with {count} values: beyond the 64-bit range",
+                counter.label, policy.start
+            ))
+        })?;
     if store.create(counter, NewCounter::plain(last)).await? {
-        Ok(Some(IdRange::contiguous(policy.start, last)))
+        Ok(Some(IdRange::stepped_ending_at(
+            last,
+            count,
+            counter.stride,
+        )?))
     } else {
         Ok(None)
     }
@@ -273,7 +291,7 @@ async fn advance_unusual<S: CounterStore>(
         StoredCounter::Integer(_) => return Ok(None),
         StoredCounter::Missing => FieldGuard::Absent,
         StoredCounter::IntegralDouble(d) => {
-            if d + count as f64 >= DOUBLE_EXACT_LIMIT {
+            if d + (count as f64) * (counter.stride as f64) >= DOUBLE_EXACT_LIMIT {
                 return Err(SeqError::overflow(format!(
                     "Sequence '{}' is stored as a double ({d}) and would pass 2^53, where \
                      doubles stop counting exactly; store it as a long to go further",
@@ -291,7 +309,7 @@ async fn advance_unusual<S: CounterStore>(
         }
     };
     match store
-        .increment_guarded(counter, guard, count)
+        .increment_guarded(counter, guard, plain_span(counter, count)?)
         .await
         .map_err(|e| increment_error(counter, e))?
     {
@@ -303,7 +321,17 @@ async fn advance_unusual<S: CounterStore>(
 fn block_from(counter: &CounterRef, after: Option<&Bson>, count: i64) -> SeqResult<IdRange> {
     let last = integer_after_increment(after)
         .map_err(|found| SeqError::invalid_counter(&counter.label, &counter.field, &found))?;
-    IdRange::ending_at(last, count)
+    IdRange::stepped_ending_at(last, count, counter.stride)
+}
+
+/// How far `count` values move a plain counter: `count` strides.
+fn plain_span(counter: &CounterRef, count: i64) -> SeqResult<i64> {
+    count.checked_mul(counter.stride).ok_or_else(|| {
+        SeqError::overflow(format!(
+            "Sequence '{}' cannot advance by {count} values of {}: beyond the 64-bit range",
+            counter.label, counter.stride
+        ))
+    })
 }
 
 /// `$inc` past the Int64 range fails on the server with BadValue (2): report it as overflow.

@@ -9,6 +9,7 @@ use mongodb::bson::{doc, Bson, Document};
 use crate::engine::counter_value::compact_integer;
 use crate::engine::error::SeqResult;
 use crate::engine::filters;
+use crate::engine::locator::Locator;
 use crate::engine::sequence_config::{ConfigFields, SequenceConfig};
 use crate::engine::store::{CounterDoc, CounterRef, CounterStore, FieldGuard, NewCounter};
 
@@ -30,7 +31,8 @@ pub trait CounterDriver: Send + Sync {
         counter: &CounterRef,
     ) -> impl Future<Output = SeqResult<Option<Document>>> + Send;
 
-    /// Inserts `document`; `false` when a counter with its `_id` exists already.
+    /// Inserts `document`; `false` when the counter exists already (a duplicate key on
+    /// the index of its locator).
     fn insert_counter(
         &self,
         counter: &CounterRef,
@@ -39,6 +41,13 @@ pub trait CounterDriver: Send + Sync {
 
     /// Deletes the counter document; `true` when there was one.
     fn delete_counter(&self, counter: &CounterRef) -> impl Future<Output = SeqResult<bool>> + Send;
+
+    /// Makes sure the unique index over the fields of the counter's locator exists, so
+    /// that two creations of the counter collide instead of making two documents.
+    fn ensure_unique_index(
+        &self,
+        counter: &CounterRef,
+    ) -> impl Future<Output = SeqResult<()>> + Send;
 }
 
 /// The counter operations over a [`CounterDriver`].
@@ -46,11 +55,23 @@ pub trait CounterDriver: Send + Sync {
 pub struct DriverCounters<D>(pub D);
 
 impl<D: CounterDriver> CounterStore for DriverCounters<D> {
-    async fn increment_integer(&self, counter: &CounterRef, by: i64) -> SeqResult<Option<Bson>> {
+    async fn increment_integer(
+        &self,
+        counter: &CounterRef,
+        by: i64,
+        upsert: bool,
+    ) -> SeqResult<Option<Bson>> {
         let filter = filters::plain_integer(counter);
         self.0
-            .find_and_update(counter, filter, filters::increment(counter, by), false)
+            .find_and_update(counter, filter, filters::increment(counter, by), upsert)
             .await
+    }
+
+    async fn upsert_ready(&self, counter: &CounterRef) -> SeqResult<bool> {
+        match &counter.locator {
+            Locator::ById => Ok(true),
+            Locator::ByFields(_) => self.0.ensure_unique_index(counter).await.map(|()| true),
+        }
     }
 
     async fn increment_guarded(
@@ -71,10 +92,14 @@ impl<D: CounterDriver> CounterStore for DriverCounters<D> {
     }
 
     async fn create(&self, counter: &CounterRef, new: NewCounter) -> SeqResult<bool> {
-        let mut document = doc! {
-            "_id": counter.id(),
-            counter.field.as_str(): compact_integer(new.value),
+        let mut document = match &counter.locator {
+            Locator::ById => doc! { "_id": counter.id() },
+            Locator::ByFields(fields) => {
+                self.0.ensure_unique_index(counter).await?;
+                fields.fields().clone()
+            }
         };
+        document.insert(counter.field.as_str(), compact_integer(new.value));
         if let Some(start) = new.start {
             document.insert(
                 ConfigFields::of(&counter.field).start,

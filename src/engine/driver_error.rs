@@ -59,10 +59,33 @@ fn connection(message: &str) -> SeqError {
 /// True when `error` is a duplicate key on the `_id` index (and not on another unique
 /// index of the collection).
 pub fn is_duplicate_id(error: &Error) -> bool {
-    let (code, message) = match &*error.kind {
-        ErrorKind::Write(WriteFailure::WriteError(e)) => (e.code, e.message.as_str()),
-        ErrorKind::Command(e) => (e.code, e.message.as_str()),
-        _ => return false,
-    };
-    code == DUPLICATE_KEY && (!message.contains("index:") || message.contains("index: _id_ "))
+    is_duplicate_on(error, "_id_")
+}
+
+/// The server's code and message of a write or command error.
+fn code_and_message(error: &Error) -> Option<(i32, &str)> {
+    match &*error.kind {
+        ErrorKind::Write(WriteFailure::WriteError(e)) => Some((e.code, e.message.as_str())),
+        ErrorKind::Command(e) => Some((e.code, e.message.as_str())),
+        _ => None,
+    }
+}
+
+/// True when `error` is a duplicate key on the unique index named `index` (or on an
+/// index the server does not name).
+pub fn is_duplicate_on(error: &Error, index: &str) -> bool {
+    code_and_message(error).is_some_and(|(code, message)| {
+        code == DUPLICATE_KEY
+            && (!message.contains("index:") || message.contains(&format!("index: {index} ")))
+    })
+}
+
+/// The name of the unique index a duplicate-key `error` names, when it is not `index`.
+pub fn duplicate_on_other_index(error: &Error, index: &str) -> Option<String> {
+    let (code, message) = code_and_message(error)?;
+    if code != DUPLICATE_KEY || is_duplicate_on(error, index) {
+        return None;
+    }
+    let after = &message[message.find("index: ")? + "index: ".len()..];
+    Some(after.split_whitespace().next().unwrap_or("").to_string())
 }

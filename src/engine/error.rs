@@ -32,11 +32,14 @@ pub enum ErrorCode {
     SequenceExhausted,
     /// A bug in this package (a panic caught at the boundary); the call did nothing more.
     Internal,
+    /// Another unique index of the counters collection refuses the counter document
+    /// (e.g. mongoose-sequence's `id_1_reference_value_1` next to helper-style counters).
+    IndexConflict,
 }
 
 impl ErrorCode {
     /// Every code.
-    pub const ALL: [ErrorCode; 12] = [
+    pub const ALL: [ErrorCode; 13] = [
         ErrorCode::SequenceNotFound,
         ErrorCode::InvalidArgument,
         ErrorCode::InvalidCounter,
@@ -49,6 +52,7 @@ impl ErrorCode {
         ErrorCode::TransactionsUnsupported,
         ErrorCode::SequenceExhausted,
         ErrorCode::Internal,
+        ErrorCode::IndexConflict,
     ];
 
     /// The string exposed to JavaScript.
@@ -66,6 +70,7 @@ impl ErrorCode {
             ErrorCode::TransactionsUnsupported => "TRANSACTIONS_UNSUPPORTED",
             ErrorCode::SequenceExhausted => "SEQUENCE_EXHAUSTED",
             ErrorCode::Internal => "INTERNAL",
+            ErrorCode::IndexConflict => "INDEX_CONFLICT",
         }
     }
 }
@@ -117,6 +122,20 @@ impl SeqError {
             format!(
                 "internal error in mongo-sequence ({place}); this is a bug, please report it \
                  with the call that caused it. The process is unaffected"
+            ),
+        )
+    }
+
+    /// `INDEX_CONFLICT`: unique index `index` of `collection` refuses counter `label`.
+    pub fn index_conflict(label: &str, collection: &str, index: &str) -> Self {
+        Self::new(
+            ErrorCode::IndexConflict,
+            format!(
+                "Sequence '{label}' cannot be stored in collection '{collection}': its unique \
+                 index '{index}' refuses the counter document. mongoose-sequence's \
+                 'id_1_reference_value_1' treats a missing field as null, so it holds only one \
+                 counter without those fields: keep helper-style counters and mongoose \
+                 counters in different collections"
             ),
         )
     }

@@ -29,7 +29,7 @@ pub fn plain_guarded(counter: &CounterRef, guard: FieldGuard) -> Document {
 
 /// The counter configured exactly as `config` (`None`: a plain counter, without a step).
 pub fn configured_as(counter: &CounterRef, config: Option<&SequenceConfig>) -> Document {
-    let mut filter = doc! { "_id": counter.id() };
+    let mut filter = counter.filter();
     match config {
         Some(config) => filter.extend(config.to_fields(&counter.field)),
         None => {

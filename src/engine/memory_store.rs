@@ -12,7 +12,11 @@ use crate::engine::error::{SeqError, SeqResult};
 use crate::engine::sequence_config::SequenceConfig;
 use crate::engine::store::{CounterDoc, CounterRef, CounterStore, FieldGuard, NewCounter};
 
-type Key = (String, crate::engine::counter_name::CounterName);
+type Key = (
+    String,
+    crate::engine::counter_name::CounterName,
+    crate::engine::locator::Locator,
+);
 
 /// A stored counter: its field (`None`: document without the field) and configuration.
 #[derive(Clone)]
@@ -35,7 +39,11 @@ pub struct MemoryStore {
 }
 
 fn key(counter: &CounterRef) -> Key {
-    (counter.collection.clone(), counter.name.clone())
+    (
+        counter.collection.clone(),
+        counter.name.clone(),
+        counter.locator.clone(),
+    )
 }
 
 impl MemoryStore {
@@ -108,9 +116,27 @@ impl MemoryStore {
 }
 
 impl CounterStore for MemoryStore {
-    async fn increment_integer(&self, counter: &CounterRef, by: i64) -> SeqResult<Option<Bson>> {
+    async fn upsert_ready(&self, _counter: &CounterRef) -> SeqResult<bool> {
+        Ok(true)
+    }
+
+    async fn increment_integer(
+        &self,
+        counter: &CounterRef,
+        by: i64,
+        upsert: bool,
+    ) -> SeqResult<Option<Bson>> {
         self.begin()?;
         let mut docs = self.docs.lock().unwrap();
+        if upsert && !docs.contains_key(&key(counter)) {
+            let created = Entry {
+                value: Some(compact_integer(by)),
+                config: None,
+                start: None,
+            };
+            docs.insert(key(counter), created.clone());
+            return Ok(created.value);
+        }
         let plain = docs
             .get_mut(&key(counter))
             .filter(|e| e.config.is_none())

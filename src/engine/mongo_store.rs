@@ -1,15 +1,17 @@
 //! Counters in a MongoDB database through the official driver: the [`CounterDriver`]
 //! primitives, written once for plain use and for use inside a transaction (a session).
 
-use mongodb::bson::{doc, Bson, Document};
-use mongodb::options::{CollectionOptions, ReturnDocument, WriteConcern};
-use mongodb::{ClientSession, Collection, Database};
+use mongodb::bson::{Bson, Document};
+use mongodb::options::{CollectionOptions, IndexOptions, ReturnDocument, WriteConcern};
+use mongodb::{ClientSession, Collection, Database, IndexModel};
 use tokio::sync::Mutex;
 
 use crate::engine::driver_counters::CounterDriver;
-use crate::engine::driver_error::{from_driver, is_duplicate_id};
+use crate::engine::driver_error::{duplicate_on_other_index, from_driver, is_duplicate_on};
+use crate::engine::error::SeqError;
 use crate::engine::error::SeqResult;
 use crate::engine::filters;
+use crate::engine::locator::Locator;
 use crate::engine::store::CounterRef;
 
 /// Counters in one database, with the secrets to keep out of error messages.
@@ -18,7 +20,11 @@ pub struct MongoStore {
     database: Database,
     secrets: std::sync::Arc<Vec<String>>,
     write_concern: Option<WriteConcern>,
+    indexes: IndexMemo,
 }
+
+/// The unique indexes (database, collection, index) this client has made sure of.
+pub type IndexMemo = std::sync::Arc<Mutex<std::collections::HashSet<(String, String, String)>>>;
 
 impl MongoStore {
     /// A store over `database`; `secrets` are removed from every error message.
@@ -27,7 +33,14 @@ impl MongoStore {
             database,
             secrets,
             write_concern: None,
+            indexes: IndexMemo::default(),
         }
+    }
+
+    /// The same store, remembering made indexes in `indexes` (shared by a client).
+    pub fn with_index_memo(mut self, indexes: IndexMemo) -> Self {
+        self.indexes = indexes;
+        self
     }
 
     /// The same store, writing with `concern` (the connection's default for `None`).
@@ -60,6 +73,70 @@ impl MongoStore {
         }
     }
 
+    /// A failed counter write as a typed error: a duplicate key on a unique index other
+    /// than the locator's is an `INDEX_CONFLICT` naming that index.
+    fn write_error(&self, counter: &CounterRef, error: &mongodb::error::Error) -> SeqError {
+        match duplicate_on_other_index(error, counter.locator.index_name()) {
+            Some(index) => SeqError::index_conflict(&counter.label, &counter.collection, &index),
+            None => self.error(error),
+        }
+    }
+
+    /// Creates the unique index over the locator's fields, once per collection for this
+    /// client (creating an index that exists is a no-op on the server).
+    pub async fn ensure_unique_index(&self, counter: &CounterRef) -> SeqResult<()> {
+        let Locator::ByFields(fields) = &counter.locator else {
+            return Ok(());
+        };
+        let key = (
+            self.database.name().to_string(),
+            counter.collection.clone(),
+            fields.index_name().to_string(),
+        );
+        if self.indexes.lock().await.contains(&key) {
+            return Ok(());
+        }
+        let model = IndexModel::builder()
+            .keys(fields.index_keys())
+            .options(IndexOptions::builder().unique(true).build())
+            .build();
+        self.database
+            .collection::<Document>(&counter.collection)
+            .create_index(model)
+            .await
+            .map_err(|e| match duplicate_on_other_index(&e, "") {
+                Some(_) => SeqError::index_conflict(
+                    &counter.label,
+                    &counter.collection,
+                    fields.index_name(),
+                ),
+                None => self.error(&e),
+            })?;
+        self.indexes.lock().await.insert(key);
+        Ok(())
+    }
+
+    /// Sets the field of every plain counter of `counter`'s collection matching `fields`
+    /// to `value`; how many matched.
+    pub async fn set_where(
+        &self,
+        counter: &CounterRef,
+        fields: Document,
+        value: i64,
+    ) -> SeqResult<u64> {
+        let mut filter = fields;
+        filter.insert(
+            crate::engine::sequence_config::ConfigFields::of(&counter.field).step,
+            mongodb::bson::doc! { "$exists": false },
+        );
+        let result = self
+            .counters(counter, false)
+            .update_many(filter, filters::set_value(counter, value))
+            .await
+            .map_err(|e| self.error(&e))?;
+        Ok(result.matched_count)
+    }
+
     async fn find_and_update_in(
         &self,
         session: Option<&mut ClientSession>,
@@ -81,8 +158,8 @@ impl MongoStore {
         };
         match found {
             Ok(found) => Ok(found.and_then(|mut d| d.remove(&counter.field))),
-            Err(e) if upsert && is_duplicate_id(&e) => Ok(None),
-            Err(e) => Err(self.error(&e)),
+            Err(e) if upsert && is_duplicate_on(&e, counter.locator.index_name()) => Ok(None),
+            Err(e) => Err(self.write_error(counter, &e)),
         }
     }
 
@@ -93,7 +170,7 @@ impl MongoStore {
     ) -> SeqResult<Option<Document>> {
         let collection = self.counters(counter, session.is_some());
         let action = collection
-            .find_one(doc! { "_id": counter.id() })
+            .find_one(counter.filter())
             .projection(filters::counter_projection(counter));
         match session {
             Some(session) => action.session(session).await,
@@ -115,8 +192,8 @@ impl MongoStore {
             None => action.await,
         } {
             Ok(_) => Ok(true),
-            Err(e) if is_duplicate_id(&e) => Ok(false),
-            Err(e) => Err(self.error(&e)),
+            Err(e) if is_duplicate_on(&e, counter.locator.index_name()) => Ok(false),
+            Err(e) => Err(self.write_error(counter, &e)),
         }
     }
 
@@ -126,7 +203,7 @@ impl MongoStore {
         counter: &CounterRef,
     ) -> SeqResult<bool> {
         let collection = self.counters(counter, session.is_some());
-        let action = collection.delete_one(doc! { "_id": counter.id() });
+        let action = collection.delete_one(counter.filter());
         let result = match session {
             Some(session) => action.session(session).await,
             None => action.await,
@@ -158,6 +235,10 @@ impl CounterDriver for MongoStore {
 
     async fn delete_counter(&self, counter: &CounterRef) -> SeqResult<bool> {
         self.delete_counter_in(None, counter).await
+    }
+
+    async fn ensure_unique_index(&self, counter: &CounterRef) -> SeqResult<()> {
+        MongoStore::ensure_unique_index(self, counter).await
     }
 }
 
@@ -210,5 +291,10 @@ impl CounterDriver for SessionStore<'_> {
         self.store
             .delete_counter_in(Some(&mut **session), counter)
             .await
+    }
+
+    async fn ensure_unique_index(&self, counter: &CounterRef) -> SeqResult<()> {
+        // Outside the transaction: an index is not part of what it commits or aborts.
+        self.store.ensure_unique_index(counter).await
     }
 }

@@ -4,6 +4,7 @@ use crate::engine::allocate::CreatePolicy;
 use crate::engine::counter_name::CounterName;
 use crate::engine::error::SeqResult;
 use crate::engine::format::Pattern;
+use crate::engine::locator::Locator;
 use crate::engine::store::CounterRef;
 use crate::engine::validate::{check_collection, check_field};
 use crate::engine::write_concern::WriteConcernSpec;
@@ -37,6 +38,10 @@ pub struct SequenceOptions {
     pub write_concern: Option<WriteConcernSpec>,
     /// Return business numbers formatted with this pattern instead of numbers.
     pub format: Option<Pattern>,
+    /// How the counter document is found (by `_id` unless a locator is given).
+    pub locator: Locator,
+    /// Distance between the values of a plain counter.
+    pub stride: i64,
 }
 
 impl Default for SequenceOptions {
@@ -52,6 +57,8 @@ impl Default for SequenceOptions {
             cache: None,
             write_concern: None,
             format: None,
+            locator: Locator::ById,
+            stride: 1,
         }
     }
 }
@@ -61,7 +68,13 @@ impl SequenceOptions {
     pub fn counter(&self, name: &CounterName) -> SeqResult<CounterRef> {
         check_collection(&self.collection)?;
         check_field(&self.field)?;
-        Ok(CounterRef::new(&self.collection, &self.field, name.clone()))
+        if self.stride == 0 {
+            return Err(crate::engine::error::SeqError::invalid_argument(
+                "step must not be 0",
+            ));
+        }
+        Ok(CounterRef::new(&self.collection, &self.field, name.clone())
+            .located(self.locator.clone(), self.stride))
     }
 
     /// What to do when the counter is missing.

@@ -14,7 +14,7 @@ use crate::engine::connection::ConnectionTarget;
 use crate::engine::counter_state::{CounterState, CounterStates};
 use crate::engine::driver_error::from_driver;
 use crate::engine::error::{ErrorCode, SeqError, SeqResult};
-use crate::engine::mongo_store::MongoStore;
+use crate::engine::mongo_store::{IndexMemo, MongoStore};
 use crate::engine::store::CounterRef;
 use crate::engine::validate::check_database;
 
@@ -24,6 +24,7 @@ pub struct ClientHandle {
     secrets: Arc<Vec<String>>,
     closed: AtomicBool,
     counters: CounterStates<(String, CounterRef)>,
+    indexes: IndexMemo,
 }
 
 impl ClientHandle {
@@ -48,6 +49,7 @@ impl ClientHandle {
             secrets,
             closed: AtomicBool::new(false),
             counters: CounterStates::default(),
+            indexes: IndexMemo::default(),
         })
     }
 
@@ -66,10 +68,10 @@ impl ClientHandle {
     pub fn store(&self, name: &str) -> SeqResult<MongoStore> {
         self.ensure_open()?;
         check_database(name)?;
-        Ok(MongoStore::new(
-            self.client.database(name),
-            self.secrets.clone(),
-        ))
+        Ok(
+            MongoStore::new(self.client.database(name), self.secrets.clone())
+                .with_index_memo(self.indexes.clone()),
+        )
     }
 
     /// This client's state of counter `counter` in database `database` (queued calls,

@@ -3,39 +3,63 @@
 
 use std::future::Future;
 
-use mongodb::bson::Bson;
+use mongodb::bson::{doc, Bson, Document};
 
 use crate::engine::counter_name::CounterName;
 use crate::engine::error::SeqResult;
+use crate::engine::locator::Locator;
 use crate::engine::sequence_config::SequenceConfig;
 
-/// Which counter: a document `{ _id: <name>, <field>: <value> }` in `collection`.
+/// Which counter: a document `{ _id: <name>, <field>: <value> }` in `collection`, or one
+/// found by other fields ([`Locator`]).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct CounterRef {
     /// Collection holding the counter documents.
     pub collection: String,
     /// Field holding the value.
     pub field: String,
-    /// The counter's name (its `_id`).
+    /// The counter's name (its `_id` when found by `_id`).
     pub name: CounterName,
     /// The name as shown in messages.
     pub label: String,
+    /// How the document is found.
+    pub locator: Locator,
+    /// Distance between the values a plain counter hands out (its `$inc` per value;
+    /// not stored with the counter). 1 for the documented helper's counters.
+    pub stride: i64,
 }
 
 impl CounterRef {
-    /// A counter of `name` in `collection`, counting in `field`.
+    /// A counter of `name` in `collection`, counting in `field`, found by `_id`.
     pub fn new(collection: &str, field: &str, name: CounterName) -> Self {
         CounterRef {
             collection: collection.to_string(),
             field: field.to_string(),
             label: name.label(),
             name,
+            locator: Locator::ById,
+            stride: 1,
         }
+    }
+
+    /// The same counter found by `locator`, handing out values `stride` apart.
+    pub fn located(mut self, locator: Locator, stride: i64) -> Self {
+        self.locator = locator;
+        self.stride = stride;
+        self
     }
 
     /// The `_id` of the counter document.
     pub fn id(&self) -> Bson {
         self.name.to_id()
+    }
+
+    /// The filter that finds the counter document.
+    pub fn filter(&self) -> Document {
+        match &self.locator {
+            Locator::ById => doc! { "_id": self.id() },
+            Locator::ByFields(fields) => fields.fields().clone(),
+        }
     }
 }
 
@@ -95,12 +119,20 @@ impl NewCounter {
 pub trait CounterStore: Send + Sync {
     /// Adds `by` to the field of a plain (unconfigured) counter when it holds an Int32 or
     /// Int64, and returns the field's new value; `None` when no document matched (missing,
-    /// configured, or the field holds another type).
+    /// configured, or the field holds another type). With `upsert`, a missing counter is
+    /// created holding `by` (only ever asked after [`CounterStore::upsert_ready`]); a
+    /// document of another kind still gives `None`.
     fn increment_integer(
         &self,
         counter: &CounterRef,
         by: i64,
+        upsert: bool,
     ) -> impl Future<Output = SeqResult<Option<Bson>>> + Send;
+
+    /// Whether an upsert of the counter can only ever create one document: the unique
+    /// index its locator relies on exists (made here, once per collection and client,
+    /// when missing).
+    fn upsert_ready(&self, counter: &CounterRef) -> impl Future<Output = SeqResult<bool>> + Send;
 
     /// Adds `by` to the field only when `guard` holds; returns the new value, or `None`
     /// when it did not hold (the counter changed meanwhile).

@@ -1,0 +1,220 @@
+// mongo-sequence/mongoose: the mongoose-sequence 6 surface (options, methods, messages,
+// counter documents) on mongoose 8 and mongoose 9, plus insertMany, create([...]),
+// bulkWrite and upsert numbering.
+import { test, before, after, describe } from 'node:test';
+import assert from 'node:assert/strict';
+import { createRequire } from 'node:module';
+import mongoose9 from 'mongoose';
+import mongoose8 from 'mongoose-v8';
+import { setup, seq, rejectsWithCode } from './helpers.mjs';
+
+const require = createRequire(import.meta.url);
+const AutoIncrementFactory = require('../mongoose.js');
+
+let env;
+before(async () => {
+  env = await setup('plugin');
+});
+after(async () => {
+  await seq.closeSharedClients();
+  await env?.close();
+});
+
+test('the factory wants exactly one argument, as mongoose-sequence', () => {
+  assert.throws(() => AutoIncrementFactory(), /Please, pass mongoose while requiring/);
+  assert.throws(() => AutoIncrementFactory(mongoose9, {}), /Please, pass mongoose while requiring/);
+  assert.equal(typeof AutoIncrementFactory(mongoose9), 'function');
+});
+
+test('ESM and CJS entries give the same factory', async () => {
+  const esm = await import('mongo-sequence/mongoose');
+  assert.equal(esm.default, AutoIncrementFactory);
+  assert.equal(require('mongo-sequence/mongoose'), AutoIncrementFactory);
+});
+
+for (const [major, mongoose] of [
+  [9, mongoose9],
+  [8, mongoose8],
+]) {
+  describe(`mongoose ${major}`, () => {
+    const connection = mongoose.createConnection();
+    const AutoIncrement = AutoIncrementFactory(connection);
+    const p = `m${major}_`;
+    const counters = () => connection.db.collection('counters');
+
+    before(async () => {
+      await connection.openUri(env.uri, { dbName: `${env.dbName}_${major}`, serverSelectionTimeoutMS: 10_000 });
+    });
+    after(async () => {
+      await connection.dropDatabase();
+      await connection.close();
+    });
+
+    test('save numbers new documents 1, 2, 3 and stores mongoose-sequence counters', async () => {
+      const schema = new mongoose.Schema({ name: String });
+      schema.plugin(AutoIncrement, { id: `${p}plain`, inc_field: 'no' });
+      const Item = connection.model(`${p}Item`, schema);
+      for (const name of ['a', 'b', 'c']) await new Item({ name }).save();
+      const docs = await Item.find().sort({ no: 1 }).lean();
+      assert.deepEqual(docs.map((d) => [d.no, d.name]), [[1, 'a'], [2, 'b'], [3, 'c']]);
+      const counter = await counters().findOne({ id: `${p}plain` });
+      assert.equal(counter.seq, 3);
+      assert.equal(counter.reference_value, null);
+      assert.equal(counter._id.constructor.name, 'ObjectId');
+      const indexes = await counters().indexes();
+      const unique = indexes.find((i) => i.name === 'id_1_reference_value_1');
+      assert.ok(unique?.unique, JSON.stringify(indexes));
+      // Saving again (not new) keeps the number.
+      const first = await Item.findOne({ no: 1 });
+      first.name = 'A';
+      await first.save();
+      assert.equal((await Item.findOne({ name: 'A' })).no, 1);
+    });
+
+    test('200 concurrent saves on one counter get 1..200, no gap, no duplicate', async () => {
+      const schema = new mongoose.Schema({ _id: Number, i: Number });
+      schema.plugin(AutoIncrement, { id: `${p}busy` });
+      const Busy = connection.model(`${p}Busy`, schema);
+      const saved = await Promise.all(Array.from({ length: 200 }, (_, i) => new Busy({ i }).save()));
+      const ids = saved.map((d) => d._id).sort((a, b) => a - b);
+      assert.deepEqual(ids, Array.from({ length: 200 }, (_, i) => i + 1));
+      assert.equal(await Busy.countDocuments(), 200);
+    });
+
+    test('start_seq and inc_amount; counterReset makes the next value start_seq - 1 + inc_amount', async () => {
+      const schema = new mongoose.Schema({ n: Number });
+      schema.plugin(AutoIncrement, { id: `${p}stepped`, inc_field: 'n', start_seq: 10, inc_amount: 5 });
+      const Stepped = connection.model(`${p}Stepped`, schema);
+      const a = await Stepped.create({});
+      const b = await Stepped.create({});
+      assert.deepEqual([a.n, b.n], [10, 15]);
+      const reset = await Stepped.counterReset(`${p}stepped`);
+      assert.equal(reset.matchedCount, 1);
+      assert.equal((await Stepped.create({})).n, 14);
+      // Callback style.
+      await new Promise((resolve, reject) => Stepped.counterReset(`${p}stepped`, (e) => (e ? reject(e) : resolve())));
+      assert.equal((await Stepped.create({})).n, 14);
+    });
+
+    test('reference_fields: one counter per combination (sorted, dot paths), reset one or all', async () => {
+      const schema = new mongoose.Schema({ shop: String, meta: { year: Number }, no: Number });
+      schema.plugin(AutoIncrement, { id: `${p}per_shop`, inc_field: 'no', reference_fields: ['shop', 'meta.year'] });
+      const Order = connection.model(`${p}Order`, schema);
+      const made = [];
+      for (const [shop, year] of [['a', 2025], ['a', 2025], ['b', 2025], ['a', 2026], ['b', 2025]]) {
+        made.push((await Order.create({ shop, meta: { year } })).no);
+      }
+      assert.deepEqual(made, [1, 2, 1, 1, 2]);
+      const stored = await counters().find({ id: `${p}per_shop` }).sort({ seq: 1 }).toArray();
+      assert.deepEqual(Object.keys(stored[0].reference_value), ['meta.year', 'shop']);
+      await Order.counterReset(`${p}per_shop`, { shop: 'a', meta: { year: 2025 } });
+      assert.equal((await Order.create({ shop: 'a', meta: { year: 2025 } })).no, 1);
+      assert.equal((await Order.create({ shop: 'b', meta: { year: 2025 } })).no, 3);
+      const all = await Order.counterReset(`${p}per_shop`);
+      assert.equal(all.matchedCount, 3);
+      assert.equal((await Order.create({ shop: 'b', meta: { year: 2025 } })).no, 1);
+      assert.throws(() => schema.plugin(AutoIncrement, { reference_fields: ['shop'] }), /Cannot use reference fields without specifying an id/);
+    });
+
+    test('insertMany, create([...]) and bulkWrite get contiguous numbers in array order', async () => {
+      const schema = new mongoose.Schema({ _id: Number, label: String });
+      schema.plugin(AutoIncrement, { id: `${p}bulk` });
+      const Row = connection.model(`${p}Row`, schema);
+      const inserted = await Row.insertMany(['a', 'b', 'c', 'd'].map((label) => ({ label })));
+      assert.deepEqual(inserted.map((d) => [d._id, d.label]), [[1, 'a'], [2, 'b'], [3, 'c'], [4, 'd']]);
+      const created = await Row.create([{ label: 'e' }, { label: 'f' }, { label: 'g' }]);
+      assert.deepEqual(created.map((d) => [d._id, d.label]), [[5, 'e'], [6, 'f'], [7, 'g']]);
+      await Row.bulkWrite([
+        { insertOne: { document: { label: 'h' } } },
+        { updateOne: { filter: { _id: 1 }, update: { $set: { label: 'A' } } } },
+        { insertOne: { document: { label: 'i' } } },
+      ]);
+      const all = await Row.find().sort({ _id: 1 }).lean();
+      assert.deepEqual(all.map((d) => d.label), ['A', 'b', 'c', 'd', 'e', 'f', 'g', 'h', 'i']);
+      assert.deepEqual(all.map((d) => d._id), [1, 2, 3, 4, 5, 6, 7, 8, 9]);
+      assert.equal((await counters().findOne({ id: `${p}bulk` })).seq, 9);
+    });
+
+    test('upserts get a number when they insert ($setOnInsert); an update keeps its number', async () => {
+      const schema = new mongoose.Schema({ email: String, no: Number, visits: Number });
+      schema.plugin(AutoIncrement, { id: `${p}upsert`, inc_field: 'no' });
+      const User = connection.model(`${p}User`, schema);
+      const a = await User.findOneAndUpdate({ email: 'a@x' }, { $inc: { visits: 1 } }, { upsert: true, new: true });
+      assert.equal(a.no, 1);
+      await User.updateOne({ email: 'b@x' }, { $set: { visits: 1 } }, { upsert: true });
+      assert.equal((await User.findOne({ email: 'b@x' })).no, 2);
+      // An upsert that updates spends a value (documented) but keeps the stored number.
+      const again = await User.findOneAndUpdate({ email: 'a@x' }, { $inc: { visits: 1 } }, { upsert: true, new: true });
+      assert.deepEqual([again.no, again.visits], [1, 2]);
+      assert.equal((await User.create({ email: 'c@x' })).no, 4);
+      // Without upsert nothing is spent.
+      await User.updateOne({ email: 'zzz' }, { $set: { visits: 1 } });
+      assert.equal((await counters().findOne({ id: `${p}upsert` })).seq, 4);
+    });
+
+    test('setNext (promise and callback) and its error for an unknown id', async () => {
+      const schema = new mongoose.Schema({ name: String, ticket: Number });
+      schema.plugin(AutoIncrement, { id: `${p}ticket`, inc_field: 'ticket', disable_hooks: true });
+      const Ticket = connection.model(`${p}Ticket`, schema);
+      const t = await Ticket.create({ name: 'x' });
+      assert.equal(t.ticket, undefined, 'disable_hooks: no number on save');
+      const saved = await t.setNext(`${p}ticket`);
+      assert.equal(saved.ticket, 1);
+      assert.equal((await Ticket.findById(t._id)).ticket, 1);
+      const viaCallback = await new Promise((resolve, reject) => t.setNext(`${p}ticket`, (e, d) => (e ? reject(e) : resolve(d))));
+      assert.equal(viaCallback.ticket, 2);
+      await assert.rejects(t.setNext('nope'), /Trying to increment a wrong sequence using the id nope/);
+    });
+
+    test('exclusive: true throws, false shares, "reuse" takes the same options again (hot reload)', async () => {
+      const make = (options) => {
+        const schema = new mongoose.Schema({ n: Number });
+        schema.plugin(AutoIncrement, { id: `${p}hot`, inc_field: 'n', ...options });
+        return schema;
+      };
+      const first = connection.model(`${p}Hot1`, make({}));
+      assert.throws(() => make({}), new Error(`Counter already defined for field "${p}hot"`));
+      assert.throws(() => make({ exclusive: 'reuse', start_seq: 7 }), /Counter already defined/);
+      const reloaded = connection.model(`${p}Hot2`, make({ exclusive: 'reuse' }));
+      const shared = connection.model(`${p}Hot3`, make({ exclusive: false }));
+      const got = [(await first.create({})).n, (await reloaded.create({})).n, (await shared.create({})).n];
+      assert.deepEqual(got, [1, 2, 3]);
+      assert.throws(() => make({ exclusive: 'maybe' }), /exclusive must be true, false or 'reuse'/);
+    });
+
+    test('an existing mongoose-sequence counter continues where it is', async () => {
+      await counters().insertOne({ id: `${p}legacy`, reference_value: null, seq: 41 });
+      const schema = new mongoose.Schema({ _id: Number });
+      schema.plugin(AutoIncrement, { id: `${p}legacy` });
+      const Legacy = connection.model(`${p}Legacy`, schema);
+      assert.equal((await Legacy.create({}))._id, 42);
+      assert.equal(await counters().countDocuments({ id: `${p}legacy` }), 1);
+    });
+
+    test('an inc_field of another type is refused as mongoose-sequence refuses it', () => {
+      const schema = new mongoose.Schema({ code: String });
+      assert.throws(() => schema.plugin(AutoIncrement, { id: `${p}typed`, inc_field: 'code' }), /Auto increment field already present and not of type "Number"/);
+    });
+  });
+}
+
+test('helper-style counters next to the mongoose index: INDEX_CONFLICT names the index', async () => {
+  const db = env.db;
+  await db.collection('mixed').createIndex({ id: 1, reference_value: 1 }, { unique: true });
+  assert.equal(await seq.getNextSequenceValue(db, 'first', { collection: 'mixed', upsert: true }), 1);
+  const e = await rejectsWithCode(assert, seq.getNextSequenceValue(db, 'second', { collection: 'mixed', upsert: true }), 'INDEX_CONFLICT');
+  assert.match(e.message, /id_1_reference_value_1/);
+  // And the other way round: two helper-style counters block the mongoose index.
+  await db.collection('helpers').insertMany([{ _id: 'a', sequence_value: 1 }, { _id: 'b', sequence_value: 1 }]);
+  const located = seq.counterAt(db, { id: 'x', reference_value: null }, { collection: 'helpers', field: 'seq', upsert: true });
+  const e2 = await rejectsWithCode(assert, located.next(), 'INDEX_CONFLICT');
+  assert.match(e2.message, /id_1_reference_value_1/);
+});
+
+test('counterAt: locators are checked before any I/O', async () => {
+  for (const bad of [null, 'x', {}, { _id: 1 }, { $where: 1 }, { seq: 1 }]) {
+    assert.throws(() => seq.counterAt(env.db, bad, { field: 'seq' }), (e) => e.code === 'INVALID_ARGUMENT');
+  }
+  assert.throws(() => seq.counterAt(env.db, { id: 'x' }, { step: 0 }), (e) => e.code === 'INVALID_ARGUMENT');
+  await rejectsWithCode(assert, seq.setCountersWhere(env.db, { id: 'x' }, 1, { cache: 5 }), 'INVALID_ARGUMENT');
+});

@@ -1,0 +1,323 @@
+'use strict';
+// mongoose plugin: a drop-in for mongoose-sequence 6 (same options, methods, messages and
+// counter documents) that also numbers insertMany, Model.create([...]), bulkWrite
+// insertOne operations and upserts. The hooks only gather documents and set fields: the
+// counters are advanced by the native core (counterAt / setCountersWhere), with one
+// round trip per call, merged across concurrent saves.
+
+const core = require('./index.js');
+
+const COUNTER_FIELD = 'seq';
+const NUMBERED = Symbol('mongo-sequence numbered');
+const REQUIRE_HELP = 'Please, pass mongoose while requiring mongo-sequence/mongoose: require(\'mongo-sequence/mongoose\')(mongoose)';
+
+/** Every counter defined in this process, by id (mongoose-sequence keeps one registry too). */
+const registry = new Map();
+
+const DEFAULTS = {
+  id: null,
+  inc_field: '_id',
+  start_seq: 1,
+  inc_amount: 1,
+  reference_fields: null,
+  disable_hooks: false,
+  collection_name: 'counters',
+  parallel_hooks: true,
+  exclusive: true,
+};
+
+function resolvePath(path, source) {
+  return path.split('.').reduce((value, key) => (value == null ? null : value[key]), source);
+}
+
+function readField(doc, path) {
+  if (doc && typeof doc.get === 'function' && doc.$__ !== undefined) return doc.get(path);
+  if (doc && Object.hasOwn(doc, path)) return doc[path];
+  return resolvePath(path, doc);
+}
+
+/** A grouping key for a reference value that tells types apart (an ObjectId from its hex string). */
+function referenceKey(reference) {
+  if (reference === null) return '';
+  return JSON.stringify(
+    Object.entries(reference).map(([k, v]) => [k, v === null || v === undefined ? 'null' : `${typeof v}:${v.constructor ? v.constructor.name : ''}:${String(v)}`]),
+  );
+}
+
+function writeField(doc, path, value) {
+  if (doc && typeof doc.set === 'function' && doc.$__ !== undefined) {
+    doc.set(path, value);
+    return;
+  }
+  const keys = path.split('.');
+  let target = doc;
+  for (const key of keys.slice(0, -1)) {
+    if (target[key] == null || typeof target[key] !== 'object') target[key] = {};
+    target = target[key];
+  }
+  target[keys.at(-1)] = value;
+}
+
+function checkNumber(name, value) {
+  if (typeof value !== 'number' || !Number.isSafeInteger(value)) {
+    const error = new TypeError(`option ${name} must be a safe integer; got ${String(value)}`);
+    error.code = 'INVALID_ARGUMENT';
+    throw error;
+  }
+}
+
+/** The options with their defaults, checked like mongoose-sequence checks them. */
+function normalise(options) {
+  const merged = { ...DEFAULTS, ...options };
+  const useReference = merged.reference_fields !== null && merged.reference_fields !== undefined;
+  const fields = useReference ? [].concat(merged.reference_fields) : [];
+  if (useReference && (merged.id === null || merged.id === undefined)) {
+    throw new Error('Cannot use reference fields without specifying an id');
+  }
+  const id = merged.id || merged.inc_field;
+  checkNumber('start_seq', merged.start_seq);
+  checkNumber('inc_amount', merged.inc_amount);
+  if (merged.inc_amount === 0) checkNumber('inc_amount (not 0)', Number.NaN);
+  if (![true, false, 'reuse'].includes(merged.exclusive)) {
+    throw new TypeError(`option exclusive must be true, false or 'reuse'; got ${String(merged.exclusive)}`);
+  }
+  return { ...merged, id: String(id), reference_fields: [...fields].sort(), useReference };
+}
+
+/** What must agree for a second registration to reuse a counter (`exclusive: 'reuse'`). */
+function signature(options) {
+  const { id, inc_field, start_seq, inc_amount, reference_fields, collection_name } = options;
+  return JSON.stringify({ id, inc_field, start_seq, inc_amount, reference_fields, collection_name });
+}
+
+/** The counter registered for `id`, or an Error as mongoose-sequence words it. */
+function registered(id, verb) {
+  const counter = registry.get(String(id));
+  if (!counter) throw new Error(`Trying to ${verb} a wrong sequence using the id ${id}`);
+  return counter;
+}
+
+/** Settles `promise` through `callback` when one is given, else returns it. */
+function settle(promise, callback) {
+  if (typeof callback !== 'function') return promise;
+  promise.then((value) => callback(null, value), (error) => callback(error));
+  return undefined;
+}
+
+class Counter {
+  constructor(connection, options) {
+    this.connection = connection;
+    this.options = options;
+    this.handles = new Map();
+  }
+
+  /** The Node driver `Db` of the connection, once it is open. */
+  async db() {
+    const connection = this.connection;
+    if (!connection.db && typeof connection.asPromise === 'function') await connection.asPromise();
+    if (!connection.db) throw new Error('mongo-sequence/mongoose: the connection is not open');
+    return connection.db;
+  }
+
+  /** `reference_value` of `source` (a document, a plain object, or reference values). */
+  referenceOf(source) {
+    if (!this.options.useReference) return null;
+    const reference = {};
+    for (const field of this.options.reference_fields) {
+      const value = readField(source, field);
+      reference[field] = value === undefined ? null : value;
+    }
+    return reference;
+  }
+
+  /** The native handle on the counter document `{ id, reference_value }`. */
+  async handle(reference) {
+    const db = await this.db();
+    const key = referenceKey(reference);
+    const kept = this.handles.get(key);
+    if (kept && kept.db === db) return kept.handle;
+    const handle = core.counterAt(db, { id: this.options.id, reference_value: reference }, {
+      collection: this.options.collection_name,
+      field: COUNTER_FIELD,
+      upsert: true,
+      start: this.options.start_seq,
+      step: this.options.inc_amount,
+    });
+    if (this.handles.size > 10_000) this.handles.clear();
+    this.handles.set(key, { db, handle });
+    return handle;
+  }
+
+  /** The next value for a document like `source`. */
+  async next(source) {
+    return (await this.handle(this.referenceOf(source))).next();
+  }
+
+  /**
+   * Numbers `docs` (documents or plain objects) in array order: one block per reference
+   * value, reserved in one round trip.
+   */
+  async numberAll(docs) {
+    const groups = new Map();
+    for (const doc of docs) {
+      const reference = this.referenceOf(doc);
+      const key = referenceKey(reference);
+      if (!groups.has(key)) groups.set(key, { reference, docs: [] });
+      groups.get(key).docs.push(doc);
+    }
+    await Promise.all(
+      [...groups.values()].map(async ({ reference, docs: members }) => {
+        const values = await (await this.handle(reference)).nextBatch(members.length);
+        members.forEach((doc, i) => {
+          writeField(doc, this.options.inc_field, values[i]);
+          if (doc && doc.$locals) doc.$locals[NUMBERED] = true;
+        });
+      }),
+    );
+  }
+
+  /** Sets the counters of `id` (one reference value, or all) so the next value is start_seq - 1 + inc_amount. */
+  async reset(referenceSource) {
+    const fields = { id: this.options.id };
+    if (referenceSource !== undefined) fields.reference_value = this.referenceOf(referenceSource);
+    const matched = await core.setCountersWhere(await this.db(), fields, this.options.start_seq - 1, {
+      collection: this.options.collection_name,
+      field: COUNTER_FIELD,
+    });
+    return { acknowledged: true, matchedCount: matched, modifiedCount: matched };
+  }
+}
+
+function arrayArgument(args) {
+  return args.find((a) => Array.isArray(a));
+}
+
+/** Adds the hooks that number new documents, batches and upserts. */
+function addHooks(schema, counter) {
+  schema.pre('save', async function numberNewDocument() {
+    if (!this.isNew) return;
+    if (this.$locals && this.$locals[NUMBERED]) {
+      delete this.$locals[NUMBERED];
+      return;
+    }
+    writeField(this, counter.options.inc_field, await counter.next(this));
+  });
+
+  // Declared parameters: mongoose 8 passes (next, docs, options) to hooks that declare
+  // any (none otherwise), mongoose 9 (docs, options); either way the promise settles it.
+  schema.pre('insertMany', async function numberInsertMany(first, second, third) {
+    const args = [first, second, third];
+    let docs = arrayArgument(args);
+    if (!docs) {
+      const single = args.find((a) => a && typeof a === 'object' && typeof a !== 'function');
+      if (!single) return;
+      docs = [single];
+    }
+    await counter.numberAll(docs.filter((d) => d && typeof d === 'object'));
+  });
+
+  schema.pre('bulkWrite', async function numberBulkInserts(first, second, third) {
+    const ops = arrayArgument([first, second, third]);
+    if (!ops) return;
+    const documents = ops
+      .filter((op) => op && op.insertOne && op.insertOne.document)
+      .map((op) => op.insertOne.document);
+    if (documents.length) await counter.numberAll(documents);
+  });
+
+  for (const operation of ['findOneAndUpdate', 'updateOne', 'updateMany']) {
+    schema.pre(operation, async function numberUpsert() {
+      if (!this.getOptions().upsert) return;
+      const update = this.getUpdate() || {};
+      const field = counter.options.inc_field;
+      const already = [update, update.$set, update.$setOnInsert].some((part) => part && Object.hasOwn(part, field));
+      if (already) return;
+      const source = { ...this.getFilter(), ...(update.$setOnInsert || {}), ...(update.$set || {}), ...update };
+      const value = await counter.next(source);
+      this.setUpdate({ ...update, $setOnInsert: { ...(update.$setOnInsert || {}), [field]: value } });
+    });
+  }
+}
+
+/** Model.create([...]) numbered in array order with one reservation per reference value. */
+function addCreate(schema, counter) {
+  const previous = schema.statics.create;
+  schema.static('create', async function createNumbered(...args) {
+    const base = previous || (this.base && this.base.Model && this.base.Model.create) || Object.getPrototypeOf(this).create;
+    const many = Array.isArray(args[0]);
+    const objects = many ? args[0] : [];
+    if (!many || objects.length < 2) return base.apply(this, args);
+    const docs = objects.map((d) => (d instanceof this ? d : new this(d)));
+    await counter.numberAll(docs.filter((d) => d.isNew));
+    return base.apply(this, [docs, ...args.slice(1)]);
+  });
+}
+
+function addMethods(schema) {
+  schema.method('setNext', function setNext(id, callback) {
+    const work = (async () => {
+      const counter = registered(id, 'increment');
+      writeField(this, counter.options.inc_field, await counter.next(this));
+      return this.save();
+    })();
+    return settle(work, callback);
+  });
+
+  schema.static('counterReset', function counterReset(id, reference, callback) {
+    let cb = callback;
+    let source = reference;
+    if (typeof reference === 'function') {
+      cb = reference;
+      source = undefined;
+    }
+    const work = (async () => registered(id, 'reset').reset(source))();
+    return settle(work, cb);
+  });
+}
+
+function addField(schema, field) {
+  const path = schema.path(field);
+  if (path === undefined) {
+    schema.add({ [field]: Number });
+  } else if (path.instance !== 'Number') {
+    throw new Error('Auto increment field already present and not of type "Number"');
+  }
+}
+
+/**
+ * `require('mongo-sequence/mongoose')(mongoose)`: the plugin factory, as
+ * `require('mongoose-sequence')(mongoose)`. Pass the mongoose instance (counters live on
+ * its default connection) or a connection.
+ */
+function AutoIncrementFactory(connectionOrMongoose) {
+  if (arguments.length !== 1) throw new Error(REQUIRE_HELP);
+  const target = connectionOrMongoose;
+  const connection = target && target.connection && typeof target.model === 'function' && !target.db ? target.connection : target;
+  return function AutoIncrement(schema, pluginOptions) {
+    const options = normalise(pluginOptions);
+    const existing = registry.get(options.id);
+    let counter;
+    if (!existing) {
+      counter = new Counter(connection, options);
+      registry.set(options.id, counter);
+    } else if (options.exclusive === 'reuse' && signature(existing.options) === signature(options)) {
+      // Hot reload: the same schema and options again use the counter already defined.
+      counter = existing;
+    } else if (options.exclusive === false) {
+      // Shared on purpose: the same counter documents, this registration's own options.
+      counter = new Counter(connection, options);
+    } else {
+      throw new Error(`Counter already defined for field "${options.id}"`);
+    }
+    addField(schema, options.inc_field);
+    addMethods(schema);
+    if (!options.disable_hooks) {
+      addHooks(schema, counter);
+      addCreate(schema, counter);
+    }
+  };
+}
+
+module.exports = AutoIncrementFactory;
+module.exports.default = AutoIncrementFactory;
+module.exports.AutoIncrementFactory = AutoIncrementFactory;

@@ -1,0 +1,5 @@
+// ESM entry of `mongo-sequence/mongoose` (the plugin itself is mongoose.js).
+import AutoIncrementFactory from './mongoose.js';
+
+export default AutoIncrementFactory;
+export { AutoIncrementFactory };
