@@ -374,6 +374,63 @@ mod tests {
         start: 1,
     };
 
+    fn located(id: &str, stride: i64) -> CounterRef {
+        use crate::engine::locator::FieldsLocator;
+        use mongodb::bson::doc;
+        let fields = doc! { "id": id, "reference_value": Bson::Null };
+        let name = crate::engine::counter_name::CounterName::text(id).unwrap();
+        CounterRef::new("counters", "seq", name).located(
+            Locator::ByFields(FieldsLocator::new(fields, "seq").unwrap()),
+            stride,
+        )
+    }
+
+    #[test]
+    fn strides_space_values_from_creation_on() {
+        let store = MemoryStore::default();
+        let c = located("stepped", 5);
+        let policy = CreatePolicy {
+            upsert: true,
+            start: 10,
+        };
+        let first = run(allocate(&store, &c, policy, 1)).unwrap();
+        let block = run(allocate(&store, &c, policy, 3)).unwrap();
+        assert_eq!((first.first, first.last), (10, 10));
+        assert_eq!(block.values().collect::<Vec<_>>(), vec![15, 20, 25]);
+        assert_eq!(store.get(&c), Some(Some(Bson::Int32(25))));
+        // mongoose-sequence's reset: the stored value start - 1 makes the next start - 1 + step.
+        store.put(&c, Some(Bson::Int32(9)));
+        assert_eq!(run(allocate(&store, &c, policy, 1)).unwrap().first, 14);
+    }
+
+    #[test]
+    fn located_counters_whose_start_is_their_stride_are_created_by_the_increment() {
+        let store = MemoryStore::default();
+        let c = located("one_trip", 1);
+        let a = run(allocate(&store, &c, UPSERT, 2)).unwrap();
+        assert_eq!((a.first, a.last), (1, 2));
+        assert_eq!(
+            store.round_trips.load(Ordering::SeqCst),
+            1,
+            "one round trip"
+        );
+        // By `_id` the helper's counters keep their creation path (no upsert on `$inc`).
+        let by_id = counter("helper");
+        run(allocate(&store, &by_id, UPSERT, 1)).unwrap();
+        assert_eq!(store.round_trips.load(Ordering::SeqCst), 4);
+        // The same name found by other fields is another counter.
+        assert_ne!(store.get(&c), store.get(&by_id));
+    }
+
+    #[test]
+    fn a_stride_that_overflows_is_refused_before_writing() {
+        let store = MemoryStore::default();
+        let c = located("huge", i64::MAX / 2);
+        let e = run(allocate(&store, &c, UPSERT, 3)).unwrap_err();
+        assert_eq!(e.code, ErrorCode::SequenceOverflow);
+        assert_eq!(store.get(&c), None);
+    }
+
     #[test]
     fn missing_counter_is_not_found_without_upsert() {
         let store = MemoryStore::default();

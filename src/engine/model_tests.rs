@@ -565,3 +565,96 @@ fn regression_set_after_a_cached_call_and_drop() {
         ],
     );
 }
+
+/// What happens to a counter found by other fields (mongoose-sequence's documents).
+#[derive(Debug, Clone)]
+enum LocatedOp {
+    /// Calls submitted together, each for this many values.
+    Calls(Vec<i64>),
+    /// Another writer stores this value (`counterReset`, another process's save).
+    Store(i64),
+    /// The counter document is deleted.
+    Delete,
+}
+
+fn located_op_strategy() -> impl Strategy<Value = LocatedOp> {
+    prop_oneof![
+        4 => proptest::collection::vec(1i64..4, 1..6).prop_map(LocatedOp::Calls),
+        1 => (-20i64..20).prop_map(LocatedOp::Store),
+        1 => Just(LocatedOp::Delete),
+    ]
+}
+
+/// The reference for a plain counter handing out values `stride` apart: `None` when the
+/// document is missing, else the last value handed out.
+fn located_model(stored: &mut Option<i64>, n: i64, policy: CreatePolicy, stride: i64) -> Answer {
+    let first = match *stored {
+        Some(v) => v + stride,
+        None if policy.upsert => policy.start,
+        None => return Err(ErrorCode::SequenceNotFound),
+    };
+    let values: Vec<i64> = (0..n).map(|i| first + i * stride).collect();
+    *stored = values.last().copied();
+    Ok(values)
+}
+
+fn check_located_history(mode: Mode, policy: CreatePolicy, stride: i64, ops: &[LocatedOp]) {
+    use crate::engine::locator::{FieldsLocator, Locator};
+    use crate::engine::store::CounterStore;
+    use mongodb::bson::doc;
+    let mut engine = Engine::new(mode, policy);
+    let fields = doc! { "id": "model", "reference_value": { "shop": 1 } };
+    engine.counter = engine.counter.clone().located(
+        Locator::ByFields(FieldsLocator::new(fields, "seq").unwrap()),
+        stride,
+    );
+    let mut stored: Option<i64> = None;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        for op in ops {
+            match op {
+                LocatedOp::Calls(counts) => {
+                    let results = engine.calls(counts).await;
+                    engine.settle().await;
+                    for (n, result) in counts.iter().zip(&results) {
+                        let expected = located_model(&mut stored, *n, policy, stride);
+                        assert_eq!(answer(result), expected, "call of {n}");
+                    }
+                }
+                LocatedOp::Store(v) => {
+                    engine.store.put(&engine.counter, Some(Bson::Int64(*v)));
+                    stored = Some(*v);
+                }
+                LocatedOp::Delete => {
+                    engine.store.delete(&engine.counter).await.unwrap();
+                    stored = None;
+                }
+            }
+            assert_eq!(engine.stored(), stored);
+        }
+    });
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig {
+        cases: std::env::var("MODEL_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(10_000) / 2,
+        max_shrink_iters: 2_000,
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    })]
+
+    #[test]
+    fn located_counters_with_a_stride_match_the_model(
+        coalesce in any::<bool>(),
+        upsert in any::<bool>(),
+        start in -6i64..6,
+        stride in prop_oneof![-3i64..0, 1i64..4],
+        ops in proptest::collection::vec(located_op_strategy(), 1..25),
+    ) {
+        let mode = if coalesce { Mode::Coalesce } else { Mode::Direct };
+        check_located_history(mode, CreatePolicy { upsert, start }, stride, &ops);
+    }
+}
