@@ -28,7 +28,7 @@ export type SequenceNumber<O> = O extends { bigint: true }
  * A `sequence()` handle whose methods resolve with the types its options give
  * (`SequenceValue<O>` for values, `SequenceNumber<O>` for the counter's own numbers).
  */
-export type SequenceOf<O> = Omit<Sequence, 'next' | 'nextBatch' | 'nextRange' | 'current' | 'reset'> & {
+export type SequenceOf<O> = Omit<Sequence, 'next' | 'nextBatch' | 'nextRange' | 'current' | 'reset' | 'raiseTo' | 'syncToMax'> & {
   /** The next value (as `getNextSequenceValue`). */
   next(): Promise<SequenceValue<O>>
   /** `count` contiguous values, ascending (as `getNextSequenceBatch`). */
@@ -39,6 +39,10 @@ export type SequenceOf<O> = Omit<Sequence, 'next' | 'nextBatch' | 'nextRange' | 
   current(): Promise<SequenceNumber<O>>
   /** Puts the counter back to its start; resolves with that start. */
   reset(): Promise<SequenceNumber<O>>
+  /** Raises the counter to at least `value`; resolves with its value afterwards. */
+  raiseTo(value: number | bigint): Promise<SequenceNumber<O>>
+  /** Raises the counter to the largest integer in `field` of `source`; resolves with its value. */
+  syncToMax(source: string, field: string): Promise<SequenceNumber<O>>
 }
 
 /** A step or limit reported for options `O`: `bigint` with `bigint: true`, otherwise a number, or a BigInt beyond 2^53 - 1. */
@@ -124,11 +128,24 @@ export declare class Sequence {
    */
   init(options?: { start?: number | bigint; step?: number | bigint; minValue?: number | bigint; maxValue?: number | bigint; cycle?: boolean }): Promise<boolean>
   /**
-   * Sets the counter so that the next value is `value + 1`, like PostgreSQL's `setval`
+   * Sets the counter so that the next value is `value + 1` (`value + step` for a
+   * `counterAt` handle with a `step`), like PostgreSQL's `setval`
    * (with the handle's `upsert`, a missing counter is created). Moving it backwards
    * makes values come again; blocks already cached by processes are still handed out.
    */
   set(value: number | bigint): Promise<void>
+  /**
+   * Raises the counter to at least `value` (an atomic `$max`: never lowers it, never
+   * loses a racing call), creating it when absent; resolves with its value afterwards.
+   * For taking over counters kept elsewhere (another library's last value).
+   */
+  raiseTo(value: number | bigint): Promise<number | bigint>
+  /**
+   * Raises the counter to at least the largest integer in `field` (a dotted path
+   * allowed) of collection `source`, as `syncToMax` does; resolves with its value
+   * afterwards.
+   */
+  syncToMax(source: string, field: string): Promise<number | bigint>
   /**
    * Puts the counter back so that the next value is its start (the one given to
    * `init`, else the handle's `start` option, else 1). Resolves with that start.

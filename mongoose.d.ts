@@ -67,5 +67,37 @@ export interface SequenceModel {
  */
 declare function AutoIncrementFactory(mongooseOrConnection: unknown): AutoIncrementPlugin
 
+/** A counter raised by `syncCounterToMax`. */
+export interface RaisedCounter {
+  /** `null`, or the reference fields' values of a counter with reference_fields. */
+  reference_value: Record<string, unknown> | null
+  /** The counter's value afterwards. */
+  value: number | bigint
+}
+
+/**
+ * Raises the counter(s) of `Model` (the one of `id`, or its only one) to the largest
+ * inc_field among its documents (per combination with reference_fields); never lowers one.
+ */
+export declare function syncCounterToMax(Model: unknown, id?: string): Promise<RaisedCounter[]>
+
+/** Options of `takeOverCounter`. */
+export interface TakeOverOptions {
+  /** Which of the model's counters (needed when it has several). */
+  id?: string
+  /** Collection of the other plugin's counters. Default `'identitycounters'`. */
+  collection?: string
+  /** Model name the other plugin used. Default the model's. */
+  modelName?: string
+  /** Field the other plugin numbered. Default the counter's inc_field. */
+  field?: string
+}
+
+/**
+ * Continues numbering after the counter @typegoose/auto-increment (`'typegoose'`) or
+ * mongoose-auto-increment kept for the model; resolves with the counter's value afterwards.
+ */
+export declare function takeOverCounter(Model: unknown, from: 'typegoose' | 'mongoose-auto-increment', options?: TakeOverOptions): Promise<number | bigint>
+
 export { AutoIncrementFactory }
 export default AutoIncrementFactory

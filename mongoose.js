@@ -13,6 +13,8 @@ const REQUIRE_HELP = 'Please, pass mongoose while requiring mongo-sequence/mongo
 
 /** Every counter defined in this process, by id (mongoose-sequence keeps one registry too). */
 const registry = new Map();
+/** The counters each schema numbers with, for the migration helpers. */
+const schemaCounters = new WeakMap();
 
 const DEFAULTS = {
   id: null,
@@ -309,6 +311,8 @@ function AutoIncrementFactory(connectionOrMongoose) {
     } else {
       throw new Error(`Counter already defined for field "${options.id}"`);
     }
+    if (!schemaCounters.has(schema)) schemaCounters.set(schema, []);
+    schemaCounters.get(schema).push(counter);
     addField(schema, options.inc_field);
     addMethods(schema);
     if (!options.disable_hooks) {
@@ -318,6 +322,88 @@ function AutoIncrementFactory(connectionOrMongoose) {
   };
 }
 
+/** The counter `Model` numbers with: the one of `id`, or its only one. */
+function counterOf(Model, id) {
+  const counters = (Model && Model.schema && schemaCounters.get(Model.schema)) || [];
+  if (id !== undefined) {
+    const found = counters.find((c) => c.options.id === String(id));
+    if (!found) throw new Error(`Model ${Model && Model.modelName} has no counter with id "${id}"`);
+    return found;
+  }
+  if (counters.length !== 1) {
+    throw new Error(`Model ${Model && Model.modelName} has ${counters.length} counters: name one with its id`);
+  }
+  return counters[0];
+}
+
+/**
+ * Raises the counter(s) of `Model` (the one of `id`, or its only one) to the largest
+ * `inc_field` among its documents, so that data imported or numbered elsewhere never
+ * collides with new numbers: with reference_fields, each combination's counter to the
+ * largest of its documents. Never lowers a counter. Resolves with the counters raised
+ * as `[{ reference_value, value }]`.
+ */
+async function syncCounterToMax(Model, id) {
+  const counter = counterOf(Model, id);
+  const field = counter.options.inc_field;
+  if (!counter.options.useReference) {
+    const handle = await counter.handle(null);
+    return [{ reference_value: null, value: await handle.syncToMax(Model.collection.collectionName, field) }];
+  }
+  const group = {};
+  counter.options.reference_fields.forEach((f, i) => {
+    group[`f${i}`] = `$${f}`;
+  });
+  const maxima = await Model.aggregate([
+    { $match: { [field]: { $type: ['int', 'long', 'double'] } } },
+    { $group: { _id: group, max: { $max: `$${field}` } } },
+  ]);
+  const raised = [];
+  for (const { _id: values, max } of maxima) {
+    const source = {};
+    counter.options.reference_fields.forEach((f, i) => {
+      source[f] = values[`f${i}`] ?? null;
+    });
+    const reference = counter.referenceOf(source);
+    raised.push({ reference_value: reference, value: await (await counter.handle(reference)).raiseTo(Math.trunc(max)) });
+  }
+  return raised;
+}
+
+/** Where other plugins keep their counters: collection, the filter for a model's field, the value's field. */
+const OTHER_LIBRARIES = {
+  typegoose: (model, field) => ({ collection: 'identitycounters', filter: { modelName: model, field }, value: 'count' }),
+  'mongoose-auto-increment': (model, field) => ({ collection: 'identitycounters', filter: { model, field }, value: 'count' }),
+};
+
+/**
+ * Takes over the counter another plugin kept for `Model`'s field: `from` is `'typegoose'`
+ * (@typegoose/auto-increment: `identitycounters { field, modelName, count }`) or
+ * `'mongoose-auto-increment'` (`identitycounters { model, field, count }`). Raises this
+ * plugin's counter (the one of `options.id`, or the model's only one) to that count, the
+ * last number the other plugin handed out, so numbering continues after it. Options:
+ * `id`, `collection` (default `'identitycounters'`), `modelName` (default the model's),
+ * `field` (default the counter's inc_field). Resolves with the counter's value afterwards;
+ * rejects when the other counter is not found.
+ */
+async function takeOverCounter(Model, from, options = {}) {
+  const locate = OTHER_LIBRARIES[from];
+  if (!locate) throw new TypeError(`takeOverCounter: from must be one of ${Object.keys(OTHER_LIBRARIES).join(', ')}; got ${String(from)}`);
+  const counter = counterOf(Model, options.id);
+  if (counter.options.useReference) throw new Error('takeOverCounter: counters with reference_fields cannot be taken over (the other plugins keep one counter per model)');
+  const where = locate(options.modelName ?? Model.modelName, options.field ?? counter.options.inc_field);
+  const db = await counter.db();
+  const other = await db.collection(options.collection ?? where.collection).findOne(where.filter);
+  const count = other && other[where.value];
+  if (count === undefined || count === null) {
+    throw new Error(`takeOverCounter: no ${from} counter ${JSON.stringify(where.filter)} in ${options.collection ?? where.collection}`);
+  }
+  const value = typeof count === 'object' && typeof count.toNumber === 'function' ? count.toNumber() : Number(count);
+  return (await counter.handle(null)).raiseTo(Math.trunc(value));
+}
+
 module.exports = AutoIncrementFactory;
+module.exports.syncCounterToMax = syncCounterToMax;
+module.exports.takeOverCounter = takeOverCounter;
 module.exports.default = AutoIncrementFactory;
 module.exports.AutoIncrementFactory = AutoIncrementFactory;

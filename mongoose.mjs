@@ -3,3 +3,4 @@ import AutoIncrementFactory from './mongoose.js';
 
 export default AutoIncrementFactory;
 export { AutoIncrementFactory };
+export const { syncCounterToMax, takeOverCounter } = AutoIncrementFactory;

@@ -10,6 +10,7 @@ import { setup, seq, rejectsWithCode } from './helpers.mjs';
 
 const require = createRequire(import.meta.url);
 const AutoIncrementFactory = require('../mongoose.js');
+const { syncCounterToMax, takeOverCounter } = AutoIncrementFactory;
 
 let env;
 before(async () => {
@@ -189,6 +190,46 @@ for (const [major, mongoose] of [
       const Legacy = connection.model(`${p}Legacy`, schema);
       assert.equal((await Legacy.create({}))._id, 42);
       assert.equal(await counters().countDocuments({ id: `${p}legacy` }), 1);
+    });
+
+    test('syncCounterToMax continues after imported documents, per reference value too', async () => {
+      const schema = new mongoose.Schema({ _id: Number, n: Number });
+      schema.plugin(AutoIncrement, { id: `${p}imported` });
+      const Imported = connection.model(`${p}Imported`, schema);
+      await Imported.collection.insertMany([{ _id: 7 }, { _id: 120 }, { _id: 33 }]);
+      assert.deepEqual(await syncCounterToMax(Imported), [{ reference_value: null, value: 120 }]);
+      assert.equal((await Imported.create({}))._id, 121);
+      assert.deepEqual(await syncCounterToMax(Imported), [{ reference_value: null, value: 121 }], 'never lowered');
+
+      const scoped = new mongoose.Schema({ shop: String, no: Number });
+      scoped.plugin(AutoIncrement, { id: `${p}imported_shop`, inc_field: 'no', reference_fields: 'shop' });
+      const Shop = connection.model(`${p}ImportedShop`, scoped);
+      await Shop.collection.insertMany([{ shop: 'a', no: 5 }, { shop: 'a', no: 9 }, { shop: 'b', no: 2 }]);
+      const raised = await syncCounterToMax(Shop);
+      assert.deepEqual(raised.map((r) => [r.reference_value.shop, r.value]).sort(), [['a', 9], ['b', 2]]);
+      assert.equal((await Shop.create({ shop: 'a' })).no, 10);
+      assert.equal((await Shop.create({ shop: 'b' })).no, 3);
+      await assert.rejects(syncCounterToMax(Shop, 'nope'), /has no counter with id "nope"/);
+    });
+
+    test('takeOverCounter continues after @typegoose/auto-increment and mongoose-auto-increment', async () => {
+      const db = connection.db;
+      await db.collection('identitycounters').insertMany([
+        { field: '_id', modelName: `${p}FromTypegoose`, count: 57 },
+        { model: `${p}FromMai`, field: 'no', count: 12 },
+      ]);
+      const a = new mongoose.Schema({ _id: Number });
+      a.plugin(AutoIncrement, { id: `${p}from_typegoose` });
+      const FromTypegoose = connection.model(`${p}FromTypegoose`, a);
+      assert.equal(await takeOverCounter(FromTypegoose, 'typegoose'), 57);
+      assert.equal((await FromTypegoose.create({}))._id, 58);
+      const b = new mongoose.Schema({ no: Number });
+      b.plugin(AutoIncrement, { id: `${p}from_mai`, inc_field: 'no' });
+      const FromMai = connection.model(`${p}FromMai`, b);
+      assert.equal(await takeOverCounter(FromMai, 'mongoose-auto-increment'), 12);
+      assert.equal((await FromMai.create({})).no, 13);
+      await assert.rejects(takeOverCounter(FromMai, 'typegoose'), /no typegoose counter/);
+      await assert.rejects(takeOverCounter(FromMai, 'other'), /from must be one of typegoose, mongoose-auto-increment/);
     });
 
     test('an inc_field of another type is refused as mongoose-sequence refuses it', () => {

@@ -48,7 +48,9 @@ test('the tarballs install into an empty app and work without Rust', async () =>
   assert.ok(main && platform, tarballs.join(', '));
   const list = (t) => sh('tar', ['tzf', join(dist, t)]).trim().split('\n');
   assert.deepEqual(list(main).filter((f) => f.endsWith('.node')), [], 'the main package holds no binary');
-  assert.ok(list(main).includes('package/bin/mongo-sequence.js'));
+  for (const file of ['bin/mongo-sequence.js', 'mongoose.js', 'mongoose.mjs', 'mongoose.d.ts']) {
+    assert.ok(list(main).includes(`package/${file}`), `main tarball holds ${file}`);
+  }
   assert.equal(list(platform).filter((f) => f.endsWith('.node')).length, 1, 'the platform package holds one binary');
   const platformName = platform.replace(/-\d+\.\d+\.\d+\.tgz$/, '');
 
@@ -68,12 +70,21 @@ test('the tarballs install into an empty app and work without Rust', async () =>
   assert.ok(cjs.startsWith('1 ') && cjs.includes(`node_modules/${platformName}/`), cjs);
   const esm = sh(process.execPath, ['--input-type=module', '-e', `import m from 'mongo-sequence'; const c = await m.connect(${JSON.stringify(env.uri)}); console.log(await m.getNextSequenceValue(c.db(${JSON.stringify(env.dbName)}), 'pkg')); await c.close();`], { cwd: app, env: appEnv }).trim();
   assert.equal(esm, '2');
+  // The mongoose plugin's subpath, CJS and ESM (mongoose itself is not installed here).
+  const plugin = sh(process.execPath, ['-e', "const f = require('mongo-sequence/mongoose'); import('mongo-sequence/mongoose').then((m) => console.log(typeof f, m.default === f, typeof f({ connection: {} })))"], { cwd: app, env: appEnv }).trim();
+  assert.equal(plugin, 'function true function');
   // A typed example, compiled against the installed package's typings.
   writeFileSync(join(app, 'tsconfig.json'), JSON.stringify({ compilerOptions: { strict: true, noEmit: true, target: 'es2022', module: 'nodenext', moduleResolution: 'nodenext', types: [] }, files: ['example.ts'] }));
   writeFileSync(
     join(app, 'example.ts'),
     [
       "import { connect, sequence, getNextSequenceValue } from 'mongo-sequence'",
+      "import AutoIncrementFactory, { type AutoIncrementOptions } from 'mongo-sequence/mongoose'",
+      "const options: AutoIncrementOptions = { id: 'order_no', inc_field: 'no', reference_fields: ['shop'], exclusive: 'reuse' }",
+      "export const plugin = AutoIncrementFactory({})",
+      "// @ts-expect-error inc_amount is a number",
+      "export const bad: AutoIncrementOptions = { inc_amount: '1' }",
+      "void options",
       'export async function main(uri: string): Promise<string> {',
       '  const client = await connect(uri)',
       "  const db = client.db('app')",

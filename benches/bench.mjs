@@ -13,6 +13,7 @@ import { MongoClient } from 'mongodb';
 import { startServer } from '../scripts/lib/test-server.mjs';
 import { helperGetNextSequenceValue } from '../scripts/lib/documented-helper.mjs';
 import { throughputSvg } from './plot.mjs';
+import { mongooseRows } from './mongoose.mjs';
 
 const require = createRequire(import.meta.url);
 const seq = require('../index.js');
@@ -170,6 +171,15 @@ try {
     note: 'vs sequential helper',
   });
   progress('cached done');
+  // The mongoose table runs on SecantusDB unless a server was chosen: mongoeco takes about
+  // 2 ms per inserted document, so there every side would only measure its inserts.
+  const mongooseKind = process.env.MONGO_SEQUENCE_SERVER || 'secantus';
+  const mongooseServer = mongooseKind === server.kind ? server : await startServer({ kind: mongooseKind, log: progress });
+  try {
+    results.mongoose = { server: mongooseServer.kind, ...(await mongooseRows({ uri: mongooseServer.uri, dbName, progress })) };
+  } finally {
+    if (mongooseServer !== server) await mongooseServer.stop();
+  }
   await db.dropDatabase();
 } finally {
   await client.close();
@@ -183,9 +193,16 @@ console.log('|---|---:|---:|---:|---|');
 for (const r of results.rows) {
   console.log(`| ${r.case} | ${r.helper.toFixed(0)} | ${r.ours.toFixed(0)} | ${(r.ours / r.helper).toFixed(2)}x | ${r.note} |`);
 }
+console.log(`\nmongoose 8, documents per second, best of 3 turns (server: ${results.mongoose.server}, same run):`);
+console.log('| case | mongo-sequence/mongoose | mongoose-sequence 6 | helper + insert | inserts alone (no counter) | ours/mongoose-sequence | ours/helper |');
+console.log('|---|---:|---:|---:|---:|---:|---:|');
+for (const r of results.mongoose.rows) {
+  console.log(`| ${r.case} | ${r.ours.toFixed(0)} | ${r.sequence.toFixed(0)} | ${r.helper.toFixed(0)} | ${r.ceiling.toFixed(0)} | ${(r.ours / r.sequence).toFixed(2)}x | ${(r.ours / r.helper).toFixed(2)}x |`);
+}
 if (CHECK) {
   console.log('');
   for (const [name, entry] of seen) console.log(verify(name, entry));
+  for (const line of results.mongoose.checks) console.log(line);
 }
 mkdirSync('bench-results', { recursive: true });
 writeFileSync('bench-results/bench.json', JSON.stringify(results, null, 2));

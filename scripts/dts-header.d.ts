@@ -28,7 +28,7 @@ export type SequenceNumber<O> = O extends { bigint: true }
  * A `sequence()` handle whose methods resolve with the types its options give
  * (`SequenceValue<O>` for values, `SequenceNumber<O>` for the counter's own numbers).
  */
-export type SequenceOf<O> = Omit<Sequence, 'next' | 'nextBatch' | 'nextRange' | 'current' | 'reset'> & {
+export type SequenceOf<O> = Omit<Sequence, 'next' | 'nextBatch' | 'nextRange' | 'current' | 'reset' | 'raiseTo' | 'syncToMax'> & {
   /** The next value (as `getNextSequenceValue`). */
   next(): Promise<SequenceValue<O>>
   /** `count` contiguous values, ascending (as `getNextSequenceBatch`). */
@@ -39,6 +39,10 @@ export type SequenceOf<O> = Omit<Sequence, 'next' | 'nextBatch' | 'nextRange' | 
   current(): Promise<SequenceNumber<O>>
   /** Puts the counter back to its start; resolves with that start. */
   reset(): Promise<SequenceNumber<O>>
+  /** Raises the counter to at least `value`; resolves with its value afterwards. */
+  raiseTo(value: number | bigint): Promise<SequenceNumber<O>>
+  /** Raises the counter to the largest integer in `field` of `source`; resolves with its value. */
+  syncToMax(source: string, field: string): Promise<SequenceNumber<O>>
 }
 
 /** A step or limit reported for options `O`: `bigint` with `bigint: true`, otherwise a number, or a BigInt beyond 2^53 - 1. */

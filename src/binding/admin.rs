@@ -117,6 +117,15 @@ pub fn read_init(value: Option<&Unknown>, default_start: i64) -> SeqResult<InitS
     Ok(spec)
 }
 
+/// Reads the `source` collection and `field` (a path) arguments of a sync.
+pub fn read_source(source: &Unknown, field: &Unknown) -> SeqResult<(String, String)> {
+    let source = required_string("source collection", source)?;
+    check_collection(&source)?;
+    let field = required_string("source field", field)?;
+    check_field_name("source field", &field, FieldUse::SourcePath)?;
+    Ok((source, field))
+}
+
 /// Lists the counters of a collection (default `counters`, field `sequence_value`) as
 /// `[{ name, value }]`, sorted by name, with `step`, `minValue`, `maxValue` and `cycle`
 /// for counters configured by `init` (limits beyond 2^53 - 1 as BigInts); documents whose
@@ -174,16 +183,8 @@ pub fn sync_to_max<'env>(
     options: Option<Unknown<'env>>,
 ) -> napi::Result<PromiseRaw<'env, Output>> {
     promise_call(env, "syncToMax", || {
-        let source = required_string("source collection", &source).and_then(|s| {
-            check_collection(&s)?;
-            Ok(s)
-        });
-        let field = required_string("source field", &field).and_then(|f| {
-            check_field_name("source field", &f, FieldUse::SourcePath)?;
-            Ok(f)
-        });
-        let named = source.and_then(|source| {
-            let field = field?;
+        let source = read_source(&source, &field);
+        let named = source.and_then(|(source, field)| {
             let options = read_used_options(options.as_ref(), "syncToMax", SYNC_USES)?;
             let name = read_counter_name(&name)?;
             Ok((

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 
 use napi::bindgen_prelude::{Env, PromiseRaw, Unknown};
 
-use crate::binding::admin::{admin_promise, managed_promise, read_init};
+use crate::binding::admin::{admin_promise, managed_promise, read_init, read_source};
 use crate::binding::calls::{
     read_count, refuse_format, reserve_promise, NamedCounter, ReservationSlot, Shape,
 };
@@ -140,7 +140,8 @@ impl Sequence {
         })
     }
 
-    /// Sets the counter so that the next value is `value + 1`, like PostgreSQL's `setval`
+    /// Sets the counter so that the next value is `value + 1` (`value + step` for a
+    /// `counterAt` handle with a `step`), like PostgreSQL's `setval`
     /// (with the handle's `upsert`, a missing counter is created). Moving it backwards
     /// makes values come again; blocks already cached by processes are still handed out.
     #[napi(
@@ -161,6 +162,67 @@ impl Sequence {
             managed_promise(env, named, Some(&self.slot), move |r, named| async move {
                 admin::set(r.counters(), r.counter(), value?, named.options.upsert).await?;
                 Ok(Output::Nothing)
+            })
+        })
+    }
+
+    /// Raises the counter to at least `value` (an atomic `$max`: never lowers it, never
+    /// loses a racing call), creating it when absent; resolves with its value afterwards.
+    /// For taking over counters kept elsewhere (another library's last value).
+    #[napi(
+        ts_args_type = "value: number | bigint",
+        ts_return_type = "Promise<number | bigint>"
+    )]
+    pub fn raise_to<'env>(
+        &self,
+        env: &'env Env,
+        value: Unknown<'env>,
+    ) -> napi::Result<PromiseRaw<'env, Output>> {
+        promise_call(env, "Sequence.raiseTo", || {
+            let value = read_integer("value", &value);
+            let named = value
+                .as_ref()
+                .map(|_| self.counter.clone())
+                .map_err(Clone::clone);
+            managed_promise(env, named, Some(&self.slot), move |r, named| async move {
+                let after = admin::raise_to(r.counters(), r.counter(), value?).await?;
+                Ok(Output::Single(Value::checked(
+                    &named.label,
+                    after,
+                    named.options.bigint,
+                )?))
+            })
+        })
+    }
+
+    /// Raises the counter to at least the largest integer in `field` (a dotted path
+    /// allowed) of collection `source`, as `syncToMax` does; resolves with its value
+    /// afterwards.
+    #[napi(
+        ts_args_type = "source: string, field: string",
+        ts_return_type = "Promise<number | bigint>"
+    )]
+    pub fn sync_to_max<'env>(
+        &self,
+        env: &'env Env,
+        source: Unknown<'env>,
+        field: Unknown<'env>,
+    ) -> napi::Result<PromiseRaw<'env, Output>> {
+        promise_call(env, "Sequence.syncToMax", || {
+            let read = read_source(&source, &field);
+            let named = read
+                .as_ref()
+                .map(|_| self.counter.clone())
+                .map_err(Clone::clone);
+            managed_promise(env, named, Some(&self.slot), move |r, named| async move {
+                let (source, field) = read?;
+                let largest = r.store().largest_in(&source, &field).await?;
+                let after = admin::raise_to(r.counters(), r.counter(), largest).await?;
+                Ok(Output::Single(Value::checked(
+                    &named.label,
+                    after,
+                    named.options.bigint,
+                )?))
             })
         })
     }

@@ -156,6 +156,10 @@ impl<D: CounterDriver> CounterStore for DriverCounters<D> {
     ) -> SeqResult<Option<Bson>> {
         let filter = filters::configured_as(counter, config);
         let update = filters::raise_value(counter, value);
+        if config.is_none() && matches!(counter.locator, Locator::ByFields(_)) {
+            // The upsert below may create the counter: only under its unique index.
+            self.0.ensure_unique_index(counter).await?;
+        }
         self.0
             .find_and_update(counter, filter, update, config.is_none())
             .await
