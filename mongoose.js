@@ -231,6 +231,8 @@ function addHooks(schema, counter) {
     schema.pre(operation, async function numberUpsert() {
       if (!this.getOptions().upsert) return;
       const update = this.getUpdate() || {};
+      // An aggregation-pipeline update has no $setOnInsert: it is left as it is (no number).
+      if (Array.isArray(update)) return;
       const field = counter.options.inc_field;
       const already = [update, update.$set, update.$setOnInsert].some((part) => part && Object.hasOwn(part, field));
       if (already) return;
