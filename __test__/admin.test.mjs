@@ -85,6 +85,22 @@ test('syncToMax raises the counter past imported data, never lowers it', async (
   assert.equal(await seq.syncToMax(env.db, 'orders_by_no', 'no', 'orderNo'), 41);
 });
 
+test('handles raise to a value or to imported data, never lowering, creating when absent', async () => {
+  const h = seq.sequence(env.db, 'raised', { upsert: true });
+  assert.equal(await h.raiseTo(50), 50, 'created at the value');
+  assert.equal(await h.raiseTo(10), 50, 'never lowered');
+  assert.equal(await h.next(), 51);
+  await env.db.collection('raised_source').insertMany([{ n: 70 }, { n: 3 }, { n: 'x' }]);
+  assert.equal(await h.syncToMax('raised_source', 'n'), 70);
+  assert.equal(await h.next(), 71);
+  const big = seq.sequence(env.db, 'raised_big', { bigint: true });
+  assert.equal(await big.raiseTo(2n ** 60n), 2n ** 60n);
+  await rejectsWithCode(assert, h.raiseTo('5'), 'INVALID_ARGUMENT');
+  await rejectsWithCode(assert, h.syncToMax('raised_source', '$n'), 'INVALID_ARGUMENT');
+  await rejectsWithCode(assert, h.syncToMax(5, 'n'), 'INVALID_ARGUMENT');
+  assert.equal(await h.current(), 71, 'refused calls wrote nothing');
+});
+
 test('set racing next: every value is from before or after the set, none twice', async () => {
   const s = seq.sequence(env.db, 'race', { upsert: true });
   await s.set(0);

@@ -91,3 +91,10 @@ export type InsertManyResult<O, D> = {
   insertedCount: number
   insertedIds: Record<number, InsertedId<O, D>>
 }
+
+/**
+ * Options of `counterAt`: those of `sequence()`, and `step`, the distance between the
+ * values of a plain counter (its `$inc` per value, not stored with the counter; not 0).
+ * Default `1`.
+ */
+export type LocatedOptions = SequenceOptions & { step?: number | bigint }

@@ -87,36 +87,6 @@ pub fn counter_at<'env>(
     })
 }
 
-/// Options of `counterAt`: those of `sequence()` and `step`.
-#[napi(object)]
-pub struct LocatedOptions {
-    /// Collection holding the counter documents. Default `'counters'`.
-    pub collection: Option<String>,
-    /// Field holding the counter value. Default `'sequence_value'`.
-    pub field: Option<String>,
-    /// Create the counter on first use. Default `false`.
-    pub upsert: Option<bool>,
-    /// First value handed out by a counter that a call creates. Default `1`.
-    #[napi(ts_type = "number | bigint")]
-    pub start: Option<f64>,
-    /// Resolve with BigInt values.
-    pub bigint: Option<bool>,
-    /// As for the sequence functions.
-    pub uri: Option<String>,
-    /// As for the sequence functions. Default `true`.
-    pub coalesce: Option<bool>,
-    /// As for the sequence functions.
-    pub cache: Option<u32>,
-    /// As for the sequence functions.
-    pub write_concern: Option<crate::binding::options::WriteConcernOptions>,
-    /// As for the sequence functions.
-    pub format: Option<String>,
-    /// Distance between the values of a plain counter (its `$inc` per value; not 0).
-    /// Default `1`.
-    #[napi(ts_type = "number | bigint")]
-    pub step: Option<f64>,
-}
-
 /// Sets the counter field of every plain counter document matching `fields` (equality on
 /// each) in `options.collection` to `value`, so that each hands out `value + step` next;
 /// resolves with how many matched. mongoose-sequence's `counterReset`: `{ id }` resets

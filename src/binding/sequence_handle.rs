@@ -15,6 +15,8 @@ use crate::binding::js_error::to_js_error;
 use crate::binding::options::read_integer;
 use crate::binding::output::{Output, Value};
 use crate::engine::admin;
+use crate::engine::error::SeqResult;
+use crate::engine::reserve::Reservation;
 use crate::engine::validate::{MAX_BATCH_COUNT, MAX_RANGE_COUNT};
 
 /// A handle on one sequence with fixed options, from `sequence(db, name, options)`.
@@ -32,6 +34,38 @@ impl Sequence {
             counter,
             slot: Arc::new(Mutex::new(None)),
         }
+    }
+
+    /// A management write of this counter with an argument read first (by `arg`, inside
+    /// the export's guard): rejects with the argument's error, else runs `op`, which
+    /// resolves with the counter's value afterwards (`None`: nothing).
+    fn managed_with<'env, A, F, Fut>(
+        &self,
+        env: &'env Env,
+        call: &'static str,
+        arg: impl FnOnce() -> SeqResult<A>,
+        op: F,
+    ) -> napi::Result<PromiseRaw<'env, Output>>
+    where
+        A: Send + 'static,
+        F: FnOnce(Reservation, NamedCounter, A) -> Fut + Send + 'static,
+        Fut: std::future::Future<Output = SeqResult<Option<i64>>> + Send + 'static,
+    {
+        promise_call(env, call, || {
+            let arg = arg();
+            let named = arg
+                .as_ref()
+                .map(|_| self.counter.clone())
+                .map_err(Clone::clone);
+            managed_promise(env, named, Some(&self.slot), move |r, named| async move {
+                let label = named.label.clone();
+                let bigint = named.options.bigint;
+                match op(r, named, arg?).await? {
+                    Some(after) => Ok(Output::Single(Value::checked(&label, after, bigint)?)),
+                    None => Ok(Output::Nothing),
+                }
+            })
+        })
     }
 
     fn reserve<'env>(
@@ -153,17 +187,15 @@ impl Sequence {
         env: &'env Env,
         value: Unknown<'env>,
     ) -> napi::Result<PromiseRaw<'env, Output>> {
-        promise_call(env, "Sequence.set", || {
-            let value = read_integer("value", &value);
-            let named = value
-                .as_ref()
-                .map(|_| self.counter.clone())
-                .map_err(Clone::clone);
-            managed_promise(env, named, Some(&self.slot), move |r, named| async move {
-                admin::set(r.counters(), r.counter(), value?, named.options.upsert).await?;
-                Ok(Output::Nothing)
-            })
-        })
+        self.managed_with(
+            env,
+            "Sequence.set",
+            || read_integer("value", &value),
+            |r, named, value| async move {
+                admin::set(r.counters(), r.counter(), value, named.options.upsert).await?;
+                Ok(None)
+            },
+        )
     }
 
     /// Raises the counter to at least `value` (an atomic `$max`: never lowers it, never
@@ -178,21 +210,16 @@ impl Sequence {
         env: &'env Env,
         value: Unknown<'env>,
     ) -> napi::Result<PromiseRaw<'env, Output>> {
-        promise_call(env, "Sequence.raiseTo", || {
-            let value = read_integer("value", &value);
-            let named = value
-                .as_ref()
-                .map(|_| self.counter.clone())
-                .map_err(Clone::clone);
-            managed_promise(env, named, Some(&self.slot), move |r, named| async move {
-                let after = admin::raise_to(r.counters(), r.counter(), value?).await?;
-                Ok(Output::Single(Value::checked(
-                    &named.label,
-                    after,
-                    named.options.bigint,
-                )?))
-            })
-        })
+        self.managed_with(
+            env,
+            "Sequence.raiseTo",
+            || read_integer("value", &value),
+            |r, _, value| async move {
+                admin::raise_to(r.counters(), r.counter(), value)
+                    .await
+                    .map(Some)
+            },
+        )
     }
 
     /// Raises the counter to at least the largest integer in `field` (a dotted path
@@ -208,23 +235,17 @@ impl Sequence {
         source: Unknown<'env>,
         field: Unknown<'env>,
     ) -> napi::Result<PromiseRaw<'env, Output>> {
-        promise_call(env, "Sequence.syncToMax", || {
-            let read = read_source(&source, &field);
-            let named = read
-                .as_ref()
-                .map(|_| self.counter.clone())
-                .map_err(Clone::clone);
-            managed_promise(env, named, Some(&self.slot), move |r, named| async move {
-                let (source, field) = read?;
+        self.managed_with(
+            env,
+            "Sequence.syncToMax",
+            || read_source(&source, &field),
+            |r, _, (source, field)| async move {
                 let largest = r.store().largest_in(&source, &field).await?;
-                let after = admin::raise_to(r.counters(), r.counter(), largest).await?;
-                Ok(Output::Single(Value::checked(
-                    &named.label,
-                    after,
-                    named.options.bigint,
-                )?))
-            })
-        })
+                admin::raise_to(r.counters(), r.counter(), largest)
+                    .await
+                    .map(Some)
+            },
+        )
     }
 
     /// Puts the counter back so that the next value is its start (the one given to
