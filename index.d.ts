@@ -93,6 +93,13 @@ export type InsertManyResult<O, D> = {
 }
 
 /**
+ * Options of `counterAt`: those of `sequence()`, and `step`, the distance between the
+ * values of a plain counter (its `$inc` per value, not stored with the counter; not 0).
+ * Default `1`.
+ */
+export type LocatedOptions = SequenceOptions & { step?: number | bigint }
+
+/**
  * Which binding artifact the generated loader actually loaded: `'native'` for
  * a native addon, otherwise the `platformArchABI` of the WASI flavor. Every
  * flavor napi-rs can build is listed, because `NAPI_RS_NATIVE_LIBRARY_PATH`
@@ -314,35 +321,6 @@ export interface InsertOptions {
  * field is not an integer are left out. Options: `collection`, `field`, `bigint`, `uri`.
  */
 export declare function listSequences<O extends ListOptions = {}>(db: SequenceDbLike, options?: O): Promise<Array<ListedSequence<O>>>
-
-/** Options of `counterAt`: those of `sequence()` and `step`. */
-export interface LocatedOptions {
-  /** Collection holding the counter documents. Default `'counters'`. */
-  collection?: string
-  /** Field holding the counter value. Default `'sequence_value'`. */
-  field?: string
-  /** Create the counter on first use. Default `false`. */
-  upsert?: boolean
-  /** First value handed out by a counter that a call creates. Default `1`. */
-  start?: number | bigint
-  /** Resolve with BigInt values. */
-  bigint?: boolean
-  /** As for the sequence functions. */
-  uri?: string
-  /** As for the sequence functions. Default `true`. */
-  coalesce?: boolean
-  /** As for the sequence functions. */
-  cache?: number
-  /** As for the sequence functions. */
-  writeConcern?: WriteConcernOptions
-  /** As for the sequence functions. */
-  format?: string
-  /**
-   * Distance between the values of a plain counter (its `$inc` per value; not 0).
-   * Default `1`.
-   */
-  step?: number | bigint
-}
 
 /**
  * A handle on sequence `name` with fixed `options` (the same as the functions take).

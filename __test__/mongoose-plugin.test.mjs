@@ -40,11 +40,18 @@ for (const [major, mongoose] of [
   [9, mongoose9],
   [8, mongoose8],
 ]) {
-  describe(`mongoose ${major}`, () => {
+  describe(`mongoose ${major}`, { timeout: 180_000 }, () => {
     const connection = mongoose.createConnection();
     const AutoIncrement = AutoIncrementFactory(connection);
     const p = `m${major}_`;
     const counters = () => connection.db.collection('counters');
+    // A model's collection made (mongoose's autoCreate) before anything writes to it: a
+    // create racing the first insert into a new collection livelocks SecantusDB 0.7.0b3.
+    const model = async (name, schema) => {
+      const made = connection.model(name, schema);
+      await made.init();
+      return made;
+    };
 
     before(async () => {
       await connection.openUri(env.uri, { dbName: `${env.dbName}_${major}`, serverSelectionTimeoutMS: 10_000 });
@@ -57,7 +64,7 @@ for (const [major, mongoose] of [
     test('save numbers new documents 1, 2, 3 and stores mongoose-sequence counters', async () => {
       const schema = new mongoose.Schema({ name: String });
       schema.plugin(AutoIncrement, { id: `${p}plain`, inc_field: 'no' });
-      const Item = connection.model(`${p}Item`, schema);
+      const Item = await model(`${p}Item`, schema);
       for (const name of ['a', 'b', 'c']) await new Item({ name }).save();
       const docs = await Item.find().sort({ no: 1 }).lean();
       assert.deepEqual(docs.map((d) => [d.no, d.name]), [[1, 'a'], [2, 'b'], [3, 'c']]);
@@ -78,7 +85,7 @@ for (const [major, mongoose] of [
     test('200 concurrent saves on one counter get 1..200, no gap, no duplicate', async () => {
       const schema = new mongoose.Schema({ _id: Number, i: Number });
       schema.plugin(AutoIncrement, { id: `${p}busy` });
-      const Busy = connection.model(`${p}Busy`, schema);
+      const Busy = await model(`${p}Busy`, schema);
       const saved = await Promise.all(Array.from({ length: 200 }, (_, i) => new Busy({ i }).save()));
       const ids = saved.map((d) => d._id).sort((a, b) => a - b);
       assert.deepEqual(ids, Array.from({ length: 200 }, (_, i) => i + 1));
@@ -88,7 +95,7 @@ for (const [major, mongoose] of [
     test('start_seq and inc_amount; counterReset makes the next value start_seq - 1 + inc_amount', async () => {
       const schema = new mongoose.Schema({ n: Number });
       schema.plugin(AutoIncrement, { id: `${p}stepped`, inc_field: 'n', start_seq: 10, inc_amount: 5 });
-      const Stepped = connection.model(`${p}Stepped`, schema);
+      const Stepped = await model(`${p}Stepped`, schema);
       const a = await Stepped.create({});
       const b = await Stepped.create({});
       assert.deepEqual([a.n, b.n], [10, 15]);
@@ -103,7 +110,7 @@ for (const [major, mongoose] of [
     test('reference_fields: one counter per combination (sorted, dot paths), reset one or all', async () => {
       const schema = new mongoose.Schema({ shop: String, meta: { year: Number }, no: Number });
       schema.plugin(AutoIncrement, { id: `${p}per_shop`, inc_field: 'no', reference_fields: ['shop', 'meta.year'] });
-      const Order = connection.model(`${p}Order`, schema);
+      const Order = await model(`${p}Order`, schema);
       const made = [];
       for (const [shop, year] of [['a', 2025], ['a', 2025], ['b', 2025], ['a', 2026], ['b', 2025]]) {
         made.push((await Order.create({ shop, meta: { year } })).no);
@@ -123,7 +130,7 @@ for (const [major, mongoose] of [
     test('insertMany, create([...]) and bulkWrite get contiguous numbers in array order', async () => {
       const schema = new mongoose.Schema({ _id: Number, label: String });
       schema.plugin(AutoIncrement, { id: `${p}bulk` });
-      const Row = connection.model(`${p}Row`, schema);
+      const Row = await model(`${p}Row`, schema);
       const inserted = await Row.insertMany(['a', 'b', 'c', 'd'].map((label) => ({ label })));
       assert.deepEqual(inserted.map((d) => [d._id, d.label]), [[1, 'a'], [2, 'b'], [3, 'c'], [4, 'd']]);
       const created = await Row.create([{ label: 'e' }, { label: 'f' }, { label: 'g' }]);
@@ -142,7 +149,7 @@ for (const [major, mongoose] of [
     test('upserts get a number when they insert ($setOnInsert); an update keeps its number', async () => {
       const schema = new mongoose.Schema({ email: String, no: Number, visits: Number });
       schema.plugin(AutoIncrement, { id: `${p}upsert`, inc_field: 'no' });
-      const User = connection.model(`${p}User`, schema);
+      const User = await model(`${p}User`, schema);
       const a = await User.findOneAndUpdate({ email: 'a@x' }, { $inc: { visits: 1 } }, { upsert: true, new: true });
       assert.equal(a.no, 1);
       await User.updateOne({ email: 'b@x' }, { $set: { visits: 1 } }, { upsert: true });
@@ -159,7 +166,7 @@ for (const [major, mongoose] of [
     test('setNext (promise and callback) and its error for an unknown id', async () => {
       const schema = new mongoose.Schema({ name: String, ticket: Number });
       schema.plugin(AutoIncrement, { id: `${p}ticket`, inc_field: 'ticket', disable_hooks: true });
-      const Ticket = connection.model(`${p}Ticket`, schema);
+      const Ticket = await model(`${p}Ticket`, schema);
       const t = await Ticket.create({ name: 'x' });
       assert.equal(t.ticket, undefined, 'disable_hooks: no number on save');
       const saved = await t.setNext(`${p}ticket`);
@@ -176,11 +183,11 @@ for (const [major, mongoose] of [
         schema.plugin(AutoIncrement, { id: `${p}hot`, inc_field: 'n', ...options });
         return schema;
       };
-      const first = connection.model(`${p}Hot1`, make({}));
+      const first = await model(`${p}Hot1`, make({}));
       assert.throws(() => make({}), new Error(`Counter already defined for field "${p}hot"`));
       assert.throws(() => make({ exclusive: 'reuse', start_seq: 7 }), /Counter already defined/);
-      const reloaded = connection.model(`${p}Hot2`, make({ exclusive: 'reuse' }));
-      const shared = connection.model(`${p}Hot3`, make({ exclusive: false }));
+      const reloaded = await model(`${p}Hot2`, make({ exclusive: 'reuse' }));
+      const shared = await model(`${p}Hot3`, make({ exclusive: false }));
       const got = [(await first.create({})).n, (await reloaded.create({})).n, (await shared.create({})).n];
       assert.deepEqual(got, [1, 2, 3]);
       assert.throws(() => make({ exclusive: 'maybe' }), /exclusive must be true, false or 'reuse'/);
@@ -190,7 +197,7 @@ for (const [major, mongoose] of [
       await counters().insertOne({ id: `${p}legacy`, reference_value: null, seq: 41 });
       const schema = new mongoose.Schema({ _id: Number });
       schema.plugin(AutoIncrement, { id: `${p}legacy` });
-      const Legacy = connection.model(`${p}Legacy`, schema);
+      const Legacy = await model(`${p}Legacy`, schema);
       assert.equal((await Legacy.create({}))._id, 42);
       assert.equal(await counters().countDocuments({ id: `${p}legacy` }), 1);
     });
@@ -198,7 +205,7 @@ for (const [major, mongoose] of [
     test('syncCounterToMax continues after imported documents, per reference value too', async () => {
       const schema = new mongoose.Schema({ _id: Number, n: Number });
       schema.plugin(AutoIncrement, { id: `${p}imported` });
-      const Imported = connection.model(`${p}Imported`, schema);
+      const Imported = await model(`${p}Imported`, schema);
       await Imported.collection.insertMany([{ _id: 7 }, { _id: 120 }, { _id: 33 }]);
       assert.deepEqual(await syncCounterToMax(Imported), [{ reference_value: null, value: 120 }]);
       assert.equal((await Imported.create({}))._id, 121);
@@ -206,7 +213,7 @@ for (const [major, mongoose] of [
 
       const scoped = new mongoose.Schema({ shop: String, no: Number });
       scoped.plugin(AutoIncrement, { id: `${p}imported_shop`, inc_field: 'no', reference_fields: 'shop' });
-      const Shop = connection.model(`${p}ImportedShop`, scoped);
+      const Shop = await model(`${p}ImportedShop`, scoped);
       await Shop.collection.insertMany([{ shop: 'a', no: 5 }, { shop: 'a', no: 9 }, { shop: 'b', no: 2 }]);
       const raised = await syncCounterToMax(Shop);
       assert.deepEqual(raised.map((r) => [r.reference_value.shop, r.value]).sort(), [['a', 9], ['b', 2]]);
@@ -223,12 +230,12 @@ for (const [major, mongoose] of [
       ]);
       const a = new mongoose.Schema({ _id: Number });
       a.plugin(AutoIncrement, { id: `${p}from_typegoose` });
-      const FromTypegoose = connection.model(`${p}FromTypegoose`, a);
+      const FromTypegoose = await model(`${p}FromTypegoose`, a);
       assert.equal(await takeOverCounter(FromTypegoose, 'typegoose'), 57);
       assert.equal((await FromTypegoose.create({}))._id, 58);
       const b = new mongoose.Schema({ no: Number });
       b.plugin(AutoIncrement, { id: `${p}from_mai`, inc_field: 'no' });
-      const FromMai = connection.model(`${p}FromMai`, b);
+      const FromMai = await model(`${p}FromMai`, b);
       assert.equal(await takeOverCounter(FromMai, 'mongoose-auto-increment'), 12);
       assert.equal((await FromMai.create({})).no, 13);
       await assert.rejects(takeOverCounter(FromMai, 'typegoose'), /no typegoose counter/);
@@ -263,16 +270,20 @@ test('counterAt: locators are checked before any I/O', async () => {
   await rejectsWithCode(assert, seq.setCountersWhere(env.db, { id: 'x' }, 1, { cache: 5 }), 'INVALID_ARGUMENT');
 });
 
-test('three processes (mongoose 8 and 9) saving on one new counter never get a number twice', async () => {
+test('three processes (mongoose 8 and 9) saving on one new counter never get a number twice', { timeout: 180_000 }, async () => {
   const worker = fileURLToPath(new URL('./fixtures/plugin-worker.mjs', import.meta.url));
   const dbName = `${env.dbName}_procs`;
+  // The collections exist first: SecantusDB 0.7.0b3 can livelock when a collection is
+  // created while another connection inserts into it (the counter's first use still races).
+  const { MongoClient } = await import('mongodb');
+  const client = await new MongoClient(env.uri).connect();
+  await client.db(dbName).createCollection('counters');
+  await client.db(dbName).createCollection('shareds');
   const runs = await Promise.all(
     ['9', '8', '9'].map((major) => promisify(execFile)(process.execPath, [worker, env.uri, dbName, major, '60', '8'], { timeout: 120_000 })),
   );
   const numbers = runs.flatMap((r) => JSON.parse(r.stdout));
   assert.equal(new Set(numbers).size, numbers.length, 'no number twice');
-  const { MongoClient } = await import('mongodb');
-  const client = await new MongoClient(env.uri).connect();
   try {
     const db = client.db(dbName);
     const counter = await db.collection('counters').findOne({ id: 'shared_between_processes' });

@@ -131,6 +131,7 @@ export async function mongooseRows({ uri, dbName, progress }) {
       for (let round = 0; round < ROUNDS; round++) {
         for (const [name, make] of Object.entries(sides)) {
           const side = make(`${rows.length}_${round}`);
+          await side.Model.init();
           // One untimed save first, so that no side's counter is created by racing saves
           // (mongoose-sequence hands start_seq to more than one of them when its racing
           // upserts are misreported, as SecantusDB sometimes does).
