@@ -312,6 +312,14 @@ export interface InsertOptions {
    * `_id` is not written back to them. Default `false`.
    */
   gapless?: boolean
+  /**
+   * Find the counter by these fields instead of by its name (as `counterAt`), e.g.
+   * mongoose-sequence's `{ id, reference_value }`; `sequence` then only names it in
+   * messages.
+   */
+  counterLocator?: Record<string, unknown>
+  /** Distance between the values of a plain counter (as `counterAt`). Default `1`. */
+  step?: number | bigint
 }
 
 /**

@@ -24,6 +24,13 @@ export interface AutoIncrementOptions {
    * options registered again (hot reload) reuse the counter; different options still throw.
    */
   exclusive?: boolean | 'reuse'
+  /**
+   * Number and insert new documents in one transaction (`Model.create()` and
+   * `Model.insertMany()`), so a failed insert gives its numbers back. Needs a replica set.
+   * `doc.save()` of a new document, bulkWrite inserts and upserts then reject with code
+   * `GAPLESS_UNSUPPORTED_OPERATION`. Default `false`.
+   */
+  gapless?: boolean
 }
 
 /** Anything with mongoose's `Schema#plugin` shape. */

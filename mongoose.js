@@ -26,6 +26,7 @@ const DEFAULTS = {
   collection_name: 'counters',
   parallel_hooks: true,
   exclusive: true,
+  gapless: false,
 };
 
 function resolvePath(path, source) {
@@ -80,6 +81,9 @@ function normalise(options) {
   checkNumber('start_seq', merged.start_seq);
   checkNumber('inc_amount', merged.inc_amount);
   if (merged.inc_amount === 0) checkNumber('inc_amount (not 0)', Number.NaN);
+  if (typeof merged.gapless !== 'boolean') {
+    throw new TypeError(`option gapless must be a boolean; got ${String(merged.gapless)}`);
+  }
   if (![true, false, 'reuse'].includes(merged.exclusive)) {
     throw new TypeError(`option exclusive must be true, false or 'reuse'; got ${String(merged.exclusive)}`);
   }
@@ -88,8 +92,8 @@ function normalise(options) {
 
 /** What must agree for a second registration to reuse a counter (`exclusive: 'reuse'`). */
 function signature(options) {
-  const { id, inc_field, start_seq, inc_amount, reference_fields, collection_name } = options;
-  return JSON.stringify({ id, inc_field, start_seq, inc_amount, reference_fields, collection_name });
+  const { id, inc_field, start_seq, inc_amount, reference_fields, collection_name, gapless } = options;
+  return JSON.stringify({ id, inc_field, start_seq, inc_amount, reference_fields, collection_name, gapless });
 }
 
 /** The counter registered for `id`, or an Error as mongoose-sequence words it. */
@@ -178,6 +182,49 @@ class Counter {
     );
   }
 
+  /**
+   * Gapless mode: validates `docs` (documents of `Model`), then numbers and inserts them
+   * in one transaction per reference value (the native insertMany with `gapless`), so a
+   * failed insert gives its numbers back. Resolves with the inserted documents, hydrated.
+   */
+  async insertGapless(Model, docs) {
+    // What Model.insertMany does for its documents: timestamps, validation (save
+    // middleware does not run, as for insertMany).
+    for (const doc of docs) if (typeof doc.initializeTimestamps === 'function') doc.initializeTimestamps();
+    await Promise.all(docs.map((doc) => doc.validate()));
+    const versionKey = Model.schema.options.versionKey;
+    const db = await this.db();
+    const groups = new Map();
+    docs.forEach((doc, index) => {
+      const reference = this.referenceOf(doc);
+      const key = referenceKey(reference);
+      if (!groups.has(key)) groups.set(key, { reference, members: [] });
+      groups.get(key).members.push({ doc, index });
+    });
+    const inserted = new Array(docs.length);
+    for (const { reference, members } of groups.values()) {
+      const objects = members.map(({ doc }) => {
+        const object = doc.toBSON();
+        if (versionKey && object[versionKey] === undefined) object[versionKey] = 0;
+        return object;
+      });
+      await core.insertMany(db, Model.collection.collectionName, objects, {
+        gapless: true,
+        field: this.options.inc_field,
+        sequence: this.options.id,
+        counters: this.options.collection_name,
+        counterField: COUNTER_FIELD,
+        counterLocator: { id: this.options.id, reference_value: reference },
+        start: this.options.start_seq,
+        step: this.options.inc_amount,
+      });
+      members.forEach(({ index }, i) => {
+        inserted[index] = Model.hydrate(objects[i]);
+      });
+    }
+    return inserted;
+  }
+
   /** Sets the counters of `id` (one reference value, or all) so the next value is start_seq - 1 + inc_amount. */
   async reset(referenceSource) {
     const fields = { id: this.options.id };
@@ -195,9 +242,18 @@ function arrayArgument(args) {
 }
 
 /** Adds the hooks that number new documents, batches and upserts. */
+function gaplessRefusal(what) {
+  const error = new Error(
+    `mongo-sequence/mongoose: with gapless: true, new documents are numbered and inserted in one transaction by Model.create() and Model.insertMany(); ${what} cannot join that transaction`,
+  );
+  error.code = 'GAPLESS_UNSUPPORTED_OPERATION';
+  return error;
+}
+
 function addHooks(schema, counter) {
   schema.pre('save', async function numberNewDocument() {
     if (!this.isNew) return;
+    if (counter.options.gapless) throw gaplessRefusal('doc.save() of a new document');
     if (this.$locals && this.$locals[NUMBERED]) {
       delete this.$locals[NUMBERED];
       return;
@@ -208,6 +264,7 @@ function addHooks(schema, counter) {
   // Declared parameters: mongoose 8 passes (next, docs, options) to hooks that declare
   // any (none otherwise), mongoose 9 (docs, options); either way the promise settles it.
   schema.pre('insertMany', async function numberInsertMany(first, second, third) {
+    if (counter.options.gapless) return; // numbered by the insertMany static itself
     const args = [first, second, third];
     let docs = arrayArgument(args);
     if (!docs) {
@@ -224,6 +281,7 @@ function addHooks(schema, counter) {
     const documents = ops
       .filter((op) => op && op.insertOne && op.insertOne.document)
       .map((op) => op.insertOne.document);
+    if (documents.length && counter.options.gapless) throw gaplessRefusal('a bulkWrite insertOne');
     if (documents.length) await counter.numberAll(documents);
   });
 
@@ -236,6 +294,7 @@ function addHooks(schema, counter) {
       const field = counter.options.inc_field;
       const already = [update, update.$set, update.$setOnInsert].some((part) => part && Object.hasOwn(part, field));
       if (already) return;
+      if (counter.options.gapless) throw gaplessRefusal('an upsert');
       const source = { ...this.getFilter(), ...(update.$setOnInsert || {}), ...(update.$set || {}), ...update };
       const value = await counter.next(source);
       this.setUpdate({ ...update, $setOnInsert: { ...(update.$setOnInsert || {}), [field]: value } });
@@ -248,6 +307,13 @@ function addCreate(schema, counter) {
   const previous = schema.statics.create;
   schema.static('create', async function createNumbered(...args) {
     const base = previous || (this.base && this.base.Model && this.base.Model.create) || Object.getPrototypeOf(this).create;
+    if (counter.options.gapless) {
+      const many = Array.isArray(args[0]);
+      const inputs = many ? args[0] : args.filter((a) => a && typeof a === 'object' && !Array.isArray(a)).slice(0, 1);
+      const docs = inputs.map((d) => (d instanceof this ? d : new this(d)));
+      const inserted = await counter.insertGapless(this, docs);
+      return many ? inserted : inserted[0];
+    }
     const many = Array.isArray(args[0]);
     const objects = many ? args[0] : [];
     if (!many || objects.length < 2) return base.apply(this, args);
@@ -255,6 +321,12 @@ function addCreate(schema, counter) {
     await counter.numberAll(docs.filter((d) => d.isNew));
     return base.apply(this, [docs, ...args.slice(1)]);
   });
+  if (counter.options.gapless) {
+    schema.static('insertMany', async function insertManyGapless(docs) {
+      const list = Array.isArray(docs) ? docs : [docs];
+      return counter.insertGapless(this, list.map((d) => (d instanceof this ? d : new this(d))));
+    });
+  }
 }
 
 function addMethods(schema) {

@@ -16,13 +16,14 @@ use crate::binding::js_read::{
 };
 use crate::binding::js_to_bson::to_document;
 use crate::binding::name::read_counter_name;
-use crate::binding::options::read_options_from;
+use crate::binding::options::{read_integer, read_options_from};
 use crate::binding::output::Value;
 use crate::engine::allocate::IdRange;
 use crate::engine::counter_name::CounterName;
 use crate::engine::error::{SeqError, SeqResult};
 use crate::engine::format::now_millis;
 use crate::engine::gapless::{insert_gapless, NumberedInsert};
+use crate::engine::locator::{FieldsLocator, Locator};
 use crate::engine::validate::{check_collection, check_field_name, FieldUse, MAX_BATCH_COUNT};
 use mongodb::bson::{Bson, Document};
 
@@ -61,6 +62,14 @@ pub struct InsertOptions {
     /// package then inserts the documents itself (with the client of `db`); the driver's
     /// `_id` is not written back to them. Default `false`.
     pub gapless: Option<bool>,
+    /// Find the counter by these fields instead of by its name (as `counterAt`), e.g.
+    /// mongoose-sequence's `{ id, reference_value }`; `sequence` then only names it in
+    /// messages.
+    #[napi(ts_type = "Record<string, unknown>")]
+    pub counter_locator: Option<String>,
+    /// Distance between the values of a plain counter (as `counterAt`). Default `1`.
+    #[napi(ts_type = "number | bigint")]
+    pub step: Option<f64>,
 }
 
 /// An insert call whose arguments were read and checked.
@@ -88,6 +97,7 @@ fn read_insert(
     set_aside.push(option_specs::INSERT_REFUSED);
     let (mut options, extra) = read_options_from(options, &[option_specs::INSERT], &set_aside)?;
     let mut gapless = false;
+    let mut locator = None;
     options.upsert = true;
     let mut field = "_id".to_string();
     let mut sequence = CounterName::text(&collection)?;
@@ -99,6 +109,8 @@ fn read_insert(
             "counterField" => options.field = option_specs::text(&key, &value)?.into(),
             "upsert" => options.upsert = option_specs::flag(&key, &value)?,
             "gapless" => gapless = option_specs::flag(&key, &value)?,
+            "counterLocator" => locator = Some(value),
+            "step" => options.stride = read_integer(&key, &value)?,
             _ => {
                 return Err(SeqError::invalid_argument(
                     "insertOne/insertMany take 'counters' for the counters collection, \
@@ -106,6 +118,18 @@ fn read_insert(
                 ))
             }
         }
+    }
+    if let Some(fields) = locator {
+        let fields = if object(&fields).is_some() {
+            to_document(&fields)?
+        } else {
+            return Err(option_specs::wrong_type(
+                "counterLocator",
+                option_specs::Kind::Fields,
+                &fields,
+            ));
+        };
+        options.locator = Locator::ByFields(FieldsLocator::new(fields, &options.field)?);
     }
     check_field_name("option 'field'", &field, FieldUse::NumberedDocument)?;
     for (index, doc) in docs.iter().enumerate() {

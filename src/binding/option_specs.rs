@@ -27,6 +27,8 @@ pub enum Kind {
     WriteConcern,
     /// `w` of a write concern: a number or a string.
     Ack,
+    /// Equality fields locating a counter document (`counterAt`'s locator).
+    Fields,
 }
 
 impl Kind {
@@ -40,6 +42,7 @@ impl Kind {
             Kind::Name => "string | Record<string, string | number | boolean | bigint>",
             Kind::WriteConcern => "WriteConcernOptions",
             Kind::Ack => "number | 'majority' | string",
+            Kind::Fields => "Record<string, unknown>",
         }
     }
 }
@@ -79,6 +82,8 @@ pub const INSERT: Spec = &[
     ("counterField", Kind::Text),
     ("upsert", Kind::Flag),
     ("gapless", Kind::Flag),
+    ("counterLocator", Kind::Fields),
+    ("step", Kind::Integer),
 ];
 
 /// The common option `insertOne`/`insertMany` refuse, pointing to `counters` instead.
@@ -143,6 +148,7 @@ pub fn wrong_type(key: &str, kind: Kind, value: &Unknown) -> SeqError {
         Kind::Name => "a string or a plain object of scalar fields",
         Kind::WriteConcern => "an object",
         Kind::Ack => "a number or a string",
+        Kind::Fields => "a plain object of fields",
     };
     SeqError::invalid_argument(format!(
         "option '{key}' must be {expected}; got {}",

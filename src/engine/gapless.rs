@@ -94,10 +94,12 @@ pub async fn insert_gapless(
     let turn = handle.counter_state(database, counter).gapless_turn();
     let _my_turn = turn.lock().await;
     if policy.upsert {
-        // Created outside the transaction, at the value before `start`: creation hands
-        // out nothing, so it needs no rollback.
-        let start_before = policy.start.checked_sub(1).ok_or_else(|| {
-            SeqError::overflow("cannot start at the lowest 64-bit value".to_string())
+        // Created outside the transaction, one step before `start`: creation hands out
+        // nothing, so it needs no rollback (and a counter found by other fields gets its
+        // unique index here, never inside the transaction, where building it would wait
+        // for the transaction itself).
+        let start_before = policy.start.checked_sub(counter.stride).ok_or_else(|| {
+            SeqError::overflow("cannot start one step before the 64-bit range".to_string())
         })?;
         DriverCounters(store.clone())
             .create(counter, NewCounter::plain(start_before))
