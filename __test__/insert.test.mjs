@@ -114,3 +114,18 @@ test('gapless refuses documents it cannot convert, before any write', async () =
   await rejectsWithCode(assert, seq.insertOne(env.db, 'gapless_docs', { big: 2n ** 70n }, { gapless: true }), 'INVALID_ARGUMENT');
   assert.deepEqual(await env.db.collection('counters').findOne({ _id: 'gapless_docs' }), before);
 });
+
+test('inserts can number from a counter found by other fields, with a step', async () => {
+  const options = { counters: 'located_counters', counterField: 'seq', counterLocator: { id: 'docs', reference_value: null }, start: 5, step: 5 };
+  const docs = [{ a: 1 }, { a: 2 }, { a: 3 }];
+  await seq.insertMany(env.db, 'located_docs', docs, options);
+  assert.deepEqual(docs.map((d) => d._id), [5, 10, 15]);
+  const counter = await env.db.collection('located_counters').findOne({ id: 'docs' });
+  assert.deepEqual([counter.reference_value, counter.seq], [null, 15]);
+  assert.equal(counter._id.constructor.name, 'ObjectId');
+  for (const bad of [5, 'x', {}, { _id: 1 }, { seq: 1 }]) {
+    await rejectsWithCode(assert, seq.insertOne(env.db, 'located_docs', { a: 4 }, { ...options, counterLocator: bad }), 'INVALID_ARGUMENT');
+  }
+  await rejectsWithCode(assert, seq.insertOne(env.db, 'located_docs', { a: 4 }, { ...options, step: 0 }), 'INVALID_ARGUMENT');
+  assert.equal(await env.db.collection('located_docs').countDocuments(), 3, 'refused calls inserted nothing');
+});

@@ -15,6 +15,7 @@ use crate::binding::js_read::{
     required_string, type_of,
 };
 use crate::binding::js_to_bson::to_document;
+use crate::binding::located::read_locator;
 use crate::binding::name::read_counter_name;
 use crate::binding::options::{read_integer, read_options_from};
 use crate::binding::output::Value;
@@ -23,7 +24,6 @@ use crate::engine::counter_name::CounterName;
 use crate::engine::error::{SeqError, SeqResult};
 use crate::engine::format::now_millis;
 use crate::engine::gapless::{insert_gapless, NumberedInsert};
-use crate::engine::locator::{FieldsLocator, Locator};
 use crate::engine::validate::{check_collection, check_field_name, FieldUse, MAX_BATCH_COUNT};
 use mongodb::bson::{Bson, Document};
 
@@ -120,16 +120,7 @@ fn read_insert(
         }
     }
     if let Some(fields) = locator {
-        let fields = if object(&fields).is_some() {
-            to_document(&fields)?
-        } else {
-            return Err(option_specs::wrong_type(
-                "counterLocator",
-                option_specs::Kind::Fields,
-                &fields,
-            ));
-        };
-        options.locator = Locator::ByFields(FieldsLocator::new(fields, &options.field)?);
+        options.locator = read_locator(&fields, "option 'counterLocator'", &options.field)?;
     }
     check_field_name("option 'field'", &field, FieldUse::NumberedDocument)?;
     for (index, doc) in docs.iter().enumerate() {

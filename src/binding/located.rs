@@ -26,7 +26,7 @@ use crate::engine::quote::quoted;
 pub const LOCATED: Spec = &[("step", Kind::Integer)];
 
 /// Reads a locator argument: a plain object of 1 to 8 equality fields.
-fn read_fields(value: &Unknown, what: &str) -> SeqResult<Document> {
+pub fn read_fields(value: &Unknown, what: &str) -> SeqResult<Document> {
     if is_nullish(value) || object(value).is_none() {
         return Err(SeqError::invalid_argument(format!(
             "{what} must be an object of fields, e.g. {{ id: 'invoice', reference_value: null }}; got {}",
@@ -34,6 +34,12 @@ fn read_fields(value: &Unknown, what: &str) -> SeqResult<Document> {
         )));
     }
     to_document(value)
+}
+
+/// Reads a locator (`what` names it in messages) for a counter counting in `field`.
+pub fn read_locator(value: &Unknown, what: &str, field: &str) -> SeqResult<Locator> {
+    let fields = read_fields(value, what)?;
+    Ok(Locator::ByFields(FieldsLocator::new(fields, field)?))
 }
 
 /// The name shown in messages for a counter found by `fields`.
