@@ -159,22 +159,27 @@ class Counter {
     return (await this.handle(this.referenceOf(source))).next();
   }
 
+  /** `docs` grouped by reference value, in order of first appearance: `[{ reference, members: [{ doc, index }] }]`. */
+  groupByReference(docs) {
+    const groups = new Map();
+    docs.forEach((doc, index) => {
+      const reference = this.referenceOf(doc);
+      const key = referenceKey(reference);
+      if (!groups.has(key)) groups.set(key, { reference, members: [] });
+      groups.get(key).members.push({ doc, index });
+    });
+    return [...groups.values()];
+  }
+
   /**
    * Numbers `docs` (documents or plain objects) in array order: one block per reference
    * value, reserved in one round trip.
    */
   async numberAll(docs) {
-    const groups = new Map();
-    for (const doc of docs) {
-      const reference = this.referenceOf(doc);
-      const key = referenceKey(reference);
-      if (!groups.has(key)) groups.set(key, { reference, docs: [] });
-      groups.get(key).docs.push(doc);
-    }
     await Promise.all(
-      [...groups.values()].map(async ({ reference, docs: members }) => {
+      this.groupByReference(docs).map(async ({ reference, members }) => {
         const values = await (await this.handle(reference)).nextBatch(members.length);
-        members.forEach((doc, i) => {
+        members.forEach(({ doc }, i) => {
           writeField(doc, this.options.inc_field, values[i]);
           if (doc && doc.$locals) doc.$locals[NUMBERED] = true;
         });
@@ -194,15 +199,8 @@ class Counter {
     await Promise.all(docs.map((doc) => doc.validate()));
     const versionKey = Model.schema.options.versionKey;
     const db = await this.db();
-    const groups = new Map();
-    docs.forEach((doc, index) => {
-      const reference = this.referenceOf(doc);
-      const key = referenceKey(reference);
-      if (!groups.has(key)) groups.set(key, { reference, members: [] });
-      groups.get(key).members.push({ doc, index });
-    });
     const inserted = new Array(docs.length);
-    for (const { reference, members } of groups.values()) {
+    for (const { reference, members } of this.groupByReference(docs)) {
       const objects = members.map(({ doc }) => {
         const object = doc.toBSON();
         if (versionKey && object[versionKey] === undefined) object[versionKey] = 0;
@@ -241,7 +239,7 @@ function arrayArgument(args) {
   return args.find((a) => Array.isArray(a));
 }
 
-/** Adds the hooks that number new documents, batches and upserts. */
+/** The refusal, in gapless mode, of `what` (which cannot join the numbering transaction). */
 function gaplessRefusal(what) {
   const error = new Error(
     `mongo-sequence/mongoose: with gapless: true, new documents are numbered and inserted in one transaction by Model.create() and Model.insertMany(); ${what} cannot join that transaction`,
@@ -250,6 +248,7 @@ function gaplessRefusal(what) {
   return error;
 }
 
+/** Adds the hooks that number new documents, batches and upserts. */
 function addHooks(schema, counter) {
   schema.pre('save', async function numberNewDocument() {
     if (!this.isNew) return;
@@ -302,29 +301,31 @@ function addHooks(schema, counter) {
   }
 }
 
+/** `list` as documents of `Model` (documents already are). */
+function asDocuments(Model, list) {
+  return list.map((d) => (d instanceof Model ? d : new Model(d)));
+}
+
 /** Model.create([...]) numbered in array order with one reservation per reference value. */
 function addCreate(schema, counter) {
   const previous = schema.statics.create;
   schema.static('create', async function createNumbered(...args) {
     const base = previous || (this.base && this.base.Model && this.base.Model.create) || Object.getPrototypeOf(this).create;
+    const many = Array.isArray(args[0]);
     if (counter.options.gapless) {
-      const many = Array.isArray(args[0]);
       const inputs = many ? args[0] : args.filter((a) => a && typeof a === 'object' && !Array.isArray(a)).slice(0, 1);
-      const docs = inputs.map((d) => (d instanceof this ? d : new this(d)));
-      const inserted = await counter.insertGapless(this, docs);
+      const inserted = await counter.insertGapless(this, asDocuments(this, inputs));
       return many ? inserted : inserted[0];
     }
-    const many = Array.isArray(args[0]);
-    const objects = many ? args[0] : [];
-    if (!many || objects.length < 2) return base.apply(this, args);
-    const docs = objects.map((d) => (d instanceof this ? d : new this(d)));
+    if (!many || args[0].length < 2) return base.apply(this, args);
+    const docs = asDocuments(this, args[0]);
     await counter.numberAll(docs.filter((d) => d.isNew));
     return base.apply(this, [docs, ...args.slice(1)]);
   });
   if (counter.options.gapless) {
     schema.static('insertMany', async function insertManyGapless(docs) {
       const list = Array.isArray(docs) ? docs : [docs];
-      return counter.insertGapless(this, list.map((d) => (d instanceof this ? d : new this(d))));
+      return counter.insertGapless(this, asDocuments(this, list));
     });
   }
 }

@@ -24,6 +24,7 @@ use crate::engine::counter_name::CounterName;
 use crate::engine::error::{SeqError, SeqResult};
 use crate::engine::format::now_millis;
 use crate::engine::gapless::{insert_gapless, NumberedInsert};
+use crate::engine::locator::Locator;
 use crate::engine::validate::{check_collection, check_field_name, FieldUse, MAX_BATCH_COUNT};
 use mongodb::bson::{Bson, Document};
 
@@ -120,7 +121,11 @@ fn read_insert(
         }
     }
     if let Some(fields) = locator {
-        options.locator = read_locator(&fields, "option 'counterLocator'", &options.field)?;
+        options.locator = Locator::ByFields(read_locator(
+            &fields,
+            "option 'counterLocator'",
+            &options.field,
+        )?);
     }
     check_field_name("option 'field'", &field, FieldUse::NumberedDocument)?;
     for (index, doc) in docs.iter().enumerate() {

@@ -25,21 +25,16 @@ use crate::engine::quote::quoted;
 /// Options `counterAt` takes besides the common ones (`LocatedOptions`).
 pub const LOCATED: Spec = &[("step", Kind::Integer)];
 
-/// Reads a locator argument: a plain object of 1 to 8 equality fields.
-pub fn read_fields(value: &Unknown, what: &str) -> SeqResult<Document> {
+/// Reads a locator argument (`what` names it in messages) for a counter counting in
+/// `field`: a plain object of 1 to 8 equality fields.
+pub fn read_locator(value: &Unknown, what: &str, field: &str) -> SeqResult<FieldsLocator> {
     if is_nullish(value) || object(value).is_none() {
         return Err(SeqError::invalid_argument(format!(
             "{what} must be an object of fields, e.g. {{ id: 'invoice', reference_value: null }}; got {}",
             describe(value)
         )));
     }
-    to_document(value)
-}
-
-/// Reads a locator (`what` names it in messages) for a counter counting in `field`.
-pub fn read_locator(value: &Unknown, what: &str, field: &str) -> SeqResult<Locator> {
-    let fields = read_fields(value, what)?;
-    Ok(Locator::ByFields(FieldsLocator::new(fields, field)?))
+    FieldsLocator::new(to_document(value)?, field)
 }
 
 /// The name shown in messages for a counter found by `fields`.
@@ -83,9 +78,9 @@ pub fn counter_at<'env>(
     sync_call(env, "counterAt", || {
         let read = || -> SeqResult<NamedCounter> {
             let mut options = read_located_options(options.as_ref())?;
-            let fields = read_fields(&locator, "locator")?;
-            let name = label_of(&fields)?;
-            options.locator = Locator::ByFields(FieldsLocator::new(fields, &options.field)?);
+            let located = read_locator(&locator, "locator", &options.field)?;
+            let name = label_of(located.fields())?;
+            options.locator = Locator::ByFields(located);
             NamedCounter::from_parts(env, &db, name, options)
         };
         let counter = read().map_err(|e| to_js_error(env, e))?;
@@ -116,9 +111,8 @@ pub fn set_counters_where<'env>(
                 "setCountersWhere",
                 option_specs::SET_WHERE_USES,
             )?;
-            let fields = read_fields(&fields, "fields")?;
             // The same rules as a locator's fields.
-            FieldsLocator::new(fields.clone(), &options.field)?;
+            let fields = read_locator(&fields, "fields", &options.field)?.into_fields();
             let value = read_integer("value", &value)?;
             let target = read_db(env, &db, options.uri.as_deref())?;
             let counter = options.counter(&label_of(&fields)?)?;

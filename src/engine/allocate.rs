@@ -89,8 +89,10 @@ pub async fn allocate_demands<S: CounterStore>(
     // known to exist; a racing creation loses on that index and takes the next attempt.
     let mut upsert = policy.upsert
         && policy.start == counter.stride
-        && matches!(counter.locator, Locator::ByFields(_))
-        && store.upsert_ready(counter).await?;
+        && matches!(counter.locator, Locator::ByFields(_));
+    if upsert {
+        store.prepare_upsert(counter).await?;
+    }
     for attempt in 0..MAX_ATTEMPTS {
         back_off(attempt).await;
         let fast_path = store.increment_integer(counter, span, upsert).await;

@@ -4,12 +4,11 @@
 
 use std::future::Future;
 
-use mongodb::bson::{doc, Bson, Document};
+use mongodb::bson::{Bson, Document};
 
 use crate::engine::counter_value::compact_integer;
 use crate::engine::error::SeqResult;
 use crate::engine::filters;
-use crate::engine::locator::Locator;
 use crate::engine::sequence_config::{ConfigFields, SequenceConfig};
 use crate::engine::store::{CounterDoc, CounterRef, CounterStore, FieldGuard, NewCounter};
 
@@ -43,7 +42,8 @@ pub trait CounterDriver: Send + Sync {
     fn delete_counter(&self, counter: &CounterRef) -> impl Future<Output = SeqResult<bool>> + Send;
 
     /// Makes sure the unique index over the fields of the counter's locator exists, so
-    /// that two creations of the counter collide instead of making two documents.
+    /// that two creations of the counter collide instead of making two documents
+    /// (nothing to do for a counter found by `_id`).
     fn ensure_unique_index(
         &self,
         counter: &CounterRef,
@@ -67,11 +67,8 @@ impl<D: CounterDriver> CounterStore for DriverCounters<D> {
             .await
     }
 
-    async fn upsert_ready(&self, counter: &CounterRef) -> SeqResult<bool> {
-        match &counter.locator {
-            Locator::ById => Ok(true),
-            Locator::ByFields(_) => self.0.ensure_unique_index(counter).await.map(|()| true),
-        }
+    async fn prepare_upsert(&self, counter: &CounterRef) -> SeqResult<()> {
+        self.0.ensure_unique_index(counter).await
     }
 
     async fn increment_guarded(
@@ -92,13 +89,9 @@ impl<D: CounterDriver> CounterStore for DriverCounters<D> {
     }
 
     async fn create(&self, counter: &CounterRef, new: NewCounter) -> SeqResult<bool> {
-        let mut document = match &counter.locator {
-            Locator::ById => doc! { "_id": counter.id() },
-            Locator::ByFields(fields) => {
-                self.0.ensure_unique_index(counter).await?;
-                fields.fields().clone()
-            }
-        };
+        // Creation collides with a racing one only under the locator's unique index.
+        self.0.ensure_unique_index(counter).await?;
+        let mut document = counter.filter();
         document.insert(counter.field.as_str(), compact_integer(new.value));
         if let Some(start) = new.start {
             document.insert(
@@ -156,7 +149,7 @@ impl<D: CounterDriver> CounterStore for DriverCounters<D> {
     ) -> SeqResult<Option<Bson>> {
         let filter = filters::configured_as(counter, config);
         let update = filters::raise_value(counter, value);
-        if config.is_none() && matches!(counter.locator, Locator::ByFields(_)) {
+        if config.is_none() {
             // The upsert below may create the counter: only under its unique index.
             self.0.ensure_unique_index(counter).await?;
         }

@@ -56,12 +56,6 @@ fn connection(message: &str) -> SeqError {
     )
 }
 
-/// True when `error` is a duplicate key on the `_id` index (and not on another unique
-/// index of the collection).
-pub fn is_duplicate_id(error: &Error) -> bool {
-    is_duplicate_on(error, "_id_")
-}
-
 /// The server's code and message of a write or command error.
 fn code_and_message(error: &Error) -> Option<(i32, &str)> {
     match &*error.kind {
@@ -69,6 +63,11 @@ fn code_and_message(error: &Error) -> Option<(i32, &str)> {
         ErrorKind::Command(e) => Some((e.code, e.message.as_str())),
         _ => None,
     }
+}
+
+/// True when `error` is a duplicate key, on whichever unique index.
+pub fn is_duplicate_key(error: &Error) -> bool {
+    code_and_message(error).is_some_and(|(code, _)| code == DUPLICATE_KEY)
 }
 
 /// True when `error` is a duplicate key on the unique index named `index` (or on an
@@ -82,8 +81,8 @@ pub fn is_duplicate_on(error: &Error, index: &str) -> bool {
 
 /// The name of the unique index a duplicate-key `error` names, when it is not `index`.
 pub fn duplicate_on_other_index(error: &Error, index: &str) -> Option<String> {
-    let (code, message) = code_and_message(error)?;
-    if code != DUPLICATE_KEY || is_duplicate_on(error, index) {
+    let (_, message) = code_and_message(error)?;
+    if !is_duplicate_key(error) || is_duplicate_on(error, index) {
         return None;
     }
     let after = &message[message.find("index: ")? + "index: ".len()..];

@@ -29,7 +29,20 @@ pub fn plain_guarded(counter: &CounterRef, guard: FieldGuard) -> Document {
 
 /// The counter configured exactly as `config` (`None`: a plain counter, without a step).
 pub fn configured_as(counter: &CounterRef, config: Option<&SequenceConfig>) -> Document {
-    let mut filter = counter.filter();
+    with_configuration(counter.filter(), counter, config)
+}
+
+/// Every plain counter of `counter`'s collection matching `fields` (equality on each).
+pub fn plain_matching(counter: &CounterRef, fields: Document) -> Document {
+    with_configuration(fields, counter, None)
+}
+
+/// `filter` narrowed to counters configured exactly as `config` (`None`: plain).
+fn with_configuration(
+    mut filter: Document,
+    counter: &CounterRef,
+    config: Option<&SequenceConfig>,
+) -> Document {
     match config {
         Some(config) => filter.extend(config.to_fields(&counter.field)),
         None => {

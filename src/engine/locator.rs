@@ -72,6 +72,11 @@ impl FieldsLocator {
         &self.fields
     }
 
+    /// The equality fields, taken.
+    pub fn into_fields(self) -> Document {
+        self.fields
+    }
+
     /// The name MongoDB gives the unique index over the fields (`id_1_reference_value_1`).
     pub fn index_name(&self) -> &str {
         &self.index

@@ -116,8 +116,8 @@ impl MemoryStore {
 }
 
 impl CounterStore for MemoryStore {
-    async fn upsert_ready(&self, _counter: &CounterRef) -> SeqResult<bool> {
-        Ok(true)
+    async fn prepare_upsert(&self, _counter: &CounterRef) -> SeqResult<()> {
+        Ok(())
     }
 
     async fn increment_integer(

@@ -7,7 +7,9 @@ use mongodb::{ClientSession, Collection, Database, IndexModel};
 use tokio::sync::Mutex;
 
 use crate::engine::driver_counters::CounterDriver;
-use crate::engine::driver_error::{duplicate_on_other_index, from_driver, is_duplicate_on};
+use crate::engine::driver_error::{
+    duplicate_on_other_index, from_driver, is_duplicate_key, is_duplicate_on,
+};
 use crate::engine::error::SeqError;
 use crate::engine::error::SeqResult;
 use crate::engine::filters;
@@ -83,7 +85,8 @@ impl MongoStore {
     }
 
     /// Creates the unique index over the locator's fields, once per collection for this
-    /// client (creating an index that exists is a no-op on the server).
+    /// client (creating an index that exists is a no-op on the server); nothing for a
+    /// counter found by `_id`, whose index always exists.
     pub async fn ensure_unique_index(&self, counter: &CounterRef) -> SeqResult<()> {
         let Locator::ByFields(fields) = &counter.locator else {
             return Ok(());
@@ -104,13 +107,13 @@ impl MongoStore {
             .collection::<Document>(&counter.collection)
             .create_index(model)
             .await
-            .map_err(|e| match duplicate_on_other_index(&e, "") {
-                Some(_) => SeqError::index_conflict(
+            .map_err(|e| match is_duplicate_key(&e) {
+                true => SeqError::index_conflict(
                     &counter.label,
                     &counter.collection,
                     fields.index_name(),
                 ),
-                None => self.error(&e),
+                false => self.error(&e),
             })?;
         self.indexes.lock().await.insert(key);
         Ok(())
@@ -124,14 +127,12 @@ impl MongoStore {
         fields: Document,
         value: i64,
     ) -> SeqResult<u64> {
-        let mut filter = fields;
-        filter.insert(
-            crate::engine::sequence_config::ConfigFields::of(&counter.field).step,
-            mongodb::bson::doc! { "$exists": false },
-        );
         let result = self
             .counters(counter, false)
-            .update_many(filter, filters::set_value(counter, value))
+            .update_many(
+                filters::plain_matching(counter, fields),
+                filters::set_value(counter, value),
+            )
             .await
             .map_err(|e| self.error(&e))?;
         Ok(result.matched_count)

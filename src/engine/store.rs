@@ -120,7 +120,7 @@ pub trait CounterStore: Send + Sync {
     /// Adds `by` to the field of a plain (unconfigured) counter when it holds an Int32 or
     /// Int64, and returns the field's new value; `None` when no document matched (missing,
     /// configured, or the field holds another type). With `upsert`, a missing counter is
-    /// created holding `by` (only ever asked after [`CounterStore::upsert_ready`]); a
+    /// created holding `by` (only ever asked after [`CounterStore::prepare_upsert`]); a
     /// document of another kind still gives `None`.
     fn increment_integer(
         &self,
@@ -129,10 +129,10 @@ pub trait CounterStore: Send + Sync {
         upsert: bool,
     ) -> impl Future<Output = SeqResult<Option<Bson>>> + Send;
 
-    /// Whether an upsert of the counter can only ever create one document: the unique
+    /// Makes sure an upsert of the counter can only ever create one document: the unique
     /// index its locator relies on exists (made here, once per collection and client,
     /// when missing).
-    fn upsert_ready(&self, counter: &CounterRef) -> impl Future<Output = SeqResult<bool>> + Send;
+    fn prepare_upsert(&self, counter: &CounterRef) -> impl Future<Output = SeqResult<()>> + Send;
 
     /// Adds `by` to the field only when `guard` holds; returns the new value, or `None`
     /// when it did not hold (the counter changed meanwhile).
