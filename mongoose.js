@@ -8,7 +8,6 @@
 const core = require('./index.js');
 
 const COUNTER_FIELD = 'seq';
-const NUMBERED = Symbol('mongo-sequence numbered');
 const REQUIRE_HELP = 'Please, pass mongoose while requiring mongo-sequence/mongoose: require(\'mongo-sequence/mongoose\')(mongoose)';
 
 /** Every counter defined in this process, by id (mongoose-sequence keeps one registry too). */
@@ -34,21 +33,63 @@ function resolvePath(path, source) {
 }
 
 function readField(doc, path) {
-  if (doc && typeof doc.get === 'function' && doc.$__ !== undefined) return doc.get(path);
+  if (isDocument(doc)) return doc.get(path);
   if (doc && Object.hasOwn(doc, path)) return doc[path];
   return resolvePath(path, doc);
 }
 
-/** A grouping key for a reference value that tells types apart (an ObjectId from its hex string). */
-function referenceKey(reference) {
+/** Whether `value` is a mongoose document (or subdocument). */
+function isDocument(value) {
+  return Boolean(value) && typeof value.get === 'function' && value.$__ !== undefined;
+}
+
+/**
+ * A reference value as it is written to the counter document: mongoose wrappers
+ * (subdocuments, arrays, buffers) as their BSON form, `undefined` as `null`.
+ */
+function plainValue(value) {
+  if (value === undefined) return null;
+  if (value && typeof value === 'object' && !value._bsontype && !(value instanceof Date) && typeof value.toBSON === 'function') return value.toBSON();
+  return value;
+}
+
+/**
+ * A canonical key for a value, for when BSON cannot serialise it: tagged by type, dates
+ * by their milliseconds, BSON types by their own JSON form, objects with their key order.
+ */
+function canonicalKey(value) {
+  if (value === null || value === undefined) return 'null';
+  if (value instanceof Date) return `date:${value.getTime()}`;
+  if (Array.isArray(value)) return `[${value.map(canonicalKey).join(',')}]`;
+  if (typeof value === 'object') {
+    if (value._bsontype) return `${value._bsontype}:${JSON.stringify(typeof value.toJSON === 'function' ? value.toJSON() : String(value))}`;
+    if (Buffer.isBuffer(value)) return `buffer:${value.toString('base64')}`;
+    return `{${Object.entries(value).map(([k, v]) => `${JSON.stringify(k)}:${canonicalKey(v)}`).join(',')}}`;
+  }
+  return `${typeof value}:${typeof value === 'number' && Object.is(value, -0) ? '-0' : String(value)}`;
+}
+
+/**
+ * The key of a counter's reference value: its exact BSON encoding (with `bson`, the BSON
+ * library of the mongoose in use), so two values share a counter exactly when the server
+ * stores them as the same `reference_value` (dates to the millisecond, objects by their
+ * fields, an ObjectId apart from its hex string). Falls back to a canonical form when
+ * that library is not at hand or refuses a value.
+ */
+function referenceKey(reference, bson) {
   if (reference === null) return '';
-  return JSON.stringify(
-    Object.entries(reference).map(([k, v]) => [k, v === null || v === undefined ? 'null' : `${typeof v}:${v.constructor ? v.constructor.name : ''}:${String(v)}`]),
-  );
+  if (bson && typeof bson.serialize === 'function') {
+    try {
+      return `b:${Buffer.from(bson.serialize({ r: reference })).toString('base64')}`;
+    } catch {
+      // a value of another BSON major version, for instance: the canonical form below
+    }
+  }
+  return `c:${canonicalKey(reference)}`;
 }
 
 function writeField(doc, path, value) {
-  if (doc && typeof doc.set === 'function' && doc.$__ !== undefined) {
+  if (isDocument(doc)) {
     doc.set(path, value);
     return;
   }
@@ -110,10 +151,72 @@ function settle(promise, callback) {
   return undefined;
 }
 
+/**
+ * `source` (a plain object: a document to insert, an upsert's values, reference values) as
+ * a document of `Model`, so its values are cast, set and defaulted by the schema exactly as
+ * `save` would store them. Keys starting with `$` are left out. Documents are returned as
+ * they are; without a model (or when the schema refuses the object outright) the object
+ * itself is read.
+ */
+function asCast(Model, source) {
+  if (isDocument(source) || !source || typeof source !== 'object' || typeof Model !== 'function') return source;
+  const plain = {};
+  for (const [key, value] of Object.entries(source)) if (!key.startsWith('$')) plain[key] = value;
+  try {
+    return new Model(plain);
+  } catch {
+    return source;
+  }
+}
+
+/** Whether a filter's condition on one path is an operator object (`{ $gt: … }`). */
+function isOperatorObject(value) {
+  return Boolean(value) && typeof value === 'object' && !Array.isArray(value) && !value._bsontype && !(value instanceof Date) && Object.keys(value).some((k) => k.startsWith('$'));
+}
+
+/**
+ * The values an upsert's filter gives the document it inserts: equality conditions
+ * (`path: value`, `{ $eq: value }`, a one-element `$in`), also inside a top-level `$and`.
+ */
+function filterEqualities(filter, into = {}) {
+  for (const [key, value] of Object.entries(filter || {})) {
+    if (key === '$and' && Array.isArray(value)) {
+      for (const part of value) filterEqualities(part, into);
+    } else if (key.startsWith('$')) {
+      continue;
+    } else if (!isOperatorObject(value)) {
+      into[key] = value;
+    } else if (Object.hasOwn(value, '$eq')) {
+      into[key] = value.$eq;
+    } else if (Array.isArray(value.$in) && value.$in.length === 1 && !(value.$in[0] instanceof RegExp)) {
+      into[key] = value.$in[0];
+    }
+  }
+  return into;
+}
+
+/**
+ * Whether the current mongoose runs parallel pre hooks (`schema.pre(name, true, fn)`,
+ * mongoose ≤ 8); mongoose 9 runs every pre hook in series.
+ */
+function parallelPreHooks(schema) {
+  const Hooks = schema && schema.s && schema.s.hooks && schema.s.hooks.constructor;
+  if (typeof Hooks !== 'function') return false;
+  try {
+    const probe = new Hooks();
+    probe.pre('probe', true, () => {});
+    const pres = probe._pres && probe._pres.get('probe');
+    return Boolean(pres && pres.numAsync === 1);
+  } catch {
+    return false;
+  }
+}
+
 class Counter {
-  constructor(connection, options) {
+  constructor(connection, options, bson) {
     this.connection = connection;
     this.options = options;
+    this.bson = bson;
     this.handles = new Map();
   }
 
@@ -125,21 +228,41 @@ class Counter {
     return connection.db;
   }
 
-  /** `reference_value` of `source` (a document, a plain object, or reference values). */
-  referenceOf(source) {
+  /**
+   * `reference_value` of `source`: a document, or a plain object (a document to insert,
+   * an upsert's values, reference values) first cast with `Model`'s schema, so that a
+   * hex string and an ObjectId, '2025' and 2025, an ISO string and a Date choose the
+   * same counter as `save` does.
+   */
+  referenceOf(source, Model) {
     if (!this.options.useReference) return null;
+    const doc = asCast(Model, source);
     const reference = {};
-    for (const field of this.options.reference_fields) {
-      const value = readField(source, field);
-      reference[field] = value === undefined ? null : value;
-    }
+    for (const field of this.options.reference_fields) reference[field] = plainValue(readField(doc, field));
     return reference;
+  }
+
+  /** The key of `reference` (its exact BSON value). */
+  keyOf(reference) {
+    return referenceKey(reference, this.bson);
+  }
+
+  /**
+   * Whether the caller set `inc_field` of `doc` (a value that is neither null nor the
+   * schema's default): such a value is kept and no number is taken for it.
+   */
+  isExplicit(doc) {
+    const field = this.options.inc_field;
+    const value = readField(doc, field);
+    if (value === undefined || value === null) return false;
+    if (isDocument(doc) && typeof doc.$isDefault === 'function' && doc.$isDefault(field)) return false;
+    return true;
   }
 
   /** The native handle on the counter document `{ id, reference_value }`. */
   async handle(reference) {
     const db = await this.db();
-    const key = referenceKey(reference);
+    const key = this.keyOf(reference);
     const kept = this.handles.get(key);
     if (kept && kept.db === db) return kept.handle;
     const handle = core.counterAt(db, { id: this.options.id, reference_value: reference }, {
@@ -154,17 +277,17 @@ class Counter {
     return handle;
   }
 
-  /** The next value for a document like `source`. */
-  async next(source) {
-    return (await this.handle(this.referenceOf(source))).next();
+  /** The next value for a document like `source` (cast with `Model`). */
+  async next(source, Model) {
+    return (await this.handle(this.referenceOf(source, Model))).next();
   }
 
   /** `docs` grouped by reference value, in order of first appearance: `[{ reference, members: [{ doc, index }] }]`. */
-  groupByReference(docs) {
+  groupByReference(docs, Model) {
     const groups = new Map();
     docs.forEach((doc, index) => {
-      const reference = this.referenceOf(doc);
-      const key = referenceKey(reference);
+      const reference = this.referenceOf(doc, Model);
+      const key = this.keyOf(reference);
       if (!groups.has(key)) groups.set(key, { reference, members: [] });
       groups.get(key).members.push({ doc, index });
     });
@@ -172,17 +295,16 @@ class Counter {
   }
 
   /**
-   * Numbers `docs` (documents or plain objects) in array order: one block per reference
-   * value, reserved in one round trip.
+   * Numbers `docs` (documents or plain objects of `Model`) in array order: one block per
+   * reference value, reserved in one round trip. Documents whose `inc_field` the caller
+   * set keep it.
    */
-  async numberAll(docs) {
+  async numberAll(docs, Model) {
+    const pending = docs.filter((doc) => doc && typeof doc === 'object' && !this.isExplicit(doc));
     await Promise.all(
-      this.groupByReference(docs).map(async ({ reference, members }) => {
+      this.groupByReference(pending, Model).map(async ({ reference, members }) => {
         const values = await (await this.handle(reference)).nextBatch(members.length);
-        members.forEach(({ doc }, i) => {
-          writeField(doc, this.options.inc_field, values[i]);
-          if (doc && doc.$locals) doc.$locals[NUMBERED] = true;
-        });
+        members.forEach(({ doc }, i) => writeField(doc, this.options.inc_field, values[i]));
       }),
     );
   }
@@ -190,7 +312,9 @@ class Counter {
   /**
    * Gapless mode: validates `docs` (documents of `Model`), then numbers and inserts them
    * in one transaction per reference value (the native insertMany with `gapless`), so a
-   * failed insert gives its numbers back. Resolves with the inserted documents, hydrated.
+   * failed insert gives its numbers back. Documents whose `inc_field` the caller set are
+   * inserted as they are (they take no number). Resolves with the inserted documents,
+   * hydrated, in the order given.
    */
   async insertGapless(Model, docs) {
     // What Model.insertMany does for its documents: timestamps, validation (save
@@ -200,12 +324,16 @@ class Counter {
     const versionKey = Model.schema.options.versionKey;
     const db = await this.db();
     const inserted = new Array(docs.length);
-    for (const { reference, members } of this.groupByReference(docs)) {
-      const objects = members.map(({ doc }) => {
-        const object = doc.toBSON();
-        if (versionKey && object[versionKey] === undefined) object[versionKey] = 0;
-        return object;
-      });
+    const toObject = (doc) => {
+      const object = doc.toBSON();
+      if (versionKey && object[versionKey] === undefined) object[versionKey] = 0;
+      return object;
+    };
+    const explicit = [];
+    const numbered = [];
+    docs.forEach((doc, index) => (this.isExplicit(doc) ? explicit : numbered).push({ doc, index }));
+    for (const { reference, members } of this.groupByReference(numbered.map(({ doc }) => doc), Model)) {
+      const objects = members.map(({ doc }) => toObject(doc));
       await core.insertMany(db, Model.collection.collectionName, objects, {
         gapless: true,
         field: this.options.inc_field,
@@ -217,21 +345,57 @@ class Counter {
         step: this.options.inc_amount,
       });
       members.forEach(({ index }, i) => {
+        inserted[numbered[index].index] = Model.hydrate(objects[i]);
+      });
+    }
+    if (explicit.length) {
+      const objects = explicit.map(({ doc }) => toObject(doc));
+      await Model.collection.insertMany(objects);
+      explicit.forEach(({ index }, i) => {
         inserted[index] = Model.hydrate(objects[i]);
       });
     }
     return inserted;
   }
 
-  /** Sets the counters of `id` (one reference value, or all) so the next value is start_seq - 1 + inc_amount. */
-  async reset(referenceSource) {
+  /**
+   * Sets the counters of `id` (one reference value, or all) so the next value is
+   * start_seq - 1 + inc_amount; with start_seq 0 the counter is set to 0 (next value
+   * inc_amount), as mongoose-sequence stores it.
+   */
+  async reset(referenceSource, Model) {
     const fields = { id: this.options.id };
-    if (referenceSource !== undefined) fields.reference_value = this.referenceOf(referenceSource);
-    const matched = await core.setCountersWhere(await this.db(), fields, this.options.start_seq - 1, {
+    if (referenceSource !== undefined) fields.reference_value = this.referenceOf(referenceSource, Model);
+    const start = this.options.start_seq;
+    const matched = await core.setCountersWhere(await this.db(), fields, start === 0 ? 0 : start - 1, {
       collection: this.options.collection_name,
       field: COUNTER_FIELD,
     });
     return { acknowledged: true, matchedCount: matched, modifiedCount: matched };
+  }
+
+  /**
+   * Moves the counter of `reference` to at least `value` in its own direction (up for
+   * an ascending counter, down for a descending one), creating it when absent; never
+   * moves it back over numbers it handed out. Resolves with its value afterwards.
+   */
+  async advanceTo(reference, value) {
+    if (this.options.inc_amount > 0) return (await this.handle(reference)).raiseTo(value);
+    // Descending: an atomic $min on the counter document (the used extreme is the minimum).
+    const counters = (await this.db()).collection(this.options.collection_name);
+    const filter = { id: this.options.id, reference_value: reference };
+    for (let attempt = 0; ; attempt += 1) {
+      try {
+        const after = await counters.findOneAndUpdate(filter, { $min: { [COUNTER_FIELD]: value } }, { upsert: true, returnDocument: 'after' });
+        const stored = after && Object.hasOwn(after, 'value') && Object.hasOwn(after, 'ok') ? after.value : after;
+        const seq = stored[COUNTER_FIELD];
+        return seq && typeof seq === 'object' && typeof seq.toNumber === 'function' ? seq.toNumber() : seq;
+      } catch (error) {
+        // Two racing first uses of the counter: the loser finds it on the next attempt.
+        if (error && error.code === 11000 && attempt < 3) continue;
+        throw error;
+      }
+    }
   }
 }
 
@@ -250,15 +414,26 @@ function gaplessRefusal(what) {
 
 /** Adds the hooks that number new documents, batches and upserts. */
 function addHooks(schema, counter) {
-  schema.pre('save', async function numberNewDocument() {
-    if (!this.isNew) return;
+  const numberOnSave = async (doc) => {
+    if (!doc.isNew) return;
     if (counter.options.gapless) throw gaplessRefusal('doc.save() of a new document');
-    if (this.$locals && this.$locals[NUMBERED]) {
-      delete this.$locals[NUMBERED];
-      return;
-    }
-    writeField(this, counter.options.inc_field, await counter.next(this));
-  });
+    // Numbered already (by create([...]) of this counter), or set by the caller: kept.
+    if (counter.isExplicit(doc)) return;
+    writeField(doc, counter.options.inc_field, await counter.next(doc, doc.constructor));
+  };
+  if (counter.options.parallel_hooks && parallelPreHooks(schema)) {
+    // mongoose 8 runs parallel pre hooks, as mongoose-sequence registers its own by
+    // default: the next pre('save') hooks start before the number is set; the insert
+    // waits for it.
+    schema.pre('save', true, function numberNewDocumentInParallel(next, done) {
+      next();
+      numberOnSave(this).then(() => done(), (error) => done(error));
+    });
+  } else {
+    schema.pre('save', async function numberNewDocument() {
+      await numberOnSave(this);
+    });
+  }
 
   // Declared parameters: mongoose 8 passes (next, docs, options) to hooks that declare
   // any (none otherwise), mongoose 9 (docs, options); either way the promise settles it.
@@ -271,7 +446,7 @@ function addHooks(schema, counter) {
       if (!single) return;
       docs = [single];
     }
-    await counter.numberAll(docs.filter((d) => d && typeof d === 'object'));
+    await counter.numberAll(docs.filter((d) => d && typeof d === 'object'), this);
   });
 
   schema.pre('bulkWrite', async function numberBulkInserts(first, second, third) {
@@ -281,7 +456,7 @@ function addHooks(schema, counter) {
       .filter((op) => op && op.insertOne && op.insertOne.document)
       .map((op) => op.insertOne.document);
     if (documents.length && counter.options.gapless) throw gaplessRefusal('a bulkWrite insertOne');
-    if (documents.length) await counter.numberAll(documents);
+    if (documents.length) await counter.numberAll(documents, this);
   });
 
   for (const operation of ['findOneAndUpdate', 'updateOne', 'updateMany']) {
@@ -294,8 +469,11 @@ function addHooks(schema, counter) {
       const already = [update, update.$set, update.$setOnInsert].some((part) => part && Object.hasOwn(part, field));
       if (already) return;
       if (counter.options.gapless) throw gaplessRefusal('an upsert');
-      const source = { ...this.getFilter(), ...(update.$setOnInsert || {}), ...(update.$set || {}), ...update };
-      const value = await counter.next(source);
+      // The document an insert would store: the filter's equalities, then the update's
+      // values, cast with the schema as save casts them.
+      const plainFields = Object.fromEntries(Object.entries(update).filter(([key]) => !key.startsWith('$')));
+      const source = { ...filterEqualities(this.getFilter()), ...(update.$setOnInsert || {}), ...(update.$set || {}), ...plainFields };
+      const value = await counter.next(source, this.model);
       this.setUpdate({ ...update, $setOnInsert: { ...(update.$setOnInsert || {}), [field]: value } });
     });
   }
@@ -306,21 +484,27 @@ function asDocuments(Model, list) {
   return list.map((d) => (d instanceof Model ? d : new Model(d)));
 }
 
-/** Model.create([...]) numbered in array order with one reservation per reference value. */
+/**
+ * Model.create numbered in array order with one reservation per reference value: the
+ * array form `create([a, b])` and the spread form `create(a, b)` alike.
+ */
 function addCreate(schema, counter) {
   const previous = schema.statics.create;
   schema.static('create', async function createNumbered(...args) {
     const base = previous || (this.base && this.base.Model && this.base.Model.create) || Object.getPrototypeOf(this).create;
     const many = Array.isArray(args[0]);
+    let inputs = many ? args[0] : [...args];
+    // As mongoose: a falsy last argument of the spread form is not a document.
+    if (!many && inputs.length > 1 && !inputs.at(-1)) inputs = inputs.slice(0, -1);
     if (counter.options.gapless) {
-      const inputs = many ? args[0] : args.filter((a) => a && typeof a === 'object' && !Array.isArray(a)).slice(0, 1);
+      if (inputs.length === 0) return many ? [] : null;
       const inserted = await counter.insertGapless(this, asDocuments(this, inputs));
-      return many ? inserted : inserted[0];
+      return many || inputs.length > 1 ? inserted : inserted[0];
     }
-    if (!many || args[0].length < 2) return base.apply(this, args);
-    const docs = asDocuments(this, args[0]);
-    await counter.numberAll(docs.filter((d) => d.isNew));
-    return base.apply(this, [docs, ...args.slice(1)]);
+    if (inputs.length < 2) return base.apply(this, args);
+    const docs = asDocuments(this, inputs);
+    await counter.numberAll(docs.filter((d) => d.isNew), this);
+    return many ? base.apply(this, [docs, ...args.slice(1)]) : base.apply(this, docs);
   });
   if (counter.options.gapless) {
     schema.static('insertMany', async function insertManyGapless(docs) {
@@ -330,11 +514,17 @@ function addCreate(schema, counter) {
   }
 }
 
+/** Whether `counter` numbers documents of `Model` (its schema registered it). */
+function numbersFor(counter, Model) {
+  const counters = (Model && Model.schema && schemaCounters.get(Model.schema)) || [];
+  return counters.includes(counter);
+}
+
 function addMethods(schema) {
   schema.method('setNext', function setNext(id, callback) {
     const work = (async () => {
       const counter = registered(id, 'increment');
-      writeField(this, counter.options.inc_field, await counter.next(this));
+      writeField(this, counter.options.inc_field, await counter.next(this, this.constructor));
       return this.save();
     })();
     return settle(work, callback);
@@ -347,7 +537,11 @@ function addMethods(schema) {
       cb = reference;
       source = undefined;
     }
-    const work = (async () => registered(id, 'reset').reset(source))();
+    const work = (async () => {
+      const counter = registered(id, 'reset');
+      // Reference values are cast with this model's schema when it is the counter's.
+      return counter.reset(source, numbersFor(counter, this) ? this : undefined);
+    })();
     return settle(work, cb);
   });
 }
@@ -370,19 +564,21 @@ function AutoIncrementFactory(connectionOrMongoose) {
   if (arguments.length !== 1) throw new Error(REQUIRE_HELP);
   const target = connectionOrMongoose;
   const connection = target && target.connection && typeof target.model === 'function' && !target.db ? target.connection : target;
+  // The BSON library of this mongoose's driver: reference values are keyed by their BSON.
+  const bson = (target && target.mongo && target.mongo.BSON) || (connection && connection.base && connection.base.mongo && connection.base.mongo.BSON) || null;
   return function AutoIncrement(schema, pluginOptions) {
     const options = normalise(pluginOptions);
     const existing = registry.get(options.id);
     let counter;
     if (!existing) {
-      counter = new Counter(connection, options);
+      counter = new Counter(connection, options, bson);
       registry.set(options.id, counter);
     } else if (options.exclusive === 'reuse' && signature(existing.options) === signature(options)) {
       // Hot reload: the same schema and options again use the counter already defined.
       counter = existing;
     } else if (options.exclusive === false) {
       // Shared on purpose: the same counter documents, this registration's own options.
-      counter = new Counter(connection, options);
+      counter = new Counter(connection, options, bson);
     } else {
       throw new Error(`Counter already defined for field "${options.id}"`);
     }
@@ -411,38 +607,55 @@ function counterOf(Model, id) {
   return counters[0];
 }
 
+/** A number read from the server as a JS number, or a BigInt beyond 2^53 (an int64 `Long`). */
+function fromServer(value) {
+  if (value && typeof value === 'object' && value._bsontype === 'Long') {
+    const big = BigInt(value.toString());
+    return big >= BigInt(Number.MIN_SAFE_INTEGER) && big <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(big) : big;
+  }
+  return Number(value);
+}
+
 /**
- * Raises the counter(s) of `Model` (the one of `id`, or its only one) to the largest
- * `inc_field` among its documents, so that data imported or numbered elsewhere never
- * collides with new numbers: with reference_fields, each combination's counter to the
- * largest of its documents. Never lowers a counter. Resolves with the counters raised
- * as `[{ reference_value, value }]`.
+ * Moves the counter(s) of `Model` (the one of `id`, or its only one) past every
+ * `inc_field` among its documents (per combination with reference_fields), so that data
+ * imported or numbered elsewhere never collides with new numbers: an ascending counter
+ * to at least the largest value, a descending one (negative `inc_amount`) to at most the
+ * smallest. Never moves a counter back over numbers it handed out. `inc_field` may be a
+ * dotted path (not one through an array). Resolves with the counters moved as
+ * `[{ reference_value, value }]`.
  */
 async function syncCounterToMax(Model, id) {
   const counter = counterOf(Model, id);
   const field = counter.options.inc_field;
-  if (!counter.options.useReference) {
-    const handle = await counter.handle(null);
-    return [{ reference_value: null, value: await handle.syncToMax(Model.collection.collectionName, field) }];
-  }
-  const group = {};
-  counter.options.reference_fields.forEach((f, i) => {
-    group[`f${i}`] = `$${f}`;
-  });
-  const maxima = await Model.aggregate([
-    { $match: { [field]: { $type: ['int', 'long', 'double'] } } },
-    { $group: { _id: group, max: { $max: `$${field}` } } },
-  ]);
-  const raised = [];
-  for (const { _id: values, max } of maxima) {
-    const source = {};
+  const descending = counter.options.inc_amount < 0;
+  let group = null;
+  if (counter.options.useReference) {
+    group = {};
     counter.options.reference_fields.forEach((f, i) => {
-      source[f] = values[`f${i}`] ?? null;
+      group[`f${i}`] = `$${f}`;
     });
-    const reference = counter.referenceOf(source);
-    raised.push({ reference_value: reference, value: await (await counter.handle(reference)).raiseTo(Math.trunc(max)) });
   }
-  return raised;
+  const extremes = await Model.aggregate([
+    { $match: { [field]: { $type: ['int', 'long', 'double'] } } },
+    { $group: { _id: group, extreme: { [descending ? '$min' : '$max']: `$${field}` } } },
+  ]);
+  const moved = [];
+  for (const { _id: values, extreme } of extremes) {
+    let reference = null;
+    if (counter.options.useReference) {
+      const source = {};
+      counter.options.reference_fields.forEach((f, i) => {
+        source[f] = values && values[`f${i}`] !== undefined ? values[`f${i}`] : null;
+      });
+      reference = counter.referenceOf(source);
+    }
+    // The whole number at or past the extreme, in the counter's direction.
+    let target = fromServer(extreme);
+    if (typeof target === 'number') target = descending ? Math.ceil(target) : Math.floor(target);
+    moved.push({ reference_value: reference, value: await counter.advanceTo(reference, target) });
+  }
+  return moved;
 }
 
 /** Where other plugins keep their counters: collection, the filter for a model's field, the value's field. */
@@ -466,6 +679,11 @@ async function takeOverCounter(Model, from, options = {}) {
   if (!locate) throw new TypeError(`takeOverCounter: from must be one of ${Object.keys(OTHER_LIBRARIES).join(', ')}; got ${String(from)}`);
   const counter = counterOf(Model, options.id);
   if (counter.options.useReference) throw new Error('takeOverCounter: counters with reference_fields cannot be taken over (the other plugins keep one counter per model)');
+  if (counter.options.inc_amount < 0) {
+    const error = new Error('takeOverCounter: a descending counter (negative inc_amount) cannot continue after a counter that counts upwards');
+    error.code = 'INVALID_ARGUMENT';
+    throw error;
+  }
   const where = locate(options.modelName ?? Model.modelName, options.field ?? counter.options.inc_field);
   const db = await counter.db();
   const other = await db.collection(options.collection ?? where.collection).findOne(where.filter);

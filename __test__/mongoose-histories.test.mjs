@@ -86,7 +86,8 @@ async function run(mongoose, connection, AutoIncrement, tag, h) {
     assert.equal(counter.seq, last, 'the counter holds the last number');
     if (phase.resetAfter) {
       await Model.counterReset(id);
-      last = h.start - 1;
+      // As mongoose-sequence stores it: start_seq - 1, or 0 when start_seq is 0.
+      last = h.start === 0 ? 0 : h.start - 1;
       await Model.deleteMany({});
     }
   }
