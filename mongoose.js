@@ -163,10 +163,18 @@ function asCast(Model, source) {
   const plain = {};
   for (const [key, value] of Object.entries(source)) if (!key.startsWith('$')) plain[key] = value;
   try {
-    return new Model(plain);
+    return new (discriminatorOf(Model, plain))(plain);
   } catch {
     return source;
   }
+}
+
+/** The discriminator of `Model` that `plain` names (by the discriminator key), as mongoose picks it; else `Model`. */
+function discriminatorOf(Model, plain) {
+  const key = Model.schema && Model.schema.options && Model.schema.options.discriminatorKey;
+  const name = key ? plain[key] : undefined;
+  if (name === undefined || name === null || !Model.discriminators) return Model;
+  return Model.discriminators[name] || Object.values(Model.discriminators).find((d) => d.discriminatorMapping && d.discriminatorMapping.value === name) || Model;
 }
 
 /** Whether a filter's condition on one path is an operator object (`{ $gt: … }`). */
@@ -218,6 +226,33 @@ class Counter {
     this.options = options;
     this.bson = bson;
     this.handles = new Map();
+    /** Documents this counter numbered: doc → { key, value } (the reference key and the number). */
+    this.numbered = new WeakMap();
+  }
+
+  /** Records that this counter gave `value` to `doc` for `reference`. */
+  mark(doc, reference, value) {
+    if (isDocument(doc)) this.numbered.set(doc, { key: this.keyOf(reference), value });
+  }
+
+  /**
+   * Numbers a new document on save, unless it keeps its number: one this counter gave it
+   * for the reference value it still has (create([...]), or a save that failed after
+   * numbering), or one the caller set. A document numbered for another reference value
+   * than it has now is numbered again, from the counter of that value.
+   */
+  async numberOnSave(doc) {
+    const field = this.options.inc_field;
+    const mine = this.numbered.get(doc);
+    const reference = this.referenceOf(doc);
+    if (mine && readField(doc, field) === mine.value) {
+      if (mine.key === this.keyOf(reference)) return;
+    } else if (this.isExplicit(doc)) {
+      return;
+    }
+    const value = await (await this.handle(reference)).next();
+    writeField(doc, field, value);
+    this.mark(doc, reference, value);
   }
 
   /** The Node driver `Db` of the connection, once it is open. */
@@ -304,7 +339,10 @@ class Counter {
     await Promise.all(
       this.groupByReference(pending, Model).map(async ({ reference, members }) => {
         const values = await (await this.handle(reference)).nextBatch(members.length);
-        members.forEach(({ doc }, i) => writeField(doc, this.options.inc_field, values[i]));
+        members.forEach(({ doc }, i) => {
+          writeField(doc, this.options.inc_field, values[i]);
+          this.mark(doc, reference, values[i]);
+        });
       }),
     );
   }
@@ -387,7 +425,10 @@ class Counter {
     for (let attempt = 0; ; attempt += 1) {
       try {
         const after = await counters.findOneAndUpdate(filter, { $min: { [COUNTER_FIELD]: value } }, { upsert: true, returnDocument: 'after' });
-        const stored = after && Object.hasOwn(after, 'value') && Object.hasOwn(after, 'ok') ? after.value : after;
+        let stored = after && Object.hasOwn(after, 'value') && Object.hasOwn(after, 'ok') ? after.value : after;
+        // Some servers answer a racing upsert with no document: read it.
+        if (!stored) stored = await counters.findOne(filter);
+        if (!stored) throw new Error(`mongo-sequence/mongoose: the counter ${JSON.stringify(this.options.id)} was not found after moving it`);
         const seq = stored[COUNTER_FIELD];
         return seq && typeof seq === 'object' && typeof seq.toNumber === 'function' ? seq.toNumber() : seq;
       } catch (error) {
@@ -417,9 +458,7 @@ function addHooks(schema, counter) {
   const numberOnSave = async (doc) => {
     if (!doc.isNew) return;
     if (counter.options.gapless) throw gaplessRefusal('doc.save() of a new document');
-    // Numbered already (by create([...]) of this counter), or set by the caller: kept.
-    if (counter.isExplicit(doc)) return;
-    writeField(doc, counter.options.inc_field, await counter.next(doc, doc.constructor));
+    await counter.numberOnSave(doc);
   };
   if (counter.options.parallel_hooks && parallelPreHooks(schema)) {
     // mongoose 8 runs parallel pre hooks, as mongoose-sequence registers its own by
@@ -524,7 +563,10 @@ function addMethods(schema) {
   schema.method('setNext', function setNext(id, callback) {
     const work = (async () => {
       const counter = registered(id, 'increment');
-      writeField(this, counter.options.inc_field, await counter.next(this, this.constructor));
+      const reference = counter.referenceOf(this);
+      const value = await (await counter.handle(reference)).next();
+      writeField(this, counter.options.inc_field, value);
+      counter.mark(this, reference, value);
       return this.save();
     })();
     return settle(work, callback);

@@ -141,6 +141,27 @@ for (const [major, mongoose] of [
       assert.deepEqual(await numbers(D, 'no'), [['a', 1], ['b', 2], ['c', 3], ['d', 4]]);
     });
 
+    test('a save that failed after numbering keeps its number, unless its reference value changed since', async () => {
+      const schema = new mongoose.Schema({ tag: { type: String, unique: true }, shop: String, no: Number });
+      schema.plugin(AutoIncrement, { id: `${p}retry`, inc_field: 'no', reference_fields: 'shop' });
+      const M = await model(`${p}Retry`, schema);
+      assert.equal((await M.create({ tag: 'a', shop: 'x' })).no, 1);
+      const again = new M({ tag: 'a', shop: 'x' });
+      await assert.rejects(again.save(), (e) => e.code === 11000);
+      assert.equal(again.no, 2);
+      again.tag = 'b';
+      await again.save();
+      assert.equal((await M.findOne({ tag: 'b' })).no, 2, 'the same number, none spent');
+      const moved = new M({ tag: 'a', shop: 'x' });
+      await assert.rejects(moved.save(), (e) => e.code === 11000);
+      assert.equal(moved.no, 3);
+      moved.tag = 'c';
+      moved.shop = 'y';
+      await moved.save();
+      assert.equal((await M.findOne({ tag: 'c' })).no, 1, 'numbered again from the counter of its new shop');
+      assert.deepEqual((await counters().find({ id: `${p}retry` }).sort({ 'reference_value.shop': 1 }).toArray()).map((c) => [c.reference_value.shop, c.seq]), [['x', 3], ['y', 1]]);
+    });
+
     test('syncCounterToMax on a descending counter moves it down to the smallest number, never back', async () => {
       const schema = new mongoose.Schema({ tag: String, no: Number });
       schema.plugin(AutoIncrement, { id: `${p}down`, inc_field: 'no', start_seq: 100, inc_amount: -1 });
