@@ -230,6 +230,16 @@ class Counter {
     this.numbered = new WeakMap();
   }
 
+  /**
+   * Whether `doc` keeps its `inc_field`: a number this counter gave it for `reference`
+   * (the reference value it has now), or a number the caller set.
+   */
+  keeps(doc, reference) {
+    const mine = this.numbered.get(doc);
+    if (mine && readField(doc, this.options.inc_field) === mine.value) return mine.key === this.keyOf(reference);
+    return this.isExplicit(doc);
+  }
+
   /** Records that this counter gave `value` to `doc` for `reference`. */
   mark(doc, reference, value) {
     if (isDocument(doc)) this.numbered.set(doc, { key: this.keyOf(reference), value });
@@ -242,16 +252,10 @@ class Counter {
    * than it has now is numbered again, from the counter of that value.
    */
   async numberOnSave(doc) {
-    const field = this.options.inc_field;
-    const mine = this.numbered.get(doc);
     const reference = this.referenceOf(doc);
-    if (mine && readField(doc, field) === mine.value) {
-      if (mine.key === this.keyOf(reference)) return;
-    } else if (this.isExplicit(doc)) {
-      return;
-    }
+    if (this.keeps(doc, reference)) return;
     const value = await (await this.handle(reference)).next();
-    writeField(doc, field, value);
+    writeField(doc, this.options.inc_field, value);
     this.mark(doc, reference, value);
   }
 
@@ -335,7 +339,12 @@ class Counter {
    * set keep it.
    */
   async numberAll(docs, Model) {
-    const pending = docs.filter((doc) => doc && typeof doc === 'object' && !this.isExplicit(doc));
+    const pending = docs.filter((doc) => {
+      if (!doc || typeof doc !== 'object') return false;
+      // Documents this counter numbered before: kept unless their reference value changed.
+      if (isDocument(doc) && this.numbered.has(doc)) return !this.keeps(doc, this.referenceOf(doc));
+      return !this.isExplicit(doc);
+    });
     await Promise.all(
       this.groupByReference(pending, Model).map(async ({ reference, members }) => {
         const values = await (await this.handle(reference)).nextBatch(members.length);

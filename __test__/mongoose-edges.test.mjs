@@ -159,7 +159,18 @@ for (const [major, mongoose] of [
       moved.shop = 'y';
       await moved.save();
       assert.equal((await M.findOne({ tag: 'c' })).no, 1, 'numbered again from the counter of its new shop');
-      assert.deepEqual((await counters().find({ id: `${p}retry` }).sort({ 'reference_value.shop': 1 }).toArray()).map((c) => [c.reference_value.shop, c.seq]), [['x', 3], ['y', 1]]);
+      // The same through insertMany of documents.
+      const failed = new M({ tag: 'a', shop: 'x' });
+      await assert.rejects(failed.save(), (e) => e.code === 11000);
+      assert.equal(failed.no, 4);
+      failed.tag = 'd';
+      failed.shop = 'y';
+      const kept = new M({ tag: 'b', shop: 'x' });
+      await assert.rejects(kept.save(), (e) => e.code === 11000);
+      kept.tag = 'e';
+      await M.insertMany([failed, kept]);
+      assert.deepEqual([(await M.findOne({ tag: 'd' })).no, (await M.findOne({ tag: 'e' })).no], [2, 5]);
+      assert.deepEqual((await counters().find({ id: `${p}retry` }).sort({ 'reference_value.shop': 1 }).toArray()).map((c) => [c.reference_value.shop, c.seq]), [['x', 5], ['y', 2]]);
     });
 
     test('syncCounterToMax on a descending counter moves it down to the smallest number, never back', async () => {
