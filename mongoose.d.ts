@@ -6,7 +6,10 @@ export interface AutoIncrementOptions {
   inc_field?: string
   /** Counter id (the `id` of its counter documents). Default: `inc_field`; required with `reference_fields`. */
   id?: string
-  /** Fields (dot paths allowed) whose values scope the counter: one counter per combination. */
+  /**
+   * Fields (dot paths allowed) whose values scope the counter: one counter per combination
+   * of their values, cast with the schema on every path and compared as exact BSON values.
+   */
   reference_fields?: string | string[]
   /** First value of a new counter. Default `1`. */
   start_seq?: number
@@ -16,7 +19,11 @@ export interface AutoIncrementOptions {
   collection_name?: string
   /** Number only through `setNext`, never in hooks. Default `false`. */
   disable_hooks?: boolean
-  /** Accepted for compatibility; the hooks are promise-based and run in order. Default `true`. */
+  /**
+   * `true` (default): on mongoose 8 the numbering `pre('save')` hook runs in parallel with
+   * the hooks after it (as mongoose-sequence's), which then do not see the number yet;
+   * mongoose 9 runs every pre hook in series. `false`: in series on both.
+   */
   parallel_hooks?: boolean
   /**
    * `true` (default): a second plugin with the same `id` throws `Counter already defined
@@ -61,7 +68,8 @@ export interface SequenceDocument {
 export interface SequenceModel {
   /**
    * Resets counter `id` (of every reference value, or of the one `referenceValues`
-   * gives) so that its next value is `start_seq - 1 + inc_amount`.
+   * gives, cast with this model's schema) so that its next value is
+   * `start_seq - 1 + inc_amount` (`inc_amount` when `start_seq` is 0, as mongoose-sequence).
    */
   counterReset(id: string, referenceValues?: Record<string, unknown>): Promise<CounterResetResult>
   counterReset(id: string, callback: (error: Error | null, result?: CounterResetResult) => void): void
@@ -83,8 +91,10 @@ export interface RaisedCounter {
 }
 
 /**
- * Raises the counter(s) of `Model` (the one of `id`, or its only one) to the largest
- * inc_field among its documents (per combination with reference_fields); never lowers one.
+ * Moves the counter(s) of `Model` (the one of `id`, or its only one) past every inc_field
+ * among its documents (per combination with reference_fields): up to the largest, or for
+ * a descending counter (negative inc_amount) down to the smallest. Never moves a counter
+ * back over numbers it handed out.
  */
 export declare function syncCounterToMax(Model: unknown, id?: string): Promise<RaisedCounter[]>
 
@@ -103,6 +113,7 @@ export interface TakeOverOptions {
 /**
  * Continues numbering after the counter @typegoose/auto-increment (`'typegoose'`) or
  * mongoose-auto-increment kept for the model; resolves with the counter's value afterwards.
+ * Rejects a descending counter with code `INVALID_ARGUMENT`.
  */
 export declare function takeOverCounter(Model: unknown, from: 'typegoose' | 'mongoose-auto-increment', options?: TakeOverOptions): Promise<number | bigint>
 
