@@ -62,8 +62,13 @@ function canonicalKey(value) {
   if (value instanceof Date) return `date:${value.getTime()}`;
   if (Array.isArray(value)) return `[${value.map(canonicalKey).join(',')}]`;
   if (typeof value === 'object') {
-    if (value._bsontype) return `${value._bsontype}:${JSON.stringify(typeof value.toJSON === 'function' ? value.toJSON() : String(value))}`;
-    if (Buffer.isBuffer(value)) return `buffer:${value.toString('base64')}`;
+    if (value._bsontype) {
+      const shown = typeof value.toJSON === 'function' ? value.toJSON() : String(value);
+      return `${value._bsontype}:${value.sub_type ?? ''}:${JSON.stringify(shown)}`;
+    }
+    if (value instanceof RegExp) return `regexp:${String(value)}`;
+    if (value instanceof Map) return `map:${canonicalKey(Object.fromEntries(value))}`;
+    if (ArrayBuffer.isView(value)) return `bytes:${Buffer.from(value.buffer, value.byteOffset, value.byteLength).toString('base64')}`;
     return `{${Object.entries(value).map(([k, v]) => `${JSON.stringify(k)}:${canonicalKey(v)}`).join(',')}}`;
   }
   return `${typeof value}:${typeof value === 'number' && Object.is(value, -0) ? '-0' : String(value)}`;
@@ -288,14 +293,18 @@ class Counter {
 
   /**
    * Whether the caller set `inc_field` of `doc` (a value that is neither null nor the
-   * schema's default): such a value is kept and no number is taken for it.
+   * schema's default, and for a plain object one that `Model`'s schema casts to a value):
+   * such a value is kept and no number is taken for it.
    */
-  isExplicit(doc) {
+  isExplicit(doc, Model) {
     const field = this.options.inc_field;
     const value = readField(doc, field);
     if (value === undefined || value === null) return false;
-    if (isDocument(doc) && typeof doc.$isDefault === 'function' && doc.$isDefault(field)) return false;
-    return true;
+    if (isDocument(doc)) return !(typeof doc.$isDefault === 'function' && doc.$isDefault(field));
+    const cast = asCast(Model, doc);
+    if (cast === doc) return true;
+    const stored = readField(cast, field);
+    return stored !== undefined && stored !== null;
   }
 
   /** The native handle on the counter document `{ id, reference_value }`. */
@@ -343,7 +352,7 @@ class Counter {
       if (!doc || typeof doc !== 'object') return false;
       // Documents this counter numbered before: kept unless their reference value changed.
       if (isDocument(doc) && this.numbered.has(doc)) return !this.keeps(doc, this.referenceOf(doc));
-      return !this.isExplicit(doc);
+      return !this.isExplicit(doc, Model);
     });
     await Promise.all(
       this.groupByReference(pending, Model).map(async ({ reference, members }) => {

@@ -127,10 +127,12 @@ for (const [major, mongoose] of [
       await new M({ tag: 'i', no: 504 }).save();
       await new M({ tag: 'j' }).save();
       await M.updateOne({ tag: 'k' }, { $set: { no: 505 } }, { upsert: true });
+      // As the schema casts it: '506' is a number, '' is none.
+      await M.insertMany([{ tag: 'l', no: '' }, { tag: 'm', no: '506' }]);
       assert.deepEqual(await numbers(M, 'no'), [
-        ['a', 500], ['b', 1], ['c', 2], ['d', 501], ['e', 502], ['f', 3], ['g', 503], ['h', 4], ['i', 504], ['j', 5], ['k', 505],
+        ['a', 500], ['b', 1], ['c', 2], ['d', 501], ['e', 502], ['f', 3], ['g', 503], ['h', 4], ['i', 504], ['j', 5], ['k', 505], ['l', 6], ['m', 506],
       ]);
-      assert.equal((await counters().findOne({ id: `${p}explicit` })).seq, 5);
+      assert.equal((await counters().findOne({ id: `${p}explicit` })).seq, 6);
       // A default is not the caller's value.
       const defaulted = new mongoose.Schema({ tag: String, no: { type: Number, default: 0 } });
       defaulted.plugin(AutoIncrement, { id: `${p}explicit_default`, inc_field: 'no' });

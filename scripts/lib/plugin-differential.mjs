@@ -123,7 +123,11 @@ function materialise(history, mongoose) {
     if (doc.explicit) {
       explicitCount += 1;
       // Far from anything the counters reach in one history, one per document.
-      for (const inst of instances) setPath(object, inst.field, Math.sign(inst.step || 1) * 10_000 * explicitCount);
+      // Given as a string where the document's values need casting.
+      for (const inst of instances) {
+        const number = Math.sign(inst.step || 1) * 10_000 * explicitCount;
+        setPath(object, inst.field, doc.cast ? String(number) : number);
+      }
     }
     return object;
   };
