@@ -431,14 +431,31 @@ class Counter {
   }
 
   /**
+   * Makes sure `counters` has a unique index over `{ id, reference_value }` (any name or
+   * options: one mongoose-sequence made is the index needed), creating it only when none
+   * exists. Once per counter.
+   */
+  async ensureUniqueIndex(counters) {
+    if (this.indexChecked) return;
+    const existing = await counters.indexes().catch(() => []);
+    const wanted = JSON.stringify({ id: 1, reference_value: 1 });
+    if (!existing.some((index) => index.unique && JSON.stringify(index.key) === wanted)) {
+      await counters.createIndex({ id: 1, reference_value: 1 }, { unique: true });
+    }
+    this.indexChecked = true;
+  }
+
+  /**
    * Moves the counter of `reference` to at least `value` in its own direction (up for
    * an ascending counter, down for a descending one), creating it when absent; never
    * moves it back over numbers it handed out. Resolves with its value afterwards.
    */
   async advanceTo(reference, value) {
     if (this.options.inc_amount > 0) return (await this.handle(reference)).raiseTo(value);
-    // Descending: an atomic $min on the counter document (the used extreme is the minimum).
+    // Descending: an atomic $min on the counter document (the used extreme is the minimum),
+    // under the unique index that keeps one counter document per reference value.
     const counters = (await this.db()).collection(this.options.collection_name);
+    await this.ensureUniqueIndex(counters);
     const filter = { id: this.options.id, reference_value: reference };
     for (let attempt = 0; ; attempt += 1) {
       try {

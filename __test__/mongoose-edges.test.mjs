@@ -198,6 +198,19 @@ for (const [major, mongoose] of [
       assert.equal((await Shop.create({ tag: 'f', shop: 'x' })).no, -12);
       assert.equal((await Shop.create({ tag: 'g', shop: 'y' })).no, -25);
       assert.equal(await counters().countDocuments({ id: `${p}down_shop` }), 2);
+
+      // Racing syncs of counters never used, in a collection of their own: one counter
+      // document per reference value, under the unique index.
+      const fresh = new mongoose.Schema({ tag: String, shop: String, no: Number });
+      fresh.plugin(AutoIncrement, { id: `${p}down_fresh`, inc_field: 'no', reference_fields: 'shop', inc_amount: -1, collection_name: `${p}fresh_counters` });
+      const Fresh = await model(`${p}DownFresh`, fresh);
+      await connection.createCollection(`${p}fresh_counters`);
+      await Fresh.collection.insertMany([{ tag: 'a', shop: 'x', no: 5 }, { tag: 'b', shop: 'y', no: 9 }]);
+      await Promise.all([syncCounterToMax(Fresh), syncCounterToMax(Fresh), syncCounterToMax(Fresh)]);
+      const freshCounters = connection.db.collection(`${p}fresh_counters`);
+      assert.deepEqual((await freshCounters.find().sort({ seq: 1 }).toArray()).map((c) => [c.reference_value.shop, c.seq]), [['x', 5], ['y', 9]]);
+      assert.ok((await freshCounters.indexes()).some((i) => i.unique && i.key.id === 1 && i.key.reference_value === 1));
+      assert.equal((await Fresh.create({ tag: 'c', shop: 'y' })).no, 8);
     });
 
     test('syncCounterToMax with a nested inc_field reads the dotted path', async () => {
