@@ -85,12 +85,45 @@ function referenceKey(reference, bson) {
   if (reference === null) return '';
   if (bson && typeof bson.serialize === 'function') {
     try {
-      return `b:${Buffer.from(bson.serialize({ r: reference })).toString('base64')}`;
+      // `undefined` as null, as the driver and the core store it (js-bson's own default drops it).
+      return `b:${Buffer.from(bson.serialize({ r: reference }, { ignoreUndefined: false })).toString('base64')}`;
     } catch {
       // a value of another BSON major version, for instance: the canonical form below
     }
   }
   return `c:${canonicalKey(reference)}`;
+}
+
+/**
+ * Plain objects this plugin made (copies of the caller's objects carrying numbers) and the
+ * numbers they carry, by field: such a number is not the caller's, so the same object
+ * inserted again (an array passed to insertMany twice) is numbered again.
+ */
+const carried = new WeakMap();
+
+/**
+ * A copy of the plain object `source` with `value` at `path` (the objects along a dotted
+ * path copied too): the caller's object is never written to, so one object given twice
+ * (`insertMany([o, o])`, or again in a later call) is numbered once per insert.
+ */
+function withField(source, path, value) {
+  const copy = { ...source };
+  const keys = path.split('.');
+  let target = copy;
+  for (const key of keys.slice(0, -1)) {
+    const level = target[key];
+    target[key] = level && typeof level === 'object' && !Array.isArray(level) ? { ...level } : {};
+    target = target[key];
+  }
+  target[keys.at(-1)] = value;
+  carried.set(copy, { ...carried.get(source), [path]: value });
+  return copy;
+}
+
+/** Whether the plain object `doc` carries at `path` a number this plugin set (not the caller's). */
+function carriesOurs(doc, path, value) {
+  const ours = carried.get(doc);
+  return Boolean(ours) && Object.hasOwn(ours, path) && ours[path] === value;
 }
 
 function writeField(doc, path, value) {
@@ -142,9 +175,14 @@ function signature(options) {
   return JSON.stringify({ id, inc_field, start_seq, inc_amount, reference_fields, collection_name, gapless });
 }
 
-/** The counter registered for `id`, or an Error as mongoose-sequence words it. */
-function registered(id, verb) {
-  const counter = registry.get(String(id));
+/**
+ * The counter of `id` for `Model`: the one its schema registered (on its own connection:
+ * with `exclusive: false` several connections each have a counter of that id), else the
+ * one registered first in this process; or an Error as mongoose-sequence words it.
+ */
+function registered(id, verb, Model) {
+  const own = Model && Model.schema && schemaCounters.get(Model.schema);
+  const counter = (own && own.find((c) => c.options.id === String(id))) || registry.get(String(id));
   if (!counter) throw new Error(`Trying to ${verb} a wrong sequence using the id ${id}`);
   return counter;
 }
@@ -245,6 +283,26 @@ class Counter {
     return this.isExplicit(doc);
   }
 
+  /**
+   * Whether the duplicate-key `error` of saving `doc` is about the number this counter
+   * gave it (the index includes inc_field).
+   */
+  refused(doc, error) {
+    const mine = this.numbered.get(doc);
+    const field = this.options.inc_field;
+    if (!mine || readField(doc, field) !== mine.value) return false;
+    const named = (part) => Boolean(part) && typeof part === 'object' && Object.hasOwn(part, field);
+    if (error.keyPattern || error.keyValue) return named(error.keyPattern) || named(error.keyValue);
+    // Servers that name only the index: `index: <field>_1 …`.
+    return typeof error.message === 'string' && error.message.includes(`index: ${field}_`);
+  }
+
+  /** Forgets the number this counter gave `doc`: the next save numbers it again. */
+  forget(doc) {
+    this.numbered.delete(doc);
+    writeField(doc, this.options.inc_field, undefined);
+  }
+
   /** Records that this counter gave `value` to `doc` for `reference`. */
   mark(doc, reference, value) {
     if (isDocument(doc)) this.numbered.set(doc, { key: this.keyOf(reference), value });
@@ -301,6 +359,7 @@ class Counter {
     const value = readField(doc, field);
     if (value === undefined || value === null) return false;
     if (isDocument(doc)) return !(typeof doc.$isDefault === 'function' && doc.$isDefault(field));
+    if (carriesOurs(doc, field, value)) return false;
     const cast = asCast(Model, doc);
     if (cast === doc) return true;
     const stored = readField(cast, field);
@@ -345,24 +404,32 @@ class Counter {
   /**
    * Numbers `docs` (documents or plain objects of `Model`) in array order: one block per
    * reference value, reserved in one round trip. Documents whose `inc_field` the caller
-   * set keep it.
+   * set keep it. Documents are numbered in place; a plain object is never written to:
+   * resolves with `docs` where each numbered plain object is replaced by a numbered copy.
    */
   async numberAll(docs, Model) {
-    const pending = docs.filter((doc) => {
-      if (!doc || typeof doc !== 'object') return false;
+    const result = [...docs];
+    const pending = [];
+    docs.forEach((doc, at) => {
+      if (!doc || typeof doc !== 'object') return;
       // Documents this counter numbered before: kept unless their reference value changed.
-      if (isDocument(doc) && this.numbered.has(doc)) return !this.keeps(doc, this.referenceOf(doc));
-      return !this.isExplicit(doc, Model);
+      const renumber = isDocument(doc) && this.numbered.has(doc) ? !this.keeps(doc, this.referenceOf(doc)) : !this.isExplicit(doc, Model);
+      if (renumber) pending.push(at);
     });
     await Promise.all(
-      this.groupByReference(pending, Model).map(async ({ reference, members }) => {
+      this.groupByReference(pending.map((at) => docs[at]), Model).map(async ({ reference, members }) => {
         const values = await (await this.handle(reference)).nextBatch(members.length);
-        members.forEach(({ doc }, i) => {
-          writeField(doc, this.options.inc_field, values[i]);
-          this.mark(doc, reference, values[i]);
+        members.forEach(({ doc, index }, i) => {
+          if (isDocument(doc)) {
+            writeField(doc, this.options.inc_field, values[i]);
+            this.mark(doc, reference, values[i]);
+          } else {
+            result[pending[index]] = withField(doc, this.options.inc_field, values[i]);
+          }
         });
       }),
     );
+    return result;
   }
 
   /**
@@ -511,26 +578,56 @@ function addHooks(schema, counter) {
 
   // Declared parameters: mongoose 8 passes (next, docs, options) to hooks that declare
   // any (none otherwise), mongoose 9 (docs, options); either way the promise settles it.
+  // A number refused by a unique index on inc_field (numbers imported past the counter,
+  // say) is not kept for a retry of the save: the retry takes the next number, as with
+  // mongoose-sequence, instead of failing on the same one forever.
+  schema.post('save', function forgetRefusedNumber(error, doc, next) {
+    if (error && error.code === 11000 && this && this.isNew && counter.refused(this, error)) counter.forget(this);
+    next(error);
+  });
+
+  // Plain objects are numbered as copies, never written to (one object given twice must
+  // take two numbers): mongoose 9 takes the copies as the hook's new arguments; mongoose
+  // 8 cannot, so there they replace the objects in the caller's array (or, for one
+  // object given without an array, the number is written into it and recognised as ours
+  // if the object is inserted again).
   schema.pre('insertMany', async function numberInsertMany(first, second, third) {
     if (counter.options.gapless) return; // numbered by the insertMany static itself
-    const args = [first, second, third];
-    let docs = arrayArgument(args);
-    if (!docs) {
-      const single = args.find((a) => a && typeof a === 'object' && typeof a !== 'function');
-      if (!single) return;
-      docs = [single];
+    const given = [first, second, third].slice(0, arguments.length);
+    const overwrite = this.base && typeof this.base.overwriteMiddlewareArguments === 'function' ? this.base.overwriteMiddlewareArguments : null;
+    const docs = arrayArgument(given);
+    if (docs) {
+      const numbered = await counter.numberAll(docs, this);
+      if (numbered.every((d, i) => d === docs[i])) return undefined;
+      if (overwrite && given[0] === docs) return overwrite(numbered, ...given.slice(1));
+      numbered.forEach((d, i) => {
+        if (d !== docs[i]) docs[i] = d;
+      });
+      return undefined;
     }
-    await counter.numberAll(docs.filter((d) => d && typeof d === 'object'), this);
+    const single = given.find((a) => a && typeof a === 'object');
+    if (!single) return undefined;
+    const [numbered] = await counter.numberAll([single], this);
+    if (numbered === single) return undefined;
+    if (overwrite && given[0] === single) return overwrite(numbered, ...given.slice(1));
+    const field = counter.options.inc_field;
+    writeField(single, field, readField(numbered, field));
+    carried.set(single, { ...carried.get(single), [field]: readField(numbered, field) });
+    return undefined;
   });
 
   schema.pre('bulkWrite', async function numberBulkInserts(first, second, third) {
     const ops = arrayArgument([first, second, third]);
     if (!ops) return;
-    const documents = ops
-      .filter((op) => op && op.insertOne && op.insertOne.document)
-      .map((op) => op.insertOne.document);
-    if (documents.length && counter.options.gapless) throw gaplessRefusal('a bulkWrite insertOne');
-    if (documents.length) await counter.numberAll(documents, this);
+    const inserts = ops.filter((op) => op && op.insertOne && op.insertOne.document);
+    if (inserts.length && counter.options.gapless) throw gaplessRefusal('a bulkWrite insertOne');
+    if (!inserts.length) return;
+    // mongoose replaces each insertOne's document by the document it casts; a numbered
+    // copy takes the caller's object's place there first.
+    const numbered = await counter.numberAll(inserts.map((op) => op.insertOne.document), this);
+    inserts.forEach((op, i) => {
+      op.insertOne.document = numbered[i];
+    });
   });
 
   for (const operation of ['findOneAndUpdate', 'updateOne', 'updateMany']) {
@@ -540,13 +637,17 @@ function addHooks(schema, counter) {
       // An aggregation-pipeline update has no $setOnInsert: it is left as it is (no number).
       if (Array.isArray(update)) return;
       const field = counter.options.inc_field;
-      const already = [update, update.$set, update.$setOnInsert].some((part) => part && Object.hasOwn(part, field));
+      // The filter's equalities become fields of the inserted document: an upsert by its
+      // number (`{ no: 5 }`, `{ _id: 5 }`) inserts that number, as the caller set it.
+      const equalities = filterEqualities(this.getFilter());
+      const byNumber = equalities[field] !== undefined && equalities[field] !== null;
+      const already = byNumber || [update, update.$set, update.$setOnInsert].some((part) => part && Object.hasOwn(part, field));
       if (already) return;
       if (counter.options.gapless) throw gaplessRefusal('an upsert');
       // The document an insert would store: the filter's equalities, then the update's
       // values, cast with the schema as save casts them.
       const plainFields = Object.fromEntries(Object.entries(update).filter(([key]) => !key.startsWith('$')));
-      const source = { ...filterEqualities(this.getFilter()), ...(update.$setOnInsert || {}), ...(update.$set || {}), ...plainFields };
+      const source = { ...equalities, ...(update.$setOnInsert || {}), ...(update.$set || {}), ...plainFields };
       const value = await counter.next(source, this.model);
       this.setUpdate({ ...update, $setOnInsert: { ...(update.$setOnInsert || {}), [field]: value } });
     });
@@ -597,7 +698,7 @@ function numbersFor(counter, Model) {
 function addMethods(schema) {
   schema.method('setNext', function setNext(id, callback) {
     const work = (async () => {
-      const counter = registered(id, 'increment');
+      const counter = registered(id, 'increment', this.constructor);
       const reference = counter.referenceOf(this);
       const value = await (await counter.handle(reference)).next();
       writeField(this, counter.options.inc_field, value);
@@ -615,7 +716,7 @@ function addMethods(schema) {
       source = undefined;
     }
     const work = (async () => {
-      const counter = registered(id, 'reset');
+      const counter = registered(id, 'reset', this);
       // Reference values are cast with this model's schema when it is the counter's.
       return counter.reset(source, numbersFor(counter, this) ? this : undefined);
     })();
@@ -651,8 +752,10 @@ function AutoIncrementFactory(connectionOrMongoose) {
       counter = new Counter(connection, options, bson);
       registry.set(options.id, counter);
     } else if (options.exclusive === 'reuse' && signature(existing.options) === signature(options)) {
-      // Hot reload: the same schema and options again use the counter already defined.
-      counter = existing;
+      // Hot reload: the same schema and options again use the counter already defined,
+      // on the same connection; on another connection (another database) the counter is
+      // that connection's own, as with exclusive: false.
+      counter = existing.connection === connection ? existing : new Counter(connection, options, bson);
     } else if (options.exclusive === false) {
       // Shared on purpose: the same counter documents, this registration's own options.
       counter = new Counter(connection, options, bson);

@@ -243,6 +243,113 @@ for (const [major, mongoose] of [
       assert.deepEqual(await numbers(G, 'no'), [['a', 1], ['b', 2], ['c', 3], ['d', 4]]);
     });
 
+    test('one plain object given twice is numbered twice: the caller\'s objects are never written to', async () => {
+      const schema = new mongoose.Schema({ tag: String, no: Number, meta: { no: Number } });
+      schema.plugin(AutoIncrement, { id: `${p}twice`, inc_field: 'no' });
+      schema.plugin(AutoIncrement, { id: `${p}twice_meta`, inc_field: 'meta.no' });
+      const M = await model(`${p}Twice`, schema);
+      const o = { tag: 'a', meta: { other: 1 } };
+      await M.insertMany([o, o]);
+      assert.deepEqual(o, { tag: 'a', meta: { other: 1 } }, 'the caller\'s object is unchanged');
+      const batch = [{ tag: 'b' }, { tag: 'c' }];
+      await M.insertMany(batch);
+      await M.insertMany(batch);
+      const single = { tag: 'd' };
+      await M.insertMany(single);
+      await M.insertMany(single);
+      const shared = { tag: 'e' };
+      await M.bulkWrite([{ insertOne: { document: shared } }, { insertOne: { document: shared } }]);
+      assert.deepEqual(shared, { tag: 'e' });
+      const docs = await M.find().lean();
+      for (const field of ['no', 'meta.no']) {
+        const values = docs.map((d) => field.split('.').reduce((v, k) => v?.[k], d)).sort((x, y) => x - y);
+        assert.deepEqual(values, [1, 2, 3, 4, 5, 6, 7, 8, 9, 10], `${field}: every insert its own number`);
+      }
+    });
+
+    test('a reference value holding undefined is keyed as the null the server stores', async () => {
+      const schema = new mongoose.Schema({ tag: String, no: Number, mix: mongoose.Schema.Types.Mixed });
+      schema.plugin(AutoIncrement, { id: `${p}undef`, inc_field: 'no', reference_fields: ['mix'] });
+      const M = await model(`${p}Undef`, schema);
+      await new M({ tag: 'a', mix: { x: undefined } }).save();
+      await new M({ tag: 'b', mix: {} }).save();
+      await new M({ tag: 'c', mix: { x: null } }).save();
+      await M.insertMany([{ tag: 'd', mix: {} }, { tag: 'e', mix: { x: undefined } }]);
+      assert.deepEqual(await numbers(M, 'no'), [['a', 1], ['b', 1], ['c', 2], ['d', 2], ['e', 3]]);
+      const stored = await counters().find({ id: `${p}undef` }).toArray();
+      assert.deepEqual(stored.map((c) => [JSON.stringify(c.reference_value), c.seq]).sort(), [['{"mix":{"x":null}}', 3], ['{"mix":{}}', 2]]);
+    });
+
+    test('an upsert by its number inserts that number and takes none', async () => {
+      const schema = new mongoose.Schema({ tag: String, no: Number });
+      schema.plugin(AutoIncrement, { id: `${p}upsert_no`, inc_field: 'no' });
+      const M = await model(`${p}UpsertNo`, schema);
+      await M.updateOne({ no: 500 }, { $set: { tag: 'a' } }, { upsert: true });
+      await M.updateOne({ no: 500 }, { $set: { tag: 'b' } }, { upsert: true });
+      await M.findOneAndUpdate({ no: { $eq: 501 } }, { tag: 'c' }, { upsert: true });
+      await M.updateOne({ tag: 'd' }, { $set: { x: 1 } }, { upsert: true });
+      assert.deepEqual(await numbers(M, 'no'), [['b', 500], ['c', 501], ['d', 1]]);
+      const byId = new mongoose.Schema({ _id: Number, tag: String });
+      byId.plugin(AutoIncrement, { id: `${p}upsert_id` });
+      const I = await model(`${p}UpsertId`, byId);
+      await I.updateOne({ _id: 77 }, { $set: { tag: 'a' } }, { upsert: true });
+      await I.findOneAndUpdate({ _id: 77 }, { tag: 'b' }, { upsert: true });
+      await I.updateOne({ tag: 'c' }, { $set: { x: 1 } }, { upsert: true });
+      assert.deepEqual((await I.find().sort({ _id: 1 }).lean()).map((d) => [d._id, d.tag]), [[1, 'c'], [77, 'b']]);
+    });
+
+    test('setNext, counterReset and exclusive: \'reuse\' use the counter of the model\'s own connection', async () => {
+      const other = mongoose.createConnection();
+      await other.openUri(env.uri, { dbName: `${env.dbName}_${major}_other`, serverSelectionTimeoutMS: 10_000 });
+      try {
+        await other.createCollection('counters');
+        const made = [];
+        for (const exclusive of [false, 'reuse']) {
+          const id = `${p}conn_${exclusive}`;
+          const pair = [];
+          for (const [conn, name] of [[connection, 'A'], [other, 'B']]) {
+            const schema = new mongoose.Schema({ tag: String, no: Number });
+            schema.plugin(AutoIncrementFactory(conn), { id, inc_field: 'no', exclusive });
+            const M = conn.model(`${p}Conn${String(exclusive)}${name}`, schema);
+            await M.init();
+            pair.push(M);
+          }
+          const [A, B] = pair;
+          await A.create({ tag: 'a1' });
+          await A.create({ tag: 'a2' });
+          await B.create({ tag: 'b1' });
+          const b2 = new B({ tag: 'b2' });
+          await b2.setNext(id);
+          await B.counterReset(id);
+          await A.create({ tag: 'a3' });
+          made.push([exclusive, await numbers(A, 'no'), await numbers(B, 'no'), (await counters().findOne({ id })).seq, (await other.db.collection('counters').findOne({ id })).seq]);
+        }
+        assert.deepEqual(made, [
+          [false, [['a1', 1], ['a2', 2], ['a3', 3]], [['b1', 1], ['b2', 2]], 3, 0],
+          ['reuse', [['a1', 1], ['a2', 2], ['a3', 3]], [['b1', 1], ['b2', 2]], 3, 0],
+        ]);
+      } finally {
+        await other.dropDatabase();
+        await other.close();
+      }
+    });
+
+    test('a number refused by a unique index on inc_field is not kept for the retry', async () => {
+      const schema = new mongoose.Schema({ tag: String, no: { type: Number, unique: true } });
+      schema.plugin(AutoIncrement, { id: `${p}refused`, inc_field: 'no' });
+      const M = await model(`${p}Refused`, schema);
+      await M.collection.insertOne({ tag: 'imported', no: 1 });
+      const doc = new M({ tag: 'a' });
+      await assert.rejects(doc.save(), (e) => e.code === 11000);
+      await doc.save();
+      assert.equal(doc.no, 2);
+      // The caller's own number is the caller's: kept, and refused again.
+      const mine = new M({ tag: 'b', no: 1 });
+      await assert.rejects(mine.save(), (e) => e.code === 11000);
+      assert.equal(mine.no, 1);
+      assert.deepEqual(await numbers(M, 'no'), [['a', 2], ['imported', 1]]);
+    });
+
     test('parallel_hooks: the next pre(save) hook sees the number only when mongoose runs hooks in series', async () => {
       const seen = {};
       for (const parallel of [true, false]) {
