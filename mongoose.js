@@ -140,6 +140,12 @@ function writeField(doc, path, value) {
   target[keys.at(-1)] = value;
 }
 
+/** `error` with its stable `code` (every error the plugin raises has one). */
+function coded(error, code) {
+  error.code = code;
+  return error;
+}
+
 function checkNumber(name, value) {
   if (typeof value !== 'number' || !Number.isSafeInteger(value)) {
     const error = new TypeError(`option ${name} must be a safe integer; got ${String(value)}`);
@@ -154,17 +160,17 @@ function normalise(options) {
   const useReference = merged.reference_fields !== null && merged.reference_fields !== undefined;
   const fields = useReference ? [].concat(merged.reference_fields) : [];
   if (useReference && (merged.id === null || merged.id === undefined)) {
-    throw new Error('Cannot use reference fields without specifying an id');
+    throw coded(new Error('Cannot use reference fields without specifying an id'), 'INVALID_ARGUMENT');
   }
   const id = merged.id || merged.inc_field;
   checkNumber('start_seq', merged.start_seq);
   checkNumber('inc_amount', merged.inc_amount);
   if (merged.inc_amount === 0) checkNumber('inc_amount (not 0)', Number.NaN);
   if (typeof merged.gapless !== 'boolean') {
-    throw new TypeError(`option gapless must be a boolean; got ${String(merged.gapless)}`);
+    throw coded(new TypeError(`option gapless must be a boolean; got ${String(merged.gapless)}`), 'INVALID_ARGUMENT');
   }
   if (![true, false, 'reuse'].includes(merged.exclusive)) {
-    throw new TypeError(`option exclusive must be true, false or 'reuse'; got ${String(merged.exclusive)}`);
+    throw coded(new TypeError(`option exclusive must be true, false or 'reuse'; got ${String(merged.exclusive)}`), 'INVALID_ARGUMENT');
   }
   return { ...merged, id: String(id), reference_fields: [...fields].sort(), useReference };
 }
@@ -183,7 +189,7 @@ function signature(options) {
 function registered(id, verb, Model) {
   const own = Model && Model.schema && schemaCounters.get(Model.schema);
   const counter = (own && own.find((c) => c.options.id === String(id))) || registry.get(String(id));
-  if (!counter) throw new Error(`Trying to ${verb} a wrong sequence using the id ${id}`);
+  if (!counter) throw coded(new Error(`Trying to ${verb} a wrong sequence using the id ${id}`), 'INVALID_ARGUMENT');
   return counter;
 }
 
@@ -326,7 +332,7 @@ class Counter {
   async db() {
     const connection = this.connection;
     if (!connection.db && typeof connection.asPromise === 'function') await connection.asPromise();
-    if (!connection.db) throw new Error('mongo-sequence/mongoose: the connection is not open');
+    if (!connection.db) throw coded(new Error('mongo-sequence/mongoose: the connection is not open'), 'CONNECTION');
     return connection.db;
   }
 
@@ -530,7 +536,7 @@ class Counter {
         let stored = after && Object.hasOwn(after, 'value') && Object.hasOwn(after, 'ok') ? after.value : after;
         // Some servers answer a racing upsert with no document: read it.
         if (!stored) stored = await counters.findOne(filter);
-        if (!stored) throw new Error(`mongo-sequence/mongoose: the counter ${JSON.stringify(this.options.id)} was not found after moving it`);
+        if (!stored) throw coded(new Error(`mongo-sequence/mongoose: the counter ${JSON.stringify(this.options.id)} was not found after moving it`), 'SERVER');
         const seq = stored[COUNTER_FIELD];
         return seq && typeof seq === 'object' && typeof seq.toNumber === 'function' ? seq.toNumber() : seq;
       } catch (error) {
@@ -724,13 +730,17 @@ function addMethods(schema) {
   });
 }
 
-function addField(schema, field) {
+/** Refuses an `inc_field` the schema already has with another type than Number. */
+function checkField(schema, field) {
   const path = schema.path(field);
-  if (path === undefined) {
-    schema.add({ [field]: Number });
-  } else if (path.instance !== 'Number') {
-    throw new Error('Auto increment field already present and not of type "Number"');
+  if (path !== undefined && path.instance !== 'Number') {
+    throw coded(new Error('Auto increment field already present and not of type "Number"'), 'INVALID_ARGUMENT');
   }
+}
+
+function addField(schema, field) {
+  checkField(schema, field);
+  if (schema.path(field) === undefined) schema.add({ [field]: Number });
 }
 
 /**
@@ -739,13 +749,20 @@ function addField(schema, field) {
  * its default connection) or a connection.
  */
 function AutoIncrementFactory(connectionOrMongoose) {
-  if (arguments.length !== 1) throw new Error(REQUIRE_HELP);
+  if (arguments.length !== 1) throw coded(new Error(REQUIRE_HELP), 'INVALID_ARGUMENT');
   const target = connectionOrMongoose;
   const connection = target && target.connection && typeof target.model === 'function' && !target.db ? target.connection : target;
   // The BSON library of this mongoose's driver: reference values are keyed by their BSON.
   const bson = (target && target.mongo && target.mongo.BSON) || (connection && connection.base && connection.base.mongo && connection.base.mongo.BSON) || null;
   return function AutoIncrement(schema, pluginOptions) {
     const options = normalise(pluginOptions);
+    // Refusals first, so that a refused plugin leaves no counter registered behind it.
+    checkField(schema, options.inc_field);
+    const others = schemaCounters.get(schema) || [];
+    if (others.length && !options.disable_hooks && (options.gapless || others.some((c) => c.options.gapless && !c.options.disable_hooks))) {
+      // A gapless counter inserts the documents itself, past the other counter's hooks.
+      throw coded(new Error('mongo-sequence/mongoose: a gapless counter cannot share its schema with another counter'), 'INVALID_ARGUMENT');
+    }
     const existing = registry.get(options.id);
     let counter;
     if (!existing) {
@@ -760,7 +777,7 @@ function AutoIncrementFactory(connectionOrMongoose) {
       // Shared on purpose: the same counter documents, this registration's own options.
       counter = new Counter(connection, options, bson);
     } else {
-      throw new Error(`Counter already defined for field "${options.id}"`);
+      throw coded(new Error(`Counter already defined for field "${options.id}"`), 'INVALID_ARGUMENT');
     }
     if (!schemaCounters.has(schema)) schemaCounters.set(schema, []);
     schemaCounters.get(schema).push(counter);
@@ -778,11 +795,11 @@ function counterOf(Model, id) {
   const counters = (Model && Model.schema && schemaCounters.get(Model.schema)) || [];
   if (id !== undefined) {
     const found = counters.find((c) => c.options.id === String(id));
-    if (!found) throw new Error(`Model ${Model && Model.modelName} has no counter with id "${id}"`);
+    if (!found) throw coded(new Error(`Model ${Model && Model.modelName} has no counter with id "${id}"`), 'INVALID_ARGUMENT');
     return found;
   }
   if (counters.length !== 1) {
-    throw new Error(`Model ${Model && Model.modelName} has ${counters.length} counters: name one with its id`);
+    throw coded(new Error(`Model ${Model && Model.modelName} has ${counters.length} counters: name one with its id`), 'INVALID_ARGUMENT');
   }
   return counters[0];
 }
@@ -856,9 +873,9 @@ const OTHER_LIBRARIES = {
  */
 async function takeOverCounter(Model, from, options = {}) {
   const locate = OTHER_LIBRARIES[from];
-  if (!locate) throw new TypeError(`takeOverCounter: from must be one of ${Object.keys(OTHER_LIBRARIES).join(', ')}; got ${String(from)}`);
+  if (!locate) throw coded(new TypeError(`takeOverCounter: from must be one of ${Object.keys(OTHER_LIBRARIES).join(', ')}; got ${String(from)}`), 'INVALID_ARGUMENT');
   const counter = counterOf(Model, options.id);
-  if (counter.options.useReference) throw new Error('takeOverCounter: counters with reference_fields cannot be taken over (the other plugins keep one counter per model)');
+  if (counter.options.useReference) throw coded(new Error('takeOverCounter: counters with reference_fields cannot be taken over (the other plugins keep one counter per model)'), 'INVALID_ARGUMENT');
   if (counter.options.inc_amount < 0) {
     const error = new Error('takeOverCounter: a descending counter (negative inc_amount) cannot continue after a counter that counts upwards');
     error.code = 'INVALID_ARGUMENT';
@@ -869,7 +886,7 @@ async function takeOverCounter(Model, from, options = {}) {
   const other = await db.collection(options.collection ?? where.collection).findOne(where.filter);
   const count = other && other[where.value];
   if (count === undefined || count === null) {
-    throw new Error(`takeOverCounter: no ${from} counter ${JSON.stringify(where.filter)} in ${options.collection ?? where.collection}`);
+    throw coded(new Error(`takeOverCounter: no ${from} counter ${JSON.stringify(where.filter)} in ${options.collection ?? where.collection}`), 'SEQUENCE_NOT_FOUND');
   }
   const value = typeof count === 'object' && typeof count.toNumber === 'function' ? count.toNumber() : Number(count);
   return (await counter.handle(null)).raiseTo(Math.trunc(value));
