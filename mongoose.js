@@ -647,17 +647,55 @@ function addHooks(schema, counter) {
       // number (`{ no: 5 }`, `{ _id: 5 }`) inserts that number, as the caller set it.
       const equalities = filterEqualities(this.getFilter());
       const byNumber = equalities[field] !== undefined && equalities[field] !== null;
-      const already = byNumber || [update, update.$set, update.$setOnInsert].some((part) => part && Object.hasOwn(part, field));
-      if (already) return;
+      const touched = updateTouches(update, field);
+      if (byNumber || touched === true) return;
       if (counter.options.gapless) throw gaplessRefusal('an upsert');
       // The document an insert would store: the filter's equalities, then the update's
       // values, cast with the schema as save casts them.
       const plainFields = Object.fromEntries(Object.entries(update).filter(([key]) => !key.startsWith('$')));
       const source = { ...equalities, ...(update.$setOnInsert || {}), ...(update.$set || {}), ...plainFields };
       const value = await counter.next(source, this.model);
-      this.setUpdate({ ...update, $setOnInsert: { ...(update.$setOnInsert || {}), [field]: value } });
+      // `$setOnInsert: { meta: {…} }` with inc_field `meta.no`: the number goes into a copy
+      // of that object (a second path under it would conflict, code 40).
+      const [key, inside] = touched ? [touched, field.slice(touched.length + 1)] : [field, null];
+      const placed = inside === null ? value : readField(withField({ [key]: update.$setOnInsert[key] }, `${key}.${inside}`, value), key);
+      this.setUpdate({ ...update, $setOnInsert: { ...(update.$setOnInsert || {}), [key]: placed } });
     });
   }
+}
+
+/**
+ * What an upsert's `update` does to `field` (a dotted path): `true` when it sets the
+ * field, or touches it or an object above it in a way the plugin must not add to (a
+ * `$set` of the parent, `$inc`, `$unset`…: a `$setOnInsert` of the field would conflict
+ * with it, code 40) — the field is then left to the update; the parent's path when only
+ * `$setOnInsert` sets an object above the field (the number goes inside it); else `false`.
+ */
+function updateTouches(update, field) {
+  const parts = field.split('.');
+  const parents = parts.slice(0, -1).map((_, i) => parts.slice(0, i + 1).join('.'));
+  const hits = (object) => {
+    if (!object || typeof object !== 'object') return null;
+    if (Object.hasOwn(object, field)) return field;
+    for (const path of Object.keys(object)) if (path.startsWith(`${field}.`)) return path;
+    return parents.find((parent) => Object.hasOwn(object, parent)) || null;
+  };
+  let parentOnInsert = false;
+  for (const [key, part] of Object.entries(update)) {
+    if (!key.startsWith('$')) {
+      if (hits({ [key]: part })) return true;
+      continue;
+    }
+    const hit = hits(part);
+    if (!hit) continue;
+    if (key !== '$setOnInsert' || hit === field || hit.startsWith(`${field}.`)) return true;
+    // A parent object set on insert: it gives the number itself, or takes ours inside it.
+    const inside = resolvePath(field.slice(hit.length + 1), part[hit]);
+    if (inside !== undefined && inside !== null) return true;
+    if (part[hit] !== null && typeof part[hit] !== 'object') return true;
+    parentOnInsert = hit;
+  }
+  return parentOnInsert;
 }
 
 /** `list` as documents of `Model` (documents already are). */

@@ -298,6 +298,21 @@ for (const [major, mongoose] of [
       assert.deepEqual((await I.find().sort({ _id: 1 }).lean()).map((d) => [d._id, d.tag]), [[1, 'c'], [77, 'b']]);
     });
 
+    test('an upsert that writes the object above a nested inc_field, or the field itself, still runs', async () => {
+      const schema = new mongoose.Schema({ tag: String, meta: { no: Number, x: Number } });
+      schema.plugin(AutoIncrement, { id: `${p}upsert_nested`, inc_field: 'meta.no' });
+      const M = await model(`${p}UpsertNested`, schema);
+      await M.updateOne({ tag: 'a' }, { $setOnInsert: { meta: { x: 1 } } }, { upsert: true });
+      await M.updateOne({ tag: 'b' }, { $set: { meta: { x: 2 } } }, { upsert: true });
+      await M.updateOne({ tag: 'c' }, { $set: { meta: { no: 90 } } }, { upsert: true });
+      await M.updateOne({ tag: 'd' }, { $inc: { 'meta.no': 5 } }, { upsert: true });
+      await M.findOneAndUpdate({ tag: 'e' }, { $set: { 'meta.x': 3 } }, { upsert: true });
+      await M.updateOne({ tag: 'f' }, { $setOnInsert: { meta: { no: 91 } } }, { upsert: true });
+      const docs = (await M.find().sort({ tag: 1 }).lean()).map((d) => [d.tag, d.meta]);
+      // A $set of the whole object (b) replaces it on every update: it is left without a number.
+      assert.deepEqual(docs, [['a', { x: 1, no: 1 }], ['b', { x: 2 }], ['c', { no: 90 }], ['d', { no: 5 }], ['e', { no: 2, x: 3 }], ['f', { no: 91 }]]);
+    });
+
     test('setNext, counterReset and exclusive: \'reuse\' use the counter of the model\'s own connection', async () => {
       const other = mongoose.createConnection();
       await other.openUri(env.uri, { dbName: `${env.dbName}_${major}_other`, serverSelectionTimeoutMS: 10_000 });
