@@ -582,8 +582,6 @@ function addHooks(schema, counter) {
     });
   }
 
-  // Declared parameters: mongoose 8 passes (next, docs, options) to hooks that declare
-  // any (none otherwise), mongoose 9 (docs, options); either way the promise settles it.
   // A number refused by a unique index on inc_field (numbers imported past the counter,
   // say) is not kept for a retry of the save: the retry takes the next number, as with
   // mongoose-sequence, instead of failing on the same one forever.
@@ -592,6 +590,8 @@ function addHooks(schema, counter) {
     next(error);
   });
 
+  // Declared parameters: mongoose 8 passes (next, docs, options) to hooks that declare
+  // any (none otherwise), mongoose 9 (docs, options); either way the promise settles it.
   // Plain objects are numbered as copies, never written to (one object given twice must
   // take two numbers): mongoose 9 takes the copies as the hook's new arguments; mongoose
   // 8 cannot, so there they replace the objects in the caller's array (or, for one
