@@ -199,9 +199,14 @@ pub fn sync_to_max<'env>(
         };
         managed_promise(env, named, None, move |reservation, named| async move {
             let (source, field) = source.expect("read with the counter");
-            let largest = reservation.store().largest_in(&source, &field).await?;
+            let source = admin::SourceField {
+                store: reservation.store(),
+                collection: source,
+                path: field,
+            };
             let value =
-                admin::raise_to(reservation.counters(), reservation.counter(), largest).await?;
+                admin::sync_to_source(reservation.counters(), reservation.counter(), &source)
+                    .await?;
             Ok(Output::Single(Value::checked(
                 &named.label,
                 value,

@@ -240,8 +240,12 @@ impl Sequence {
             "Sequence.syncToMax",
             || read_source(&source, &field),
             |r, _, (source, field)| async move {
-                let largest = r.store().largest_in(&source, &field).await?;
-                admin::raise_to(r.counters(), r.counter(), largest)
+                let source = admin::SourceField {
+                    store: r.store(),
+                    collection: source,
+                    path: field,
+                };
+                admin::sync_to_source(r.counters(), r.counter(), &source)
                     .await
                     .map(Some)
             },
