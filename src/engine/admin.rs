@@ -412,7 +412,14 @@ impl MongoStore {
                 "$gte": -I64_RANGE_END,
             }
         };
-        let projection = doc! { "_id": 0, path: 1 };
+        // The whole first field of the path: a projection of a numeric step (`a.0.b`)
+        // would select a field named "0" in each element, not the element.
+        let top = path.split('.').next().unwrap_or(path);
+        let projection = if top == "_id" {
+            doc! { "_id": 1 }
+        } else {
+            doc! { "_id": 0, top: 1 }
+        };
         if !self.arrays_on(source, path).await? {
             let order = match direction {
                 Direction::Up => -1,
