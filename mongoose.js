@@ -415,8 +415,9 @@ function counterOf(Model, id) {
  * Raises the counter(s) of `Model` (the one of `id`, or its only one) to the largest
  * `inc_field` among its documents, so that data imported or numbered elsewhere never
  * collides with new numbers: with reference_fields, each combination's counter to the
- * largest of its documents. Never lowers a counter. Resolves with the counters raised
- * as `[{ reference_value, value }]`.
+ * largest of its documents. A descending counter (negative `inc_amount`) is lowered to
+ * the smallest instead. Never moves a counter back over numbers it handed out. Resolves
+ * with the counters moved as `[{ reference_value, value }]`.
  */
 async function syncCounterToMax(Model, id) {
   const counter = counterOf(Model, id);
@@ -431,7 +432,8 @@ async function syncCounterToMax(Model, id) {
   });
   const maxima = await Model.aggregate([
     { $match: { [field]: { $type: ['int', 'long', 'double'] } } },
-    { $group: { _id: group, max: { $max: `$${field}` } } },
+    // A descending counter (negative inc_amount) has used the smallest number.
+    { $group: { _id: group, max: { [counter.options.inc_amount < 0 ? '$min' : '$max']: `$${field}` } } },
   ]);
   const raised = [];
   for (const { _id: values, max } of maxima) {

@@ -149,3 +149,32 @@ test('huge steps: batches and concurrent calls are served, not CONTENTION', asyn
   await h.reset();
   assert.deepEqual(await h.nextBatch(3), [-step, 0n, step]);
 });
+
+test('the plugin syncs a descending counter to the smallest number used, per reference too', async () => {
+  const { default: mongoose } = await import('mongoose');
+  const { createRequire } = await import('node:module');
+  const AutoIncrementFactory = createRequire(import.meta.url)('../mongoose.js');
+  const connection = await mongoose.createConnection(env.uri, { dbName: env.dbName }).asPromise();
+  try {
+    const AutoIncrement = AutoIncrementFactory(connection);
+    const plain = new mongoose.Schema({ no: Number });
+    plain.plugin(AutoIncrement, { id: 'edges_down', inc_field: 'no', start_seq: 100, inc_amount: -1, collection_name: 'edges_plugin' });
+    const Down = connection.model('EdgesDown', plain);
+    const saved = [];
+    for (let i = 0; i < 3; i++) saved.push((await new Down({}).save()).no);
+    assert.deepEqual(saved, [100, 99, 98]);
+    assert.deepEqual(await AutoIncrementFactory.syncCounterToMax(Down), [{ reference_value: null, value: 98 }]);
+    assert.equal((await new Down({}).save()).no, 97, 'not 99 again');
+
+    const scoped = new mongoose.Schema({ shop: String, no: Number });
+    scoped.plugin(AutoIncrement, { id: 'edges_down_shop', inc_field: 'no', reference_fields: ['shop'], start_seq: 100, inc_amount: -1, collection_name: 'edges_plugin' });
+    const Shop = connection.model('EdgesDownShop', scoped);
+    for (let i = 0; i < 3; i++) await new Shop({ shop: 'a' }).save();
+    await Shop.collection.insertOne({ shop: 'a', no: 50 });
+    const moved = await AutoIncrementFactory.syncCounterToMax(Shop);
+    assert.deepEqual(moved.map((r) => [r.reference_value.shop, r.value]), [['a', 50]]);
+    assert.equal((await new Shop({ shop: 'a' }).save()).no, 49);
+  } finally {
+    await connection.close();
+  }
+});

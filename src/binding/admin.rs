@@ -165,10 +165,11 @@ pub fn list_sequences<'env>(
     })
 }
 
-/// Raises counter `name` to at least the largest integer in `field` of collection
-/// `source` (an atomic `$max`: never lowers it, never loses a racing call), creating it
-/// when absent, so imported data never collides with new values. Resolves with the
-/// counter's value afterwards. Options: `collection`, `field`, `bigint`, `uri`, `writeConcern`.
+/// Raises counter `name` to at least the largest integer that `field` (a dotted path;
+/// array elements included, as queries see them) reaches in collection `source` (an
+/// atomic `$max`: never lowers it, never loses a racing call), creating it when absent,
+/// so imported data never collides with new values; a descending counter is lowered to
+/// the smallest instead (`$min`). Resolves with the counter's value afterwards. Options: `collection`, `field`, `bigint`, `uri`, `writeConcern`.
 #[napi(
     ts_args_type = "db: SequenceDbLike, source: string, field: string, name: string | Record<string, string | number | boolean | bigint>, options?: O",
     ts_return_type = "Promise<SequenceNumber<O>>",

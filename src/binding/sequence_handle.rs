@@ -200,7 +200,9 @@ impl Sequence {
 
     /// Raises the counter to at least `value` (an atomic `$max`: never lowers it, never
     /// loses a racing call), creating it when absent; resolves with its value afterwards.
-    /// For taking over counters kept elsewhere (another library's last value).
+    /// A descending counter (negative step) is lowered to at most `value` instead
+    /// (`$min`): never moved back over values it handed out. For taking over counters
+    /// kept elsewhere (another library's last value).
     #[napi(
         ts_args_type = "value: number | bigint",
         ts_return_type = "Promise<number | bigint>"
@@ -223,7 +225,8 @@ impl Sequence {
     }
 
     /// Raises the counter to at least the largest integer in `field` (a dotted path
-    /// allowed) of collection `source`, as `syncToMax` does; resolves with its value
+    /// allowed, array elements included) of collection `source`, as `syncToMax` does (a
+    /// descending counter is lowered to the smallest); resolves with its value
     /// afterwards.
     #[napi(
         ts_args_type = "source: string, field: string",
