@@ -178,3 +178,17 @@ test('the plugin syncs a descending counter to the smallest number used, per ref
     await connection.close();
   }
 });
+
+test('gapless near the int64 end rejects SEQUENCE_OVERFLOW and inserts nothing', async (t) => {
+  if ((process.env.MONGO_SEQUENCE_SERVER || 'mongoeco') !== 'secantus' && !process.env.MONGODB_URI) {
+    t.skip('gapless needs a replica set: runs in the secantus pass');
+    return;
+  }
+  const end = 2n ** 63n - 1n;
+  await seq.sequence(env.db, 'gaplessEnd', { upsert: true, bigint: true }).set(end - 1n);
+  const opts = { gapless: true, field: 'no', sequence: 'gaplessEnd', bigint: true };
+  await rejectsWithCode(assert, seq.insertMany(env.db, 'gapless_end', [{}, {}], opts), 'SEQUENCE_OVERFLOW', /64-bit/);
+  assert.equal(await env.db.collection('gapless_end').countDocuments(), 0);
+  await seq.insertMany(env.db, 'gapless_end', [{}], opts);
+  assert.equal((await env.db.collection('gapless_end').findOne({}, { useBigInt64: true })).no, end);
+});

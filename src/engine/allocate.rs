@@ -119,8 +119,12 @@ pub async fn allocate_demands<S: CounterStore>(
             // would be alone (a fill takes what is left, a call that does not fit
             // fails alone), exactly, like a configured counter at its limit.
             Err(e) if e.server_code == Some(BAD_VALUE) || e.code == ErrorCode::SequenceOverflow => {
-                if let Some(served) = serve_plain_exactly(store, counter, demands).await? {
-                    return Ok(served);
+                match serve_plain_exactly(store, counter, demands).await {
+                    Ok(Some(served)) => return Ok(served),
+                    Ok(None) => {}
+                    // Inside a transaction the failed `$inc` aborted it, so the read
+                    // cannot run: report the overflow itself.
+                    Err(_) => return Err(increment_error(counter, e)),
                 }
             }
             Err(e) => return Err(increment_error(counter, e)),
