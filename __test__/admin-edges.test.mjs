@@ -64,6 +64,13 @@ test('syncToMax through arrays takes the largest element the path reaches', asyn
   assert.equal(await seq.syncToMax(env.db, 'arr', 'a.b', 'arrNo'), 90);
   await env.db.collection('tags').insertMany([{ tags: [3, 200, 'z'] }, { tags: 150 }, { tags: [] }]);
   assert.equal(await seq.syncToMax(env.db, 'tags', 'tags', 'tagNo'), 200);
+  // A sort orders an array by one element of its choosing ('zzz' sorts above numbers,
+  // null below): with arrays on the path every document is looked at instead.
+  await env.db.collection('mixed').insertMany([{ m: [1, 'zzz'] }, { m: 50 }, { m: [70, null] }, { m: 60 }]);
+  assert.equal(await seq.syncToMax(env.db, 'mixed', 'm', 'mixedNo'), 70);
+  const mixedDown = seq.counterAt(env.db, { id: 'mixedDown' }, { collection: 'msc_mixed', field: 'seq', step: -1 });
+  await mixedDown.init({ start: 100 });
+  assert.equal(await mixedDown.syncToMax('mixed', 'm'), 1);
   await env.db.collection('pos').insertOne({ a: [{ b: 4 }, { b: 8 }] });
   assert.equal(await seq.syncToMax(env.db, 'pos', 'a.0.b', 'posNo'), 4, 'a position names one element');
   // What the query sees is what counts: the same documents without arrays give the same.

@@ -433,15 +433,19 @@ impl MongoStore {
                 .map_err(|e| self.error(&e))?;
             return Ok(extreme_of(first.as_ref(), path, direction));
         }
-        let docs: Vec<Document> = collection
+        // Streamed, one document at a time: a large collection is never held whole.
+        let mut cursor = collection
             .find(filter)
             .projection(projection)
             .await
-            .map_err(|e| self.error(&e))?
-            .try_collect()
-            .await
             .map_err(|e| self.error(&e))?;
-        Ok(extreme_of(&docs, path, direction))
+        let mut best: Option<i64> = None;
+        while let Some(doc) = cursor.try_next().await.map_err(|e| self.error(&e))? {
+            if let Some(v) = extreme_of([&doc], path, direction) {
+                best = Some(best.map_or(v, |b| direction.further(b, v)));
+            }
+        }
+        Ok(best)
     }
 
     /// Whether some document of `source` holds an array at `path` or at a prefix of it
