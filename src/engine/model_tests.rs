@@ -780,6 +780,15 @@ proptest! {
     ) {
         check_history(mode, CreatePolicy { upsert, start }, initial, &ops);
     }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig {
+        cases: std::env::var("MODEL_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(10_000) / 2,
+        max_shrink_iters: 2_000,
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    })]
 
     #[test]
     fn every_admin_operation_on_every_shape_matches_the_model(
