@@ -173,6 +173,14 @@ test('the plugin syncs a descending counter to the smallest number used, per ref
     assert.deepEqual(await AutoIncrementFactory.syncCounterToMax(Down), [{ reference_value: null, value: 98 }]);
     assert.equal((await new Down({}).save()).no, 97, 'not 99 again');
 
+    // A nested inc_field: the imported maximum is read along the path.
+    const nested = new mongoose.Schema({ meta: { no: Number } });
+    nested.plugin(AutoIncrement, { id: 'edges_nested', inc_field: 'meta.no', collection_name: 'edges_plugin' });
+    const Nested = connection.model('EdgesNested', nested);
+    await Nested.collection.insertMany([{ meta: { no: 41 } }, { meta: { no: 3 } }]);
+    assert.deepEqual(await AutoIncrementFactory.syncCounterToMax(Nested), [{ reference_value: null, value: 41 }]);
+    assert.equal((await new Nested({}).save()).meta.no, 42);
+
     const scoped = new mongoose.Schema({ shop: String, no: Number });
     scoped.plugin(AutoIncrement, { id: 'edges_down_shop', inc_field: 'no', reference_fields: ['shop'], start_seq: 100, inc_amount: -1, collection_name: 'edges_plugin' });
     const Shop = connection.model('EdgesDownShop', scoped);
