@@ -260,7 +260,8 @@ pub fn usable_value(value: &Bson, direction: Direction) -> Option<i64> {
     match value {
         Bson::Int32(v) => Some(i64::from(*v)),
         Bson::Int64(v) => Some(*v),
-        Bson::Double(d) if d.is_finite() => {
+        // NaN and infinities round to themselves and fall outside the range below.
+        Bson::Double(d) => {
             let rounded = match direction {
                 Direction::Up => d.ceil(),
                 Direction::Down => d.floor(),
@@ -275,8 +276,9 @@ pub fn usable_value(value: &Bson, direction: Direction) -> Option<i64> {
 
 /// The values a dotted `path` reaches in `value`, as MongoDB's queries see them: each
 /// step looks into a document's field and, when it meets an array, into each element of
-/// that array (one level: arrays nested in arrays are not looked into; a numeric step
-/// also names an array position); an array at the end gives each of its elements.
+/// that array (one level: arrays nested in arrays are not looked into); a numeric step
+/// also names an array position, whose element is looked into as a value of its own; an
+/// array at the end gives each of its elements.
 pub fn values_at<'a>(value: &'a Bson, path: &[&str], out: &mut Vec<&'a Bson>) {
     let Some((head, rest)) = path.split_first() else {
         match value {
@@ -293,7 +295,7 @@ pub fn values_at<'a>(value: &'a Bson, path: &[&str], out: &mut Vec<&'a Bson>) {
         }
         Bson::Array(items) => {
             if let Some(item) = head.parse::<usize>().ok().and_then(|i| items.get(i)) {
-                values_at_element(item, rest, out);
+                values_at(item, rest, out);
             }
             for item in items {
                 if let Bson::Document(doc) = item {
@@ -304,15 +306,6 @@ pub fn values_at<'a>(value: &'a Bson, path: &[&str], out: &mut Vec<&'a Bson>) {
             }
         }
         _ => {}
-    }
-}
-
-/// An array element named by position: looked into as a value of its own, except that
-/// an array there is not traversed again unless the path ends on it.
-fn values_at_element<'a>(item: &'a Bson, rest: &[&str], out: &mut Vec<&'a Bson>) {
-    match item {
-        Bson::Array(_) if !rest.is_empty() => {}
-        _ => values_at(item, rest, out),
     }
 }
 
@@ -565,6 +558,11 @@ mod tests {
         assert_eq!(extreme_of(&positional, "c.0", Up), Some(2));
         assert_eq!(extreme_of(&positional, "c", Up), Some(3));
         assert_eq!(extreme_of(&positional, "c.0.x", Up), None);
+        // A position names an element, looked into as any value (arrays included); a
+        // field step does not look into an array inside an array.
+        let nested = [doc! { "c": [[{ "x": 5 }], { "x": 1 }] }];
+        assert_eq!(extreme_of(&nested, "c.0.x", Up), Some(5));
+        assert_eq!(extreme_of(&nested, "c.x", Up), Some(1));
     }
 
     fn located(stride: i64) -> CounterRef {
@@ -620,6 +618,27 @@ mod tests {
         assert_eq!(e.code, ErrorCode::InvalidArgument);
         assert!(e.message.contains("minValue -50"), "{}", e.message);
         assert_eq!(run(current(&store, &configured)).unwrap(), -10);
+    }
+
+    #[test]
+    fn a_configured_counter_moves_right_up_to_its_limit() {
+        let store = MemoryStore::default();
+        let up = counter("up_to_max");
+        let config = SequenceConfig::new(1, Some(1), Some(50), false).unwrap();
+        run(init(&store, &up, None, Some(config))).unwrap();
+        assert_eq!(
+            run(raise_to(&store, &up, 50)).unwrap(),
+            50,
+            "maxValue itself"
+        );
+        let down = counter("down_to_min");
+        let config = SequenceConfig::new(-1, Some(-50), Some(-1), false).unwrap();
+        run(init(&store, &down, None, Some(config))).unwrap();
+        assert_eq!(
+            run(raise_to(&store, &down, -50)).unwrap(),
+            -50,
+            "minValue itself"
+        );
     }
 
     /// Source values in memory, for `sync_to_source`.

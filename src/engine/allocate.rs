@@ -608,6 +608,23 @@ mod tests {
     }
 
     #[test]
+    fn an_overflow_whose_counter_cannot_be_read_is_reported_as_overflow() {
+        // In a transaction the failed `$inc` aborts it: the re-plan's read fails.
+        let store = MemoryStore::default();
+        let c = counter("aborted");
+        store.put(&c, Some(Bson::Int64(i64::MAX - 1)));
+        store.fail_reads.store(1, Ordering::SeqCst);
+        let err = run(allocate(&store, &c, CreatePolicy::default(), 2)).unwrap_err();
+        assert_eq!(err.code, ErrorCode::SequenceOverflow);
+        assert_eq!(
+            err.server_code,
+            Some(2),
+            "the overflow itself, not the read's error"
+        );
+        assert_eq!(store.get(&c), Some(Some(Bson::Int64(i64::MAX - 1))));
+    }
+
+    #[test]
     fn near_the_end_each_demand_is_served_as_if_alone() {
         let store = MemoryStore::default();
         let c = counter("end");

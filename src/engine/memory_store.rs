@@ -38,6 +38,9 @@ pub struct MemoryStore {
     pub race_create_with: Mutex<Option<i64>>,
     /// Round trips made (every operation counts one).
     pub round_trips: AtomicUsize,
+    /// Fail this many upcoming reads with a server error (a transaction aborted by a
+    /// failed write refuses the reads after it).
+    pub fail_reads: AtomicUsize,
 }
 
 fn key(counter: &CounterRef) -> Key {
@@ -194,6 +197,17 @@ impl CounterStore for MemoryStore {
 
     async fn read(&self, counter: &CounterRef) -> SeqResult<Option<CounterDoc>> {
         self.begin()?;
+        let refused = self
+            .fail_reads
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+            .is_ok();
+        if refused {
+            return Err(SeqError::server(
+                251,
+                Some("NoSuchTransaction".into()),
+                "transaction aborted",
+            ));
+        }
         let docs = self.docs.lock().unwrap();
         Ok(docs.get(&key(counter)).map(|e| CounterDoc {
             value: e.value.clone(),
