@@ -144,12 +144,15 @@ export declare class Sequence {
   /**
    * Raises the counter to at least `value` (an atomic `$max`: never lowers it, never
    * loses a racing call), creating it when absent; resolves with its value afterwards.
-   * For taking over counters kept elsewhere (another library's last value).
+   * A descending counter (negative step) is lowered to at most `value` instead
+   * (`$min`): never moved back over values it handed out. For taking over counters
+   * kept elsewhere (another library's last value).
    */
   raiseTo(value: number | bigint): Promise<number | bigint>
   /**
    * Raises the counter to at least the largest integer in `field` (a dotted path
-   * allowed) of collection `source`, as `syncToMax` does; resolves with its value
+   * allowed, array elements included) of collection `source`, as `syncToMax` does (a
+   * descending counter is lowered to the smallest); resolves with its value
    * afterwards.
    */
   syncToMax(source: string, field: string): Promise<number | bigint>
@@ -417,10 +420,11 @@ export declare function setCountersWhere(db: SequenceDbLike, fields: Record<stri
 export declare function sharedClientCount(): number
 
 /**
- * Raises counter `name` to at least the largest integer in `field` of collection
- * `source` (an atomic `$max`: never lowers it, never loses a racing call), creating it
- * when absent, so imported data never collides with new values. Resolves with the
- * counter's value afterwards. Options: `collection`, `field`, `bigint`, `uri`, `writeConcern`.
+ * Raises counter `name` to at least the largest integer that `field` (a dotted path;
+ * array elements included, as queries see them) reaches in collection `source` (an
+ * atomic `$max`: never lowers it, never loses a racing call), creating it when absent,
+ * so imported data never collides with new values; a descending counter is lowered to
+ * the smallest instead (`$min`). Resolves with the counter's value afterwards. Options: `collection`, `field`, `bigint`, `uri`, `writeConcern`.
  */
 export declare function syncToMax<O extends SyncOptions = {}>(db: SequenceDbLike, source: string, field: string, name: string | Record<string, string | number | boolean | bigint>, options?: O): Promise<SequenceNumber<O>>
 

@@ -73,7 +73,7 @@ const COMMANDS = {
   sync: {
     args: ['name'],
     options: { from: { type: 'string' } },
-    summary: 'Raise the counter to at least the largest value of --from <collection>.<field> (never lowers it).',
+    summary: 'Move the counter past every value of --from <collection>.<field> (a dotted path allowed; never moves it back).',
     example: 'mongo-sequence sync orders --from orders.orderNo',
   },
 };

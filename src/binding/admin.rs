@@ -165,10 +165,11 @@ pub fn list_sequences<'env>(
     })
 }
 
-/// Raises counter `name` to at least the largest integer in `field` of collection
-/// `source` (an atomic `$max`: never lowers it, never loses a racing call), creating it
-/// when absent, so imported data never collides with new values. Resolves with the
-/// counter's value afterwards. Options: `collection`, `field`, `bigint`, `uri`, `writeConcern`.
+/// Raises counter `name` to at least the largest integer that `field` (a dotted path;
+/// array elements included, as queries see them) reaches in collection `source` (an
+/// atomic `$max`: never lowers it, never loses a racing call), creating it when absent,
+/// so imported data never collides with new values; a descending counter is lowered to
+/// the smallest instead (`$min`). Resolves with the counter's value afterwards. Options: `collection`, `field`, `bigint`, `uri`, `writeConcern`.
 #[napi(
     ts_args_type = "db: SequenceDbLike, source: string, field: string, name: string | Record<string, string | number | boolean | bigint>, options?: O",
     ts_return_type = "Promise<SequenceNumber<O>>",
@@ -199,9 +200,14 @@ pub fn sync_to_max<'env>(
         };
         managed_promise(env, named, None, move |reservation, named| async move {
             let (source, field) = source.expect("read with the counter");
-            let largest = reservation.store().largest_in(&source, &field).await?;
+            let source = admin::SourceField {
+                store: reservation.store(),
+                collection: source,
+                path: field,
+            };
             let value =
-                admin::raise_to(reservation.counters(), reservation.counter(), largest).await?;
+                admin::sync_to_source(reservation.counters(), reservation.counter(), &source)
+                    .await?;
             Ok(Output::Single(Value::checked(
                 &named.label,
                 value,

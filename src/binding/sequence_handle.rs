@@ -200,7 +200,9 @@ impl Sequence {
 
     /// Raises the counter to at least `value` (an atomic `$max`: never lowers it, never
     /// loses a racing call), creating it when absent; resolves with its value afterwards.
-    /// For taking over counters kept elsewhere (another library's last value).
+    /// A descending counter (negative step) is lowered to at most `value` instead
+    /// (`$min`): never moved back over values it handed out. For taking over counters
+    /// kept elsewhere (another library's last value).
     #[napi(
         ts_args_type = "value: number | bigint",
         ts_return_type = "Promise<number | bigint>"
@@ -223,7 +225,8 @@ impl Sequence {
     }
 
     /// Raises the counter to at least the largest integer in `field` (a dotted path
-    /// allowed) of collection `source`, as `syncToMax` does; resolves with its value
+    /// allowed, array elements included) of collection `source`, as `syncToMax` does (a
+    /// descending counter is lowered to the smallest); resolves with its value
     /// afterwards.
     #[napi(
         ts_args_type = "source: string, field: string",
@@ -240,8 +243,12 @@ impl Sequence {
             "Sequence.syncToMax",
             || read_source(&source, &field),
             |r, _, (source, field)| async move {
-                let largest = r.store().largest_in(&source, &field).await?;
-                admin::raise_to(r.counters(), r.counter(), largest)
+                let source = admin::SourceField {
+                    store: r.store(),
+                    collection: source,
+                    path: field,
+                };
+                admin::sync_to_source(r.counters(), r.counter(), &source)
                     .await
                     .map(Some)
             },

@@ -18,6 +18,8 @@ pub const MAX_ATTEMPTS: u32 = 16;
 
 /// MongoDB's TypeMismatch error code.
 const TYPE_MISMATCH: i32 = 14;
+/// MongoDB's BadValue error code: an `$inc` past the 64-bit range.
+const BAD_VALUE: i32 = 2;
 
 /// How to behave when the counter does not exist.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -83,7 +85,8 @@ pub async fn allocate_demands<S: CounterStore>(
             return served_by_increment(counter, &config, after, demands);
         }
     }
-    let span = plain_span(counter, total)?;
+    // A span beyond 64 bits cannot be one `$inc`: such calls are served exactly below.
+    let span = plain_span(counter, total);
     // A counter found by other fields whose first value is its stride is created by the
     // increment itself (one round trip from the first use on), once its unique index is
     // known to exist; a racing creation loses on that index and takes the next attempt.
@@ -95,7 +98,10 @@ pub async fn allocate_demands<S: CounterStore>(
     }
     for attempt in 0..MAX_ATTEMPTS {
         back_off(attempt).await;
-        let fast_path = store.increment_integer(counter, span, upsert).await;
+        let fast_path = match &span {
+            Ok(span) => store.increment_integer(counter, *span, upsert).await,
+            Err(overflow) => Err(overflow.clone()),
+        };
         upsert = false;
         match fast_path {
             Ok(Some(after)) => {
@@ -109,6 +115,18 @@ pub async fn allocate_demands<S: CounterStore>(
             // `$type` also matches an array holding an integer, which `$inc` then refuses
             // without writing: read the counter to report what it holds.
             Err(e) if e.server_code == Some(TYPE_MISMATCH) => {}
+            // The `$inc` of all demands would pass the 64-bit range: serve each as it
+            // would be alone (a fill takes what is left, a call that does not fit
+            // fails alone), exactly, like a configured counter at its limit.
+            Err(e) if e.server_code == Some(BAD_VALUE) || e.code == ErrorCode::SequenceOverflow => {
+                match serve_plain_exactly(store, counter, demands).await {
+                    Ok(Some(served)) => return Ok(served),
+                    Ok(None) => {}
+                    // Inside a transaction the failed `$inc` aborted it, so the read
+                    // cannot run: report the overflow itself.
+                    Err(_) => return Err(increment_error(counter, e)),
+                }
+            }
             Err(e) => return Err(increment_error(counter, e)),
         }
         let outcome = match store.read(counter).await? {
@@ -143,6 +161,72 @@ pub async fn allocate_demands<S: CounterStore>(
         }
     }
     Err(contention(counter))
+}
+
+/// Serves `demands` from a plain counter holding an integer, planned in order as if each
+/// ran alone ([`plan_configured`] over the whole 64-bit range, in the counter's stride),
+/// written as the exact last value, guarded on the value read. `None` when the counter
+/// is not a plain integer one or changed meanwhile (the caller goes on as usual).
+async fn serve_plain_exactly<S: CounterStore>(
+    store: &S,
+    counter: &CounterRef,
+    demands: &[Demand],
+) -> SeqResult<Option<Allocation>> {
+    let Some(CounterDoc {
+        value,
+        config: Ok(None),
+        ..
+    }) = store.read(counter).await?
+    else {
+        return Ok(None);
+    };
+    let StoredCounter::Integer(current) = classify(value.as_ref()) else {
+        return Ok(None);
+    };
+    let whole_range = SequenceConfig {
+        step: counter.stride,
+        min: i64::MIN,
+        max: i64::MAX,
+        cycle: false,
+    };
+    let plan = plan_configured(
+        &counter.label,
+        &counter.field,
+        &whole_range,
+        current,
+        demands,
+    )?;
+    let grants: Vec<SeqResult<IdRange>> = plan
+        .grants
+        .into_iter()
+        .zip(demands)
+        .map(|(grant, demand)| {
+            grant.map_err(|_| {
+                SeqError::overflow(format!(
+                    "Sequence '{}' cannot hand out {} more value(s) after {current}: beyond \
+                     the 64-bit integer range",
+                    counter.label,
+                    demand.count()
+                ))
+            })
+        })
+        .collect();
+    let last = grants
+        .iter()
+        .rev()
+        .find_map(|g| g.as_ref().ok().map(|r| r.last));
+    if let Some(last) = last {
+        if !store
+            .compare_and_set(counter, None, Some(current), last)
+            .await?
+        {
+            return Ok(None);
+        }
+    }
+    Ok(Some(Allocation {
+        grants,
+        config: None,
+    }))
 }
 
 /// `CONTENTION`: the counter kept changing during [`MAX_ATTEMPTS`] attempts.
@@ -338,7 +422,7 @@ fn plain_span(counter: &CounterRef, count: i64) -> SeqResult<i64> {
 
 /// `$inc` past the Int64 range fails on the server with BadValue (2): report it as overflow.
 fn increment_error(counter: &CounterRef, error: SeqError) -> SeqError {
-    if error.code == ErrorCode::Server && error.server_code == Some(2) {
+    if error.code == ErrorCode::Server && error.server_code == Some(BAD_VALUE) {
         SeqError {
             code: ErrorCode::SequenceOverflow,
             message: format!(
@@ -428,9 +512,15 @@ mod tests {
     fn a_stride_that_overflows_is_refused_before_writing() {
         let store = MemoryStore::default();
         let c = located("huge", i64::MAX / 2);
-        let e = run(allocate(&store, &c, UPSERT, 3)).unwrap_err();
+        let e = run(allocate(&store, &c, UPSERT, 4)).unwrap_err();
         assert_eq!(e.code, ErrorCode::SequenceOverflow);
         assert_eq!(store.get(&c), None);
+        // Three values of that stride from 1 still fit (the last is 2^63 - 1).
+        let r = run(allocate(&store, &c, UPSERT, 3)).unwrap();
+        assert_eq!(r.last, i64::MAX);
+        let e = run(allocate(&store, &c, UPSERT, 1)).unwrap_err();
+        assert_eq!(e.code, ErrorCode::SequenceOverflow);
+        assert_eq!(store.get(&c), Some(Some(Bson::Int64(i64::MAX))));
     }
 
     #[test]
@@ -513,8 +603,89 @@ mod tests {
         store.put(&c, Some(Bson::Int64(i64::MAX)));
         let err = run(allocate(&store, &c, CreatePolicy::default(), 1)).unwrap_err();
         assert_eq!(err.code, ErrorCode::SequenceOverflow);
-        assert_eq!(err.server_code, Some(2));
+        assert!(err.message.contains("64-bit"), "{}", err.message);
         assert_eq!(store.get(&c), Some(Some(Bson::Int64(i64::MAX))));
+    }
+
+    #[test]
+    fn an_overflow_whose_counter_cannot_be_read_is_reported_as_overflow() {
+        // In a transaction the failed `$inc` aborts it: the re-plan's read fails.
+        let store = MemoryStore::default();
+        let c = counter("aborted");
+        store.put(&c, Some(Bson::Int64(i64::MAX - 1)));
+        store.fail_reads.store(1, Ordering::SeqCst);
+        let err = run(allocate(&store, &c, CreatePolicy::default(), 2)).unwrap_err();
+        assert_eq!(err.code, ErrorCode::SequenceOverflow);
+        assert_eq!(
+            err.server_code,
+            Some(2),
+            "the overflow itself, not the read's error"
+        );
+        assert_eq!(store.get(&c), Some(Some(Bson::Int64(i64::MAX - 1))));
+    }
+
+    #[test]
+    fn near_the_end_each_demand_is_served_as_if_alone() {
+        let store = MemoryStore::default();
+        let c = counter("end");
+        store.put(&c, Some(Bson::Int64(i64::MAX - 11)));
+        let turn = tokio::sync::Mutex::new(());
+        // A call, a fill of 100 (a cache block), a call that no longer fits.
+        let demands = [Demand::Exact(1), Demand::UpTo(100), Demand::Exact(1)];
+        let served = run(allocate_demands(
+            &store,
+            &c,
+            CreatePolicy::default(),
+            &demands,
+            None,
+            &turn,
+        ))
+        .unwrap();
+        let got: Vec<_> = served
+            .grants
+            .iter()
+            .map(|g| g.as_ref().map(|r| (r.first, r.last)).map_err(|e| e.code))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                Ok((i64::MAX - 10, i64::MAX - 10)),
+                Ok((i64::MAX - 9, i64::MAX)),
+                Err(ErrorCode::SequenceOverflow)
+            ]
+        );
+        assert_eq!(store.get(&c), Some(Some(Bson::Int64(i64::MAX))));
+        // Descending strides meet the other end the same way.
+        let down = located("down", -2);
+        store.put(&down, Some(Bson::Int64(i64::MIN + 5)));
+        let demands = [Demand::Exact(3), Demand::Exact(2), Demand::UpTo(10)];
+        let served = run(allocate_demands(
+            &store,
+            &down,
+            CreatePolicy::default(),
+            &demands,
+            None,
+            &turn,
+        ))
+        .unwrap();
+        let got: Vec<_> = served
+            .grants
+            .iter()
+            .map(|g| {
+                g.as_ref()
+                    .map(|r| r.values().collect::<Vec<_>>())
+                    .map_err(|e| e.code)
+            })
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                Err(ErrorCode::SequenceOverflow),
+                Ok(vec![i64::MIN + 3, i64::MIN + 1]),
+                Err(ErrorCode::SequenceOverflow)
+            ]
+        );
+        assert_eq!(store.get(&down), Some(Some(Bson::Int64(i64::MIN + 1))));
     }
 
     #[test]

@@ -163,7 +163,9 @@ pub fn plan_configured(
     let last = i64::try_from(value).expect("within the configured limits");
     let write = if grants.iter().all(Result::is_err) {
         Write::Nothing
-    } else if whole {
+    } else if whole && config.span(total(demands)).is_some() {
+        // The store can only `$inc` by a 64-bit operand: a whole plan whose span does
+        // not fit (huge steps) is written as the exact value instead, never retried.
         Write::Increment(total(demands))
     } else {
         Write::CompareAndSet(last)
@@ -253,6 +255,25 @@ mod tests {
         assert_eq!(values(&p), vec![Err(ErrorCode::SequenceExhausted)]);
         assert_eq!(p.write, Write::Nothing);
         assert!(c.room_bounds(1 << 24).is_none());
+    }
+
+    #[test]
+    fn a_whole_plan_beyond_one_increment_is_written_exactly() {
+        // Two values of 2^62 move the counter by 2^63: no `$inc` operand holds that.
+        let step = 1i64 << 62;
+        let c = config(step, -step, step, false);
+        let before = c.value_before(-step).unwrap();
+        let p = plan_configured("H", "f", &c, before, &[Demand::Exact(2)]).unwrap();
+        assert_eq!(values(&p), vec![Ok(vec![-step, 0])]);
+        assert_eq!(p.write, Write::CompareAndSet(0));
+        let p = plan_configured("H", "f", &c, before, &[Demand::Exact(1); 3]).unwrap();
+        assert_eq!(
+            values(&p),
+            vec![Ok(vec![-step]), Ok(vec![0]), Ok(vec![step])]
+        );
+        assert_eq!(p.write, Write::CompareAndSet(step));
+        let p = plan_configured("H", "f", &c, before, &[Demand::Exact(1)]).unwrap();
+        assert_eq!(p.write, Write::Increment(1));
     }
 
     #[test]

@@ -10,7 +10,9 @@ use crate::engine::counter_value::compact_integer;
 use crate::engine::error::SeqResult;
 use crate::engine::filters;
 use crate::engine::sequence_config::{ConfigFields, SequenceConfig};
-use crate::engine::store::{CounterDoc, CounterRef, CounterStore, FieldGuard, NewCounter};
+use crate::engine::store::{
+    CounterDoc, CounterRef, CounterStore, Direction, FieldGuard, NewCounter,
+};
 
 /// The primitive operations on a counters collection.
 pub trait CounterDriver: Send + Sync {
@@ -146,9 +148,10 @@ impl<D: CounterDriver> CounterStore for DriverCounters<D> {
         counter: &CounterRef,
         config: Option<&SequenceConfig>,
         value: i64,
+        direction: Direction,
     ) -> SeqResult<Option<Bson>> {
         let filter = filters::configured_as(counter, config);
-        let update = filters::raise_value(counter, value);
+        let update = filters::raise_value(counter, value, direction);
         if config.is_none() {
             // The upsert below may create the counter: only under its unique index.
             self.0.ensure_unique_index(counter).await?;

@@ -5,7 +5,7 @@ use mongodb::bson::{doc, Document};
 
 use crate::engine::counter_value::compact_integer;
 use crate::engine::sequence_config::{ConfigFields, SequenceConfig};
-use crate::engine::store::{CounterDoc, CounterRef, FieldGuard};
+use crate::engine::store::{CounterDoc, CounterRef, Direction, FieldGuard};
 
 fn plain(counter: &CounterRef, condition: Document) -> Document {
     let mut filter = configured_as(counter, None);
@@ -96,9 +96,14 @@ pub fn increment(counter: &CounterRef, by: i64) -> Document {
     doc! { "$inc": { counter.field.as_str(): compact_integer(by) } }
 }
 
-/// `$max` the counter field with `value`.
-pub fn raise_value(counter: &CounterRef, value: i64) -> Document {
-    doc! { "$max": { counter.field.as_str(): compact_integer(value) } }
+/// `$max` (`Up`) or `$min` (`Down`) the counter field with `value`: it only ever moves
+/// along the counter's direction.
+pub fn raise_value(counter: &CounterRef, value: i64, direction: Direction) -> Document {
+    let operator = match direction {
+        Direction::Up => "$max",
+        Direction::Down => "$min",
+    };
+    doc! { operator: { counter.field.as_str(): compact_integer(value) } }
 }
 
 /// `$set` the counter field to `value`.

@@ -31,24 +31,29 @@ impl IdRange {
 
     /// The block ending at `last` with `count` values `step` apart.
     pub fn stepped_ending_at(last: i64, count: i64, step: i64) -> SeqResult<IdRange> {
-        let first = step
-            .checked_mul(count - 1)
-            .and_then(|span| last.checked_sub(span))
-            .ok_or_else(|| SeqError::overflow("reserved block starts outside the 64-bit range"))?;
+        let first = i128::from(last) - i128::from(step) * i128::from(count - 1);
+        let first = i64::try_from(first)
+            .map_err(|_| SeqError::overflow("reserved block starts outside the 64-bit range"))?;
         Ok(IdRange { first, last, step })
     }
 
-    /// Number of values in the block.
+    /// Number of values in the block. In 128-bit arithmetic: with a huge step (2^62),
+    /// `last - first` alone may lie outside 64 bits.
     pub fn count(&self) -> i64 {
-        (self.last - self.first) / self.step + 1
+        let span = i128::from(self.last) - i128::from(self.first);
+        saturated(span / i128::from(self.step) + 1)
+    }
+
+    /// The value at position `index` (0-based) of this block (or just past it).
+    fn at(&self, index: i64) -> i64 {
+        saturated(i128::from(self.first) + i128::from(index) * i128::from(self.step))
     }
 
     /// The `count` values starting at position `offset` (0-based) of this block.
     pub fn slice(&self, offset: i64, count: i64) -> IdRange {
-        let first = self.first + offset * self.step;
         IdRange {
-            first,
-            last: first + (count - 1) * self.step,
+            first: self.at(offset),
+            last: self.at(offset + count - 1),
             step: self.step,
         }
     }
@@ -60,8 +65,14 @@ impl IdRange {
 
     /// Every value, in order.
     pub fn values(&self) -> impl Iterator<Item = i64> + '_ {
-        (0..self.count()).map(move |i| self.first + i * self.step)
+        (0..self.count()).map(move |i| self.at(i))
     }
+}
+
+/// `value` as 64 bits, the nearest end when outside (only ever for an empty slice at an
+/// end of the range; never a panic on the caller's thread).
+fn saturated(value: i128) -> i64 {
+    i64::try_from(value).unwrap_or(if value < 0 { i64::MIN } else { i64::MAX })
 }
 
 #[cfg(test)]
@@ -88,5 +99,27 @@ mod tests {
         assert_eq!(down.values().collect::<Vec<_>>(), vec![-1, -2, -3]);
         assert_eq!(down.count(), 3);
         assert!(IdRange::stepped_ending_at(i64::MIN, 2, 1).is_err());
+    }
+
+    #[test]
+    fn huge_steps_span_the_whole_range() {
+        let step = 1 << 62;
+        let r = IdRange::stepped_ending_at(step, 3, step).unwrap();
+        assert_eq!(r.count(), 3);
+        assert_eq!(r.values().collect::<Vec<_>>(), vec![-step, 0, step]);
+        assert_eq!(r.slice(1, 2).values().collect::<Vec<_>>(), vec![0, step]);
+        assert_eq!(
+            r.after(2),
+            Some(IdRange {
+                first: step,
+                last: step,
+                step
+            })
+        );
+        let down = IdRange::stepped_ending_at(i64::MIN, 2, i64::MIN / 2).unwrap();
+        assert_eq!(
+            down.values().collect::<Vec<_>>(),
+            vec![i64::MIN / 2, i64::MIN]
+        );
     }
 }

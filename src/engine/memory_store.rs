@@ -10,7 +10,9 @@ use mongodb::bson::Bson;
 use crate::engine::counter_value::compact_integer;
 use crate::engine::error::{SeqError, SeqResult};
 use crate::engine::sequence_config::SequenceConfig;
-use crate::engine::store::{CounterDoc, CounterRef, CounterStore, FieldGuard, NewCounter};
+use crate::engine::store::{
+    CounterDoc, CounterRef, CounterStore, Direction, FieldGuard, NewCounter,
+};
 
 type Key = (
     String,
@@ -36,6 +38,9 @@ pub struct MemoryStore {
     pub race_create_with: Mutex<Option<i64>>,
     /// Round trips made (every operation counts one).
     pub round_trips: AtomicUsize,
+    /// Fail this many upcoming reads with a server error (a transaction aborted by a
+    /// failed write refuses the reads after it).
+    pub fail_reads: AtomicUsize,
 }
 
 fn key(counter: &CounterRef) -> Key {
@@ -192,6 +197,17 @@ impl CounterStore for MemoryStore {
 
     async fn read(&self, counter: &CounterRef) -> SeqResult<Option<CounterDoc>> {
         self.begin()?;
+        let refused = self
+            .fail_reads
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+            .is_ok();
+        if refused {
+            return Err(SeqError::server(
+                251,
+                Some("NoSuchTransaction".into()),
+                "transaction aborted",
+            ));
+        }
         let docs = self.docs.lock().unwrap();
         Ok(docs.get(&key(counter)).map(|e| CounterDoc {
             value: e.value.clone(),
@@ -283,6 +299,7 @@ impl CounterStore for MemoryStore {
         counter: &CounterRef,
         config: Option<&SequenceConfig>,
         value: i64,
+        direction: Direction,
     ) -> SeqResult<Option<Bson>> {
         self.begin()?;
         let mut docs = self.docs.lock().unwrap();
@@ -299,20 +316,20 @@ impl CounterStore for MemoryStore {
             Some(entry) if entry.config.as_ref() == config => entry,
             _ => return Ok(None),
         };
-        // Like `$max` across numeric types: compare the numbers, keep the larger.
-        match &entry.value {
-            Some(Bson::Int32(_) | Bson::Int64(_) | Bson::Double(_)) | None => {
-                let current = match &entry.value {
-                    Some(Bson::Int32(v)) => f64::from(*v),
-                    Some(Bson::Int64(v)) => *v as f64,
-                    Some(Bson::Double(d)) => *d,
-                    _ => f64::NEG_INFINITY,
-                };
-                if (value as f64) > current || entry.value.is_none() {
-                    entry.value = Some(compact_integer(value));
-                }
-            }
-            _ => {}
+        // Like `$max` / `$min` across numeric types: compare the numbers exactly, keep
+        // the one further along; a missing field takes the value.
+        let further = match &entry.value {
+            None => true,
+            Some(Bson::Int32(v)) => direction.further(i64::from(*v), value) != i64::from(*v),
+            Some(Bson::Int64(v)) => direction.further(*v, value) != *v,
+            Some(Bson::Double(d)) => match direction {
+                Direction::Up => (value as f64) > *d,
+                Direction::Down => (value as f64) < *d,
+            },
+            _ => false,
+        };
+        if further {
+            entry.value = Some(compact_integer(value));
         }
         Ok(entry.value.clone())
     }

@@ -1,18 +1,22 @@
 //! Model-based tests: random histories of calls (next, batch, range) and management
-//! writes (set, reset, init, drop) on counters of random configuration (plain, step ±,
-//! limits, cycle), served in every mode (direct, coalesced, cached), against a plain
-//! sequential reference model written independently of the engine.
+//! writes (set, reset, init, drop, raiseTo, syncToMax) on counters of every shape —
+//! plain, configured (step ±, limits, cycle, huge steps), found by `_id` or by other
+//! fields with a stride (±), near either end of the 64-bit range — served in every mode
+//! (direct, coalesced, cached), against a plain sequential reference model written
+//! independently of the engine (in 128-bit arithmetic).
 //!
 //! Exact modes (direct and coalesced) must give exactly the model's values and errors, in
 //! call order, and leave the stored value where the model's is. Cached mode must give
-//! values within the limits, never one twice within a pass, ascending within the process,
+//! values within the limits, never one twice within a pass, in order within the process,
 //! exhaustion only when the stored counter has no room, and after any management write
-//! exactly the value the model predicts.
+//! exactly the value the model predicts. In every mode, between two writes that may move
+//! a counter back (set, reset, init, drop), no value is handed out twice: `raiseTo` and
+//! `syncToMax` only ever move a counter on in its direction.
 
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use mongodb::bson::Bson;
+use mongodb::bson::{doc, Bson, Document};
 use proptest::prelude::*;
 
 use crate::engine::admin;
@@ -22,7 +26,10 @@ use crate::engine::counter_state::{CounterState, Lane, Mode};
 use crate::engine::error::{ErrorCode, SeqResult};
 use crate::engine::memory_store::MemoryStore;
 use crate::engine::sequence_config::SequenceConfig;
-use crate::engine::store::CounterRef;
+use crate::engine::store::{CounterRef, Direction};
+
+/// 2^62: a step for which two values already move a counter by 2^63.
+const HUGE: i64 = 1 << 62;
 
 /// A counter configuration the model knows: `None` is a plain counter.
 #[derive(Debug, Clone, Copy)]
@@ -44,8 +51,54 @@ impl Config {
             self.max
         }
     }
-    fn cycle_size(&self) -> i64 {
-        (self.max - self.min) / self.step.abs() + 1
+    fn cycle_size(&self) -> i128 {
+        (i128::from(self.max) - i128::from(self.min)) / i128::from(self.step).abs() + 1
+    }
+}
+
+/// A value in a `syncToMax` source document.
+#[derive(Debug, Clone, PartialEq)]
+enum SourceValue {
+    Int(i64),
+    Double(f64),
+    Text,
+}
+
+impl SourceValue {
+    fn bson(&self) -> Bson {
+        match self {
+            SourceValue::Int(v) => Bson::Int64(*v),
+            SourceValue::Double(d) => Bson::Double(*d),
+            SourceValue::Text => Bson::String("n/a".into()),
+        }
+    }
+}
+
+/// A source document: its values at `a.b`, either directly (`{ a: { b: v } }`, one
+/// value) or through an array (`{ a: [{ b: v1 }, { b: [v2, v3] }] }`).
+#[derive(Debug, Clone)]
+struct SourceDoc {
+    values: Vec<SourceValue>,
+    through_array: bool,
+}
+
+impl SourceDoc {
+    fn document(&self) -> Document {
+        if !self.through_array {
+            let value = self.values.first().map_or(Bson::Null, SourceValue::bson);
+            return doc! { "a": { "b": value } };
+        }
+        let (head, tail) = self
+            .values
+            .split_first()
+            .map_or((None, &[][..]), |(h, t)| (Some(h), t));
+        let mut items = Vec::new();
+        if let Some(head) = head {
+            items.push(Bson::Document(doc! { "b": head.bson() }));
+        }
+        let rest: Vec<Bson> = tail.iter().map(SourceValue::bson).collect();
+        items.push(Bson::Document(doc! { "b": rest }));
+        doc! { "a": items }
     }
 }
 
@@ -57,6 +110,8 @@ enum Op {
     Reset,
     Init(Option<Config>, Option<i64>),
     Drop,
+    RaiseTo(i64),
+    SyncToMax(Vec<SourceDoc>),
 }
 
 /// The reference: one counter, changed one call at a time.
@@ -70,37 +125,55 @@ struct Model {
 
 type Answer = Result<Vec<i64>, ErrorCode>;
 
+/// `v` when it is a 64-bit value.
+fn fits(v: i128) -> Option<i64> {
+    i64::try_from(v).ok()
+}
+
 impl Model {
-    fn take(&mut self, n: i64, policy: CreatePolicy) -> Answer {
+    fn take(&mut self, n: i64, policy: CreatePolicy, stride: i64) -> Answer {
+        let progression = |from: i128, step: i64| -> Option<Vec<i64>> {
+            (0..n)
+                .map(|i| fits(from + i128::from(i) * i128::from(step)))
+                .collect()
+        };
         if !self.exists {
             if !policy.upsert {
                 return Err(ErrorCode::SequenceNotFound);
             }
+            let values =
+                progression(i128::from(policy.start), stride).ok_or(ErrorCode::SequenceOverflow)?;
             *self = Model {
                 exists: true,
-                value: policy.start + n - 1,
+                value: *values.last().unwrap(),
                 config: None,
                 start: None,
             };
-            return Ok((policy.start..policy.start + n).collect());
+            return Ok(values);
         }
         let Some(c) = self.config else {
-            let values: Vec<i64> = (1..=n).map(|i| self.value + i).collect();
-            self.value += n;
+            let values = progression(i128::from(self.value) + i128::from(stride), stride)
+                .ok_or(ErrorCode::SequenceOverflow)?;
+            self.value = *values.last().unwrap();
             return Ok(values);
         };
-        let values: Vec<i64> = (1..=n).map(|i| self.value + c.step * i).collect();
-        if values.iter().all(|v| (c.min..=c.max).contains(v)) {
+        let within = |vs: &Option<Vec<i64>>| {
+            vs.as_ref()
+                .is_some_and(|vs| vs.iter().all(|v| (c.min..=c.max).contains(v)))
+        };
+        let values = progression(i128::from(self.value) + i128::from(c.step), c.step);
+        if within(&values) {
+            let values = values.unwrap();
             self.value = *values.last().unwrap();
             return Ok(values);
         }
         if !c.cycle {
             return Err(ErrorCode::SequenceExhausted);
         }
-        if n > c.cycle_size() {
+        if i128::from(n) > c.cycle_size() {
             return Err(ErrorCode::InvalidArgument);
         }
-        let values: Vec<i64> = (0..n).map(|i| c.restart() + c.step * i).collect();
+        let values = progression(i128::from(c.restart()), c.step).unwrap();
         self.value = *values.last().unwrap();
         Ok(values)
     }
@@ -126,7 +199,11 @@ impl Model {
         Ok(())
     }
 
-    fn reset(&mut self, default_start: i64) -> Result<i64, ErrorCode> {
+    fn step(&self, stride: i64) -> i64 {
+        self.config.map_or(stride, |c| c.step)
+    }
+
+    fn reset(&mut self, default_start: i64, stride: i64) -> Result<i64, ErrorCode> {
         if !self.exists {
             return Err(ErrorCode::SequenceNotFound);
         }
@@ -134,11 +211,17 @@ impl Model {
             .start
             .or(self.config.map(|c| c.restart()))
             .unwrap_or(default_start);
-        self.value = start - self.config.map_or(1, |c| c.step);
+        self.value = fits(i128::from(start) - i128::from(self.step(stride)))
+            .ok_or(ErrorCode::SequenceOverflow)?;
         Ok(start)
     }
 
-    fn init(&mut self, config: Option<Config>, start: Option<i64>) -> Result<bool, ErrorCode> {
+    fn init(
+        &mut self,
+        config: Option<Config>,
+        start: Option<i64>,
+        stride: i64,
+    ) -> Result<bool, ErrorCode> {
         // Arguments are checked before anything is read.
         let start = start.unwrap_or(config.map_or(1, |c| c.restart()));
         if let Some(c) = config {
@@ -146,16 +229,77 @@ impl Model {
                 return Err(ErrorCode::InvalidArgument);
             }
         }
+        let step = config.map_or(stride, |c| c.step);
+        let before =
+            fits(i128::from(start) - i128::from(step)).ok_or(ErrorCode::SequenceOverflow)?;
         if self.exists {
             return Ok(false);
         }
         *self = Model {
             exists: true,
-            value: start - config.map_or(1, |c| c.step),
+            value: before,
             config,
             start: Some(start),
         };
         Ok(true)
+    }
+
+    /// Whether the counter counts down (its step, else the handle's stride).
+    fn descending(&self, stride: i64) -> bool {
+        let step = if self.exists {
+            self.step(stride)
+        } else {
+            stride
+        };
+        step < 0
+    }
+
+    /// `raiseTo`: on in the counter's direction only, never back.
+    fn raise(&mut self, v: i64, stride: i64) -> Result<i64, ErrorCode> {
+        if !self.exists {
+            *self = Model {
+                exists: true,
+                value: v,
+                ..Model::default()
+            };
+            return Ok(v);
+        }
+        let down = self.descending(stride);
+        if let Some(c) = self.config {
+            if (!down && v > c.max) || (down && v < c.min) {
+                return Err(ErrorCode::InvalidArgument);
+            }
+        }
+        self.value = if down {
+            self.value.min(v)
+        } else {
+            self.value.max(v)
+        };
+        Ok(self.value)
+    }
+
+    /// `syncToMax`: past the used extreme of the source (its largest value for an
+    /// ascending counter, smallest for a descending one, doubles rounded past).
+    fn sync(&mut self, docs: &[SourceDoc], stride: i64) -> Result<i64, ErrorCode> {
+        let down = self.descending(stride);
+        let usable = docs
+            .iter()
+            .flat_map(|d| d.values.iter())
+            .filter_map(|v| match v {
+                SourceValue::Int(i) => Some(*i),
+                SourceValue::Double(d) if d.is_finite() => {
+                    let r = if down { d.floor() } else { d.ceil() };
+                    let limit = 2f64.powi(63);
+                    (r >= -limit && r < limit).then_some(r as i64)
+                }
+                _ => None,
+            });
+        let extreme = if down { usable.min() } else { usable.max() };
+        match extreme {
+            Some(v) => self.raise(v, stride),
+            None if self.exists => Ok(self.value),
+            None => self.raise(0, stride),
+        }
     }
 }
 
@@ -172,18 +316,88 @@ fn config_strategy() -> impl Strategy<Value = Option<Config>> {
             max: min + width,
             cycle,
         });
-    prop_oneof![1 => Just(None), 3 => configured.prop_map(Some)]
+    // Steps so large that two values span 2^63, with limits at ±2^62 or the defaults.
+    let huge = (
+        prop_oneof![
+            Just(HUGE),
+            Just(-HUGE),
+            Just(HUGE / 2 + 3),
+            Just(-(HUGE / 2) - 3)
+        ],
+        any::<bool>(),
+        any::<bool>(),
+    )
+        .prop_map(|(step, wide, cycle)| {
+            let (min, max) = match (wide, step > 0) {
+                (false, _) => (-HUGE, HUGE),
+                (true, true) => (1, i64::MAX),
+                (true, false) => (i64::MIN, -1),
+            };
+            Config {
+                step,
+                min,
+                max,
+                cycle,
+            }
+        });
+    prop_oneof![2 => Just(None), 5 => configured.prop_map(Some), 1 => huge.prop_map(Some)]
+}
+
+/// Values to set or raise to: small ones, and ones near either end of the 64-bit range.
+fn value_strategy() -> impl Strategy<Value = i64> {
+    prop_oneof![
+        6 => -30i64..60,
+        1 => (0i64..40).prop_map(|k| i64::MAX - k),
+        1 => (0i64..40).prop_map(|k| i64::MIN + k),
+        1 => prop_oneof![Just(-HUGE), Just(0), Just(HUGE), Just(HUGE - 1)],
+    ]
+}
+
+fn source_value_strategy() -> impl Strategy<Value = SourceValue> {
+    prop_oneof![
+        6 => value_strategy().prop_map(SourceValue::Int),
+        2 => (-400i64..400).prop_map(|t| SourceValue::Double(t as f64 / 4.0)),
+        1 => prop_oneof![
+            Just(SourceValue::Double(1e300)),
+            Just(SourceValue::Double(-1e300)),
+            Just(SourceValue::Double(f64::NAN)),
+            Just(SourceValue::Double(f64::INFINITY)),
+            Just(SourceValue::Double(9_223_372_036_854_775_808.0)),
+            Just(SourceValue::Text),
+        ],
+    ]
+}
+
+fn source_strategy() -> impl Strategy<Value = Vec<SourceDoc>> {
+    let doc = (
+        proptest::collection::vec(source_value_strategy(), 0..4),
+        any::<bool>(),
+    )
+        .prop_map(|(values, through_array)| {
+            let values = if through_array {
+                values
+            } else {
+                values.into_iter().take(1).collect()
+            };
+            SourceDoc {
+                values,
+                through_array,
+            }
+        });
+    proptest::collection::vec(doc, 0..5)
 }
 
 fn op_strategy() -> impl Strategy<Value = Op> {
     let count = prop_oneof![4 => Just(1i64), 2 => 2i64..6, 1 => 6i64..40];
     prop_oneof![
         8 => proptest::collection::vec(count, 1..12).prop_map(Op::Calls),
-        1 => (-30i64..60).prop_map(Op::Set),
+        1 => value_strategy().prop_map(Op::Set),
         1 => Just(Op::Reset),
         1 => (config_strategy(), proptest::option::of(-20i64..40))
             .prop_map(|(c, s)| Op::Init(c, s)),
         1 => Just(Op::Drop),
+        1 => value_strategy().prop_map(Op::RaiseTo),
+        1 => source_strategy().prop_map(Op::SyncToMax),
     ]
 }
 
@@ -193,6 +407,36 @@ fn mode_strategy() -> impl Strategy<Value = Mode> {
         Just(Mode::Coalesce),
         (1i64..12).prop_map(Mode::Cached)
     ]
+}
+
+/// How the counter is found, and the stride of its plain values.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Shape {
+    located: bool,
+    stride: i64,
+}
+
+const PLAIN: Shape = Shape {
+    located: false,
+    stride: 1,
+};
+
+fn shape_strategy() -> impl Strategy<Value = Shape> {
+    prop_oneof![
+        2 => Just(PLAIN),
+        1 => (-3i64..=3)
+            .prop_filter("a stride is never 0", |s| *s != 0)
+            .prop_map(|stride| Shape { located: true, stride }),
+    ]
+}
+
+/// `syncToMax` over documents in memory, read through the engine's own path walk.
+struct Source(Vec<Document>);
+
+impl admin::SourceValues for Source {
+    async fn extreme(&self, direction: Direction) -> SeqResult<Option<i64>> {
+        Ok(admin::extreme_of(&self.0, "a.b", direction))
+    }
 }
 
 struct Engine {
@@ -216,6 +460,20 @@ impl Engine {
             },
             mode,
         }
+    }
+
+    /// An engine on a counter of `shape`: found by `_id`, or by fields with its stride.
+    fn shaped(mode: Mode, policy: CreatePolicy, shape: Shape) -> Self {
+        use crate::engine::locator::{FieldsLocator, Locator};
+        let mut engine = Engine::new(mode, policy);
+        if shape.located {
+            let fields = doc! { "id": "model", "reference_value": { "shop": 1 } };
+            engine.counter = engine.counter.clone().located(
+                Locator::ByFields(FieldsLocator::new(fields, "seq").unwrap()),
+                shape.stride,
+            );
+        }
+        engine
     }
 
     /// Submits every call at once, in order, then awaits them all (direct calls one by
@@ -272,10 +530,22 @@ fn answer(result: &SeqResult<IdRange>) -> Answer {
         .map_err(|e| e.code)
 }
 
-/// Runs `ops` through the engine and the model; panics (failing the case) on any
-/// difference the mode does not allow.
+/// Runs `ops` through the engine and the model on a counter found by `_id`, stride 1.
 fn check_history(mode: Mode, policy: CreatePolicy, initial: Option<Config>, ops: &[Op]) {
-    let engine = Engine::new(mode, policy);
+    check_shaped_history(mode, policy, PLAIN, initial, ops)
+}
+
+/// Runs `ops` through the engine and the model on a counter of `shape`; panics (failing
+/// the case) on any difference the mode does not allow.
+fn check_shaped_history(
+    mode: Mode,
+    policy: CreatePolicy,
+    shape: Shape,
+    initial: Option<Config>,
+    ops: &[Op],
+) {
+    let engine = Engine::shaped(mode, policy, shape);
+    let stride = shape.stride;
     let mut model = Model::default();
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -293,20 +563,29 @@ fn check_history(mode: Mode, policy: CreatePolicy, initial: Option<Config>, ops:
             ))
             .await
             .map_err(|e| e.code);
-        assert_eq!(created, model.init(initial, None));
-        // Cached mode: values seen since the last management write, for uniqueness; the
+        assert_eq!(created, model.init(initial, None, stride));
+        // Cached mode: values seen since the last management write, for order; the
         // exact value the next call must give after a management write.
         let mut seen: HashSet<i64> = HashSet::new();
         let mut last_seen: Option<i64> = None;
         let mut predicted: Option<Model> = None;
+        // Every mode: values handed out since the last write that may move the counter
+        // back (raiseTo and syncToMax never do), for uniqueness.
+        let mut handed: HashSet<i64> = HashSet::new();
         for op in ops {
             match op {
                 Op::Calls(counts) => {
                     let results = engine.calls(counts).await;
                     engine.settle().await;
+                    if !model.config.is_some_and(|c| c.cycle) {
+                        for v in results.iter().flatten().flat_map(|r| r.values()) {
+                            assert!(handed.insert(v), "{v} handed out twice");
+                        }
+                    }
                     if !matches!(mode, Mode::Cached(_)) {
                         for (n, result) in counts.iter().zip(&results) {
-                            assert_eq!(answer(result), model.take(*n, policy), "call of {n}");
+                            let expected = model.take(*n, policy, stride);
+                            assert_eq!(answer(result), expected, "call of {n}");
                         }
                         assert_eq!(engine.stored(), model.exists.then_some(model.value));
                         continue;
@@ -318,7 +597,7 @@ fn check_history(mode: Mode, policy: CreatePolicy, initial: Option<Config>, ops:
                         if i == 0 {
                             if let Some(mut snapshot) = predicted.take() {
                                 if *n <= size {
-                                    let expected = snapshot.take(*n, policy);
+                                    let expected = snapshot.take(*n, policy, stride);
                                     assert_eq!(answer(result), expected, "first after a write");
                                 }
                             }
@@ -326,7 +605,7 @@ fn check_history(mode: Mode, policy: CreatePolicy, initial: Option<Config>, ops:
                         let ordered = *n <= size;
                         check_cached(
                             &model,
-                            *n,
+                            (*n, stride),
                             result,
                             &mut seen,
                             (ordered, &mut last_seen),
@@ -349,7 +628,7 @@ fn check_history(mode: Mode, policy: CreatePolicy, initial: Option<Config>, ops:
                         .await
                         .map_err(|e| e.code);
                     assert_eq!(got, model.set(*v, policy.upsert), "set {v}");
-                    (seen, last_seen) = (HashSet::new(), None);
+                    (seen, last_seen, handed) = (HashSet::new(), None, HashSet::new());
                     predicted = Some(model.clone());
                 }
                 Op::Reset => {
@@ -358,8 +637,8 @@ fn check_history(mode: Mode, policy: CreatePolicy, initial: Option<Config>, ops:
                         .managed(admin::reset(&*engine.store, c, policy.start))
                         .await
                         .map_err(|e| e.code);
-                    assert_eq!(got, model.reset(policy.start), "reset");
-                    (seen, last_seen) = (HashSet::new(), None);
+                    assert_eq!(got, model.reset(policy.start, stride), "reset");
+                    (seen, last_seen, handed) = (HashSet::new(), None, HashSet::new());
                     predicted = Some(model.clone());
                 }
                 Op::Init(config, start) => {
@@ -373,8 +652,8 @@ fn check_history(mode: Mode, policy: CreatePolicy, initial: Option<Config>, ops:
                         ))
                         .await
                         .map_err(|e| e.code);
-                    assert_eq!(got, model.init(*config, *start), "init");
-                    (seen, last_seen) = (HashSet::new(), None);
+                    assert_eq!(got, model.init(*config, *start, stride), "init");
+                    (seen, last_seen, handed) = (HashSet::new(), None, HashSet::new());
                     predicted = Some(model.clone());
                 }
                 Op::Drop => {
@@ -385,7 +664,28 @@ fn check_history(mode: Mode, policy: CreatePolicy, initial: Option<Config>, ops:
                         .map_err(|e| e.code);
                     assert_eq!(got, Ok(model.exists), "drop");
                     model = Model::default();
-                    (seen, last_seen) = (HashSet::new(), None);
+                    (seen, last_seen, handed) = (HashSet::new(), None, HashSet::new());
+                    predicted = Some(model.clone());
+                }
+                Op::RaiseTo(v) => {
+                    let got = engine
+                        .state
+                        .managed(admin::raise_to(&*engine.store, c, *v))
+                        .await
+                        .map_err(|e| e.code);
+                    assert_eq!(got, model.raise(*v, stride), "raiseTo {v}");
+                    assert_eq!(engine.stored(), model.exists.then_some(model.value));
+                    predicted = Some(model.clone());
+                }
+                Op::SyncToMax(docs) => {
+                    let source = Source(docs.iter().map(SourceDoc::document).collect());
+                    let got = engine
+                        .state
+                        .managed(admin::sync_to_source(&*engine.store, c, &source))
+                        .await
+                        .map_err(|e| e.code);
+                    assert_eq!(got, model.sync(docs, stride), "syncToMax {docs:?}");
+                    assert_eq!(engine.stored(), model.exists.then_some(model.value));
                     predicted = Some(model.clone());
                 }
             }
@@ -393,10 +693,10 @@ fn check_history(mode: Mode, policy: CreatePolicy, initial: Option<Config>, ops:
     });
 }
 
-/// The invariants of one cached call.
+/// The invariants of one cached call of `n` values.
 fn check_cached(
     model: &Model,
-    n: i64,
+    (n, stride): (i64, i64),
     result: &SeqResult<IdRange>,
     seen: &mut HashSet<i64>,
     (ordered, last_seen): (bool, &mut Option<i64>),
@@ -414,7 +714,18 @@ fn check_cached(
                     "exhausted with room: stored {stored}, {n} values, {c:?}"
                 );
             }
-            (ErrorCode::InvalidArgument, Some(c)) => assert!(c.cycle && n > c.cycle_size()),
+            (ErrorCode::SequenceOverflow, None) => {
+                // Only when the stored counter has no room for the call in 64 bits.
+                let stored = engine.stored().expect("exists");
+                let last = i128::from(stored) + i128::from(n) * i128::from(stride);
+                assert!(
+                    fits(last).is_none(),
+                    "overflow with room: stored {stored}, {n}"
+                );
+            }
+            (ErrorCode::InvalidArgument, Some(c)) => {
+                assert!(c.cycle && i128::from(n) > c.cycle_size())
+            }
             (ErrorCode::SequenceNotFound, _) => assert!(!model.exists || engine.stored().is_none()),
             other => panic!("unexpected {other:?}"),
         }
@@ -431,8 +742,10 @@ fn check_cached(
         if c.cycle {
             return;
         }
+    } else {
+        assert_eq!(range.step, stride);
     }
-    let ascending = model.config.is_none_or(|c| c.step > 0);
+    let ascending = model.config.map_or(stride, |c| c.step) > 0;
     for v in values {
         assert!(seen.insert(v), "{v} handed out twice");
         if !ordered {
@@ -466,6 +779,27 @@ proptest! {
         ops in proptest::collection::vec(op_strategy(), 1..25),
     ) {
         check_history(mode, CreatePolicy { upsert, start }, initial, &ops);
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig {
+        cases: std::env::var("MODEL_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(10_000) / 2,
+        max_shrink_iters: 2_000,
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    })]
+
+    #[test]
+    fn every_admin_operation_on_every_shape_matches_the_model(
+        mode in mode_strategy(),
+        upsert in any::<bool>(),
+        start in -5i64..5,
+        shape in shape_strategy(),
+        initial in config_strategy(),
+        ops in proptest::collection::vec(op_strategy(), 1..25),
+    ) {
+        check_shaped_history(mode, CreatePolicy { upsert, start }, shape, initial, &ops);
     }
 }
 
@@ -656,5 +990,144 @@ proptest! {
     ) {
         let mode = if coalesce { Mode::Coalesce } else { Mode::Direct };
         check_located_history(mode, CreatePolicy { upsert, start }, stride, &ops);
+    }
+}
+
+#[test]
+fn regression_a_cache_near_the_int64_end_takes_a_shorter_block() {
+    for mode in [Mode::Cached(100), Mode::Cached(7), Mode::Coalesce] {
+        check_history(
+            mode,
+            CreatePolicy::default(),
+            None,
+            &[
+                Op::Set(i64::MAX - 11),
+                Op::Calls(vec![1]),
+                Op::Calls(vec![1, 1, 3]),
+                Op::Calls(vec![5, 1, 1, 1, 1, 1, 1, 1]),
+                Op::Calls(vec![1]),
+            ],
+        );
+        // Every value up to 2^63 - 1 is handed out, then SEQUENCE_OVERFLOW.
+        let engine = Engine::new(mode, CreatePolicy::default());
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async {
+            engine
+                .store
+                .put(&engine.counter, Some(Bson::Int64(i64::MAX - 11)));
+            let mut values = Vec::new();
+            loop {
+                match engine.submit_and_wait(1).await {
+                    Ok(r) => values.push(r.first),
+                    Err(e) => {
+                        assert_eq!(e.code, ErrorCode::SequenceOverflow);
+                        break;
+                    }
+                }
+            }
+            assert_eq!(values, ((i64::MAX - 10)..=i64::MAX).collect::<Vec<_>>());
+        });
+    }
+}
+
+#[test]
+fn regression_huge_steps_serve_batches_and_concurrent_calls() {
+    let huge = Config {
+        step: HUGE,
+        min: -HUGE,
+        max: HUGE,
+        cycle: false,
+    };
+    for mode in [
+        Mode::Direct,
+        Mode::Coalesce,
+        Mode::Cached(2),
+        Mode::Cached(10),
+    ] {
+        check_history(
+            mode,
+            CreatePolicy::default(),
+            Some(huge),
+            &[Op::Calls(vec![2]), Op::Reset, Op::Calls(vec![1, 1, 1, 1])],
+        );
+    }
+}
+
+#[test]
+fn regression_descending_counters_are_never_moved_back() {
+    // mongoose-sequence { start_seq: 100, inc_amount: -1 }: 100, 99, 98 handed out.
+    let shape = Shape {
+        located: true,
+        stride: -1,
+    };
+    let policy = CreatePolicy {
+        upsert: true,
+        start: 100,
+    };
+    let source = vec![SourceDoc {
+        values: vec![
+            SourceValue::Int(100),
+            SourceValue::Int(99),
+            SourceValue::Int(98),
+        ],
+        through_array: true,
+    }];
+    for mode in [Mode::Direct, Mode::Coalesce, Mode::Cached(5)] {
+        check_shaped_history(
+            mode,
+            policy,
+            shape,
+            None,
+            &[
+                Op::Drop,
+                Op::Calls(vec![1, 1, 1]),
+                Op::SyncToMax(source.clone()),
+                Op::RaiseTo(100),
+                Op::Calls(vec![1]),
+            ],
+        );
+    }
+    let down = Config {
+        step: -1,
+        min: -100,
+        max: -1,
+        cycle: false,
+    };
+    check_history(
+        Mode::Direct,
+        policy,
+        Some(down),
+        &[
+            Op::Calls(vec![3]),
+            Op::RaiseTo(-1),
+            Op::RaiseTo(-101),
+            Op::Calls(vec![1]),
+        ],
+    );
+}
+
+#[test]
+fn regression_init_and_reset_of_a_strided_counter_start_at_start() {
+    for stride in [5, -5, 2] {
+        let shape = Shape {
+            located: true,
+            stride,
+        };
+        check_shaped_history(
+            Mode::Direct,
+            CreatePolicy::default(),
+            shape,
+            None,
+            &[
+                Op::Drop,
+                Op::Init(None, Some(10)),
+                Op::Calls(vec![1, 2]),
+                Op::Reset,
+                Op::Calls(vec![1]),
+            ],
+        );
     }
 }

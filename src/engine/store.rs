@@ -72,6 +72,35 @@ pub enum FieldGuard {
     Absent,
 }
 
+/// Which way a counter hands out values: its used values lie below its current value
+/// (`Up`) or above it (`Down`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Direction {
+    /// Ascending (positive step): the largest value is the one used last.
+    Up,
+    /// Descending (negative step): the smallest value is the one used last.
+    Down,
+}
+
+impl Direction {
+    /// The direction of a counter moving by `step` per value.
+    pub fn of_step(step: i64) -> Direction {
+        if step < 0 {
+            Direction::Down
+        } else {
+            Direction::Up
+        }
+    }
+
+    /// Of `a` and `b`, the one further along this direction (the larger when `Up`).
+    pub fn further(self, a: i64, b: i64) -> i64 {
+        match self {
+            Direction::Up => a.max(b),
+            Direction::Down => a.min(b),
+        }
+    }
+}
+
 /// A counter document as read: its value and its configuration.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CounterDoc {
@@ -181,13 +210,15 @@ pub trait CounterStore: Send + Sync {
     /// Deletes the counter; `true` when it existed.
     fn delete(&self, counter: &CounterRef) -> impl Future<Output = SeqResult<bool>> + Send;
 
-    /// Raises the field to at least `value` (`$max`) when the counter is configured
-    /// exactly as `config` (`None`: plain, created when missing); returns the field
-    /// afterwards, or `None` when it did not match.
+    /// Moves the field on to `value` along `direction`, never back (`$max` when `Up`,
+    /// `$min` when `Down`), when the counter is configured exactly as `config` (`None`:
+    /// plain, created when missing); returns the field afterwards, or `None` when it
+    /// did not match.
     fn raise(
         &self,
         counter: &CounterRef,
         config: Option<&SequenceConfig>,
         value: i64,
+        direction: Direction,
     ) -> impl Future<Output = SeqResult<Option<Bson>>> + Send;
 }
