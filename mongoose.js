@@ -502,50 +502,6 @@ class Counter {
     });
     return { acknowledged: true, matchedCount: matched, modifiedCount: matched };
   }
-
-  /**
-   * Makes sure `counters` has a unique index over `{ id, reference_value }` (any name or
-   * options: one mongoose-sequence made is the index needed), creating it only when none
-   * exists. Once per counter.
-   */
-  async ensureUniqueIndex(counters) {
-    if (this.indexChecked) return;
-    const existing = await counters.indexes().catch(() => []);
-    const wanted = JSON.stringify({ id: 1, reference_value: 1 });
-    if (!existing.some((index) => index.unique && JSON.stringify(index.key) === wanted)) {
-      await counters.createIndex({ id: 1, reference_value: 1 }, { unique: true });
-    }
-    this.indexChecked = true;
-  }
-
-  /**
-   * Moves the counter of `reference` to at least `value` in its own direction (up for
-   * an ascending counter, down for a descending one), creating it when absent; never
-   * moves it back over numbers it handed out. Resolves with its value afterwards.
-   */
-  async advanceTo(reference, value) {
-    if (this.options.inc_amount > 0) return (await this.handle(reference)).raiseTo(value);
-    // Descending: an atomic $min on the counter document (the used extreme is the minimum),
-    // under the unique index that keeps one counter document per reference value.
-    const counters = (await this.db()).collection(this.options.collection_name);
-    await this.ensureUniqueIndex(counters);
-    const filter = { id: this.options.id, reference_value: reference };
-    for (let attempt = 0; ; attempt += 1) {
-      try {
-        const after = await counters.findOneAndUpdate(filter, { $min: { [COUNTER_FIELD]: value } }, { upsert: true, returnDocument: 'after' });
-        let stored = after && Object.hasOwn(after, 'value') && Object.hasOwn(after, 'ok') ? after.value : after;
-        // Some servers answer a racing upsert with no document: read it.
-        if (!stored) stored = await counters.findOne(filter);
-        if (!stored) throw coded(new Error(`mongo-sequence/mongoose: the counter ${JSON.stringify(this.options.id)} was not found after moving it`), 'SERVER');
-        const seq = stored[COUNTER_FIELD];
-        return seq && typeof seq === 'object' && typeof seq.toNumber === 'function' ? seq.toNumber() : seq;
-      } catch (error) {
-        // Two racing first uses of the counter: the loser finds it on the next attempt.
-        if (error && error.code === 11000 && attempt < 3) continue;
-        throw error;
-      }
-    }
-  }
 }
 
 function arrayArgument(args) {
@@ -888,7 +844,8 @@ async function syncCounterToMax(Model, id) {
     // The whole number at or past the extreme, in the counter's direction.
     let target = fromServer(extreme);
     if (typeof target === 'number') target = descending ? Math.ceil(target) : Math.floor(target);
-    moved.push({ reference_value: reference, value: await counter.advanceTo(reference, target) });
+    // The core moves it in its own direction: $max ascending, $min descending.
+    moved.push({ reference_value: reference, value: await (await counter.handle(reference)).raiseTo(target) });
   }
   return moved;
 }
