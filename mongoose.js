@@ -277,16 +277,31 @@ class Counter {
     this.handles = new Map();
     /** Documents this counter numbered: doc → { key, value } (the reference key and the number). */
     this.numbered = new WeakMap();
+    /** Documents `Model.create` handled for this counter: a number the caller set there is kept on save. */
+    this.created = new WeakSet();
   }
 
   /**
-   * Whether `doc` keeps its `inc_field`: a number this counter gave it for `reference`
-   * (the reference value it has now), or a number the caller set.
+   * Whether `doc` keeps its `inc_field` in a batch (insertMany, create, bulkWrite): a
+   * number this counter gave it for `reference` (the reference value it has now), or a
+   * number the caller set.
    */
   keeps(doc, reference) {
     const mine = this.numbered.get(doc);
     if (mine && readField(doc, this.options.inc_field) === mine.value) return mine.key === this.keyOf(reference);
     return this.isExplicit(doc);
+  }
+
+  /**
+   * Whether `doc` keeps its `inc_field` on save: only a number this counter gave it for
+   * `reference` (a save retried after it failed, setNext); a number the caller set is
+   * overwritten, as mongoose-sequence does, so a document cloned from a saved one never
+   * repeats its number. A document `Model.create` handled follows the batch rule.
+   */
+  keepsOnSave(doc, reference) {
+    if (this.created.has(doc)) return this.keeps(doc, reference);
+    const mine = this.numbered.get(doc);
+    return Boolean(mine) && readField(doc, this.options.inc_field) === mine.value && mine.key === this.keyOf(reference);
   }
 
   /**
@@ -309,20 +324,28 @@ class Counter {
     writeField(doc, this.options.inc_field, undefined);
   }
 
+  /** Forgets what this counter knew of `doc` (numbered, created) once it is saved. */
+  settled(doc) {
+    if (!doc || typeof doc !== 'object') return;
+    this.numbered.delete(doc);
+    this.created.delete(doc);
+  }
+
   /** Records that this counter gave `value` to `doc` for `reference`. */
   mark(doc, reference, value) {
     if (isDocument(doc)) this.numbered.set(doc, { key: this.keyOf(reference), value });
   }
 
   /**
-   * Numbers a new document on save, unless it keeps its number: one this counter gave it
-   * for the reference value it still has (create([...]), or a save that failed after
-   * numbering), or one the caller set. A document numbered for another reference value
-   * than it has now is numbered again, from the counter of that value.
+   * Numbers a new document on save, as mongoose-sequence does, unless it keeps its
+   * number: one this counter gave it for the reference value it still has (create([...]),
+   * setNext, or a save that failed after numbering), or, for a document `Model.create`
+   * handled, one the caller set. A document numbered for another reference value than it
+   * has now is numbered again, from the counter of that value.
    */
   async numberOnSave(doc) {
     const reference = this.referenceOf(doc);
-    if (this.keeps(doc, reference)) return;
+    if (this.keepsOnSave(doc, reference)) return;
     const value = await (await this.handle(reference)).next();
     writeField(doc, this.options.inc_field, value);
     this.mark(doc, reference, value);
@@ -546,6 +569,15 @@ function addHooks(schema, counter) {
     next(error);
   });
 
+  // Once saved, a number is the stored document's, not this object's: the same object
+  // inserted again as a new document (isNew set back, a new _id) is numbered again.
+  schema.post('save', function forgetSavedDocument(doc) {
+    counter.settled(doc);
+  });
+  schema.post('insertMany', function forgetInsertedDocuments(docs) {
+    if (Array.isArray(docs)) for (const doc of docs) if (isDocument(doc)) counter.settled(doc);
+  });
+
   // Declared parameters: mongoose 8 passes (next, docs, options) to hooks that declare
   // any (none otherwise), mongoose 9 (docs, options); either way the promise settles it.
   // Plain objects are numbered as copies, never written to (one object given twice must
@@ -661,7 +693,8 @@ function asDocuments(Model, list) {
 
 /**
  * Model.create numbered in array order with one reservation per reference value: the
- * array form `create([a, b])` and the spread form `create(a, b)` alike.
+ * array form `create([a, b])` and the spread form `create(a, b)` alike. A number the
+ * caller set is kept (the documents are marked as created, so the save hook keeps it).
  */
 function addCreate(schema, counter) {
   const previous = schema.statics.create;
@@ -676,9 +709,11 @@ function addCreate(schema, counter) {
       const inserted = await counter.insertGapless(this, asDocuments(this, inputs));
       return many || inputs.length > 1 ? inserted : inserted[0];
     }
-    if (inputs.length < 2) return base.apply(this, args);
+    if (inputs.length === 0) return base.apply(this, args);
     const docs = asDocuments(this, inputs);
-    await counter.numberAll(docs.filter((d) => d.isNew), this);
+    for (const doc of docs) counter.created.add(doc);
+    // One document is numbered by its save hook (after the hooks before it, as on save).
+    if (docs.length > 1) await counter.numberAll(docs.filter((d) => d.isNew), this);
     return many ? base.apply(this, [docs, ...args.slice(1)]) : base.apply(this, docs);
   });
   if (counter.options.gapless) {

@@ -1,6 +1,6 @@
 // mongo-sequence/mongoose at the edges (issue 17): reference values cast with the schema
 // on every path and keyed by their exact BSON value, two counters on one schema, explicit
-// numbers kept, descending counters synced downwards, counterReset with start_seq 0,
+// numbers kept by the batch writers (overwritten by save), descending counters synced downwards, counterReset with start_seq 0,
 // gapless create in its spread form, parallel_hooks. On mongoose 9 and mongoose 8.
 import { test, before, after, describe } from 'node:test';
 import assert from 'node:assert/strict';
@@ -116,7 +116,7 @@ for (const [major, mongoose] of [
       assert.equal((await counters().findOne({ id: `${p}two_b` })).seq, 16);
     });
 
-    test('a number the caller set is kept on every path and takes no value from the counter', async () => {
+    test('batch writers keep a number the caller set; save numbers every new document, as mongoose-sequence', async () => {
       const schema = new mongoose.Schema({ tag: String, no: Number });
       schema.plugin(AutoIncrement, { id: `${p}explicit`, inc_field: 'no' });
       const M = await model(`${p}Explicit`, schema);
@@ -124,15 +124,32 @@ for (const [major, mongoose] of [
       await M.create([{ tag: 'c' }, { tag: 'd', no: 501 }]);
       await M.create({ tag: 'e', no: 502 }, { tag: 'f' });
       await M.bulkWrite([{ insertOne: { document: { tag: 'g', no: 503 } } }, { insertOne: { document: { tag: 'h' } } }]);
-      await new M({ tag: 'i', no: 504 }).save();
+      // save overwrites the caller's number, as mongoose-sequence 6 does.
+      const saved = await new M({ tag: 'i', no: 504 }).save();
+      assert.equal(saved.no, 5);
       await new M({ tag: 'j' }).save();
       await M.updateOne({ tag: 'k' }, { $set: { no: 505 } }, { upsert: true });
       // As the schema casts it: '506' is a number, '' is none.
       await M.insertMany([{ tag: 'l', no: '' }, { tag: 'm', no: '506' }]);
+      // create of one document keeps it too (its save hook knows create handled it).
+      await M.create({ tag: 'n', no: 507 });
+      await M.create([{ tag: 'o', no: 508 }]);
+      // A clone of a saved document is a new document: it never repeats the number.
+      const old = await M.findOne({ tag: 'j' });
+      const clone = await new M({ ...old.toObject(), _id: undefined, tag: 'p' }).save();
+      assert.notEqual(String(clone._id), String(old._id));
+      // A document saved (or created) once and inserted again as a new one takes a new
+      // number: what it was given is its own only until its save succeeds.
+      for (const [tag, again] of [['q', await new M({ tag: 'j2' }).save()], ['r', (await M.create([{ tag: 'j3' }, { tag: 'j4' }]))[0]], ['s', await M.create({ tag: 'j5', no: 509 })], ['t', (await M.insertMany([new M({ tag: 'j6' })]))[0]]]) {
+        again.set({ _id: new ObjectId(), tag });
+        again.isNew = true;
+        await again.save();
+      }
       assert.deepEqual(await numbers(M, 'no'), [
-        ['a', 500], ['b', 1], ['c', 2], ['d', 501], ['e', 502], ['f', 3], ['g', 503], ['h', 4], ['i', 504], ['j', 5], ['k', 505], ['l', 6], ['m', 506],
+        ['a', 500], ['b', 1], ['c', 2], ['d', 501], ['e', 502], ['f', 3], ['g', 503], ['h', 4], ['i', 5], ['j', 6], ['j2', 9], ['j3', 10], ['j4', 11], ['j5', 509], ['j6', 12], ['k', 505], ['l', 7], ['m', 506],
+        ['n', 507], ['o', 508], ['p', 8], ['q', 13], ['r', 14], ['s', 15], ['t', 16],
       ]);
-      assert.equal((await counters().findOne({ id: `${p}explicit` })).seq, 6);
+      assert.equal((await counters().findOne({ id: `${p}explicit` })).seq, 16);
       // A default is not the caller's value.
       const defaulted = new mongoose.Schema({ tag: String, no: { type: Number, default: 0 } });
       defaulted.plugin(AutoIncrement, { id: `${p}explicit_default`, inc_field: 'no' });
@@ -358,11 +375,18 @@ for (const [major, mongoose] of [
       await assert.rejects(doc.save(), (e) => e.code === 11000);
       await doc.save();
       assert.equal(doc.no, 2);
-      // The caller's own number is the caller's: kept, and refused again.
+      // The caller's own number given to create is the caller's: kept, and refused again
+      // when the document is saved after create failed.
       const mine = new M({ tag: 'b', no: 1 });
+      await assert.rejects(M.create(mine), (e) => e.code === 11000);
+      assert.equal(mine.no, 1);
       await assert.rejects(mine.save(), (e) => e.code === 11000);
       assert.equal(mine.no, 1);
-      assert.deepEqual(await numbers(M, 'no'), [['a', 2], ['imported', 1]]);
+      // Given to save, it is overwritten, as mongoose-sequence does.
+      const overwritten = new M({ tag: 'c', no: 1 });
+      await overwritten.save();
+      assert.equal(overwritten.no, 3);
+      assert.deepEqual(await numbers(M, 'no'), [['a', 2], ['c', 3], ['imported', 1]]);
     });
 
     test('a gapless counter refuses to share its schema; every refusal has a code and registers nothing', async () => {

@@ -5,11 +5,13 @@
 //
 // What mongoose-sequence supports (save, create, counterReset, setNext) runs through it as
 // the same calls; what it does not (insertMany, bulkWrite, upserts, a spread create) runs
-// as the same documents saved one by one in array order. Two rules of this plugin that
-// mongoose-sequence lacks are applied to the oracle side by hand: a document whose number
-// the caller set is inserted as it is (no number taken), and syncCounterToMax moves each
-// counter to the largest (ascending) or smallest (descending) number of its documents
-// with an atomic $max / $min on the counter document.
+// as the same documents saved one by one in array order. `save` numbers every new
+// document as mongoose-sequence does, a number the caller set included: there the same
+// call is the oracle. Two rules of this plugin that mongoose-sequence lacks are applied to
+// the oracle side by hand: a document whose number the caller set, given to a batch writer
+// (create, insertMany, bulkWrite, an upsert), is inserted as it is (no number taken), and
+// syncCounterToMax moves each counter to the largest (ascending) or smallest (descending)
+// number of its documents with an atomic $max / $min on the counter document.
 import Module, { createRequire } from 'node:module';
 import { dirname, sep } from 'node:path';
 import fc from 'fast-check';
@@ -215,10 +217,12 @@ function pluginOptions(inst, id) {
 /** Runs one concrete operation on a side (`ours` or mongoose-sequence). */
 async function apply(side, Model, ids, instances, op) {
   const explicitInsert = (doc) => Model.insertMany([doc]);
+  // One document of a batch writer, on the oracle side: the caller's number kept.
   const saveOne = (doc) => (isExplicit(doc, instances) && side.oracle ? explicitInsert(doc) : new Model(doc).save());
   switch (op.op) {
     case 'save':
-      return saveOne(op.docs[0]);
+      // Both sides number it, explicit numbers overwritten: the same call on both.
+      return new Model(op.docs[0]).save();
     case 'createOne':
       return side.oracle && isExplicit(op.docs[0], instances) ? explicitInsert(op.docs[0]) : Model.create(op.docs[0]);
     case 'createArray':
