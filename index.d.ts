@@ -226,6 +226,13 @@ export interface ConnectOptions {
 export declare function counterAt<O extends LocatedOptions = {}>(db: SequenceDbLike, locator: Record<string, unknown>, options?: O): SequenceOf<O>
 
 /**
+ * How many per-counter objects (a counter's state, its queue of merged calls, its
+ * cached blocks) this process holds. Counters not in use are released past 1024 per
+ * client, so the number stays bounded however many distinct names are used.
+ */
+export declare function counterStateCount(): number
+
+/**
  * Formats a sequence value as a business number. Tokens: `{seq}` the value, `{seq:N}`
  * zero-padded to at least N digits (never truncated), `{YYYY}`, `{YY}`, `{MM}`, `{DD}`
  * the date in UTC (of `date`, default now), `{{` and `}}` literal braces.

@@ -841,6 +841,7 @@ module.exports.SequenceDb = nativeBinding.SequenceDb
 module.exports.closeSharedClients = nativeBinding.closeSharedClients
 module.exports.connect = nativeBinding.connect
 module.exports.counterAt = nativeBinding.counterAt
+module.exports.counterStateCount = nativeBinding.counterStateCount
 module.exports.formatSequence = nativeBinding.formatSequence
 module.exports.getNextSequenceBatch = nativeBinding.getNextSequenceBatch
 module.exports.getNextSequenceRange = nativeBinding.getNextSequenceRange

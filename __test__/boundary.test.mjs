@@ -225,6 +225,38 @@ test('arguments whose getters or traps throw reject with INVALID_ARGUMENT and th
   }
 });
 
+test('a trap or getter throwing a value that is not an Error: the error has a code and that very value as cause', async () => {
+  const cyclic = new Error('cyclic cause');
+  cyclic.cause = cyclic; // used to overflow the stack (a crash of the process)
+  const thrownValues = [Symbol('boom'), undefined, null, 42, 'text', Object.create(null), cyclic, new Proxy({}, { get() { throw Symbol('inner'); } })];
+  const db = replaceableDb();
+  for (const thrown of thrownValues) {
+    const trap = { ownKeys() { throw thrown; }, get() { throw thrown; } };
+    const calls = {
+      db: () => seq.getNextSequenceValue(new Proxy({}, { get() { throw thrown; } }), 'x'),
+      getter: () => seq.getNextSequenceValue(Object.defineProperty({}, 'databaseName', { get() { throw thrown; }, enumerable: true }), 'x'),
+      name: () => seq.getNextSequenceValue(db, new Proxy({}, trap)),
+      options: () => seq.getNextSequenceValue(db, 'x', new Proxy({}, trap)),
+      doc: () => seq.insertOne(db, 'c', new Proxy({}, trap)),
+      'handle name (sync)': async () => seq.sequence(db, new Proxy({}, trap)),
+      'locator (sync)': async () => seq.counterAt(db, new Proxy({}, trap)),
+      'fields of setCountersWhere': () => seq.setCountersWhere(db, new Proxy({}, trap), 0),
+    };
+    for (const [label, call] of Object.entries(calls)) {
+      const what = `${label}, thrown ${typeof thrown}`;
+      let error;
+      try {
+        await settles(call());
+      } catch (e) {
+        error = e;
+      }
+      assert.ok(error instanceof Error, `${what}: an Error (${error})`);
+      assert.equal(error.code, 'INVALID_ARGUMENT', `${what}: ${error.message}`);
+      assert.ok(Object.is(error.cause, thrown), `${what}: the thrown value is the cause`);
+    }
+  }
+});
+
 test('no password in any error, whatever it is made of', async () => {
   const passwords = ['p%40ss:w%2Frd', 'pässwörd', 'sécr%C3%A9t', 'a%25b'];
   for (const encoded of passwords) {

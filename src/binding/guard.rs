@@ -75,7 +75,9 @@ fn typed(
     let value = unsafe { JsError::from(error).into_value(env.raw()) };
     if has_known_code(env, value) {
         // SAFETY: a live value of this env.
-        return napi::Error::from(unsafe { Unknown::from_raw_unchecked(env.raw(), value) });
+        return napi::Error::from_unknown_without_coercion(unsafe {
+            Unknown::from_raw_unchecked(env.raw(), value)
+        });
     }
     let message = text_of(env, value).unwrap_or_default();
     let code = if message.contains("xpected") || message.contains("convert") {
@@ -126,7 +128,9 @@ fn wrap_thrown(env: &Env, place: &str, thrown: sys::napi_value) -> napi::Error {
     });
     take_exception(env);
     match object {
-        Ok(object) => napi::Error::from(object.to_unknown()),
+        // Captured without converting anything to a string: the cause may be a Symbol
+        // (which throws when converted) or an object whose `cause` chain is cyclic.
+        Ok(object) => napi::Error::from_unknown_without_coercion(object.to_unknown()),
         Err(_) => napi::Error::new(Status::GenericFailure, error.message),
     }
 }

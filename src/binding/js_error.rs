@@ -9,7 +9,7 @@ use crate::engine::error::SeqError;
 /// wrapped so that napi throws or rejects with this very object.
 pub fn to_js_error(env: &Env, error: SeqError) -> napi::Error {
     match build(env, &error) {
-        Ok(object) => napi::Error::from(object.to_unknown()),
+        Ok(object) => napi::Error::from_unknown_without_coercion(object.to_unknown()),
         Err(fallback) => fallback,
     }
 }

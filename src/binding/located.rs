@@ -2,7 +2,6 @@
 //! documents): `counterAt` gives a `Sequence` handle on one, `setCountersWhere` sets every
 //! counter matching some of those fields (mongoose-sequence's `counterReset`).
 
-use mongodb::bson::Document;
 use napi::bindgen_prelude::{Env, PromiseRaw, Unknown};
 
 use crate::binding::calls::NamedCounter;
@@ -20,7 +19,6 @@ use crate::engine::counter_name::CounterName;
 use crate::engine::error::{SeqError, SeqResult};
 use crate::engine::locator::{FieldsLocator, Locator};
 use crate::engine::options::SequenceOptions;
-use crate::engine::quote::quoted;
 
 /// Options `counterAt` takes besides the common ones (`LocatedOptions`).
 pub const LOCATED: Spec = &[("step", Kind::Integer)];
@@ -37,14 +35,9 @@ pub fn read_locator(value: &Unknown, what: &str, field: &str) -> SeqResult<Field
     FieldsLocator::new(to_document(value)?, field)
 }
 
-/// The name shown in messages for a counter found by `fields`.
-fn label_of(fields: &Document) -> SeqResult<CounterName> {
-    let text = fields
-        .iter()
-        .map(|(k, v)| format!("{k}: {v}"))
-        .collect::<Vec<_>>()
-        .join(", ");
-    CounterName::text(&quoted(&text).replace('"', ""))
+/// The name shown in messages for a counter found by `located`.
+fn label_of(located: &FieldsLocator) -> SeqResult<CounterName> {
+    CounterName::text(&located.label())
 }
 
 /// Reads `options` (the common ones and `step`).
@@ -79,7 +72,7 @@ pub fn counter_at<'env>(
         let read = || -> SeqResult<NamedCounter> {
             let mut options = read_located_options(options.as_ref())?;
             let located = read_locator(&locator, "locator", &options.field)?;
-            let name = label_of(located.fields())?;
+            let name = label_of(&located)?;
             options.locator = Locator::ByFields(located);
             NamedCounter::from_parts(env, &db, name, options)
         };
@@ -112,10 +105,11 @@ pub fn set_counters_where<'env>(
                 option_specs::SET_WHERE_USES,
             )?;
             // The same rules as a locator's fields.
-            let fields = read_locator(&fields, "fields", &options.field)?.into_fields();
+            let located = read_locator(&fields, "fields", &options.field)?;
             let value = read_integer("value", &value)?;
             let target = read_db(env, &db, options.uri.as_deref())?;
-            let counter = options.counter(&label_of(&fields)?)?;
+            let counter = options.counter(&label_of(&located)?)?;
+            let fields = located.into_fields();
             Ok((target, options, counter, fields, value))
         })();
         promise(env, async move {

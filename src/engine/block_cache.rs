@@ -19,6 +19,7 @@ use tokio::sync::oneshot;
 
 use crate::engine::coalesce::Grants;
 use crate::engine::demand::Demand;
+use crate::engine::live::LiveToken;
 use crate::engine::waiter::Waiter;
 
 use crate::engine::allocate::IdRange;
@@ -107,12 +108,19 @@ pub struct CacheSlot {
     /// a fill fetched in an older generation is thrown away.
     generation: Arc<AtomicU64>,
     entry: Mutex<Entry>,
+    _live: LiveToken,
 }
 
 impl CacheSlot {
     /// An empty slot of blocks of `size`, following the counter's `generation`.
     pub fn new(size: i64, generation: Arc<AtomicU64>) -> Self {
+        CacheSlot::tracked(size, generation, LiveToken::default())
+    }
+
+    /// [`CacheSlot::new`], counted by `live` while it exists.
+    pub fn tracked(size: i64, generation: Arc<AtomicU64>, live: LiveToken) -> Self {
         CacheSlot {
+            _live: live,
             size,
             generation,
             entry: Mutex::new(Entry {
@@ -190,7 +198,10 @@ impl CacheSlot {
         F: Fn(Vec<Demand>) -> Fut + Send + 'static,
         Fut: Future<Output = Grants> + Send + 'static,
     {
-        let release = FetchRelease(self.clone());
+        let release = FetchRelease {
+            slot: self.clone(),
+            armed: true,
+        };
         loop {
             let (demands, generation) = {
                 let mut entry = self.lock();
@@ -220,7 +231,7 @@ impl CacheSlot {
             let result = caught("cache block fetch", fetch(demands)).await;
             let mut entry = self.lock();
             entry.last_fetch = Some(Instant::now());
-            match result {
+            let done = match result {
                 Ok(mut grants) => {
                     let fill = (grants.len() > served).then(|| grants.pop()).flatten();
                     for grant in grants {
@@ -233,24 +244,30 @@ impl CacheSlot {
                         entry.store(values, self.size);
                     }
                     let ran_dry = served > 0 || !entry.waiters.is_empty();
-                    if entry.serve_waiters() {
-                        if ran_dry {
-                            entry.blocks_per_fetch =
-                                (entry.blocks_per_fetch * 2).min(MAX_BLOCKS_PER_FETCH);
-                        }
-                        entry.fetching = false;
-                        std::mem::forget(release);
-                        return;
+                    let done = entry.serve_waiters();
+                    if done && ran_dry {
+                        entry.blocks_per_fetch =
+                            (entry.blocks_per_fetch * 2).min(MAX_BLOCKS_PER_FETCH);
                     }
+                    done
                 }
                 Err(error) => {
-                    for waiter in entry.waiters.drain(..) {
-                        waiter.answer(Err(error.clone()));
+                    // Exactly the calls this round trip carried: those queued while it
+                    // was under way get a round trip of their own.
+                    for _ in 0..served {
+                        if let Some(waiter) = entry.waiters.pop_front() {
+                            waiter.answer(Err(error.clone()));
+                        }
                     }
-                    entry.fetching = false;
-                    std::mem::forget(release);
-                    return;
+                    entry.waiters.is_empty()
                 }
+            };
+            if done {
+                entry.fetching = false;
+                drop(entry);
+                // The next fetch may already be under way: the release must not touch it.
+                release.disarm();
+                return;
             }
         }
     }
@@ -274,11 +291,26 @@ impl CacheSlot {
 /// Ends a fetch that stopped early (a panic outside the round trip, or the runtime
 /// dropping the task): its waiting calls fail with `INTERNAL` instead of waiting forever,
 /// and the next call starts a new fetch.
-struct FetchRelease(Arc<CacheSlot>);
+struct FetchRelease {
+    slot: Arc<CacheSlot>,
+    /// Whether dropping it ends the fetch (the fetch stopped early).
+    armed: bool,
+}
+
+impl FetchRelease {
+    /// Drops it without ending anything (the fetch ended itself), and with it its hold
+    /// on the slot.
+    fn disarm(mut self) {
+        self.armed = false;
+    }
+}
 
 impl Drop for FetchRelease {
     fn drop(&mut self) {
-        let mut entry = self.0.lock();
+        if !self.armed {
+            return;
+        }
+        let mut entry = self.slot.lock();
         entry.fetching = false;
         for waiter in entry.waiters.drain(..) {
             waiter.answer(Err(SeqError::internal("cache block fetch")));
@@ -460,6 +492,61 @@ mod tests {
                 .await;
             assert_eq!(r.unwrap().first, 1);
         });
+    }
+
+    #[test]
+    fn a_failed_fetch_fails_exactly_the_calls_it_carried() {
+        let cache = slot(10);
+        let counter = Arc::new(FakeCounter::default());
+        let trips = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let fetch = {
+            let (counter, trips) = (counter.clone(), trips.clone());
+            move |total| {
+                let trip = trips.fetch_add(1, Ordering::SeqCst) + 1;
+                let counter = counter.clone();
+                async move {
+                    tokio::time::sleep(std::time::Duration::from_millis(30)).await;
+                    match trip {
+                        1 => Err(SeqError::server(91, None, "injected failure")),
+                        _ => counter.fetch(total, 0).await,
+                    }
+                }
+            }
+        };
+        let (first, later) = run(async {
+            let first = tokio::spawn(cache.clone().reserve(1, fetch.clone()));
+            // The first call's fetch is under way; these calls queue behind it.
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+            let later: Vec<_> = (0..3)
+                .map(|_| tokio::spawn(cache.clone().reserve(2, fetch.clone())))
+                .collect();
+            let mut answers = Vec::new();
+            for call in later {
+                answers.push(call.await.unwrap());
+            }
+            (first.await.unwrap(), answers)
+        });
+        assert_eq!(
+            first.unwrap_err().server_code,
+            Some(91),
+            "the carried call fails"
+        );
+        let mut values = Vec::new();
+        for answer in later {
+            let range = answer.expect("a call queued after the failed fetch was sent");
+            assert_eq!(range.count(), 2);
+            values.extend(range.values());
+        }
+        let mut unique = values.clone();
+        unique.sort_unstable();
+        unique.dedup();
+        assert_eq!(unique.len(), 6, "no value twice");
+        assert_eq!(
+            trips.load(Ordering::SeqCst),
+            2,
+            "one more fetch served them all"
+        );
+        assert!(!cache.is_fetching());
     }
 
     #[test]

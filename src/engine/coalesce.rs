@@ -14,6 +14,7 @@ use std::sync::{Arc, Mutex};
 use tokio::sync::oneshot;
 
 use crate::engine::demand::Demand;
+use crate::engine::live::LiveToken;
 use crate::engine::waiter::Waiter;
 
 use crate::engine::allocate::IdRange;
@@ -28,12 +29,21 @@ pub type Grants = SeqResult<Vec<SeqResult<IdRange>>>;
 /// it is in flight.
 pub struct Coalescer<K> {
     lanes: Mutex<HashMap<K, VecDeque<Waiter>>>,
+    _live: LiveToken,
 }
 
 impl<K> Default for Coalescer<K> {
     fn default() -> Self {
+        Coalescer::tracked(LiveToken::default())
+    }
+}
+
+impl<K> Coalescer<K> {
+    /// An empty coalescer, counted by `live` while it exists.
+    pub fn tracked(live: LiveToken) -> Self {
         Coalescer {
             lanes: Mutex::new(HashMap::new()),
+            _live: live,
         }
     }
 }
@@ -85,13 +95,16 @@ impl<K: Eq + Hash + Clone + Send + 'static> Coalescer<K> {
         let release = LaneRelease {
             coalescer: self.clone(),
             key: key.clone(),
+            armed: true,
         };
         while let Some(batch) = self.next_batch(&key) {
             let demands = batch.iter().map(|w| Demand::Exact(w.count)).collect();
             let result = caught("merged round trip", fetch(demands)).await;
             hand_out(batch, result);
         }
-        std::mem::forget(release);
+        // `next_batch` released the lane: a later call may already have started another
+        // one under the same key, which the release must not touch.
+        release.disarm();
     }
 
     /// Takes the waiting calls whose counts add up to at most [`MAX_RANGE_COUNT`] (at least
@@ -127,10 +140,23 @@ impl<K: Eq + Hash + Clone + Send + 'static> Coalescer<K> {
 struct LaneRelease<K: Eq + Hash> {
     coalescer: Arc<Coalescer<K>>,
     key: K,
+    /// Whether dropping it releases the lane (the driver stopped early).
+    armed: bool,
+}
+
+impl<K: Eq + Hash> LaneRelease<K> {
+    /// Drops it without releasing anything (the driver emptied the lane itself), and
+    /// with it its hold on the coalescer.
+    fn disarm(mut self) {
+        self.armed = false;
+    }
 }
 
 impl<K: Eq + Hash> Drop for LaneRelease<K> {
     fn drop(&mut self) {
+        if !self.armed {
+            return;
+        }
         let queue = lock(&self.coalescer.lanes).remove(&self.key);
         for waiter in queue.into_iter().flatten() {
             waiter.answer(Err(SeqError::internal("merged round trip")));

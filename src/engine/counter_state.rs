@@ -17,6 +17,7 @@ use crate::engine::block_cache::CacheSlot;
 use crate::engine::coalesce::{Coalescer, Grants};
 use crate::engine::demand::Demand;
 use crate::engine::error::{SeqError, SeqResult};
+use crate::engine::live::{LiveGroup, LiveToken};
 use crate::engine::sequence_config::SequenceConfig;
 use crate::engine::store::{CounterRef, CounterStore};
 use crate::engine::waiter::receive;
@@ -82,7 +83,6 @@ pub struct Submitted {
 }
 
 /// What this process holds for one counter of one client.
-#[derive(Default)]
 pub struct CounterState {
     /// The configuration the counter had at its last call, tried first (every write is
     /// guarded on it, so a stale one only costs a read).
@@ -95,9 +95,33 @@ pub struct CounterState {
     gapless_turn: Arc<tokio::sync::Mutex<()>>,
     lanes: Arc<Coalescer<Lane>>,
     caches: Mutex<HashMap<(Lane, i64), Arc<CacheSlot>>>,
+    /// Counts this state and its parts among the live ones of its client.
+    group: LiveGroup,
+    _live: LiveToken,
+}
+
+impl Default for CounterState {
+    /// A state counted in a group of its own.
+    fn default() -> Self {
+        CounterState::in_group(&LiveGroup::default())
+    }
 }
 
 impl CounterState {
+    /// An empty state, counted (with its call queue and caches) in `group`.
+    pub fn in_group(group: &LiveGroup) -> Self {
+        CounterState {
+            hint: Mutex::default(),
+            generation: Arc::default(),
+            turn: tokio::sync::Mutex::default(),
+            gapless_turn: Arc::default(),
+            lanes: Arc::new(Coalescer::tracked(group.token())),
+            caches: Mutex::default(),
+            group: group.clone(),
+            _live: group.token(),
+        }
+    }
+
     /// The configuration hint.
     fn hint(&self) -> Option<SequenceConfig> {
         *lock(&self.hint)
@@ -154,16 +178,28 @@ impl CounterState {
         let mut caches = lock(&self.caches);
         caches
             .entry((lane.clone(), size))
-            .or_insert_with(|| Arc::new(CacheSlot::new(size, self.generation.clone())))
+            .or_insert_with(|| {
+                let live = self.group.token();
+                Arc::new(CacheSlot::tracked(size, self.generation.clone(), live))
+            })
             .clone()
     }
 
-    /// Whether nothing is in flight and nothing is cached.
-    fn idle(&self) -> bool {
-        self.lanes.in_flight() == 0
-            && lock(&self.caches)
+    /// Whether something of this state is in use besides the state itself: a round
+    /// trip or block fetch in flight, a caller holding one of its cache slots, or a
+    /// gapless transaction holding its turn. (A caller holding the state itself shows
+    /// in the state's own count.)
+    fn in_use(&self) -> bool {
+        Arc::strong_count(&self.gapless_turn) > 1
+            || self.lanes.in_flight() > 0
+            || lock(&self.caches)
                 .values()
-                .all(|slot| Arc::strong_count(slot) == 1 && slot.available() == 0)
+                .any(|slot| Arc::strong_count(slot) > 1 || slot.is_fetching())
+    }
+
+    /// Whether its cache slots hold values not handed out yet.
+    fn holds_values(&self) -> bool {
+        lock(&self.caches).values().any(|slot| slot.available() > 0)
     }
 
     /// The demand-serving round trip for `counter` over `store`, remembering the
@@ -266,35 +302,69 @@ pub const IDLE_STATES_KEPT: usize = 1024;
 
 /// The counter states of one client, keyed by database and counter.
 pub struct CounterStates<K> {
-    states: Mutex<HashMap<K, Arc<CounterState>>>,
+    states: Mutex<Kept<K>>,
+    group: LiveGroup,
+}
+
+/// The kept states, and the number of them that makes the next new one prune.
+struct Kept<K> {
+    map: HashMap<K, Arc<CounterState>>,
+    prune_at: usize,
 }
 
 impl<K> Default for CounterStates<K> {
     fn default() -> Self {
         CounterStates {
-            states: Mutex::new(HashMap::new()),
+            states: Mutex::new(Kept {
+                map: HashMap::new(),
+                prune_at: IDLE_STATES_KEPT,
+            }),
+            group: LiveGroup::default(),
         }
     }
 }
 
+/// Whether the kept state `state` is in use: held by a caller, or with work in flight.
+/// A state that is not can be dropped at any time: nothing can reach it any more but
+/// the map (whose lock the caller holds), so no second state of its counter is ever
+/// live at the same time as it.
+fn in_use(state: &Arc<CounterState>) -> bool {
+    Arc::strong_count(state) > 1 || state.in_use()
+}
+
 impl<K: Eq + Hash + Clone> CounterStates<K> {
-    /// The state of `key`, created on first use. Past [`IDLE_STATES_KEPT`] states, those
-    /// nobody holds and that have nothing in flight or cached are dropped first, so
-    /// per-tenant or per-day names do not grow memory without bound.
+    /// The state of `key`, created on first use. Past [`IDLE_STATES_KEPT`] states (or
+    /// twice as many as were in use at the last pruning), the states not in use are
+    /// dropped, those holding cached values last (their values become a gap, never a
+    /// duplicate), so that per-tenant or per-day names do not grow memory.
     pub fn get(&self, key: &K) -> Arc<CounterState> {
-        let mut states = lock(&self.states);
-        if let Some(state) = states.get(key) {
+        let mut kept = lock(&self.states);
+        if let Some(state) = kept.map.get(key) {
             return state.clone();
         }
-        if states.len() >= IDLE_STATES_KEPT {
-            states.retain(|_, state| Arc::strong_count(state) > 1 || !state.idle());
+        if kept.map.len() >= kept.prune_at {
+            kept.map
+                .retain(|_, state| in_use(state) || state.holds_values());
+            if kept.map.len() >= IDLE_STATES_KEPT {
+                kept.map.retain(|_, state| in_use(state));
+            }
+            kept.prune_at = IDLE_STATES_KEPT.max(2 * kept.map.len());
         }
-        states.entry(key.clone()).or_default().clone()
+        kept.map
+            .entry(key.clone())
+            .or_insert_with(|| Arc::new(CounterState::in_group(&self.group)))
+            .clone()
+    }
+
+    /// How many per-counter objects of these states are alive (the states, their call
+    /// queues and block caches), kept here or not.
+    pub fn live(&self) -> usize {
+        self.group.count()
     }
 
     /// How many states are kept.
     pub fn len(&self) -> usize {
-        lock(&self.states).len()
+        lock(&self.states).map.len()
     }
 
     /// Whether none is kept.
@@ -304,13 +374,245 @@ impl<K: Eq + Hash + Clone> CounterStates<K> {
 
     /// Drops every state (the client closed).
     pub fn clear(&self) {
-        lock(&self.states).clear();
+        lock(&self.states).map.clear();
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    use std::collections::HashMap;
+    use std::sync::atomic::{AtomicBool, AtomicI64, AtomicUsize};
+    use std::sync::Weak;
+
+    use crate::engine::admin;
+    use crate::engine::counter_name::CounterName;
+    use crate::engine::memory_store::MemoryStore;
+    use crate::engine::test_support::{run, Rng};
+
+    fn lane() -> Lane {
+        Lane {
+            policy: CreatePolicy {
+                upsert: true,
+                start: 1,
+            },
+            write_concern: None,
+        }
+    }
+
+    fn counter(name: &str) -> CounterRef {
+        CounterRef::new("counters", "seq", CounterName::text(name).unwrap())
+    }
+
+    /// Bound on the live objects of a client once calls are over: at most twice
+    /// [`IDLE_STATES_KEPT`] kept states (half of them may hold cached values when a prune
+    /// leaves them), each with its call queue and one cache slot, and room for the calls
+    /// still holding one. Independent of how many names were used.
+    const LIVE_BOUND: usize = 3 * (2 * IDLE_STATES_KEPT + 64);
+
+    #[test]
+    fn distinct_names_through_coalesced_and_cached_calls_stay_within_a_bound() {
+        const NAMES: usize = 200_000;
+        let states = Arc::new(CounterStates::<String>::default());
+        let store = Arc::new(MemoryStore::default());
+        let live = run(async {
+            let next = Arc::new(AtomicUsize::new(0));
+            let workers: Vec<_> = (0..32)
+                .map(|_| {
+                    let (states, store, next) = (states.clone(), store.clone(), next.clone());
+                    tokio::spawn(async move {
+                        loop {
+                            let i = next.fetch_add(1, Ordering::SeqCst);
+                            if i >= NAMES {
+                                return;
+                            }
+                            let name = format!("tenant-{i}");
+                            let mode = match i % 2 {
+                                0 => Mode::Coalesce,
+                                _ => Mode::Cached(10),
+                            };
+                            let state = states.get(&name);
+                            let submitted =
+                                state.submit(&store, &counter(&name), &lane(), mode, None, 1);
+                            drop(state);
+                            let range = submitted.finish().await.unwrap();
+                            assert_eq!(range.first, 1, "{name}: its own counter");
+                            if i % 1024 == 0 {
+                                let live = states.live();
+                                assert!(live <= LIVE_BOUND, "{live} live objects after {i} names");
+                            }
+                        }
+                    })
+                })
+                .collect();
+            for worker in workers {
+                worker.await.unwrap();
+            }
+            // Let spawned round trips and fills finish.
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            // One more call releases what the last prune could not.
+            for i in 0..IDLE_STATES_KEPT + 1 {
+                states.get(&format!("after-{i}"));
+            }
+            states.live()
+        });
+        assert!(live <= LIVE_BOUND, "{live} live per-counter objects");
+        assert!(states.len() <= 2 * IDLE_STATES_KEPT, "{}", states.len());
+    }
+
+    /// Hot counters served concurrently in every mode, raised by `set` from time to time,
+    /// while calls on thousands of other names make the client prune: a counter never
+    /// has two live states, no value is handed out twice, and a call made after a `set`
+    /// resolved never gets a value from before it (what a second, stale state would
+    /// hand out).
+    #[test]
+    fn pruning_never_leaves_two_live_states_for_one_counter() {
+        const HOT: usize = 6;
+        for seed in 1..=3u64 {
+            let states = Arc::new(CounterStates::<String>::default());
+            let store = Arc::new(MemoryStore::default());
+            let seen: Arc<Mutex<HashMap<String, Vec<Weak<CounterState>>>>> = Arc::default();
+            let watermarks: Arc<Vec<AtomicI64>> = Arc::new((0..HOT).map(|_| 0.into()).collect());
+            let done = Arc::new(AtomicBool::new(false));
+            let values = run(async {
+                let check = {
+                    let (seen, done) = (seen.clone(), done.clone());
+                    tokio::spawn(async move {
+                        let mut checks = 0usize;
+                        while !done.load(Ordering::SeqCst) || checks == 0 {
+                            for (name, weaks) in lock(&seen).iter_mut() {
+                                weaks.retain(|w| w.strong_count() > 0);
+                                assert!(weaks.len() <= 1, "{name}: {} live states", weaks.len());
+                            }
+                            checks += 1;
+                            tokio::task::yield_now().await;
+                        }
+                    })
+                };
+                let hot_calls: Vec<_> = (0..12u64)
+                    .map(|task| {
+                        let (states, store, seen, marks) = (
+                            states.clone(),
+                            store.clone(),
+                            seen.clone(),
+                            watermarks.clone(),
+                        );
+                        tokio::spawn(async move {
+                            let mut rng = Rng::new(seed * 100 + task);
+                            let mut got = Vec::new();
+                            for _ in 0..1_500 {
+                                let hot = rng.below(HOT as u64) as usize;
+                                let name = format!("hot-{hot}");
+                                let (mode, count) = match rng.below(3) {
+                                    0 => (Mode::Coalesce, 1 + rng.below(3) as i64),
+                                    1 => (Mode::Cached(4), 1 + rng.below(4) as i64),
+                                    _ => (Mode::Direct, 1),
+                                };
+                                let floor = marks[hot].load(Ordering::SeqCst);
+                                let state = states.get(&name);
+                                let weak = Arc::downgrade(&state);
+                                {
+                                    let mut seen = lock(&seen);
+                                    let weaks = seen.entry(name.clone()).or_default();
+                                    if !weaks.iter().any(|w| w.ptr_eq(&weak)) {
+                                        weaks.push(weak);
+                                    }
+                                }
+                                let submitted = state.submit(
+                                    &store,
+                                    &counter(&name),
+                                    &lane(),
+                                    mode,
+                                    None,
+                                    count,
+                                );
+                                drop(state);
+                                let range = submitted.finish().await.unwrap();
+                                assert!(
+                                    range.first > floor,
+                                    "{name}: {} handed out after a set to {floor}",
+                                    range.first
+                                );
+                                got.extend(range.values().map(|v| (hot, v)));
+                                if rng.below(4) == 0 {
+                                    tokio::task::yield_now().await;
+                                }
+                            }
+                            got
+                        })
+                    })
+                    .collect();
+                let setter = {
+                    let (states, store, marks, done) = (
+                        states.clone(),
+                        store.clone(),
+                        watermarks.clone(),
+                        done.clone(),
+                    );
+                    tokio::spawn(async move {
+                        let mut rng = Rng::new(seed);
+                        let mut round = 0i64;
+                        while !done.load(Ordering::SeqCst) {
+                            round += 1;
+                            let hot = rng.below(HOT as u64) as usize;
+                            let name = format!("hot-{hot}");
+                            let raised = round * 10_000_000;
+                            let state = states.get(&name);
+                            state
+                                .managed(admin::set(&*store, &counter(&name), raised, true))
+                                .await
+                                .unwrap();
+                            drop(state);
+                            marks[hot].store(raised, Ordering::SeqCst);
+                            tokio::time::sleep(std::time::Duration::from_micros(300)).await;
+                        }
+                    })
+                };
+                let churn: Vec<_> = (0..4)
+                    .map(|task| {
+                        let (states, store) = (states.clone(), store.clone());
+                        tokio::spawn(async move {
+                            for i in 0..3_000 {
+                                let name = format!("churn-{task}-{i}");
+                                let mode = if i % 2 == 0 {
+                                    Mode::Coalesce
+                                } else {
+                                    Mode::Cached(3)
+                                };
+                                let state = states.get(&name);
+                                let submitted =
+                                    state.submit(&store, &counter(&name), &lane(), mode, None, 1);
+                                drop(state);
+                                submitted.finish().await.unwrap();
+                            }
+                        })
+                    })
+                    .collect();
+                let mut values = Vec::new();
+                for task in hot_calls {
+                    values.extend(task.await.unwrap());
+                }
+                for task in churn {
+                    task.await.unwrap();
+                }
+                done.store(true, Ordering::SeqCst);
+                setter.await.unwrap();
+                check.await.unwrap();
+                values
+            });
+            let mut sorted = values.clone();
+            sorted.sort_unstable();
+            sorted.dedup();
+            assert_eq!(
+                sorted.len(),
+                values.len(),
+                "seed {seed}: a value handed out twice"
+            );
+            let recreated: usize = lock(&seen).len();
+            assert_eq!(recreated, HOT);
+        }
+    }
 
     #[test]
     fn idle_states_are_dropped_past_the_limit_and_held_ones_kept() {

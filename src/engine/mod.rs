@@ -18,6 +18,7 @@ pub mod format;
 pub mod gapless;
 pub mod id_range;
 pub mod js_number;
+pub mod live;
 pub mod locator;
 #[cfg(test)]
 pub mod memory_store;

@@ -1,7 +1,7 @@
 //! Counters in a MongoDB database through the official driver: the [`CounterDriver`]
 //! primitives, written once for plain use and for use inside a transaction (a session).
 
-use mongodb::bson::{Bson, Document};
+use mongodb::bson::{doc, Bson, Document};
 use mongodb::options::{CollectionOptions, IndexOptions, ReturnDocument, WriteConcern};
 use mongodb::{ClientSession, Collection, Database, IndexModel};
 use tokio::sync::Mutex;
@@ -13,7 +13,7 @@ use crate::engine::driver_error::{
 use crate::engine::error::SeqError;
 use crate::engine::error::SeqResult;
 use crate::engine::filters;
-use crate::engine::locator::Locator;
+use crate::engine::locator::{FieldsLocator, Locator};
 use crate::engine::store::CounterRef;
 
 /// Counters in one database, with the secrets to keep out of error messages.
@@ -84,9 +84,13 @@ impl MongoStore {
         }
     }
 
-    /// Creates the unique index over the locator's fields, once per collection for this
-    /// client (creating an index that exists is a no-op on the server); nothing for a
-    /// counter found by `_id`, whose index always exists.
+    /// Makes sure of a unique index over the locator's fields, once per collection for
+    /// this client; nothing for a counter found by `_id`, whose index always exists. An
+    /// existing unique index over exactly these keys is the index needed, whatever its
+    /// other options (`background: true`, as mongoose-sequence made it, or another
+    /// name): it is looked for first, and again when creating fails (some servers refuse
+    /// to create an index that exists with other options; another process may have made
+    /// it meanwhile). Creating one is the last resort.
     pub async fn ensure_unique_index(&self, counter: &CounterRef) -> SeqResult<()> {
         let Locator::ByFields(fields) = &counter.locator else {
             return Ok(());
@@ -99,24 +103,68 @@ impl MongoStore {
         if self.indexes.lock().await.contains(&key) {
             return Ok(());
         }
+        // A failed look is no answer: creating decides.
+        if !matches!(self.has_unique_index(counter, fields).await, Ok(true)) {
+            self.create_unique_index(counter, fields).await?;
+        }
+        self.indexes.lock().await.insert(key);
+        Ok(())
+    }
+
+    async fn create_unique_index(
+        &self,
+        counter: &CounterRef,
+        fields: &FieldsLocator,
+    ) -> SeqResult<()> {
         let model = IndexModel::builder()
             .keys(fields.index_keys())
             .options(IndexOptions::builder().unique(true).build())
             .build();
-        self.database
+        let created = self
+            .database
             .collection::<Document>(&counter.collection)
             .create_index(model)
-            .await
-            .map_err(|e| match is_duplicate_key(&e) {
-                true => SeqError::index_conflict(
-                    &counter.label,
-                    &counter.collection,
-                    fields.index_name(),
-                ),
-                false => self.error(&e),
-            })?;
-        self.indexes.lock().await.insert(key);
-        Ok(())
+            .await;
+        let Err(e) = created else {
+            return Ok(());
+        };
+        if matches!(self.has_unique_index(counter, fields).await, Ok(true)) {
+            return Ok(());
+        }
+        Err(match is_duplicate_key(&e) {
+            true => {
+                SeqError::index_conflict(&counter.label, &counter.collection, fields.index_name())
+            }
+            false => self.error(&e),
+        })
+    }
+
+    /// Whether `counter`'s collection has a unique index over exactly the locator's keys
+    /// (in order) that guards every document with the simple collation: not partial,
+    /// no other collation. A missing collection has none.
+    async fn has_unique_index(
+        &self,
+        counter: &CounterRef,
+        fields: &FieldsLocator,
+    ) -> SeqResult<bool> {
+        let listed = self
+            .database
+            .run_command(doc! { "listIndexes": &counter.collection })
+            .await;
+        let reply = match listed {
+            Ok(reply) => reply,
+            Err(e) if is_namespace_not_found(&e) => return Ok(false),
+            Err(e) => return Err(self.error(&e)),
+        };
+        let batch = reply
+            .get_document("cursor")
+            .and_then(|c| c.get_array("firstBatch"))
+            .map_err(|_| SeqError::internal("listIndexes answered without a cursor"))?;
+        let wanted = fields.index_keys();
+        Ok(batch.iter().any(|index| match index {
+            Bson::Document(index) => guards_exactly(index, &wanted),
+            _ => false,
+        }))
     }
 
     /// Sets the field of every plain counter of `counter`'s collection matching `fields`
@@ -214,6 +262,48 @@ impl MongoStore {
     }
 }
 
+/// Whether the index described by `index` (a `listIndexes` entry) is unique over
+/// exactly the keys `wanted` (same order, each ascending) for every document: not
+/// partial, and with no collation other than the simple one.
+fn guards_exactly(index: &Document, wanted: &Document) -> bool {
+    let Ok(keys) = index.get_document("key") else {
+        return false;
+    };
+    let same_keys = keys.len() == wanted.len()
+        && keys
+            .iter()
+            .zip(wanted.keys())
+            .all(|((name, direction), want)| name == want && ascending(direction));
+    let unique = match index.get("unique") {
+        Some(Bson::Boolean(b)) => *b,
+        Some(other) => ascending(other),
+        None => false,
+    };
+    let simple_collation = match index.get_document("collation") {
+        Ok(collation) => collation.get_str("locale") == Ok("simple"),
+        Err(_) => !index.contains_key("collation"),
+    };
+    same_keys && unique && simple_collation && !index.contains_key("partialFilterExpression")
+}
+
+/// Whether an index key direction (or a numeric flag) is 1, in whatever number type.
+fn ascending(value: &Bson) -> bool {
+    match value {
+        Bson::Int32(v) => *v == 1,
+        Bson::Int64(v) => *v == 1,
+        Bson::Double(v) => *v == 1.0,
+        _ => false,
+    }
+}
+
+/// Whether the server answered that the collection does not exist (`NamespaceNotFound`).
+fn is_namespace_not_found(error: &mongodb::error::Error) -> bool {
+    matches!(
+        error.kind.as_ref(),
+        mongodb::error::ErrorKind::Command(c) if c.code == 26
+    )
+}
+
 impl CounterDriver for MongoStore {
     async fn find_and_update(
         &self,
@@ -297,5 +387,82 @@ impl CounterDriver for SessionStore<'_> {
     async fn ensure_unique_index(&self, counter: &CounterRef) -> SeqResult<()> {
         // Outside the transaction: an index is not part of what it commits or aborts.
         self.store.ensure_unique_index(counter).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_existing_unique_index_over_the_same_keys_is_the_one_needed() {
+        let wanted = doc! { "id": 1, "reference_value": 1 };
+        let mongoose = doc! {
+            "v": 2, "key": { "id": 1, "reference_value": 1 },
+            "name": "id_1_reference_value_1", "unique": true, "background": true,
+        };
+        assert!(guards_exactly(&mongoose, &wanted));
+        for (key, value) in [("id", Bson::Int64(1)), ("id", Bson::Double(1.0))] {
+            let mut other = mongoose.clone();
+            other.insert("key", doc! { key: value, "reference_value": 1 });
+            other.insert("name", "another name");
+            assert!(guards_exactly(&other, &wanted), "{other}");
+        }
+        let mut simple = mongoose.clone();
+        simple.insert("collation", doc! { "locale": "simple" });
+        assert!(guards_exactly(&simple, &wanted));
+        let mut numeric_unique = mongoose.clone();
+        numeric_unique.insert("unique", 1);
+        assert!(guards_exactly(&numeric_unique, &wanted));
+    }
+
+    #[test]
+    fn an_index_that_does_not_guard_every_counter_is_not() {
+        let wanted = doc! { "id": 1, "reference_value": 1 };
+        let base = doc! { "key": { "id": 1, "reference_value": 1 }, "unique": true };
+        let mut variants = Vec::new();
+        for (field, value) in [
+            ("unique", Bson::Boolean(false)),
+            ("unique", Bson::Int32(0)),
+            ("unique", Bson::String("yes".into())),
+            (
+                "partialFilterExpression",
+                Bson::Document(doc! { "id": "a" }),
+            ),
+            (
+                "collation",
+                Bson::Document(doc! { "locale": "en", "strength": 2 }),
+            ),
+            ("collation", Bson::String("simple".into())),
+            (
+                "key",
+                Bson::Document(doc! { "reference_value": 1, "id": 1 }),
+            ),
+            ("key", Bson::Document(doc! { "id": 1 })),
+            (
+                "key",
+                Bson::Document(doc! { "id": 1, "reference_value": -1 }),
+            ),
+            (
+                "key",
+                Bson::Document(doc! { "id": 1, "reference_value": 1, "x": 1 }),
+            ),
+            (
+                "key",
+                Bson::Document(doc! { "id": "hashed", "reference_value": 1 }),
+            ),
+            ("key", Bson::String("id_1".into())),
+        ] {
+            let mut index = base.clone();
+            index.insert(field, value);
+            variants.push(index);
+        }
+        let mut not_unique = base.clone();
+        not_unique.remove("unique");
+        variants.push(not_unique);
+        for index in variants {
+            assert!(!guards_exactly(&index, &wanted), "{index}");
+        }
+        assert!(guards_exactly(&base, &wanted));
     }
 }
