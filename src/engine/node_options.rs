@@ -180,7 +180,7 @@ pub const OPTION_TABLE: &[(&str, Rule)] = &[
     ("tlsAllowInvalidCertificates", Rule::FoldedInto("rejectUnauthorized")),
     ("checkServerIdentity", Rule::Mapped),
     ("tlsAllowInvalidHostnames", Rule::FoldedInto("checkServerIdentity")),
-    ("tlsInsecure", Rule::FoldedInto("rejectUnauthorized")),
+    ("tlsInsecure", Rule::Mapped),
     ("tlsCAFile", Rule::Mapped),
     ("ca", Rule::Mapped),
     ("tlsCertificateKeyFile", Rule::Mapped),
@@ -553,6 +553,19 @@ fn derive_tls<'a>(
         NodeValue::Bool(reject) => !reject,
         _ => return Err(bad("rejectUnauthorized", "not a boolean")),
     };
+    // The Node driver keeps tlsInsecure and applies it as rejectUnauthorized = false and
+    // checkServerIdentity = no-op; anything else is ambiguous.
+    match get("tlsInsecure") {
+        NodeValue::Bool(true) if !allow_invalid_certificates => {
+            return Err(refused(
+                "tlsInsecure",
+                "it disagrees with rejectUnauthorized",
+            ))
+        }
+        NodeValue::Bool(_) => {}
+        v if v.is_unset() => {}
+        _ => return Err(bad("tlsInsecure", "not a boolean")),
+    }
     // The Node driver turns tlsAllowInvalidHostnames into a checkServerIdentity that
     // accepts any name. Without certificate checks there is no name check either (in Node
     // and in the Rust driver); with them, the Rust driver cannot skip the name alone.
