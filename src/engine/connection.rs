@@ -12,7 +12,7 @@ use mongodb::options::{ClientOptions, ConnectionString};
 
 use crate::engine::error::{SeqError, SeqResult};
 use crate::engine::node_options::{derive, DerivedConnection, NodeOptions};
-use crate::engine::redact::uri_secrets;
+use crate::engine::redact::{uri_secrets, without_user_info};
 
 /// Where a target's servers and settings come from.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -104,15 +104,27 @@ fn check_uri_shape(uri: &str) -> SeqResult<()> {
     Ok(())
 }
 
-/// Parses a connection string after [`check_uri_shape`]; errors never hold the password.
+/// Parses a connection string after [`check_uri_shape`]. Errors never hold the user
+/// information: when the string has one, the driver's message is taken from the same
+/// string with `user:password` in its place, and a string that parses that way is reported
+/// as a user name or password that needs escaping.
 pub fn parse(uri: &str) -> SeqResult<ConnectionString> {
     check_uri_shape(uri)?;
+    let message = |e: mongodb::error::Error| match &*e.kind {
+        mongodb::error::ErrorKind::InvalidArgument { message, .. } => message.clone(),
+        _ => e.to_string(),
+    };
     ConnectionString::parse(uri).map_err(|e| {
-        let message = match &*e.kind {
-            mongodb::error::ErrorKind::InvalidArgument { message, .. } => message.clone(),
-            _ => e.to_string(),
+        let detail = match without_user_info(uri) {
+            None => message(e),
+            Some(masked) => match ConnectionString::parse(&masked) {
+                Err(e) => message(e),
+                Ok(_) => "the user name or password cannot be read: percent-encode the \
+                          characters : / ? # [ ] @ and % in them"
+                    .to_string(),
+            },
         };
-        SeqError::invalid_argument(format!("invalid MongoDB connection string: {message}"))
+        SeqError::invalid_argument(format!("invalid MongoDB connection string: {detail}"))
             .redacted(&uri_secrets(uri))
     })
 }
@@ -214,6 +226,55 @@ mod tests {
         assert_eq!(e.code, ErrorCode::InvalidArgument);
         assert!(!e.message.contains("topsecret"), "{}", e.message);
         assert!(ConnectionTarget::from_uri("http://x").is_err());
+    }
+
+    #[test]
+    fn unescaped_passwords_are_never_echoed() {
+        for (uri, secret) in [
+            ("mongodb://user:pa55?abc@127.0.0.1:27017/", "pa55"),
+            ("mongodb://user:pa55/abc@h/", "pa55"),
+            ("mongodb://us?er:Qa55abc@h/", "Qa55abc"),
+            ("mongodb://user:Qa55[abc@h/?appName=x", "Qa55"),
+        ] {
+            let e = ConnectionTarget::from_uri(uri).unwrap_err();
+            assert_eq!(e.code, ErrorCode::InvalidArgument, "{uri}");
+            assert!(!e.message.contains(secret), "{uri}: {}", e.message);
+        }
+        // Problems elsewhere in the string are still explained.
+        let e = ConnectionTarget::from_uri("mongodb://u:pw@h:99999/").unwrap_err();
+        assert!(e.message.contains("99999"), "{}", e.message);
+    }
+
+    const SPECIALS: &str = " !\"#$&'()*+,/:;<=>?@[\\]^`{|}~\u{e9}\u{1F600}";
+
+    fn specials(
+        range: std::ops::Range<usize>,
+    ) -> impl proptest::strategy::Strategy<Value = String> {
+        use proptest::strategy::Strategy;
+        let chars: Vec<char> = SPECIALS.chars().collect();
+        proptest::collection::vec(proptest::sample::select(chars), range)
+            .prop_map(|v| v.into_iter().collect())
+    }
+
+    proptest::proptest! {
+        /// Passwords of random special characters around two marker words, written into
+        /// the string unescaped: no parse error holds either marker.
+        #[test]
+        fn parse_errors_never_hold_password_pieces(
+            a in "[A-Z][A-Z0-9]{3,7}",
+            b in "[A-Z][A-Z0-9]{3,7}",
+            middle in specials(1..3),
+            tail in specials(0..4),
+            host in proptest::sample::select(vec!["h", "127.0.0.1:27017", "h:99999", "h1,h2"]),
+            query in proptest::sample::select(vec!["", "?appName=x", "?w=majority", "?bogus"]),
+        ) {
+            let password = format!("{a}{middle}{b}{tail}");
+            let uri = format!("mongodb://app:{password}@{host}/db{query}");
+            if let Err(e) = ConnectionTarget::from_uri(&uri) {
+                proptest::prop_assert!(!e.message.contains(&a), "{uri}: {}", e.message);
+                proptest::prop_assert!(!e.message.contains(&b), "{uri}: {}", e.message);
+            }
+        }
     }
 
     #[test]
