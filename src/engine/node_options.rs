@@ -1119,6 +1119,113 @@ mod tests {
     }
 
     #[test]
+    fn client_options_carry_every_mapped_setting() {
+        let mut o = base();
+        o.insert("tls".into(), NodeValue::Bool(true));
+        o.insert("rejectUnauthorized".into(), NodeValue::Bool(false));
+        o.insert("tlsCAFile".into(), text("/ca.pem"));
+        o.insert("tlsCertificateKeyFile".into(), text("/me.pem"));
+        o.insert(
+            "credentials".into(),
+            map(&[
+                ("username", text("u")),
+                ("password", text("p")),
+                ("source", text("admin")),
+                ("mechanism", text("SCRAM-SHA-256")),
+            ]),
+        );
+        o.insert(
+            "writeConcern".into(),
+            map(&[
+                ("w", NodeValue::number(2.0)),
+                ("wtimeoutMS", NodeValue::number(50.0)),
+            ]),
+        );
+        o.insert("readConcern".into(), map(&[("level", text("majority"))]));
+        o.insert(
+            "readPreference".into(),
+            map(&[
+                ("mode", text("nearest")),
+                ("tags", NodeValue::List(vec![map(&[("dc", text("ny"))])])),
+                ("maxStalenessSeconds", NodeValue::number(120.0)),
+            ]),
+        );
+        o.insert("retryWrites".into(), NodeValue::Bool(false));
+        o.insert("retryReads".into(), NodeValue::Bool(false));
+        o.insert(
+            "serverApi".into(),
+            map(&[("version", text("1")), ("strict", NodeValue::Bool(true))]),
+        );
+        o.insert("appName".into(), text("shop"));
+        o.insert("replicaSet".into(), text("rs0"));
+        let read = |_: &str| Ok(b"pem".to_vec());
+        let d = derive(&o, &read).unwrap();
+        let options = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap()
+            .block_on(d.client_options())
+            .unwrap();
+        assert_eq!(
+            options.hosts,
+            vec![ServerAddress::Tcp {
+                host: "h".into(),
+                port: Some(27017)
+            }]
+        );
+        let Some(Tls::Enabled(tls)) = &options.tls else {
+            panic!("tls off")
+        };
+        assert_eq!(tls.allow_invalid_certificates, Some(true));
+        assert_eq!(tls.ca_file_path, Some(PathBuf::from("/ca.pem")));
+        assert_eq!(tls.cert_key_file_path, Some(PathBuf::from("/me.pem")));
+        let credential = options.credential.as_ref().unwrap();
+        assert_eq!(credential.username.as_deref(), Some("u"));
+        assert_eq!(credential.source.as_deref(), Some("admin"));
+        assert_eq!(credential.mechanism, Some(AuthMechanism::ScramSha256));
+        let wc = options.write_concern.as_ref().unwrap();
+        assert_eq!(wc.w, Some(Acknowledgment::Nodes(2)));
+        assert_eq!(wc.w_timeout, Some(Duration::from_millis(50)));
+        assert_eq!(options.read_concern, Some(ReadConcern::majority()));
+        let Some(SelectionCriteria::ReadPreference(ReadPreference::Nearest { options: Some(rp) })) =
+            &options.selection_criteria
+        else {
+            panic!("{:?}", options.selection_criteria)
+        };
+        assert_eq!(rp.max_staleness, Some(Duration::from_secs(120)));
+        assert_eq!(
+            rp.tag_sets.as_ref().unwrap()[0]
+                .get("dc")
+                .map(String::as_str),
+            Some("ny")
+        );
+        assert_eq!(options.retry_writes, Some(false));
+        assert_eq!(options.retry_reads, Some(false));
+        assert_eq!(options.server_api.as_ref().unwrap().strict, Some(true));
+        assert_eq!(options.app_name.as_deref(), Some("shop"));
+        assert_eq!(options.repl_set_name.as_deref(), Some("rs0"));
+        // The Node driver's DEFAULT mechanism negotiates, as the Rust driver does without one.
+        let mut o = base();
+        o.insert(
+            "credentials".into(),
+            map(&[
+                ("username", text("u")),
+                ("password", text("p")),
+                ("mechanism", text("DEFAULT")),
+            ]),
+        );
+        let d = derive(&o, &no_files).unwrap();
+        let options = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap()
+            .block_on(d.client_options())
+            .unwrap();
+        assert_eq!(options.credential.unwrap().mechanism, None);
+        assert_eq!(options.tls, Some(Tls::Disabled));
+    }
+
+    #[test]
     fn secrets_never_reach_debug_output() {
         let mut o = base();
         o.insert(
