@@ -16,7 +16,7 @@ use crate::binding::js_read::{
 };
 use crate::engine::connection::{derive_from_node_client_cached, ConnectionTarget};
 use crate::engine::error::{ErrorCode, SeqError, SeqResult};
-use crate::engine::node_options::{NodeOptions, NodeValue};
+use crate::engine::node_options::{rule, NodeOptions, NodeValue, Rule};
 use crate::engine::registry::{ClientHandle, SHARED_CLIENTS};
 
 /// Where a call goes: a client and a database name.
@@ -81,10 +81,106 @@ pub fn read_db(env: &Env, value: &Unknown, uri: Option<&str>) -> SeqResult<DbTar
     }
     let client = object_property(&db, "client")
         .ok_or_else(|| SeqError::invalid_argument(format!("{NOT_A_DB}; it has no client")))?;
-    let options = node_client_options(&client)?;
-    let target = DbTarget::Shared(derive_from_node_client_cached(&options)?, database);
+    let options = object_property(&client, "options").ok_or_else(|| {
+        SeqError::new(
+            ErrorCode::UnsupportedClient,
+            "cannot read this MongoClient's options; pass { uri } as the options argument, \
+             or use connect(uri)",
+        )
+    })?;
+    let connection = match options_memo::recall(env, &options) {
+        Some(known) => known,
+        None => {
+            let derived = derive_from_node_client_cached(&node_client_options(&options)?)?;
+            options_memo::remember(env, &options, &derived);
+            derived
+        }
+    };
+    let target = DbTarget::Shared(connection, database);
     db_memo::remember(env, value, &target);
     Ok(target)
+}
+
+/// The connection derived from a client's options object, remembered per object (weakly,
+/// as `db_memo` does for `Db` objects): code that calls `client.db(name)` for every call
+/// makes a new `Db` each time but keeps one client. The Node driver's own later changes to
+/// the object (files read into `ca`/`cert`/`key`, SRV results) derive the same connection.
+mod options_memo {
+    use std::cell::RefCell;
+    use std::ptr;
+
+    use napi::bindgen_prelude::{Env, Object};
+    use napi::{sys, JsValue};
+
+    use crate::engine::connection::ConnectionTarget;
+
+    /// How many options objects are remembered per JavaScript thread.
+    const CAPACITY: usize = 8;
+
+    struct Entry {
+        env: sys::napi_env,
+        object: sys::napi_ref,
+        target: ConnectionTarget,
+    }
+
+    thread_local! {
+        static MEMO: RefCell<(Vec<Entry>, usize)> = const { RefCell::new((Vec::new(), 0)) };
+    }
+
+    fn same_object(env: &Env, reference: sys::napi_ref, value: &Object) -> bool {
+        let mut held = ptr::null_mut();
+        let mut equal = false;
+        // SAFETY: `reference` was created in this env on this thread; a collected object
+        // yields a null value, which is never equal.
+        unsafe {
+            sys::napi_get_reference_value(env.raw(), reference, &mut held) == sys::Status::napi_ok
+                && !held.is_null()
+                && sys::napi_strict_equals(env.raw(), held, value.raw(), &mut equal)
+                    == sys::Status::napi_ok
+                && equal
+        }
+    }
+
+    /// The connection remembered for this very options object, if any.
+    pub fn recall(env: &Env, options: &Object) -> Option<ConnectionTarget> {
+        MEMO.with(|memo| {
+            memo.borrow()
+                .0
+                .iter()
+                .find(|e| e.env == env.raw() && same_object(env, e.object, options))
+                .map(|e| e.target.clone())
+        })
+    }
+
+    /// Remembers `target` for `options`, replacing the oldest entry when full.
+    pub fn remember(env: &Env, options: &Object, target: &ConnectionTarget) {
+        let mut reference = ptr::null_mut();
+        // SAFETY: a weak (count 0) reference to a live object of this env.
+        let created =
+            unsafe { sys::napi_create_reference(env.raw(), options.raw(), 0, &mut reference) };
+        if created != sys::Status::napi_ok {
+            return;
+        }
+        MEMO.with(|memo| {
+            let mut memo = memo.borrow_mut();
+            let entry = Entry {
+                env: env.raw(),
+                object: reference,
+                target: target.clone(),
+            };
+            if memo.0.len() < CAPACITY {
+                memo.0.push(entry);
+                return;
+            }
+            let slot = memo.1 % CAPACITY;
+            memo.1 = memo.1.wrapping_add(1);
+            let old = std::mem::replace(&mut memo.0[slot], entry);
+            if old.env == env.raw() {
+                // SAFETY: the reference belongs to this env, which is alive (in a call).
+                unsafe { sys::napi_delete_reference(env.raw(), old.object) };
+            }
+        });
+    }
 }
 
 /// How deep option values are read (`readPreference.tags[0].dc` is three levels).
@@ -94,17 +190,16 @@ const MAX_BYTES: usize = 1 << 20;
 
 /// The effective options of a Node driver client (`client.options`, where the driver
 /// merged its connection string and options object), read key by key.
-fn node_client_options(client: &Object) -> SeqResult<NodeOptions> {
-    let options = object_property(client, "options").ok_or_else(|| {
-        SeqError::new(
-            ErrorCode::UnsupportedClient,
-            "cannot read this MongoClient's options; pass { uri } as the options argument, \
-             or use connect(uri)",
-        )
-    })?;
+fn node_client_options(options: &Object) -> SeqResult<NodeOptions> {
     let mut out = NodeOptions::new();
-    for_each_property(&options, "the MongoClient's options", |key, value| {
-        out.insert(key.to_string(), node_value(&value, 0));
+    for_each_property(options, "the MongoClient's options", |key, value| {
+        // Values of options that cannot matter are not converted (logger settings, driver
+        // metadata, pkFactory…): only their presence is kept.
+        let value = match rule(key) {
+            Some(Rule::Irrelevant(_)) => NodeValue::Other,
+            _ => node_value(&value, 0),
+        };
+        out.insert(key.to_string(), value);
         Ok(())
     })?;
     Ok(out)

@@ -269,10 +269,9 @@ pub const OPTION_TABLE: &[(&str, Rule)] = &[
 
 /// How `key` is treated, or `None` for a key the table does not know.
 pub fn rule(key: &str) -> Option<Rule> {
-    OPTION_TABLE
-        .iter()
-        .find(|(k, _)| *k == key)
-        .map(|(_, r)| *r)
+    static BY_KEY: std::sync::LazyLock<HashMap<&'static str, Rule>> =
+        std::sync::LazyLock::new(|| OPTION_TABLE.iter().copied().collect());
+    BY_KEY.get(key).copied()
 }
 
 /// A TLS file named by the Node client, with its contents when derived (so that two
@@ -281,8 +280,8 @@ pub fn rule(key: &str) -> Option<Rule> {
 pub struct TlsFile {
     /// The path as the Node client has it.
     pub path: String,
-    /// The file's contents when the connection was derived.
-    pub contents: Vec<u8>,
+    /// The file's contents when the connection was derived (shared: targets are cloned).
+    pub contents: std::sync::Arc<[u8]>,
 }
 
 /// TLS settings of a derived connection.
@@ -583,7 +582,7 @@ fn derive_tls<'a>(
                     .map_err(|e| refused(key, &format!("its file cannot be read: {}", e.kind())))?;
                 Ok(Some(TlsFile {
                     path: path.clone(),
-                    contents,
+                    contents: contents.into(),
                 }))
             }
             _ => Err(bad(key, "not a path")),
@@ -604,8 +603,8 @@ fn derive_tls<'a>(
             continue;
         }
         let same = from.as_ref().is_some_and(|f| match value {
-            NodeValue::Bytes(b) => *b == f.contents,
-            NodeValue::Text(s) => s.as_bytes() == f.contents,
+            NodeValue::Bytes(b) => b[..] == f.contents[..],
+            NodeValue::Text(s) => s.as_bytes() == &f.contents[..],
             _ => false,
         });
         if !same {
@@ -1048,7 +1047,7 @@ mod tests {
         let read = |p: &str| Ok(p.as_bytes().to_vec());
         let d = derive(&o, &read).unwrap();
         assert_eq!(
-            d.tls.as_ref().unwrap().ca_file.as_ref().unwrap().contents,
+            &d.tls.as_ref().unwrap().ca_file.as_ref().unwrap().contents[..],
             b"/ca.pem"
         );
         o.insert("ca".into(), NodeValue::Bytes(b"/ca.pem".to_vec()));
