@@ -113,13 +113,12 @@ test('3. authMechanism DEFAULT in the options over PLAIN in the URI: SCRAM on th
     await next(client).catch(() => {});
     assert.equal(p.sent(password), nodeSent, `${query} ${JSON.stringify(options)}: password on the wire as with the Node client`);
     assert.equal(p.sent('PLAIN'), nodeSent, 'PLAIN is named exactly when the password is sent');
+    if (options.authMechanism === 'DEFAULT') {
+      // The case of the issue: the Node client negotiates SCRAM, and so does the addon.
+      assert.equal(p.sent(password), false);
+      assert.ok(p.sent('SCRAM-SHA-'), 'SCRAM was used');
+    }
   }
-  // The default case above is the one that matters: the Node client sent no password.
-  const client = nodeClient(`mongodb://app:${password}@127.0.0.1:${p.port}/?directConnection=true&authMechanism=PLAIN`, { authMechanism: 'DEFAULT' });
-  p.clear();
-  await next(client).catch(() => {});
-  assert.equal(p.sent(password), false);
-  assert.ok(p.sent('SCRAM-SHA-'), 'SCRAM was used');
 });
 
 test('4. another network path: proxy, lookup, family and other options the derived client cannot follow are refused by name', async () => {

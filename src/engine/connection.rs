@@ -150,10 +150,26 @@ pub fn derive_from_node_client_cached(options: &NodeOptions) -> SeqResult<Connec
     result
 }
 
+/// Largest TLS file read (a CA bundle is a few hundred kilobytes at most).
+const MAX_TLS_FILE_BYTES: u64 = 4 * 1024 * 1024;
+
+/// A TLS file's contents, refused past [`MAX_TLS_FILE_BYTES`] (a device or a wrong path).
+fn read_tls_file(path: &str) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    let mut contents = Vec::new();
+    std::fs::File::open(path)?
+        .take(MAX_TLS_FILE_BYTES + 1)
+        .read_to_end(&mut contents)?;
+    if contents.len() as u64 > MAX_TLS_FILE_BYTES {
+        return Err(std::io::ErrorKind::InvalidData.into());
+    }
+    Ok(contents)
+}
+
 /// The connection a Node driver client's effective options stand for, or
 /// `UNSUPPORTED_CLIENT` naming an option that cannot be carried over.
 pub fn derive_from_node_client(options: &NodeOptions) -> SeqResult<ConnectionTarget> {
-    let derived = derive(options, &|path| std::fs::read(path))?;
+    let derived = derive(options, &read_tls_file)?;
     let millis = |key: &str| {
         options
             .get(key)

@@ -884,7 +884,12 @@ impl DerivedConnection {
         });
         cs.replica_set = self.replica_set.clone();
         cs.direct_connection = self.direct_connection;
-        cs.load_balanced = self.load_balanced;
+        cs.load_balanced = match self.hosts {
+            // An SRV name's TXT record may turn load balancing on, as it does for the Node
+            // client when it connects; its default `false` must not override that.
+            DerivedHosts::Srv { .. } => self.load_balanced.filter(|on| *on),
+            _ => self.load_balanced,
+        };
         cs.app_name = self.app_name.clone();
         cs.retry_writes = self.retry_writes;
         cs.retry_reads = self.retry_reads;
