@@ -276,12 +276,36 @@ pub fn rule(key: &str) -> Option<Rule> {
 
 /// A TLS file named by the Node client, with its contents when derived (so that two
 /// clients naming the same path with different files never share a client).
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TlsFile {
     /// The path as the Node client has it.
     pub path: String,
     /// The file's contents when the connection was derived (shared: targets are cloned).
     pub contents: std::sync::Arc<[u8]>,
+    /// A digest of `contents`, hashed in their place: targets are hashed on every call,
+    /// and a CA bundle can be large. Equality still compares the contents.
+    digest: u64,
+}
+
+impl TlsFile {
+    /// A file and its contents.
+    pub fn new(path: String, contents: Vec<u8>) -> TlsFile {
+        use std::hash::{Hash, Hasher};
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        contents.hash(&mut hasher);
+        TlsFile {
+            path,
+            contents: contents.into(),
+            digest: hasher.finish(),
+        }
+    }
+}
+
+impl std::hash::Hash for TlsFile {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.path.hash(state);
+        self.digest.hash(state);
+    }
 }
 
 /// TLS settings of a derived connection.
@@ -580,10 +604,7 @@ fn derive_tls<'a>(
             NodeValue::Text(path) => {
                 let contents = read_file(path)
                     .map_err(|e| refused(key, &format!("its file cannot be read: {}", e.kind())))?;
-                Ok(Some(TlsFile {
-                    path: path.clone(),
-                    contents: contents.into(),
-                }))
+                Ok(Some(TlsFile::new(path.clone(), contents)))
             }
             _ => Err(bad(key, "not a path")),
         }
@@ -1055,6 +1076,10 @@ mod tests {
             &d.tls.as_ref().unwrap().ca_file.as_ref().unwrap().contents[..],
             b"/ca.pem"
         );
+        // The same path with other contents (another user's file) is another connection.
+        let other = |_: &str| Ok(b"other".to_vec());
+        assert_ne!(derive(&o, &read).unwrap(), derive(&o, &other).unwrap());
+        assert_eq!(derive(&o, &read).unwrap(), derive(&o, &read).unwrap());
         o.insert("ca".into(), NodeValue::Bytes(b"/ca.pem".to_vec()));
         assert!(derive(&o, &read).is_ok());
         o.insert("ca".into(), NodeValue::Bytes(b"other".to_vec()));
