@@ -1255,6 +1255,28 @@ mod tests {
     }
 
     #[test]
+    fn srv_names_carry_their_service_name_and_host_limit() {
+        let srv = |service: &str, max: f64| {
+            let mut o = base();
+            o.insert("hosts".into(), NodeValue::List(vec![]));
+            o.insert("srvHost".into(), text("cluster0.example.net"));
+            o.insert("srvServiceName".into(), text(service));
+            o.insert("srvMaxHosts".into(), NodeValue::number(max));
+            derive(&o, &no_files).unwrap()
+        };
+        assert_eq!(
+            srv("custom", 2.0).hosts,
+            DerivedHosts::Srv {
+                host: "cluster0.example.net".into(),
+                service_name: "custom".into(),
+                max_hosts: 2
+            }
+        );
+        assert_ne!(srv("custom", 0.0), srv("mongodb", 0.0));
+        assert_ne!(srv("mongodb", 1.0), srv("mongodb", 0.0));
+    }
+
+    #[test]
     fn secrets_never_reach_debug_output() {
         let mut o = base();
         o.insert(
