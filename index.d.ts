@@ -381,7 +381,8 @@ export interface SequenceOptions {
   bigint?: boolean
   /**
    * Connection string to use for a Node driver `Db` whose connection cannot be derived
-   * from its client (for example credentials given in the options object).
+   * from its client (one refused with `UNSUPPORTED_CLIENT`, for example a client with a
+   * proxy or an in-memory CA; see the README's Clients section).
    */
   uri?: string
   /**

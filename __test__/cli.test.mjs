@@ -57,6 +57,19 @@ test('help and version', async () => {
   assert.match(await ok(['--version'], { uri: null, db: null }), /^\d+\.\d+\.\d+$/);
 });
 
+test('help recommends MONGODB_URI over --uri and says why; no example puts a connection string on the command line', async () => {
+  const help = await ok(['--help'], { uri: null, db: null });
+  assert.match(help, /MONGODB_URI/);
+  assert.match(help, /ps\b[^]*history|history[^]*\bps\b/);
+  for (const command of ['list', 'current', 'next', 'init', 'set', 'reset', 'drop', 'sync']) {
+    const text = await ok([command, '--help'], { uri: null, db: null });
+    const example = text.slice(text.indexOf('Example'));
+    assert.doesNotMatch(example, /--uri/, command);
+    assert.match(text, /MONGODB_URI[^]*ps/, command);
+  }
+  assert.doesNotMatch(help.slice(help.indexOf('Example')), /--uri/);
+});
+
 test('usage errors exit 2 with one line on stderr', async () => {
   const cases = [
     [['frobnicate'], /unknown command/],
@@ -81,7 +94,7 @@ test('usage errors exit 2 with one line on stderr', async () => {
   }
   const noUri = await cli(['list'], { uri: null });
   assert.equal(noUri.code, 2);
-  assert.match(noUri.stderr, /pass --uri or set MONGODB_URI/);
+  assert.match(noUri.stderr, /set MONGODB_URI/);
   const json = await cli(['current', '--json']);
   assert.equal(json.code, 2);
   assert.equal(JSON.parse(json.stdout).error.code, 'USAGE');

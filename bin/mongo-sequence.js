@@ -26,7 +26,7 @@ const COMMANDS = {
     args: [],
     options: {},
     summary: 'List the counters: name, value, step, min, max, cycle.',
-    example: 'mongo-sequence list --uri mongodb://localhost:27017/shop',
+    example: 'MONGODB_URI=mongodb://localhost:27017/shop mongo-sequence list',
   },
   current: {
     args: ['name'],
@@ -79,7 +79,9 @@ const COMMANDS = {
 };
 
 const COMMON_HELP = `Options of every command:
-  --uri <uri>          connection string (default: the MONGODB_URI environment variable)
+  --uri <uri>          connection string; prefer the MONGODB_URI environment variable
+                       (the default): a password given with --uri is visible to other
+                       users in the process list (ps) and stays in the shell history
   --db <name>          database (default: the one in the connection string)
   --collection <name>  collection of the counters (default: counters)
   --field <name>       field of the counter value (default: sequence_value)
@@ -102,8 +104,12 @@ ${lines.join('\n')}
 
 ${COMMON_HELP}
 
+Give the connection string in MONGODB_URI: unlike --uri, it keeps a password out of
+the process list (ps) and the shell history. Set it from a file or a secret store:
+  export MONGODB_URI="$(cat ~/.config/shop-mongodb-uri)"
+
 Example:
-  MONGODB_URI=mongodb://localhost:27017/shop mongo-sequence list`;
+  mongo-sequence list --db shop`;
 }
 
 function commandHelp(name) {
@@ -141,9 +147,14 @@ function sequenceName(text) {
   return parsed;
 }
 
-/** The database named in a connection string's path, if any. */
+/**
+ * The database named in a connection string's path, if any. The user information (up to
+ * the last '@', as a password may hold an unescaped '/') is skipped, so that no part of a
+ * password can be taken for a database name and printed in a message.
+ */
 function databaseOf(uri) {
-  const rest = uri.split('://')[1] ?? '';
+  const afterScheme = uri.split('://')[1] ?? '';
+  const rest = afterScheme.slice(afterScheme.lastIndexOf('@') + 1);
   const slash = rest.indexOf('/');
   if (slash < 0) return undefined;
   const path = rest.slice(slash + 1).split('?')[0];
@@ -196,7 +207,7 @@ function parse(argv) {
     throw new UsageError(`${command} takes ${expected}; run mongo-sequence ${command} --help`);
   }
   const uri = values.uri ?? process.env.MONGODB_URI;
-  if (!uri) throw new UsageError('no connection string: pass --uri or set MONGODB_URI');
+  if (!uri) throw new UsageError('no connection string: set MONGODB_URI (or pass --uri, which shows a password in ps and the shell history)');
   const db = values.db ?? databaseOf(uri);
   if (!db) throw new UsageError('no database: pass --db or name it in the connection string');
   const seconds = values.timeout === undefined ? 10 : Number(values.timeout);

@@ -11,12 +11,12 @@ use napi::JsValue;
 use crate::binding::client::SequenceDb;
 use crate::binding::db_memo;
 use crate::binding::js_read::{
-    describe, number, object, object_property, property, string_property,
+    array_items, boolean, describe, for_each_property, number, object, object_property, string,
+    string_property, type_of,
 };
-use crate::engine::connection::{
-    derive_from_node_client_cached, ConnectionTarget, NodeClientFacts,
-};
+use crate::engine::connection::{derive_from_node_client_cached, ConnectionTarget};
 use crate::engine::error::{ErrorCode, SeqError, SeqResult};
+use crate::engine::node_options::{rule, NodeOptions, NodeValue, Rule};
 use crate::engine::registry::{ClientHandle, SHARED_CLIENTS};
 
 /// Where a call goes: a client and a database name.
@@ -81,67 +81,195 @@ pub fn read_db(env: &Env, value: &Unknown, uri: Option<&str>) -> SeqResult<DbTar
     }
     let client = object_property(&db, "client")
         .ok_or_else(|| SeqError::invalid_argument(format!("{NOT_A_DB}; it has no client")))?;
-    let facts = node_client_facts(&client)?;
-    let target = DbTarget::Shared(derive_from_node_client_cached(&facts)?, database);
+    let options = object_property(&client, "options").ok_or_else(|| {
+        SeqError::new(
+            ErrorCode::UnsupportedClient,
+            "cannot read this MongoClient's options; pass { uri } as the options argument, \
+             or use connect(uri)",
+        )
+    })?;
+    let connection = match options_memo::recall(env, &options) {
+        Some(known) => known,
+        None => {
+            let derived = derive_from_node_client_cached(&node_client_options(&options)?)?;
+            options_memo::remember(env, &options, &derived);
+            derived
+        }
+    };
+    let target = DbTarget::Shared(connection, database);
     db_memo::remember(env, value, &target);
     Ok(target)
 }
 
-/// Options of a Node driver client that no connection string can carry.
-const OBJECT_ONLY_OPTIONS: [&str; 3] = ["autoEncryption", "secureContext", "serverApi"];
+/// The connection derived from a client's options object, remembered per object (weakly,
+/// as `db_memo` does for `Db` objects): code that calls `client.db(name)` for every call
+/// makes a new `Db` each time but keeps one client. The Node driver's own later changes to
+/// the object (files read into `ca`/`cert`/`key`, SRV results) derive the same connection.
+mod options_memo {
+    use std::cell::RefCell;
+    use std::ptr;
 
-fn node_client_facts(client: &Object) -> SeqResult<NodeClientFacts> {
-    let url = object_property(client, "s")
-        .and_then(|s| string_property(&s, "url"))
-        .ok_or_else(|| {
-            SeqError::new(
-                ErrorCode::UnsupportedClient,
-                "cannot find this MongoClient's connection string; pass { uri: '...' } \
-                 as the options argument, or use connect(uri)",
-            )
-        })?;
-    let mut facts = NodeClientFacts {
-        url,
-        ..Default::default()
-    };
-    let Some(options) = object_property(client, "options") else {
-        return Ok(facts);
-    };
-    if let Some(credentials) = object_property(&options, "credentials") {
-        facts.username = string_property(&credentials, "username").filter(|s| !s.is_empty());
-        facts.password = string_property(&credentials, "password").filter(|s| !s.is_empty());
-        facts.auth_source = string_property(&credentials, "source");
-        facts.auth_mechanism = string_property(&credentials, "mechanism");
+    use napi::bindgen_prelude::{Env, Object};
+    use napi::{sys, JsValue};
+
+    use crate::engine::connection::ConnectionTarget;
+
+    /// How many options objects are remembered per JavaScript thread.
+    const CAPACITY: usize = 8;
+
+    struct Entry {
+        env: sys::napi_env,
+        object: sys::napi_ref,
+        target: ConnectionTarget,
     }
-    let flag = |key: &str| {
-        property(&options, key)
-            .ok()
-            .as_ref()
-            .and_then(crate::binding::js_read::boolean)
-            .unwrap_or(false)
-    };
-    facts.tls = flag("tls");
-    facts.direct_connection = flag("directConnection");
-    facts.load_balanced = flag("loadBalanced");
-    facts.replica_set = string_property(&options, "replicaSet");
-    let millis = |key: &str| {
-        property(&options, key)
-            .ok()
-            .as_ref()
-            .and_then(number)
-            .filter(|n| n.is_finite() && *n >= 0.0)
-            .map(|n| n as u64)
-    };
-    facts.server_selection_timeout_ms = millis("serverSelectionTimeoutMS");
-    facts.connect_timeout_ms = millis("connectTimeoutMS");
-    facts.object_options = OBJECT_ONLY_OPTIONS
-        .iter()
-        .filter(|key| {
-            property(&options, key)
-                .map(|v| !crate::binding::js_read::is_nullish(&v))
-                .unwrap_or(false)
+
+    thread_local! {
+        static MEMO: RefCell<(Vec<Entry>, usize)> = const { RefCell::new((Vec::new(), 0)) };
+    }
+
+    fn same_object(env: &Env, reference: sys::napi_ref, value: &Object) -> bool {
+        let mut held = ptr::null_mut();
+        let mut equal = false;
+        // SAFETY: `reference` was created in this env on this thread; a collected object
+        // yields a null value, which is never equal.
+        unsafe {
+            sys::napi_get_reference_value(env.raw(), reference, &mut held) == sys::Status::napi_ok
+                && !held.is_null()
+                && sys::napi_strict_equals(env.raw(), held, value.raw(), &mut equal)
+                    == sys::Status::napi_ok
+                && equal
+        }
+    }
+
+    /// The connection remembered for this very options object, if any.
+    pub fn recall(env: &Env, options: &Object) -> Option<ConnectionTarget> {
+        MEMO.with(|memo| {
+            memo.borrow()
+                .0
+                .iter()
+                .find(|e| e.env == env.raw() && same_object(env, e.object, options))
+                .map(|e| e.target.clone())
         })
-        .map(|key| key.to_string())
-        .collect();
-    Ok(facts)
+    }
+
+    /// Remembers `target` for `options`, replacing the oldest entry when full.
+    pub fn remember(env: &Env, options: &Object, target: &ConnectionTarget) {
+        let mut reference = ptr::null_mut();
+        // SAFETY: a weak (count 0) reference to a live object of this env.
+        let created =
+            unsafe { sys::napi_create_reference(env.raw(), options.raw(), 0, &mut reference) };
+        if created != sys::Status::napi_ok {
+            return;
+        }
+        MEMO.with(|memo| {
+            let mut memo = memo.borrow_mut();
+            let entry = Entry {
+                env: env.raw(),
+                object: reference,
+                target: target.clone(),
+            };
+            if memo.0.len() < CAPACITY {
+                memo.0.push(entry);
+                return;
+            }
+            let slot = memo.1 % CAPACITY;
+            memo.1 = memo.1.wrapping_add(1);
+            let old = std::mem::replace(&mut memo.0[slot], entry);
+            if old.env == env.raw() {
+                // SAFETY: the reference belongs to this env, which is alive (in a call).
+                unsafe { sys::napi_delete_reference(env.raw(), old.object) };
+            }
+        });
+    }
+}
+
+/// How deep option values are read (`readPreference.tags[0].dc` is three levels).
+const MAX_DEPTH: usize = 4;
+/// Longest buffer read from an option (a certificate bundle is a few kilobytes).
+const MAX_BYTES: usize = 1 << 20;
+
+/// The effective options of a Node driver client (`client.options`, where the driver
+/// merged its connection string and options object), read key by key.
+fn node_client_options(options: &Object) -> SeqResult<NodeOptions> {
+    let mut out = NodeOptions::new();
+    for_each_property(options, "the MongoClient's options", |key, value| {
+        // Values of options that cannot matter are not converted (logger settings, driver
+        // metadata, pkFactory…): only their presence is kept.
+        let value = match rule(key) {
+            Some(Rule::Irrelevant(_)) => NodeValue::Other,
+            _ => node_value(&value, 0),
+        };
+        out.insert(key.to_string(), value);
+        Ok(())
+    })?;
+    Ok(out)
+}
+
+fn node_value(value: &Unknown, depth: usize) -> NodeValue {
+    use napi::ValueType;
+    match type_of(value) {
+        ValueType::Undefined => NodeValue::Undefined,
+        ValueType::Null => NodeValue::Null,
+        ValueType::Boolean => boolean(value).map_or(NodeValue::Other, NodeValue::Bool),
+        ValueType::Number => number(value).map_or(NodeValue::Other, NodeValue::number),
+        ValueType::String => string(value).map_or(NodeValue::Other, NodeValue::Text),
+        ValueType::Function => NodeValue::Function,
+        ValueType::Object if depth >= MAX_DEPTH => NodeValue::Other,
+        ValueType::Object => {
+            if value.is_buffer().unwrap_or(false) || value.is_typedarray().unwrap_or(false) {
+                return bytes(value).map_or(NodeValue::Other, NodeValue::Bytes);
+            }
+            if value.is_promise().unwrap_or(false) {
+                return NodeValue::Other;
+            }
+            if value.is_array().unwrap_or(false) {
+                return array_items(value, 1024).map_or(NodeValue::Other, |items| {
+                    NodeValue::List(items.iter().map(|v| node_value(v, depth + 1)).collect())
+                });
+            }
+            let Some(obj) = crate::binding::js_read::object_or_array(value) else {
+                return NodeValue::Other;
+            };
+            let mut map = std::collections::BTreeMap::new();
+            let read = for_each_property(&obj, "an option", |key, v| {
+                map.insert(key.to_string(), node_value(&v, depth + 1));
+                Ok(())
+            });
+            read.map_or(NodeValue::Other, |_| NodeValue::Map(map))
+        }
+        _ => NodeValue::Other,
+    }
+}
+
+/// The bytes of a `Buffer` or `Uint8Array` (up to [`MAX_BYTES`]).
+fn bytes(value: &Unknown) -> Option<Vec<u8>> {
+    use napi::sys;
+    let env = value.value().env;
+    let mut kind = sys::TypedarrayType::uint8_array;
+    let mut length = 0usize;
+    let mut data = std::ptr::null_mut();
+    let mut array_buffer = std::ptr::null_mut();
+    let mut offset = 0usize;
+    // SAFETY: N-API typed array read of a live value of this env (a Buffer is a
+    // Uint8Array); the data pointer is valid for `length` elements during this call.
+    unsafe {
+        if sys::napi_get_typedarray_info(
+            env,
+            value.raw(),
+            &mut kind,
+            &mut length,
+            &mut data,
+            &mut array_buffer,
+            &mut offset,
+        ) != sys::Status::napi_ok
+            || kind != sys::TypedarrayType::uint8_array
+            || length > MAX_BYTES
+        {
+            return None;
+        }
+        if length == 0 {
+            return Some(Vec::new());
+        }
+        Some(std::slice::from_raw_parts(data.cast::<u8>(), length).to_vec())
+    }
 }

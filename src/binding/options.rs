@@ -33,7 +33,8 @@ pub struct SequenceOptions {
     /// Default `false`.
     pub bigint: Option<bool>,
     /// Connection string to use for a Node driver `Db` whose connection cannot be derived
-    /// from its client (for example credentials given in the options object).
+    /// from its client (one refused with `UNSUPPORTED_CLIENT`, for example a client with a
+    /// proxy or an in-memory CA; see the README's Clients section).
     pub uri: Option<String>,
     /// Merge concurrent calls for the same counter into one `$inc: <sum>` round trip, each
     /// caller getting its own contiguous slice in call order (no gap, no duplicate).

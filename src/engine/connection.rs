@@ -1,21 +1,35 @@
-//! Which server a call talks to: a connection string, plus the settings a Node driver
-//! client carries, checked so that a derived connection is the same as the user's.
+//! Which server a call talks to: a connection string given by the user, or a
+//! connection derived from a Node driver client's effective options (see
+//! [`crate::engine::node_options`]), with the full configuration as the key that decides
+//! which calls share a driver client.
 
 use crate::engine::panic_safety::lock;
 use std::collections::HashMap;
 use std::sync::{LazyLock, Mutex};
 use std::time::Duration;
 
-use mongodb::options::{ConnectionString, HostInfo, Tls};
+use mongodb::options::{ClientOptions, ConnectionString};
 
-use crate::engine::error::{ErrorCode, SeqError, SeqResult};
-use crate::engine::redact::uri_secrets;
+use crate::engine::error::{SeqError, SeqResult};
+use crate::engine::node_options::{derive, DerivedConnection, NodeOptions};
+use crate::engine::redact::{uri_secrets, without_user_info};
 
-/// Everything needed to open a driver client; equal targets share one client.
+/// Where a target's servers and settings come from.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum TargetSource {
+    /// A connection string given by the user (`connect(uri)`, the `uri` option).
+    Uri(String),
+    /// The full effective configuration of a Node driver client.
+    Derived(Box<DerivedConnection>),
+}
+
+/// Everything needed to open a driver client; equal targets share one client, so the
+/// target holds the whole configuration (servers, credentials, TLS files and their
+/// contents, write concern…): two users never share a client.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct ConnectionTarget {
-    /// The connection string.
-    pub uri: String,
+    /// The servers and settings.
+    pub source: TargetSource,
     /// Overrides the string's `serverSelectionTimeoutMS`.
     pub server_selection_timeout_ms: Option<u64>,
     /// Overrides the string's `connectTimeoutMS`.
@@ -27,7 +41,7 @@ impl ConnectionTarget {
     pub fn from_uri(uri: &str) -> SeqResult<Self> {
         parse(uri)?;
         Ok(ConnectionTarget {
-            uri: uri.to_string(),
+            source: TargetSource::Uri(uri.to_string()),
             server_selection_timeout_ms: None,
             connect_timeout_ms: None,
         })
@@ -35,7 +49,10 @@ impl ConnectionTarget {
 
     /// The strings to keep out of messages about this target.
     pub fn secrets(&self) -> Vec<String> {
-        uri_secrets(&self.uri)
+        match &self.source {
+            TargetSource::Uri(uri) => uri_secrets(uri),
+            TargetSource::Derived(derived) => derived.secrets(),
+        }
     }
 
     /// The server selection timeout, when overridden.
@@ -47,36 +64,15 @@ impl ConnectionTarget {
     pub fn connect_timeout(&self) -> Option<Duration> {
         self.connect_timeout_ms.map(Duration::from_millis)
     }
-}
 
-/// What a Node driver `MongoClient` tells about its connection: the string it was
-/// created with (`client.s.url`) and the settings it resolved (`client.options`).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
-pub struct NodeClientFacts {
-    /// The connection string the client was created with.
-    pub url: String,
-    /// `options.credentials.username`.
-    pub username: Option<String>,
-    /// `options.credentials.password`.
-    pub password: Option<String>,
-    /// `options.credentials.source`.
-    pub auth_source: Option<String>,
-    /// `options.credentials.mechanism` (`DEFAULT` when unset).
-    pub auth_mechanism: Option<String>,
-    /// `options.tls`.
-    pub tls: bool,
-    /// `options.replicaSet`.
-    pub replica_set: Option<String>,
-    /// `options.directConnection`.
-    pub direct_connection: bool,
-    /// `options.loadBalanced`.
-    pub load_balanced: bool,
-    /// `options.serverSelectionTimeoutMS`.
-    pub server_selection_timeout_ms: Option<u64>,
-    /// `options.connectTimeoutMS`.
-    pub connect_timeout_ms: Option<u64>,
-    /// Names of options set that a connection string cannot carry (objects, buffers…).
-    pub object_options: Vec<String>,
+    /// The driver's options for this target (resolving `mongodb+srv` names); the
+    /// timeouts are applied by the caller.
+    pub async fn client_options(&self) -> mongodb::error::Result<ClientOptions> {
+        match &self.source {
+            TargetSource::Uri(uri) => ClientOptions::parse(uri).await,
+            TargetSource::Derived(derived) => derived.client_options().await,
+        }
+    }
 }
 
 /// Longest connection string accepted, in bytes.
@@ -108,197 +104,122 @@ fn check_uri_shape(uri: &str) -> SeqResult<()> {
     Ok(())
 }
 
-/// Parses a connection string after [`check_uri_shape`]; errors never hold the password.
+/// Parses a connection string after [`check_uri_shape`]. Errors never hold the user
+/// information: when the string has one, the driver's message is taken from the same
+/// string with `user:password` in its place, and a string that parses that way is reported
+/// as a user name or password that needs escaping.
 pub fn parse(uri: &str) -> SeqResult<ConnectionString> {
     check_uri_shape(uri)?;
+    let message = |e: mongodb::error::Error| match &*e.kind {
+        mongodb::error::ErrorKind::InvalidArgument { message, .. } => message.clone(),
+        _ => e.to_string(),
+    };
     ConnectionString::parse(uri).map_err(|e| {
-        let message = match &*e.kind {
-            mongodb::error::ErrorKind::InvalidArgument { message, .. } => message.clone(),
-            _ => e.to_string(),
+        let detail = match without_user_info(uri) {
+            None => message(e),
+            Some(masked) => match ConnectionString::parse(&masked) {
+                Err(e) => message(e),
+                Ok(_) => "the user name or password cannot be read: percent-encode the \
+                          characters : / ? # [ ] @ and % in them"
+                    .to_string(),
+            },
         };
-        SeqError::invalid_argument(format!("invalid MongoDB connection string: {message}"))
+        SeqError::invalid_argument(format!("invalid MongoDB connection string: {detail}"))
             .redacted(&uri_secrets(uri))
     })
 }
 
-fn unsupported(what: &str) -> SeqError {
-    SeqError::new(
-        ErrorCode::UnsupportedClient,
-        format!(
-            "cannot reuse this MongoClient's connection: {what}, which its connection string \
-             does not say. Pass the full connection string instead: \
-             {{ uri: 'mongodb://user:password@host/?options' }} as the options argument, \
-             or use connect(uri)"
-        ),
-    )
-}
-
-/// Derivations already made: a process sees few distinct clients, and parsing the
-/// connection string on every call would cost more than the rest of a cached call.
-static DERIVED: LazyLock<Mutex<HashMap<NodeClientFacts, SeqResult<ConnectionTarget>>>> =
+/// Derivations already made: a process sees few distinct clients, and reading the
+/// options again on every call would cost more than the rest of a cached call.
+static DERIVED: LazyLock<Mutex<HashMap<NodeOptions, SeqResult<ConnectionTarget>>>> =
     LazyLock::new(Default::default);
 /// Distinct clients remembered at most (a bound against unbounded growth).
 const MAX_DERIVED: usize = 256;
 
-/// [`derive_from_node_client`], remembered per distinct set of facts.
-pub fn derive_from_node_client_cached(facts: &NodeClientFacts) -> SeqResult<ConnectionTarget> {
+/// [`derive_from_node_client`], remembered per distinct set of options.
+pub fn derive_from_node_client_cached(options: &NodeOptions) -> SeqResult<ConnectionTarget> {
     let mut derived = lock(&DERIVED);
-    if let Some(known) = derived.get(facts) {
+    if let Some(known) = derived.get(options) {
         return known.clone();
     }
-    let result = derive_from_node_client(facts);
+    let result = derive_from_node_client(options);
     if derived.len() >= MAX_DERIVED {
         derived.clear();
     }
-    derived.insert(facts.clone(), result.clone());
+    derived.insert(options.clone(), result.clone());
     result
 }
 
-/// The connection a Node driver client stands for, or `UNSUPPORTED_CLIENT` when its
-/// options object changed something its connection string does not carry.
-pub fn derive_from_node_client(facts: &NodeClientFacts) -> SeqResult<ConnectionTarget> {
-    let secrets = uri_secrets(&facts.url);
-    check_node_client(facts).map_err(|e| e.redacted(&secrets))?;
-    Ok(ConnectionTarget {
-        uri: facts.url.clone(),
-        server_selection_timeout_ms: facts.server_selection_timeout_ms,
-        connect_timeout_ms: facts.connect_timeout_ms,
-    })
+/// Largest TLS file read (a CA bundle is a few hundred kilobytes at most).
+const MAX_TLS_FILE_BYTES: u64 = 4 * 1024 * 1024;
+
+/// A TLS file's contents, refused past [`MAX_TLS_FILE_BYTES`] (a device or a wrong path).
+fn read_tls_file(path: &str) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    let mut contents = Vec::new();
+    std::fs::File::open(path)?
+        .take(MAX_TLS_FILE_BYTES + 1)
+        .read_to_end(&mut contents)?;
+    if contents.len() as u64 > MAX_TLS_FILE_BYTES {
+        return Err(std::io::ErrorKind::InvalidData.into());
+    }
+    Ok(contents)
 }
 
-fn check_node_client(facts: &NodeClientFacts) -> SeqResult<()> {
-    if !facts.object_options.is_empty() {
-        return Err(unsupported(&format!(
-            "it was created with options {} in the options object",
-            facts.object_options.join(", ")
-        )));
-    }
-    let cs = parse(&facts.url)?;
-    check_credentials(facts, &cs)?;
-    let srv = matches!(cs.host_info, HostInfo::DnsRecord(_));
-    let url_tls = match &cs.tls {
-        Some(Tls::Enabled(_)) => true,
-        Some(Tls::Disabled) => false,
-        None => srv,
+/// The connection a Node driver client's effective options stand for, or
+/// `UNSUPPORTED_CLIENT` naming an option that cannot be carried over.
+pub fn derive_from_node_client(options: &NodeOptions) -> SeqResult<ConnectionTarget> {
+    let derived = derive(options, &read_tls_file)?;
+    let millis = |key: &str| {
+        options
+            .get(key)
+            .and_then(|v| match v {
+                crate::engine::node_options::NodeValue::Number(bits) => Some(f64::from_bits(*bits)),
+                _ => None,
+            })
+            .filter(|n| n.is_finite() && *n >= 0.0)
+            .map(|n| n as u64)
     };
-    if url_tls != facts.tls {
-        return Err(unsupported(&format!("it has tls={}", facts.tls)));
-    }
-    if cs.replica_set != facts.replica_set {
-        return Err(unsupported("it names a different replica set"));
-    }
-    if cs.direct_connection.unwrap_or(false) != facts.direct_connection {
-        return Err(unsupported(&format!(
-            "it has directConnection={}",
-            facts.direct_connection
-        )));
-    }
-    if cs.load_balanced.unwrap_or(false) != facts.load_balanced {
-        return Err(unsupported(&format!(
-            "it has loadBalanced={}",
-            facts.load_balanced
-        )));
-    }
-    Ok(())
-}
-
-fn check_credentials(facts: &NodeClientFacts, cs: &ConnectionString) -> SeqResult<()> {
-    let url_user = cs.credential.as_ref().and_then(|c| c.username.clone());
-    let url_password = cs.credential.as_ref().and_then(|c| c.password.clone());
-    if facts.username != url_user || facts.password != url_password {
-        return Err(unsupported(
-            "it has credentials given in the options object",
-        ));
-    }
-    let mechanism = facts.auth_mechanism.as_deref().unwrap_or("DEFAULT");
-    let url_mechanism = cs
-        .credential
-        .as_ref()
-        .and_then(|c| c.mechanism.as_ref())
-        .map(|m| m.as_str().to_string());
-    if mechanism != "DEFAULT" && url_mechanism.as_deref() != Some(mechanism) {
-        return Err(unsupported(&format!("it has authMechanism={mechanism}")));
-    }
-    let password_based = matches!(mechanism, "DEFAULT" | "SCRAM-SHA-1" | "SCRAM-SHA-256");
-    if facts.username.is_some() && password_based {
-        let url_source = cs
-            .credential
-            .as_ref()
-            .and_then(|c| c.source.clone())
-            .or_else(|| cs.default_database.clone())
-            .unwrap_or_else(|| "admin".to_string());
-        if let Some(source) = &facts.auth_source {
-            if *source != url_source {
-                return Err(unsupported(&format!("it has authSource={source}")));
-            }
-        }
-    }
-    Ok(())
+    Ok(ConnectionTarget {
+        server_selection_timeout_ms: millis("serverSelectionTimeoutMS"),
+        connect_timeout_ms: millis("connectTimeoutMS"),
+        source: TargetSource::Derived(Box::new(derived)),
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn facts(url: &str) -> NodeClientFacts {
-        NodeClientFacts {
-            url: url.into(),
-            ..Default::default()
-        }
+    use crate::engine::error::ErrorCode;
+    use crate::engine::node_options::NodeValue;
+
+    fn options(host: &str) -> NodeOptions {
+        let mut h = std::collections::BTreeMap::new();
+        h.insert("host".to_string(), NodeValue::Text(host.into()));
+        h.insert("port".to_string(), NodeValue::number(27017.0));
+        let mut o = NodeOptions::new();
+        o.insert("hosts".into(), NodeValue::List(vec![NodeValue::Map(h)]));
+        o.insert("serverSelectionTimeoutMS".into(), NodeValue::number(1500.0));
+        o
     }
 
     #[test]
-    fn plain_url_is_reused_with_timeouts() {
-        let mut f = facts("mongodb://127.0.0.1:27018/app");
-        f.server_selection_timeout_ms = Some(1500);
-        let t = derive_from_node_client(&f).unwrap();
-        assert_eq!(t.uri, "mongodb://127.0.0.1:27018/app");
-        assert_eq!(t.server_selection_timeout_ms, Some(1500));
-    }
-
-    #[test]
-    fn credentials_in_url_match() {
-        let mut f = facts("mongodb://app:pw@h:1/?authSource=admin");
-        f.username = Some("app".into());
-        f.password = Some("pw".into());
-        f.auth_source = Some("admin".into());
-        assert!(derive_from_node_client(&f).is_ok());
-    }
-
-    #[test]
-    fn credentials_only_in_options_are_refused_without_leaking() {
-        let mut f = facts("mongodb://h:1/");
-        f.username = Some("app".into());
-        f.password = Some("hunter2".into());
-        let e = derive_from_node_client(&f).unwrap_err();
-        assert_eq!(e.code, ErrorCode::UnsupportedClient);
-        assert!(e.message.contains("uri"), "{}", e.message);
-        assert!(!e.message.contains("hunter2"));
-    }
-
-    #[test]
-    fn settings_that_differ_are_refused() {
-        let mut f = facts("mongodb://h:1/");
-        f.tls = true;
-        assert!(derive_from_node_client(&f).is_err());
-        let mut f = facts("mongodb://h:1/");
-        f.replica_set = Some("rs0".into());
-        assert!(derive_from_node_client(&f).is_err());
-        let mut f = facts("mongodb://h:1/?replicaSet=rs0");
-        f.replica_set = Some("rs0".into());
-        assert!(derive_from_node_client(&f).is_ok());
-        let mut f = facts("mongodb://h:1/");
-        f.object_options = vec!["autoEncryption".into()];
-        let e = derive_from_node_client(&f).unwrap_err();
-        assert!(e.message.contains("autoEncryption"));
-        let mut f = facts("mongodb://h:1/?directConnection=true");
-        f.direct_connection = true;
-        assert!(derive_from_node_client(&f).is_ok());
+    fn derived_targets_carry_timeouts_and_differ_by_configuration() {
+        let a = derive_from_node_client(&options("h1")).unwrap();
+        assert_eq!(a.server_selection_timeout_ms, Some(1500));
+        assert_eq!(a, derive_from_node_client(&options("h1")).unwrap());
+        assert_ne!(a, derive_from_node_client(&options("h2")).unwrap());
+        let mut w = options("h1");
+        let mut wc = std::collections::BTreeMap::new();
+        wc.insert("w".to_string(), NodeValue::Text("majority".into()));
+        w.insert("writeConcern".into(), NodeValue::Map(wc));
+        assert_ne!(a, derive_from_node_client(&w).unwrap());
     }
 
     #[test]
     fn remembered_derivations_match_fresh_ones() {
-        let ok = facts("mongodb://h:1/");
+        let ok = options("h");
         assert_eq!(
             derive_from_node_client_cached(&ok),
             derive_from_node_client(&ok)
@@ -307,9 +228,11 @@ mod tests {
             derive_from_node_client_cached(&ok),
             derive_from_node_client(&ok)
         );
-        let mut bad = facts("mongodb://h:1/");
-        bad.tls = true;
-        assert!(derive_from_node_client_cached(&bad).is_err());
+        let mut bad = options("h");
+        bad.insert("proxyHost".into(), NodeValue::Text("p".into()));
+        let e = derive_from_node_client_cached(&bad).unwrap_err();
+        assert_eq!(e.code, ErrorCode::UnsupportedClient);
+        assert!(e.message.contains("'proxyHost'"), "{}", e.message);
         assert!(derive_from_node_client_cached(&bad).is_err());
     }
 
@@ -319,6 +242,55 @@ mod tests {
         assert_eq!(e.code, ErrorCode::InvalidArgument);
         assert!(!e.message.contains("topsecret"), "{}", e.message);
         assert!(ConnectionTarget::from_uri("http://x").is_err());
+    }
+
+    #[test]
+    fn unescaped_passwords_are_never_echoed() {
+        for (uri, secret) in [
+            ("mongodb://user:pa55?abc@127.0.0.1:27017/", "pa55"),
+            ("mongodb://user:pa55/abc@h/", "pa55"),
+            ("mongodb://us?er:Qa55abc@h/", "Qa55abc"),
+            ("mongodb://user:Qa55[abc@h/?appName=x", "Qa55"),
+        ] {
+            let e = ConnectionTarget::from_uri(uri).unwrap_err();
+            assert_eq!(e.code, ErrorCode::InvalidArgument, "{uri}");
+            assert!(!e.message.contains(secret), "{uri}: {}", e.message);
+        }
+        // Problems elsewhere in the string are still explained.
+        let e = ConnectionTarget::from_uri("mongodb://u:pw@h:99999/").unwrap_err();
+        assert!(e.message.contains("99999"), "{}", e.message);
+    }
+
+    const SPECIALS: &str = " !\"#$&'()*+,/:;<=>?@[\\]^`{|}~\u{e9}\u{1F600}";
+
+    fn specials(
+        range: std::ops::Range<usize>,
+    ) -> impl proptest::strategy::Strategy<Value = String> {
+        use proptest::strategy::Strategy;
+        let chars: Vec<char> = SPECIALS.chars().collect();
+        proptest::collection::vec(proptest::sample::select(chars), range)
+            .prop_map(|v| v.into_iter().collect())
+    }
+
+    proptest::proptest! {
+        /// Passwords of random special characters around two marker words, written into
+        /// the string unescaped: no parse error holds either marker.
+        #[test]
+        fn parse_errors_never_hold_password_pieces(
+            a in "[A-Z][A-Z0-9]{3,7}",
+            b in "[A-Z][A-Z0-9]{3,7}",
+            middle in specials(1..3),
+            tail in specials(0..4),
+            host in proptest::sample::select(vec!["h", "127.0.0.1:27017", "h:99999", "h1,h2"]),
+            query in proptest::sample::select(vec!["", "?appName=x", "?w=majority", "?bogus"]),
+        ) {
+            let password = format!("{a}{middle}{b}{tail}");
+            let uri = format!("mongodb://app:{password}@{host}/db{query}");
+            if let Err(e) = ConnectionTarget::from_uri(&uri) {
+                proptest::prop_assert!(!e.message.contains(&a), "{uri}: {}", e.message);
+                proptest::prop_assert!(!e.message.contains(&b), "{uri}: {}", e.message);
+            }
+        }
     }
 
     #[test]

@@ -25,6 +25,7 @@ pub mod memory_store;
 #[cfg(test)]
 mod model_tests;
 pub mod mongo_store;
+pub mod node_options;
 pub mod options;
 pub mod panic_safety;
 pub mod quote;

@@ -1,6 +1,17 @@
-//! Keeping passwords out of messages.
+//! Keeping passwords out of messages: the second line of defence. Messages are built
+//! from parsed parts (hosts, option names, database names) and never from a string that
+//! held a connection string; this removes what might still slip through from a driver.
 
-/// Replaces every occurrence of each non-empty secret in `text` with `****`.
+/// Whether `c` continues a word (so that a secret found next to it is part of fixed text
+/// such as `failed`, not a printed secret).
+fn is_word(c: char) -> bool {
+    c.is_alphanumeric() || c == '_'
+}
+
+/// Replaces each occurrence of each non-empty secret in `text` with `****`, except where a
+/// secret made only of letters, digits and `_` occurs inside a longer word of the text (a
+/// short password `ail` is left alone in `authentication failed`: replacing it there would
+/// reveal it).
 pub fn redact(text: &str, secrets: &[String]) -> String {
     let mut out = text.to_string();
     // Longest first, so a secret that contains another is removed whole.
@@ -8,37 +19,107 @@ pub fn redact(text: &str, secrets: &[String]) -> String {
     sorted.sort_by_key(|s| std::cmp::Reverse(s.len()));
     for secret in sorted {
         if out.contains(secret.as_str()) {
-            out = out.replace(secret.as_str(), "****");
+            out = replace_delimited(&out, secret);
         }
     }
     out
 }
 
-/// The secrets in a connection string: the whole string, and the password of its user
-/// information both as written and percent-decoded.
+fn replace_delimited(text: &str, secret: &str) -> String {
+    // Only a secret made of word characters alone can be part of fixed text.
+    let wordlike = secret.chars().all(is_word);
+    let mut out = String::with_capacity(text.len());
+    let mut rest = 0;
+    let mut from = 0;
+    while let Some(found) = text[from..].find(secret) {
+        let start = from + found;
+        let end = start + secret.len();
+        let before = text[..start].chars().next_back();
+        let after = text[end..].chars().next();
+        let inside_word = wordlike && (before.is_some_and(is_word) || after.is_some_and(is_word));
+        if inside_word {
+            // Step one character on, to find overlapping occurrences.
+            from = start + text[start..].chars().next().map_or(1, char::len_utf8);
+            continue;
+        }
+        out.push_str(&text[rest..start]);
+        out.push_str("****");
+        rest = end;
+        from = end;
+    }
+    out.push_str(&text[rest..]);
+    out
+}
+
+/// Shortest piece of a password kept as a secret of its own.
+const MIN_PIECE: usize = 4;
+
+/// Query options whose values are secrets.
+const SECRET_OPTIONS: [&str; 2] = ["proxypassword", "tlscertificatekeyfilepassword"];
+
+/// The secrets in a connection string: the whole string; the password of its user
+/// information as written, percent-decoded, and cut at the delimiters a parser may cut it
+/// at (`user:pa55?abc@host` is read by some parsers as host `user`, port `pa55`); and the
+/// values of the password options of its query.
 pub fn uri_secrets(uri: &str) -> Vec<String> {
     let mut secrets = vec![uri.to_string()];
-    if let Some(password) = uri_password(uri) {
-        let decoded = percent_decode(&password);
-        if decoded != password {
+    let mut add = |raw: &str| {
+        if raw.is_empty() {
+            return;
+        }
+        let decoded = percent_decode(raw);
+        // Pieces of fewer than four characters are left out: replacing such a piece where
+        // it stands as a word of fixed text ("a", "no") would reveal it, and only a
+        // parser's message could print a piece, which parse() never shows.
+        for piece in raw.split(['/', '?', '#', '@', ':', '[', ']', '&', '=']) {
+            if piece.chars().count() >= MIN_PIECE {
+                secrets.push(piece.to_string());
+            }
+        }
+        if decoded != raw {
             secrets.push(decoded);
         }
-        secrets.push(password);
+        secrets.push(raw.to_string());
+    };
+    if let Some(password) = uri_password(uri) {
+        add(&password);
     }
+    if let Some((_, query)) = uri.split_once('?') {
+        for pair in query.split('&') {
+            if let Some((key, value)) = pair.split_once('=') {
+                if SECRET_OPTIONS.contains(&key.to_ascii_lowercase().as_str()) {
+                    add(value);
+                }
+            }
+        }
+    }
+    secrets.retain(|s| !s.is_empty());
+    secrets.sort();
+    secrets.dedup();
     secrets
 }
 
-/// The raw password segment of `scheme://user:password@hosts/...`, if any. Splits on
-/// ASCII delimiters only, so it never cuts a multi-byte character.
-fn uri_password(uri: &str) -> Option<String> {
+/// The user information of `scheme://userinfo@hosts/...`: everything before the last `@`
+/// (a password may hold an unescaped `/`, `?`, `#` or `@`). Splits on ASCII delimiters
+/// only, so it never cuts a multi-byte character.
+pub fn uri_user_info(uri: &str) -> Option<&str> {
     let (_, after_scheme) = uri.split_once("://")?;
-    let authority = after_scheme
-        .split(['/', '?'])
-        .next()
-        .unwrap_or(after_scheme);
-    let (user_info, _) = authority.rsplit_once('@')?;
-    let (_, password) = user_info.split_once(':')?;
+    let (user_info, _) = after_scheme.rsplit_once('@')?;
+    Some(user_info)
+}
+
+/// The raw password segment of the user information, if any.
+fn uri_password(uri: &str) -> Option<String> {
+    let (_, password) = uri_user_info(uri)?.split_once(':')?;
     (!password.is_empty()).then(|| password.to_string())
+}
+
+/// `uri` with its user information replaced by `user:password`, for a message about the
+/// rest of the string.
+pub fn without_user_info(uri: &str) -> Option<String> {
+    let (scheme, after_scheme) = uri.split_once("://")?;
+    let (_, hosts) = after_scheme.rsplit_once('@')?;
+    Some(format!("{scheme}://user:password@{hosts}"))
 }
 
 /// `%XX` escapes decoded (invalid escapes kept as written, invalid UTF-8 replaced).
@@ -69,6 +150,10 @@ mod tests {
             uri_secrets("mongodb://h:1/db"),
             vec!["mongodb://h:1/db".to_string()]
         );
+        assert_eq!(
+            uri_secrets("mongodb://h:1/db?appName=x"),
+            vec!["mongodb://h:1/db?appName=x".to_string()]
+        );
         assert_eq!(uri_secrets("mongodb://user@h:1/db").len(), 1);
         assert_eq!(uri_secrets("not a uri").len(), 1);
     }
@@ -88,6 +173,48 @@ mod tests {
         ] {
             let _ = uri_secrets(uri);
         }
+    }
+
+    #[test]
+    fn unescaped_delimiters_in_the_password_are_secrets_too() {
+        let secrets = uri_secrets("mongodb://user:pa55?abc@host/db");
+        for s in ["pa55?abc", "pa55"] {
+            assert!(secrets.contains(&s.to_string()), "{s}: {secrets:?}");
+        }
+        let clean = redact("the port must be an integer, got pa55", &secrets);
+        assert!(!clean.contains("pa55"), "{clean}");
+        assert!(!secrets.contains(&"abc".to_string()), "{secrets:?}");
+        let secrets = uri_secrets("mongodb://h/?proxyPassword=Zx9%21k&appName=a");
+        assert!(secrets.contains(&"Zx9!k".to_string()), "{secrets:?}");
+    }
+
+    #[test]
+    fn a_short_password_inside_fixed_text_is_left_alone() {
+        let secrets = uri_secrets("mongodb://app:ail@h/");
+        assert_eq!(
+            redact("authentication failed for app", &secrets),
+            "authentication failed for app"
+        );
+        assert_eq!(
+            redact("got ail, then ail.", &secrets),
+            "got ****, then ****."
+        );
+        assert_eq!(redact("ail", &secrets), "****");
+        // A secret with any other character is removed wherever it is.
+        assert_eq!(redact("xx?ailxx", &["?ail".to_string()]), "xx****xx");
+        assert_eq!(
+            redact("\u{e9}ail\u{e9}", &["ail".to_string()]),
+            "\u{e9}ail\u{e9}"
+        );
+    }
+
+    #[test]
+    fn user_info_is_masked_up_to_the_last_at() {
+        assert_eq!(
+            without_user_info("mongodb://u:p@q?r@h:1/db?x=1").as_deref(),
+            Some("mongodb://user:password@h:1/db?x=1")
+        );
+        assert_eq!(without_user_info("mongodb://h:1/db"), None);
     }
 
     #[test]

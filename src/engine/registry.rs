@@ -6,7 +6,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, LazyLock, Mutex};
 
 use mongodb::bson::doc;
-use mongodb::options::ClientOptions;
 use mongodb::Client;
 use tokio::sync::OnceCell;
 
@@ -31,7 +30,8 @@ impl ClientHandle {
     /// Opens a client (resolving `mongodb+srv` names); no round trip to the server yet.
     pub async fn open(target: &ConnectionTarget) -> SeqResult<ClientHandle> {
         let secrets = Arc::new(target.secrets());
-        let mut options = ClientOptions::parse(&target.uri)
+        let mut options = target
+            .client_options()
             .await
             .map_err(|e| from_driver(&e, &secrets))?;
         if let Some(timeout) = target.server_selection_timeout() {
