@@ -83,6 +83,9 @@ pub fn read_db(env: &Env, value: &Unknown, uri: Option<&str>) -> SeqResult<DbTar
         .ok_or_else(|| SeqError::invalid_argument(format!("{NOT_A_DB}; it has no client")))?;
     let facts = node_client_facts(&client)?;
     let target = DbTarget::Shared(derive_from_node_client_cached(&facts)?, database);
+    if let DbTarget::Shared(derived, _) = &target {
+        crate::binding::node_close::watch_node_client(env, &client, derived);
+    }
     db_memo::remember(env, value, &target);
     Ok(target)
 }
