@@ -1,6 +1,7 @@
 //! Releasing a shared client when the Node driver clients it was derived from close:
 //! each Node driver `MongoClient` seen through a `Db` gets one `topologyClosed` listener
-//! (the event its `close()` emits), and the shared client closes with the last of them.
+//! (the event its `close()` emits once it had connected), and the shared client closes
+//! with the last of them.
 
 use napi::bindgen_prelude::{Env, FnArgs, Function, JsObjectValue, Object, Unknown};
 
@@ -12,6 +13,9 @@ use crate::engine::registry::SHARED_CLIENTS;
 const WATCHED: &str = "mongo-sequence.watched";
 /// The event a Node driver `MongoClient` emits when `close()` closes its topology.
 const CLOSED_EVENT: &str = "topologyClosed";
+
+/// `emitter.once(event, listener)`.
+type AddListener<'env> = Function<'env, FnArgs<(String, Function<'env, (), ()>)>, Unknown<'env>>;
 
 /// Watches the Node driver client `client`, from which `target` was derived, once: when
 /// it closes, the shared client of `target` is released (unless other live Node driver
@@ -31,8 +35,10 @@ fn try_watch(env: &Env, client: &Object, target: &ConnectionTarget) -> napi::Res
     if client.has_own_property_js(marker)? {
         return Ok(());
     }
-    let on: Function<FnArgs<(String, Function<(), ()>)>, Unknown> =
-        client.get_named_property("on")?;
+    // `once`: a client's first close releases; a closed client used again is left to
+    // the idle and count limits (it is not watched twice, so it never releases a shared
+    // client that another live Node driver client still uses).
+    let once: AddListener = client.get_named_property("once")?;
     let released = target.clone();
     let listener =
         env.create_function_from_closure::<(), (), _>("mongoSequenceRelease", move |_| {
@@ -40,7 +46,7 @@ fn try_watch(env: &Env, client: &Object, target: &ConnectionTarget) -> napi::Res
             napi::bindgen_prelude::spawn(async move { SHARED_CLIENTS.release(&target).await });
             Ok(())
         })?;
-    on.apply(*client, (CLOSED_EVENT.to_string(), listener).into())?;
+    once.apply(*client, (CLOSED_EVENT.to_string(), listener).into())?;
     let mut client = *client;
     client.set_property(marker, Object::new(env)?)?;
     SHARED_CLIENTS.watch(target);

@@ -108,6 +108,8 @@ impl<K: Eq + Hash + Clone + Send + 'static> Coalescer<K> {
     fn next_batch(&self, key: &K) -> Option<Vec<Waiter>> {
         let mut lanes = lock(&self.lanes);
         let queue = lanes.get_mut(key)?;
+        // Calls that gave up (their deadline passed, their client closed) take no values.
+        queue.retain(|waiter| !waiter.reply.is_closed());
         if queue.is_empty() {
             lanes.remove(key);
             return None;
@@ -410,6 +412,44 @@ mod tests {
         assert_eq!(trips.load(Ordering::SeqCst), 1, "no second round trip");
         assert!(took < std::time::Duration::from_millis(350), "{took:?}");
         assert_eq!(coalescer.in_flight(), 0);
+    }
+
+    #[test]
+    fn calls_that_gave_up_while_queued_take_no_values() {
+        let coalescer = leaked();
+        let counter = Arc::new(FakeCounter::default());
+        let (first, kept) = run(async {
+            let c = counter.clone();
+            let fetch = Arc::new(by_total(move |t| c.clone().fetch(t, 50_000)));
+            let each = || {
+                let fetch = fetch.clone();
+                move |demands| fetch(demands)
+            };
+            let (first, driver) = coalescer.submit(8, 1, each());
+            tokio::spawn(driver.unwrap());
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+            let mut kept = Vec::new();
+            for n in 0..6 {
+                let (answer, _) = coalescer.submit(8, 10, each());
+                if n % 2 == 0 {
+                    kept.push(answer);
+                } // the others give up: their receivers are dropped
+            }
+            let first = crate::engine::waiter::receive(first).await;
+            let kept = futures_util::future::join_all(
+                kept.into_iter().map(crate::engine::waiter::receive),
+            )
+            .await;
+            (first, kept)
+        });
+        assert_eq!(first.unwrap().first, 1);
+        let firsts: Vec<i64> = kept.into_iter().map(|r| r.unwrap().first).collect();
+        assert_eq!(
+            firsts,
+            vec![2, 12, 22],
+            "only the calls still waiting were served"
+        );
+        assert_eq!(counter.value(), 31);
     }
 
     #[test]
