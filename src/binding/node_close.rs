@@ -43,7 +43,10 @@ fn try_watch(env: &Env, client: &Object, target: &ConnectionTarget) -> napi::Res
     let listener =
         env.create_function_from_closure::<(), (), _>("mongoSequenceRelease", move |_| {
             let target = released.clone();
-            napi::bindgen_prelude::spawn(async move { SHARED_CLIENTS.release(&target).await });
+            // Never a panic out of an event listener (no runtime: nothing to release).
+            let _ = std::panic::catch_unwind(move || {
+                napi::bindgen_prelude::spawn(async move { SHARED_CLIENTS.release(&target).await })
+            });
             Ok(())
         })?;
     once.apply(*client, (CLOSED_EVENT.to_string(), listener).into())?;
