@@ -178,10 +178,11 @@ export declare class SequenceClient {
    */
   db(name: string): SequenceDb
   /**
-   * Closes the connections; later calls through this client reject with `CLIENT_CLOSED`.
-   * Safe to call more than once.
+   * Closes the connections; calls still pending and later calls through this client
+   * reject with `CLIENT_CLOSED`. Resolves once the driver has shut down or after
+   * `timeoutMS` (default 5000), whichever comes first. Safe to call more than once.
    */
-  close(): Promise<void>
+  close(options?: CloseOptions): Promise<void>
   /** Whether `close()` was called. */
   get isClosed(): boolean
 }
@@ -192,8 +193,23 @@ export declare class SequenceDb {
   get databaseName(): string
 }
 
-/** Closes the shared clients (for a graceful shutdown). Later calls open them again. */
-export declare function closeSharedClients(): Promise<void>
+/** Options of `closeSharedClients` and `SequenceClient.close`. */
+export interface CloseOptions {
+  /**
+   * Longest wait for the driver to shut down, in milliseconds (default 5000). Pending
+   * calls reject with `CLIENT_CLOSED` at once either way.
+   */
+  timeoutMS?: number
+}
+
+/**
+ * Closes the shared clients (for a graceful shutdown): calls still pending reject with
+ * `CLIENT_CLOSED` at once, and the promise resolves once the driver has shut down or
+ * after `timeoutMS` (default 5000), whichever comes first; a shutdown that takes longer
+ * (a server that stopped answering) goes on in the background. Later calls open the
+ * clients again.
+ */
+export declare function closeSharedClients(options?: CloseOptions): Promise<void>
 
 /**
  * Opens a Rust-backed client and checks that the server answers (`ping`).

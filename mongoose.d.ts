@@ -1,121 +1,130 @@
-// Typings of `mongo-sequence/mongoose`, the mongoose plugin (a drop-in for mongoose-sequence 6).
-
-/** Options of the plugin: those of mongoose-sequence 6, with the same defaults. */
-export interface AutoIncrementOptions {
-  /** Field that receives the number. Default `'_id'`. */
-  inc_field?: string
-  /** Counter id (the `id` of its counter documents). Default: `inc_field`; required with `reference_fields`. */
-  id?: string
-  /**
-   * Fields (dot paths allowed) whose values scope the counter: one counter per combination
-   * of their values, cast with the schema on every path and compared as exact BSON values.
-   */
-  reference_fields?: string | string[]
-  /** First value of a new counter. Default `1`. */
-  start_seq?: number
-  /** Distance between values. Default `1`. */
-  inc_amount?: number
-  /** Collection of the counter documents. Default `'counters'`. */
-  collection_name?: string
-  /** Number only through `setNext`, never in hooks. Default `false`. */
-  disable_hooks?: boolean
-  /**
-   * `true` (default): on mongoose 8 the numbering `pre('save')` hook runs in parallel with
-   * the hooks after it (as mongoose-sequence's), which then do not see the number yet;
-   * mongoose 9 runs every pre hook in series. `false`: in series on both.
-   */
-  parallel_hooks?: boolean
-  /**
-   * `true` (default): a second plugin with the same `id` throws `Counter already defined
-   * for field "<id>"`. `false`: it shares the counter documents. `'reuse'`: the same
-   * options registered again (hot reload) reuse the counter; different options still throw.
-   */
-  exclusive?: boolean | 'reuse'
-  /**
-   * Number and insert new documents in one transaction (`Model.create()` and
-   * `Model.insertMany()`), so a failed insert gives its numbers back. Needs a replica set.
-   * `doc.save()` of a new document, bulkWrite inserts and upserts then reject with code
-   * `GAPLESS_UNSUPPORTED_OPERATION`. Default `false`.
-   */
-  gapless?: boolean
-}
-
-/** Anything with mongoose's `Schema#plugin` shape. */
-export interface SchemaLike {
-  plugin(fn: (schema: any, options?: any) => void, options?: any): unknown
-  [key: string]: any
-}
-
-/** The plugin: `schema.plugin(AutoIncrement, options)`. */
-export type AutoIncrementPlugin = (schema: SchemaLike | any, options?: AutoIncrementOptions) => void
-
-/** What `counterReset` resolves with. */
-export interface CounterResetResult {
-  acknowledged: boolean
-  /** Counter documents matched (and set). */
-  matchedCount: number
-  modifiedCount: number
-}
-
-/** Methods the plugin adds to documents. */
-export interface SequenceDocument {
-  /** Takes the next value of counter `id` for this document, sets it and saves; resolves with the saved document. */
-  setNext(id: string): Promise<this>
-  setNext(id: string, callback: (error: Error | null, document?: this) => void): void
-}
-
-/** Statics the plugin adds to models. */
-export interface SequenceModel {
-  /**
-   * Resets counter `id` (of every reference value, or of the one `referenceValues`
-   * gives, cast with this model's schema) so that its next value is
-   * `start_seq - 1 + inc_amount` (`inc_amount` when `start_seq` is 0, as mongoose-sequence).
-   */
-  counterReset(id: string, referenceValues?: Record<string, unknown>): Promise<CounterResetResult>
-  counterReset(id: string, callback: (error: Error | null, result?: CounterResetResult) => void): void
-  counterReset(id: string, referenceValues: Record<string, unknown>, callback: (error: Error | null, result?: CounterResetResult) => void): void
-}
+// CommonJS typings of `mongo-sequence/mongoose`, the mongoose plugin (a drop-in for
+// mongoose-sequence 6): `module.exports` is the factory, so this file says `export =`
+// (`import F = require('mongo-sequence/mongoose')` and `const F = require(...)` both give
+// the factory). The ESM entry has its own typings, mongoose.d.mts.
 
 /**
  * The factory: `require('mongo-sequence/mongoose')(mongoose)` (or a connection) returns
  * the plugin. Throws unless called with exactly one argument.
  */
-declare function AutoIncrementFactory(mongooseOrConnection: unknown): AutoIncrementPlugin
+declare function AutoIncrementFactory(mongooseOrConnection: unknown): AutoIncrementFactory.AutoIncrementPlugin
 
-/** A counter raised by `syncCounterToMax`. */
-export interface RaisedCounter {
-  /** `null`, or the reference fields' values of a counter with reference_fields. */
-  reference_value: Record<string, unknown> | null
-  /** The counter's value afterwards. */
-  value: number | bigint
+declare namespace AutoIncrementFactory {
+  /** Options of the plugin: those of mongoose-sequence 6, with the same defaults. */
+  export interface AutoIncrementOptions {
+    /** Field that receives the number. Default `'_id'`. */
+    inc_field?: string
+    /** Counter id (the `id` of its counter documents). Default: `inc_field`; required with `reference_fields`. */
+    id?: string
+    /**
+     * Fields (dot paths allowed) whose values scope the counter: one counter per combination
+     * of their values, cast with the schema on every path and compared as exact BSON values.
+     */
+    reference_fields?: string | string[]
+    /** First value of a new counter. Default `1`. */
+    start_seq?: number
+    /** Distance between values. Default `1`. */
+    inc_amount?: number
+    /** Collection of the counter documents. Default `'counters'`. */
+    collection_name?: string
+    /** Number only through `setNext`, never in hooks. Default `false`. */
+    disable_hooks?: boolean
+    /**
+     * `true` (default): on mongoose 8 the numbering `pre('save')` hook runs in parallel with
+     * the hooks after it (as mongoose-sequence's), which then do not see the number yet;
+     * mongoose 9 runs every pre hook in series. `false`: in series on both.
+     */
+    parallel_hooks?: boolean
+    /**
+     * `true` (default): a second plugin with the same `id` throws `Counter already defined
+     * for field "<id>"`. `false`: it shares the counter documents. `'reuse'`: the same
+     * options registered again (hot reload) reuse the counter; different options still throw.
+     */
+    exclusive?: boolean | 'reuse'
+    /**
+     * Number and insert new documents in one transaction (`Model.create()` and
+     * `Model.insertMany()`), so a failed insert gives its numbers back. Needs a replica set.
+     * `doc.save()` of a new document, bulkWrite inserts and upserts then reject with code
+     * `GAPLESS_UNSUPPORTED_OPERATION`. Default `false`.
+     */
+    gapless?: boolean
+  }
+
+  /** Anything with mongoose's `Schema#plugin` shape. */
+  export interface SchemaLike {
+    plugin(fn: (schema: any, options?: any) => void, options?: any): unknown
+    [key: string]: any
+  }
+
+  /** The plugin: `schema.plugin(AutoIncrement, options)`. */
+  export type AutoIncrementPlugin = (schema: SchemaLike | any, options?: AutoIncrementOptions) => void
+
+  /** What `counterReset` resolves with. */
+  export interface CounterResetResult {
+    acknowledged: boolean
+    /** Counter documents matched (and set). */
+    matchedCount: number
+    modifiedCount: number
+  }
+
+  /** Methods the plugin adds to documents. */
+  export interface SequenceDocument {
+    /** Takes the next value of counter `id` for this document, sets it and saves; resolves with the saved document. */
+    setNext(id: string): Promise<this>
+    setNext(id: string, callback: (error: Error | null, document?: this) => void): void
+  }
+
+  /** Statics the plugin adds to models. */
+  export interface SequenceModel {
+    /**
+     * Resets counter `id` (of every reference value, or of the one `referenceValues`
+     * gives, cast with this model's schema) so that its next value is
+     * `start_seq - 1 + inc_amount` (`inc_amount` when `start_seq` is 0, as mongoose-sequence).
+     */
+    counterReset(id: string, referenceValues?: Record<string, unknown>): Promise<CounterResetResult>
+    counterReset(id: string, callback: (error: Error | null, result?: CounterResetResult) => void): void
+    counterReset(id: string, referenceValues: Record<string, unknown>, callback: (error: Error | null, result?: CounterResetResult) => void): void
+  }
+
+  /** A counter raised by `syncCounterToMax`. */
+  export interface RaisedCounter {
+    /** `null`, or the reference fields' values of a counter with reference_fields. */
+    reference_value: Record<string, unknown> | null
+    /** The counter's value afterwards. */
+    value: number | bigint
+  }
+
+  /**
+   * Moves the counter(s) of `Model` (the one of `id`, or its only one) past every inc_field
+   * among its documents (per combination with reference_fields): up to the largest, or for
+   * a descending counter (negative inc_amount) down to the smallest. Never moves a counter
+   * back over numbers it handed out.
+   */
+  export function syncCounterToMax(Model: unknown, id?: string): Promise<RaisedCounter[]>
+
+  /** Options of `takeOverCounter`. */
+  export interface TakeOverOptions {
+    /** Which of the model's counters (needed when it has several). */
+    id?: string
+    /** Collection of the other plugin's counters. Default `'identitycounters'`. */
+    collection?: string
+    /** Model name the other plugin used. Default the model's. */
+    modelName?: string
+    /** Field the other plugin numbered. Default the counter's inc_field. */
+    field?: string
+  }
+
+  /**
+   * Continues numbering after the counter @typegoose/auto-increment (`'typegoose'`) or
+   * mongoose-auto-increment kept for the model; resolves with the counter's value afterwards.
+   * Rejects a descending counter with code `INVALID_ARGUMENT`.
+   */
+  export function takeOverCounter(Model: unknown, from: 'typegoose' | 'mongoose-auto-increment', options?: TakeOverOptions): Promise<number | bigint>
+
+  /** The factory itself (`module.exports.AutoIncrementFactory`). */
+  export { AutoIncrementFactory }
+  /** The factory itself (`module.exports.default`, for transpiled default imports). */
+  export { AutoIncrementFactory as default }
 }
 
-/**
- * Moves the counter(s) of `Model` (the one of `id`, or its only one) past every inc_field
- * among its documents (per combination with reference_fields): up to the largest, or for
- * a descending counter (negative inc_amount) down to the smallest. Never moves a counter
- * back over numbers it handed out.
- */
-export declare function syncCounterToMax(Model: unknown, id?: string): Promise<RaisedCounter[]>
-
-/** Options of `takeOverCounter`. */
-export interface TakeOverOptions {
-  /** Which of the model's counters (needed when it has several). */
-  id?: string
-  /** Collection of the other plugin's counters. Default `'identitycounters'`. */
-  collection?: string
-  /** Model name the other plugin used. Default the model's. */
-  modelName?: string
-  /** Field the other plugin numbered. Default the counter's inc_field. */
-  field?: string
-}
-
-/**
- * Continues numbering after the counter @typegoose/auto-increment (`'typegoose'`) or
- * mongoose-auto-increment kept for the model; resolves with the counter's value afterwards.
- * Rejects a descending counter with code `INVALID_ARGUMENT`.
- */
-export declare function takeOverCounter(Model: unknown, from: 'typegoose' | 'mongoose-auto-increment', options?: TakeOverOptions): Promise<number | bigint>
-
-export { AutoIncrementFactory }
-export default AutoIncrementFactory
+export = AutoIncrementFactory

@@ -4,7 +4,10 @@
 use crate::engine::panic_safety::lock;
 use std::sync::{Arc, Mutex};
 
-use napi::bindgen_prelude::{Env, PromiseRaw, Unknown};
+use std::future::Future;
+use std::pin::Pin;
+
+use napi::bindgen_prelude::{within_runtime_if_available, Env, PromiseRaw, Unknown};
 
 use crate::binding::call_order::{nobody_waiting, Ticket};
 use crate::binding::db_memo;
@@ -192,7 +195,8 @@ pub fn reserve_promise<'env>(
     slot: Option<&ReservationSlot>,
 ) -> napi::Result<PromiseRaw<'env, Output>> {
     if let (Ok(named), Ok(count), true) = (counter, &count, nobody_waiting()) {
-        if let Some(submitted) = submit_now(named, *count, slot) {
+        // In the runtime's context, so that a client of an ended runtime is recognised.
+        if let Some(submitted) = within_runtime_if_available(|| submit_now(named, *count, slot)) {
             let Submitted {
                 outcome,
                 background,
@@ -224,5 +228,32 @@ pub fn reserve_promise<'env>(
         let submitted = reservation?.submit(count);
         drop(ticket);
         shape(&label, submitted?.finish().await?, &options)
+    })
+}
+
+/// A call's values, still to come.
+pub type Reserved = Pin<Box<dyn Future<Output = SeqResult<IdRange>> + Send + 'static>>;
+
+/// `count` values of `named`, submitted now, on the JavaScript thread, when its client
+/// is at hand (so that concurrent calls are served in the order they were made, as
+/// `reserve_promise` does), otherwise in turn once the client is open. The future must
+/// be awaited on the runtime.
+pub fn reserve_in_order(named: &NamedCounter, count: i64) -> Reserved {
+    if nobody_waiting() {
+        if let Some(submitted) = within_runtime_if_available(|| submit_now(named, count, None)) {
+            return match submitted {
+                Ok(submitted) => Box::pin(submitted.finish()),
+                Err(error) => Box::pin(async move { Err(error) }),
+            };
+        }
+    }
+    let named = named.clone();
+    let ticket = Ticket::take();
+    Box::pin(async move {
+        let reservation = named.prepare(None).await;
+        ticket.my_turn().await;
+        let submitted = reservation.and_then(|r| r.submit(count));
+        drop(ticket);
+        submitted?.finish().await
     })
 }

@@ -37,14 +37,23 @@ impl SequenceClient {
         })
     }
 
-    /// Closes the connections; later calls through this client reject with `CLIENT_CLOSED`.
-    /// Safe to call more than once.
-    #[napi(ts_return_type = "Promise<void>")]
-    pub fn close<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, ()>> {
+    /// Closes the connections; calls still pending and later calls through this client
+    /// reject with `CLIENT_CLOSED`. Resolves once the driver has shut down or after
+    /// `timeoutMS` (default 5000), whichever comes first. Safe to call more than once.
+    #[napi(
+        ts_args_type = "options?: CloseOptions",
+        ts_return_type = "Promise<void>"
+    )]
+    pub fn close<'env>(
+        &self,
+        env: &'env Env,
+        options: Option<Unknown<'env>>,
+    ) -> napi::Result<PromiseRaw<'env, ()>> {
         promise_call(env, "SequenceClient.close", || {
             let handle = self.handle.clone();
+            let timeout = crate::binding::shared::read_close_options(options.as_ref());
             promise(env, async move {
-                handle.close().await;
+                handle.close_within(timeout?).await;
                 Ok(())
             })
         })

@@ -96,6 +96,7 @@ pub fn read_db(env: &Env, value: &Unknown, uri: Option<&str>) -> SeqResult<DbTar
             derived
         }
     };
+    crate::binding::node_close::watch_node_client(env, &client, &connection);
     let target = DbTarget::Shared(connection, database);
     db_memo::remember(env, value, &target);
     Ok(target)

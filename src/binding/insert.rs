@@ -8,7 +8,7 @@ use crate::engine::panic_safety::caught;
 use napi::bindgen_prelude::{Env, Function, JsObjectValue, Object, ObjectRef, PromiseRaw, Unknown};
 use napi::{JsValue, ValueType};
 
-use crate::binding::calls::NamedCounter;
+use crate::binding::calls::{reserve_in_order, NamedCounter};
 use crate::binding::js_error::to_js_error;
 use crate::binding::js_read::{
     array_items, array_length, describe, element, is_nullish, object, object_or_array, property,
@@ -283,11 +283,15 @@ fn spawn_insert<'env>(
         .gapless
         .clone()
         .map(|docs| (docs, insert.collection.clone(), insert.field.clone()));
+    // Submitted now, on the JavaScript thread: concurrent inserts get their numbers in
+    // the order they were called.
+    let ordered = gapless.is_none().then(|| reserve_in_order(&named, count));
     let work = async move {
-        let reservation = named.clone().prepare(None).await?;
-        match gapless {
-            None => reservation.run(count).await.map(|range| (range, None)),
-            Some((docs, collection, field)) => {
+        match (ordered, gapless) {
+            (Some(ordered), _) => ordered.await.map(|range| (range, None)),
+            (None, None) => Err(SeqError::internal("insert without a reservation")),
+            (None, Some((docs, collection, field))) => {
+                let reservation = named.clone().prepare(None).await?;
                 let (handle, database) = named.target.resolve().await?;
                 let numbered = NumberedInsert {
                     collection: &collection,

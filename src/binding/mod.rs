@@ -16,6 +16,7 @@ pub mod js_read;
 pub mod js_to_bson;
 pub mod located;
 pub mod name;
+pub mod node_close;
 pub mod option_specs;
 pub mod options;
 pub mod output;

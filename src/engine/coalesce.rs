@@ -18,7 +18,7 @@ use crate::engine::live::LiveToken;
 use crate::engine::waiter::Waiter;
 
 use crate::engine::allocate::IdRange;
-use crate::engine::error::{SeqError, SeqResult};
+use crate::engine::error::{ErrorCode, SeqError, SeqResult};
 use crate::engine::panic_safety::caught;
 use crate::engine::validate::MAX_RANGE_COUNT;
 
@@ -100,7 +100,16 @@ impl<K: Eq + Hash + Clone + Send + 'static> Coalescer<K> {
         while let Some(batch) = self.next_batch(&key) {
             let demands = batch.iter().map(|w| Demand::Exact(w.count)).collect();
             let result = caught("merged round trip", fetch(demands)).await;
+            let unreachable = match &result {
+                Err(error) if error.code == ErrorCode::Connection => Some(error.clone()),
+                _ => None,
+            };
             hand_out(batch, result);
+            if let Some(error) = unreachable {
+                // No server (or no connection) for this round trip: the calls queued
+                // behind it fail with it instead of waiting for a round trip of their own.
+                self.fail_queued(&key, &error);
+            }
         }
         // `next_batch` released the lane: a later call may already have started another
         // one under the same key, which the release must not touch.
@@ -112,6 +121,8 @@ impl<K: Eq + Hash + Clone + Send + 'static> Coalescer<K> {
     fn next_batch(&self, key: &K) -> Option<Vec<Waiter>> {
         let mut lanes = lock(&self.lanes);
         let queue = lanes.get_mut(key)?;
+        // Calls that gave up (their deadline passed, their client closed) take no values.
+        queue.retain(|waiter| !waiter.reply.is_closed());
         if queue.is_empty() {
             lanes.remove(key);
             return None;
@@ -126,6 +137,17 @@ impl<K: Eq + Hash + Clone + Send + 'static> Coalescer<K> {
             batch.extend(queue.pop_front());
         }
         Some(batch)
+    }
+
+    /// Fails every call queued for `key` with `error`.
+    fn fail_queued(&self, key: &K, error: &SeqError) {
+        let queued: Vec<Waiter> = lock(&self.lanes)
+            .get_mut(key)
+            .map(|queue| queue.drain(..).collect())
+            .unwrap_or_default();
+        for waiter in queued {
+            waiter.answer(Err(error.clone()));
+        }
     }
 
     /// Number of counters with a round trip in flight.
@@ -373,6 +395,87 @@ mod tests {
             let expected: Vec<i64> = (1..=counter.value()).collect();
             assert_eq!(all, expected, "seed {seed}: failures consumed nothing");
         }
+    }
+
+    #[test]
+    fn calls_queued_behind_a_round_trip_that_found_no_server_fail_with_it() {
+        let coalescer = leaked();
+        let trips = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let fetch = {
+            let trips = trips.clone();
+            move |_demands: Vec<Demand>| {
+                let trips = trips.clone();
+                async move {
+                    trips.fetch_add(1, Ordering::SeqCst);
+                    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+                    Err(SeqError::new(ErrorCode::Connection, "no server"))
+                }
+            }
+        };
+        let (first, queued, took) = run(async {
+            let started = std::time::Instant::now();
+            let (first, driver) = coalescer.submit(5, 1, fetch.clone());
+            tokio::spawn(driver.unwrap());
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            let queued: Vec<_> = (0..4)
+                .map(|_| {
+                    let (answer, driver) = coalescer.submit(5, 1, fetch.clone());
+                    assert!(driver.is_none(), "queued behind the round trip in flight");
+                    answer
+                })
+                .collect();
+            let first = crate::engine::waiter::receive(first).await;
+            let queued = futures_util::future::join_all(
+                queued.into_iter().map(crate::engine::waiter::receive),
+            )
+            .await;
+            (first, queued, started.elapsed())
+        });
+        assert_eq!(first.unwrap_err().code, ErrorCode::Connection);
+        for outcome in queued {
+            assert_eq!(outcome.unwrap_err().code, ErrorCode::Connection);
+        }
+        assert_eq!(trips.load(Ordering::SeqCst), 1, "no second round trip");
+        assert!(took < std::time::Duration::from_millis(350), "{took:?}");
+        assert_eq!(coalescer.in_flight(), 0);
+    }
+
+    #[test]
+    fn calls_that_gave_up_while_queued_take_no_values() {
+        let coalescer = leaked();
+        let counter = Arc::new(FakeCounter::default());
+        let (first, kept) = run(async {
+            let c = counter.clone();
+            let fetch = Arc::new(by_total(move |t| c.clone().fetch(t, 50_000)));
+            let each = || {
+                let fetch = fetch.clone();
+                move |demands| fetch(demands)
+            };
+            let (first, driver) = coalescer.submit(8, 1, each());
+            tokio::spawn(driver.unwrap());
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+            let mut kept = Vec::new();
+            for n in 0..6 {
+                let (answer, _) = coalescer.submit(8, 10, each());
+                if n % 2 == 0 {
+                    kept.push(answer);
+                } // the others give up: their receivers are dropped
+            }
+            let first = crate::engine::waiter::receive(first).await;
+            let kept = futures_util::future::join_all(
+                kept.into_iter().map(crate::engine::waiter::receive),
+            )
+            .await;
+            (first, kept)
+        });
+        assert_eq!(first.unwrap().first, 1);
+        let firsts: Vec<i64> = kept.into_iter().map(|r| r.unwrap().first).collect();
+        assert_eq!(
+            firsts,
+            vec![2, 12, 22],
+            "only the calls still waiting were served"
+        );
+        assert_eq!(counter.value(), 31);
     }
 
     #[test]

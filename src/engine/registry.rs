@@ -1,33 +1,81 @@
 //! Driver clients: one per distinct [`ConnectionTarget`], shared by every call.
+//!
+//! A driver client runs background tasks (server monitors, connection pools) on the tokio
+//! runtime that opened it, and dies with that runtime. The host may replace the runtime
+//! (napi-rs shuts it down when the last JavaScript thread that loaded the addon ends, and
+//! starts a new one for the next), so each client remembers its runtime: a shared client
+//! of another runtime is never handed out again but replaced by a new one, and with it
+//! everything it held (counter states, cached blocks, coalescing queues, index memos).
+//!
+//! Shared clients are also released when nobody needs them: when every Node driver client
+//! they were derived from has closed ([`ClientRegistry::watch`] / [`ClientRegistry::release`]),
+//! after [`Limits::idle_after`] without a call, and beyond [`Limits::max_clients`] (the
+//! least recently used idle ones first).
+//!
+//! Every call waits at most its client's call timeout (the server selection timeout) from
+//! when it was submitted, and closing is bounded: calls still pending reject with
+//! `CLIENT_CLOSED`, and a driver shutdown that outlasts the bound goes on in the background.
 
 use crate::engine::panic_safety::lock;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, LazyLock, Mutex};
+use std::time::{Duration, Instant};
 
 use mongodb::bson::doc;
 use mongodb::Client;
-use tokio::sync::OnceCell;
+use tokio::runtime::{Handle, Id as RuntimeId};
+use tokio::sync::{watch, OnceCell};
 
 use crate::engine::connection::ConnectionTarget;
-use crate::engine::counter_state::{CounterState, CounterStates};
+use crate::engine::counter_state::{CounterState, CounterStates, Pending};
 use crate::engine::driver_error::from_driver;
 use crate::engine::error::{ErrorCode, SeqError, SeqResult};
 use crate::engine::mongo_store::{IndexMemo, MongoStore};
 use crate::engine::store::CounterRef;
 use crate::engine::validate::check_database;
 
+/// How long closing waits for the driver to shut down before leaving it to finish in the
+/// background (pending calls are rejected at once either way).
+pub const DEFAULT_CLOSE_TIMEOUT: Duration = Duration::from_secs(5);
+/// The driver's default server selection timeout, which is also a call's timeout.
+pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The runtime whose context the current thread is in, if any.
+fn current_runtime() -> Option<RuntimeId> {
+    Handle::try_current().ok().map(|h| h.id())
+}
+
+static EPOCH: LazyLock<Instant> = LazyLock::new(Instant::now);
+
+/// Milliseconds since the first use of this module (a cheap, monotonic clock for
+/// last-use times).
+fn now_millis() -> u64 {
+    EPOCH.elapsed().as_millis() as u64
+}
+
 /// An open driver client with the secrets of its connection string.
 pub struct ClientHandle {
     client: Client,
     secrets: Arc<Vec<String>>,
     closed: AtomicBool,
+    /// Becomes `true` when the client closes: pending calls reject at once.
+    closing: watch::Sender<bool>,
     counters: CounterStates<(String, CounterRef)>,
     indexes: IndexMemo,
+    /// The runtime that runs this client's background tasks.
+    runtime: Option<RuntimeId>,
+    /// Longest wait of a call, from its submission.
+    call_timeout: Duration,
+    /// Calls submitted and not settled.
+    busy: AtomicUsize,
+    /// When a call last used this client ([`now_millis`]).
+    last_used: AtomicU64,
 }
 
 impl ClientHandle {
     /// Opens a client (resolving `mongodb+srv` names); no round trip to the server yet.
+    /// Its background tasks run on the current runtime, to which it then belongs.
     pub async fn open(target: &ConnectionTarget) -> SeqResult<ClientHandle> {
         let secrets = Arc::new(target.secrets());
         let mut options = target
@@ -43,13 +91,21 @@ impl ClientHandle {
         if options.app_name.is_none() {
             options.app_name = Some("mongo-sequence".to_string());
         }
+        let call_timeout = options
+            .server_selection_timeout
+            .unwrap_or(DEFAULT_CALL_TIMEOUT);
         let client = Client::with_options(options).map_err(|e| from_driver(&e, &secrets))?;
         Ok(ClientHandle {
             client,
             secrets,
             closed: AtomicBool::new(false),
+            closing: watch::Sender::new(false),
             counters: CounterStates::default(),
             indexes: IndexMemo::default(),
+            runtime: current_runtime(),
+            call_timeout,
+            busy: AtomicUsize::new(0),
+            last_used: AtomicU64::new(now_millis()),
         })
     }
 
@@ -95,15 +151,78 @@ impl ClientHandle {
         self.closed.load(Ordering::SeqCst)
     }
 
-    /// Refuses further calls and closes the connections. Idempotent.
-    pub async fn close(&self) {
-        if !self.closed.swap(true, Ordering::SeqCst) {
-            self.counters.clear();
-            self.client.clone().shutdown().await;
-        }
+    /// Whether this client belongs to another runtime than the one the current thread is
+    /// in (its background tasks ended with that runtime). `false` when the thread is in
+    /// no runtime's context (it cannot tell).
+    pub fn is_stale(&self) -> bool {
+        matches!((self.runtime, current_runtime()), (Some(mine), Some(now)) if mine != now)
     }
 
-    /// `CLIENT_CLOSED` once [`ClientHandle::close`] was called.
+    /// Neither closed nor stale: calls may use it.
+    pub fn is_usable(&self) -> bool {
+        !self.is_closed() && !self.is_stale()
+    }
+
+    /// The longest a call through this client waits (its server selection timeout).
+    pub fn call_timeout(&self) -> Duration {
+        self.call_timeout
+    }
+
+    /// Calls submitted through [`ClientHandle::guard`] and not settled yet.
+    pub fn busy(&self) -> usize {
+        self.busy.load(Ordering::SeqCst)
+    }
+
+    fn idle_for(&self) -> Duration {
+        Duration::from_millis(now_millis().saturating_sub(self.last_used.load(Ordering::Relaxed)))
+    }
+
+    fn touch(&self) {
+        self.last_used.store(now_millis(), Ordering::Relaxed);
+    }
+
+    /// Marks the client closed and rejects its pending calls, without shutting the driver
+    /// down. True for the caller that closed it.
+    fn mark_closed(&self) -> bool {
+        if self.closed.swap(true, Ordering::SeqCst) {
+            return false;
+        }
+        self.closing.send_replace(true);
+        self.counters.clear();
+        true
+    }
+
+    /// Refuses further calls, rejects pending ones with `CLIENT_CLOSED` and closes the
+    /// connections, waiting at most [`DEFAULT_CLOSE_TIMEOUT`]. Idempotent.
+    pub async fn close(&self) {
+        self.close_within(DEFAULT_CLOSE_TIMEOUT).await;
+    }
+
+    /// As [`ClientHandle::close`], waiting at most `timeout` for the driver's shutdown
+    /// (which ends the server sessions and closes the connections, and can hang on a
+    /// server that stopped answering); past it, the shutdown goes on in the background.
+    /// True when the shutdown finished in time (or was not this call's to make).
+    pub async fn close_within(&self, timeout: Duration) -> bool {
+        if !self.mark_closed() {
+            return true;
+        }
+        self.shut_down_within(timeout).await
+    }
+
+    /// Shuts the driver down (after [`ClientHandle::mark_closed`]), waiting at most
+    /// `timeout`; true when it finished in time.
+    async fn shut_down_within(&self, timeout: Duration) -> bool {
+        if self.is_stale() {
+            // Its runtime is gone, and its tasks with it: nothing left to shut down.
+            return true;
+        }
+        let client = self.client.clone();
+        let shutdown = tokio::spawn(async move { client.shutdown().await });
+        tokio::time::timeout(timeout, shutdown).await.is_ok()
+    }
+
+    /// `CLIENT_CLOSED` once [`ClientHandle::close`] was called, or when the client belongs
+    /// to a runtime that has ended.
     pub fn ensure_open(&self) -> SeqResult<()> {
         if self.is_closed() {
             return Err(SeqError::new(
@@ -111,35 +230,149 @@ impl ClientHandle {
                 "this client was closed; open a new one with connect(uri)",
             ));
         }
+        if self.is_stale() {
+            return Err(SeqError::new(
+                ErrorCode::ClientClosed,
+                "this client was opened by a JavaScript environment that has ended (its \
+                 connections ended with it); open a new one with connect(uri)",
+            ));
+        }
+        self.touch();
         Ok(())
+    }
+
+    /// `pending`, bounded: it rejects with `CONNECTION` once the call timeout has passed
+    /// since now (the call's submission), and with `CLIENT_CLOSED` as soon as the client
+    /// closes. A round trip it started may still complete afterwards; its values are then
+    /// lost (a gap, never a duplicate).
+    pub fn guard(self: &Arc<Self>, pending: Pending) -> Pending {
+        let timeout = self.call_timeout;
+        let deadline = tokio::time::Instant::now() + timeout;
+        let mut closing = self.closing.subscribe();
+        self.busy.fetch_add(1, Ordering::SeqCst);
+        let busy = Busy(self.clone());
+        Box::pin(async move {
+            let _busy = busy;
+            tokio::select! {
+                biased;
+                outcome = pending => outcome,
+                _ = closing.wait_for(|closed| *closed) => Err(SeqError::new(
+                    ErrorCode::ClientClosed,
+                    "the client was closed while this call was waiting; its values, if \
+                     reserved, are left unused",
+                )),
+                _ = tokio::time::sleep_until(deadline) => Err(SeqError::new(
+                    ErrorCode::Connection,
+                    format!(
+                        "cannot reach MongoDB: no answer within {} ms of the call (the \
+                         serverSelectionTimeoutMS of the connection); if the server applies \
+                         it later, its values are left unused",
+                        timeout.as_millis()
+                    ),
+                )),
+            }
+        })
+    }
+}
+
+/// Counts a call as pending on its client until dropped.
+struct Busy(Arc<ClientHandle>);
+
+impl Drop for Busy {
+    fn drop(&mut self) {
+        self.0.busy.fetch_sub(1, Ordering::SeqCst);
+        self.0.touch();
     }
 }
 
 type Slot = Arc<OnceCell<Arc<ClientHandle>>>;
 
+/// When shared clients are released for lack of use.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// Most clients kept open: past it, opening one closes the least recently used
+    /// clients that have no call pending.
+    pub max_clients: usize,
+    /// A client with no call pending for this long is closed.
+    pub idle_after: Duration,
+    /// How often idle clients are looked for.
+    pub sweep_every: Duration,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_clients: 32,
+            idle_after: Duration::from_secs(300),
+            sweep_every: Duration::from_secs(30),
+        }
+    }
+}
+
 /// Shared clients keyed by target, created on first use.
 #[derive(Default)]
 pub struct ClientRegistry {
     slots: Mutex<HashMap<ConnectionTarget, Slot>>,
+    /// Live Node driver clients each target was derived from.
+    watchers: Mutex<HashMap<ConnectionTarget, usize>>,
+    limits: Limits,
+    /// The runtime in which the idle sweeper runs, if one does.
+    sweeper: Mutex<Option<RuntimeId>>,
 }
 
 impl ClientRegistry {
-    /// The client for `target`, opened once however many calls ask at the same time.
-    pub async fn get(&self, target: &ConnectionTarget) -> SeqResult<Arc<ClientHandle>> {
-        let slot = {
-            let mut slots = lock(&self.slots);
-            slots.entry(target.clone()).or_default().clone()
-        };
-        let handle = slot
-            .get_or_try_init(|| async { ClientHandle::open(target).await.map(Arc::new) })
-            .await?;
-        Ok(handle.clone())
+    /// A registry with these limits.
+    pub fn with_limits(limits: Limits) -> Self {
+        ClientRegistry {
+            limits,
+            ..Default::default()
+        }
     }
 
-    /// The client for `target` if it is already open (no waiting).
+    /// The client for `target`, opened once however many calls ask at the same time. A
+    /// client of another runtime (or closed) is replaced by a new one.
+    pub async fn get(&'static self, target: &ConnectionTarget) -> SeqResult<Arc<ClientHandle>> {
+        let (slot, replaced) = {
+            let mut slots = lock(&self.slots);
+            let unusable = slots
+                .get(target)
+                .and_then(|slot| slot.get())
+                .is_some_and(|handle| !handle.is_usable());
+            let replaced = if unusable { slots.remove(target) } else { None };
+            (slots.entry(target.clone()).or_default().clone(), replaced)
+        };
+        if let Some(old) = replaced.as_ref().and_then(|slot| slot.get()) {
+            // A client of a runtime that ended: its tasks are gone, only mark it closed so
+            // that whoever still holds it stops using it.
+            old.mark_closed();
+        }
+        let mut opened = false;
+        let handle = slot
+            .get_or_try_init(|| async {
+                opened = true;
+                ClientHandle::open(target).await.map(Arc::new)
+            })
+            .await?
+            .clone();
+        handle.touch();
+        if opened {
+            self.release_unused(Some(target));
+            self.ensure_sweeper();
+        }
+        Ok(handle)
+    }
+
+    /// The client for `target` if it is already open and belongs to the current runtime
+    /// (no waiting). `None` outside any runtime's context.
     pub fn try_get(&self, target: &ConnectionTarget) -> Option<Arc<ClientHandle>> {
+        let now = current_runtime()?;
         let slots = lock(&self.slots);
-        slots.get(target).and_then(|slot| slot.get().cloned())
+        let handle = slots.get(target)?.get()?;
+        if handle.runtime != Some(now) || handle.is_closed() {
+            return None;
+        }
+        handle.touch();
+        Some(handle.clone())
     }
 
     /// How many distinct clients are open.
@@ -153,17 +386,134 @@ impl ClientRegistry {
         self.len() == 0
     }
 
-    /// Closes and forgets every client.
-    pub async fn close_all(&self) {
+    /// Closes and forgets every client, waiting at most `timeout` for their shutdowns
+    /// (pending calls reject with `CLIENT_CLOSED` at once). True when every shutdown
+    /// finished in time.
+    pub async fn close_all(&self, timeout: Duration) -> bool {
         let slots: Vec<Slot> = {
             let mut slots = lock(&self.slots);
             slots.drain().map(|(_, slot)| slot).collect()
         };
-        for slot in slots {
-            if let Some(handle) = slot.get() {
-                handle.close().await;
+        let closing = slots
+            .iter()
+            .filter_map(|slot| slot.get().cloned())
+            .map(|handle| async move { handle.close_within(timeout).await });
+        futures_util::future::join_all(closing)
+            .await
+            .into_iter()
+            .all(|done| done)
+    }
+
+    /// Notes that one more live Node driver client uses `target`.
+    pub fn watch(&self, target: &ConnectionTarget) {
+        *lock(&self.watchers).entry(target.clone()).or_default() += 1;
+    }
+
+    /// One Node driver client of `target` closed: when it was the last, the shared
+    /// client closes (waiting at most [`DEFAULT_CLOSE_TIMEOUT`]); a later call opens a
+    /// new one.
+    pub async fn release(&self, target: &ConnectionTarget) {
+        let last = {
+            let mut watchers = lock(&self.watchers);
+            match watchers.get_mut(target) {
+                Some(count) if *count > 1 => {
+                    *count -= 1;
+                    false
+                }
+                Some(_) => {
+                    watchers.remove(target);
+                    true
+                }
+                None => false,
+            }
+        };
+        if !last {
+            return;
+        }
+        let slot = lock(&self.slots).remove(target);
+        if let Some(handle) = slot.as_ref().and_then(|slot| slot.get()) {
+            handle.close().await;
+        }
+    }
+
+    /// Takes out the clients to release: idle ones (no call pending for
+    /// [`Limits::idle_after`]), then, past [`Limits::max_clients`], the least recently
+    /// used ones with no call pending. Clients of another runtime go too. The client of
+    /// `keep` (just opened for a call) stays.
+    fn take_unused(&self, keep: Option<&ConnectionTarget>) -> Vec<Arc<ClientHandle>> {
+        let mut slots = lock(&self.slots);
+        let mut taken = Vec::new();
+        slots.retain(|target, slot| match slot.get() {
+            Some(handle)
+                if handle.is_stale()
+                    || (Some(target) != keep
+                        && handle.busy() == 0
+                        && handle.idle_for() >= self.limits.idle_after) =>
+            {
+                taken.push(handle.clone());
+                false
+            }
+            _ => true,
+        });
+        if slots.len() > self.limits.max_clients {
+            let mut idle: Vec<(ConnectionTarget, Duration)> = slots
+                .iter()
+                .filter(|(target, _)| Some(*target) != keep)
+                .filter_map(|(target, slot)| {
+                    let handle = slot.get()?;
+                    (handle.busy() == 0).then(|| (target.clone(), handle.idle_for()))
+                })
+                .collect();
+            idle.sort_by_key(|entry| std::cmp::Reverse(entry.1));
+            let excess = slots.len() - self.limits.max_clients;
+            for (target, _) in idle.into_iter().take(excess) {
+                if let Some(handle) = slots.remove(&target).and_then(|s| s.get().cloned()) {
+                    taken.push(handle);
+                }
             }
         }
+        taken
+    }
+
+    /// Closes the clients [`ClientRegistry::take_unused`] gives, in the background.
+    /// Returns how many clients are left.
+    fn release_unused(&self, keep: Option<&ConnectionTarget>) -> usize {
+        for handle in self.take_unused(keep) {
+            // Closed at once (calls holding it prepare again), shut down in the background.
+            handle.mark_closed();
+            if !handle.is_stale() {
+                tokio::spawn(async move { handle.shut_down_within(DEFAULT_CLOSE_TIMEOUT).await });
+            }
+        }
+        self.len()
+    }
+
+    /// Starts the task that releases idle clients in the current runtime, unless one
+    /// runs there already. It stops when no client is left.
+    fn ensure_sweeper(&'static self) {
+        let Some(now) = current_runtime() else {
+            return;
+        };
+        {
+            let mut sweeper = lock(&self.sweeper);
+            if *sweeper == Some(now) {
+                return;
+            }
+            *sweeper = Some(now);
+        }
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(self.limits.sweep_every).await;
+                if self.release_unused(None) == 0 {
+                    let mut sweeper = lock(&self.sweeper);
+                    // Recheck under the lock: a client opened since then keeps it going.
+                    if lock(&self.slots).is_empty() {
+                        *sweeper = None;
+                        return;
+                    }
+                }
+            }
+        });
     }
 }
 
@@ -174,18 +524,32 @@ pub static SHARED_CLIENTS: LazyLock<ClientRegistry> = LazyLock::new(ClientRegist
 mod tests {
     use super::*;
 
-    fn run<F: std::future::Future>(f: F) -> F::Output {
+    fn runtime() -> tokio::runtime::Runtime {
         tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
             .unwrap()
-            .block_on(f)
+    }
+
+    fn run<F: std::future::Future>(f: F) -> F::Output {
+        runtime().block_on(f)
+    }
+
+    fn leaked(limits: Limits) -> &'static ClientRegistry {
+        Box::leak(Box::new(ClientRegistry::with_limits(limits)))
+    }
+
+    fn target(n: u32) -> ConnectionTarget {
+        ConnectionTarget::from_uri(&format!(
+            "mongodb://127.0.0.1:1/?appName=t{n}&serverSelectionTimeoutMS=300"
+        ))
+        .unwrap()
     }
 
     #[test]
     fn same_target_shares_one_client_and_different_ones_do_not() {
         run(async {
-            let registry = ClientRegistry::default();
+            let registry = leaked(Limits::default());
             let a = ConnectionTarget::from_uri("mongodb://127.0.0.1:1/").unwrap();
             let b = ConnectionTarget::from_uri("mongodb://u:p@127.0.0.1:1/").unwrap();
             let (x, y) = tokio::join!(registry.get(&a), registry.get(&a));
@@ -193,10 +557,141 @@ mod tests {
             let z = registry.get(&b).await.unwrap();
             assert_eq!(registry.len(), 2);
             assert!(!z.is_closed());
-            registry.close_all().await;
+            registry.close_all(DEFAULT_CLOSE_TIMEOUT).await;
             assert!(registry.is_empty());
             assert!(z.is_closed());
             assert_eq!(z.store("db").err().unwrap().code, ErrorCode::ClientClosed);
+        });
+    }
+
+    #[test]
+    fn a_client_of_an_ended_runtime_is_replaced_not_reused() {
+        let registry = leaked(Limits::default());
+        let a = target(1);
+        let old = runtime().block_on(registry.get(&a)).unwrap();
+        // The runtime that opened `old` is gone (dropped above); a new one takes over.
+        let rt = runtime();
+        let _guard = rt.enter();
+        assert!(
+            old.is_stale(),
+            "seen from the new runtime, the old client is stale"
+        );
+        assert!(
+            registry.try_get(&a).is_none(),
+            "never handed out without waiting"
+        );
+        assert_eq!(old.ensure_open().unwrap_err().code, ErrorCode::ClientClosed);
+        let new = rt.block_on(registry.get(&a)).unwrap();
+        assert!(!Arc::ptr_eq(&old, &new));
+        assert!(old.is_closed(), "the replaced client is marked closed");
+        assert!(new.is_usable());
+        assert!(Arc::ptr_eq(&registry.try_get(&a).unwrap(), &new));
+        assert_eq!(registry.len(), 1);
+    }
+
+    #[test]
+    fn outside_any_runtime_try_get_hands_out_nothing() {
+        let registry = leaked(Limits::default());
+        let a = target(2);
+        let rt = runtime();
+        rt.block_on(registry.get(&a)).unwrap();
+        assert!(registry.try_get(&a).is_none());
+        let _guard = rt.enter();
+        assert!(registry.try_get(&a).is_some());
+    }
+
+    #[test]
+    fn clients_past_the_limit_are_closed_least_recently_used_first() {
+        run(async {
+            let registry = leaked(Limits {
+                max_clients: 3,
+                ..Limits::default()
+            });
+            let mut handles = Vec::new();
+            for n in 0..3 {
+                handles.push(registry.get(&target(10 + n)).await.unwrap());
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+            // The first is used again: the second is now the least recently used.
+            registry.get(&target(10)).await.unwrap();
+            tokio::time::sleep(Duration::from_millis(5)).await;
+            let fourth = registry.get(&target(13)).await.unwrap();
+            assert_eq!(registry.len(), 3);
+            assert!(handles[1].is_closed(), "the least recently used one closed");
+            assert!(!handles[0].is_closed() && !handles[2].is_closed());
+            assert!(!fourth.is_closed());
+        });
+    }
+
+    #[test]
+    fn a_client_with_a_pending_call_is_not_released() {
+        run(async {
+            let registry = leaked(Limits {
+                max_clients: 1,
+                idle_after: Duration::from_millis(1),
+                sweep_every: Duration::from_millis(5),
+            });
+            let busy = registry.get(&target(20)).await.unwrap();
+            let never: Pending = Box::pin(std::future::pending());
+            let guarded = busy.guard(never);
+            tokio::time::sleep(Duration::from_millis(30)).await;
+            assert!(!busy.is_closed(), "a pending call keeps its client");
+            let other = registry.get(&target(21)).await.unwrap();
+            assert!(!busy.is_closed(), "even past the limit");
+            // The pending call times out (serverSelectionTimeoutMS=300) and settles.
+            let outcome = guarded.await;
+            assert_eq!(outcome.unwrap_err().code, ErrorCode::Connection);
+            tokio::time::sleep(Duration::from_millis(40)).await;
+            assert!(
+                busy.is_closed() && other.is_closed(),
+                "idle ones are released"
+            );
+            assert!(registry.is_empty());
+        });
+    }
+
+    #[test]
+    fn a_pending_call_waits_at_most_its_timeout_and_rejects_at_close() {
+        run(async {
+            let registry = leaked(Limits::default());
+            let handle = registry.get(&target(30)).await.unwrap();
+            assert_eq!(handle.call_timeout(), Duration::from_millis(300));
+            let started = Instant::now();
+            let timed_out = handle.guard(Box::pin(std::future::pending())).await;
+            let took = started.elapsed();
+            assert_eq!(timed_out.unwrap_err().code, ErrorCode::Connection);
+            assert!(took >= Duration::from_millis(300) && took < Duration::from_millis(600));
+
+            let pending = handle.guard(Box::pin(std::future::pending()));
+            let closer = async {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+                registry.close_all(Duration::from_millis(200)).await
+            };
+            let started = Instant::now();
+            let (outcome, _) = tokio::join!(pending, closer);
+            assert_eq!(outcome.unwrap_err().code, ErrorCode::ClientClosed);
+            assert!(started.elapsed() < Duration::from_millis(250));
+            assert_eq!(handle.busy(), 0);
+        });
+    }
+
+    #[test]
+    fn the_shared_client_closes_with_its_last_node_client() {
+        run(async {
+            let registry = leaked(Limits::default());
+            let a = target(40);
+            registry.watch(&a);
+            registry.watch(&a);
+            let handle = registry.get(&a).await.unwrap();
+            registry.release(&a).await;
+            assert!(!handle.is_closed(), "another Node client still uses it");
+            registry.release(&a).await;
+            assert!(handle.is_closed(), "the last one closed");
+            assert!(registry.is_empty());
+            let reopened = registry.get(&a).await.unwrap();
+            assert!(!reopened.is_closed(), "a later call opens a new one");
+            registry.release(&a).await;
+            assert!(!reopened.is_closed(), "an unwatched target is not released");
         });
     }
 }

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use crate::engine::allocate::IdRange;
 use crate::engine::block_cache::CacheSlot;
 use crate::engine::counter_name::CounterName;
-use crate::engine::counter_state::{CounterState, Lane, Mode, Submitted};
+use crate::engine::counter_state::{CounterState, Lane, Mode, Outcome, Submitted};
 use crate::engine::driver_counters::DriverCounters;
 use crate::engine::error::SeqResult;
 use crate::engine::mongo_store::MongoStore;
@@ -82,24 +82,37 @@ impl Reservation {
         &self.state
     }
 
-    /// Whether the client of this reservation was closed.
+    /// Whether the client of this reservation was closed, or belongs to a runtime that
+    /// has ended: prepare a new reservation instead.
     pub fn is_closed(&self) -> bool {
-        self.handle.is_closed()
+        !self.handle.is_usable()
     }
 
     /// Submits a call for `count` values at once (it keeps its place in line); the
-    /// caller spawns `background` and awaits a later outcome. `CLIENT_CLOSED` once the
-    /// client is closed.
+    /// caller spawns `background` and awaits a later outcome, which settles within the
+    /// client's call timeout from now, and at once with `CLIENT_CLOSED` if the client
+    /// closes. `CLIENT_CLOSED` once the client is closed.
     pub fn submit(&self, count: i64) -> SeqResult<Submitted> {
         self.handle.ensure_open()?;
-        Ok(self.state.submit(
+        let Submitted {
+            outcome,
+            background,
+        } = self.state.submit(
             &self.store,
             &self.counter,
             &self.lane,
             self.mode,
             self.cache.as_ref(),
             count,
-        ))
+        );
+        let outcome = match outcome {
+            Outcome::Later(pending) => Outcome::Later(self.handle.guard(pending)),
+            now => now,
+        };
+        Ok(Submitted {
+            outcome,
+            background,
+        })
     }
 
     /// Reserves `count` values, spawning background work on the current runtime.
