@@ -102,6 +102,13 @@ mod tests {
     }
 
     #[test]
+    fn positions_outside_64_bits_saturate_instead_of_wrapping() {
+        assert_eq!(saturated(i128::from(i64::MAX) + 1), i64::MAX);
+        assert_eq!(saturated(i128::from(i64::MIN) - 1), i64::MIN);
+        assert_eq!(saturated(-7), -7);
+    }
+
+    #[test]
     fn huge_steps_span_the_whole_range() {
         let step = 1 << 62;
         let r = IdRange::stepped_ending_at(step, 3, step).unwrap();
