@@ -275,8 +275,9 @@ pub fn rule(key: &str) -> Option<Rule> {
 }
 
 /// A TLS file named by the Node client, with its contents when derived (so that two
-/// clients naming the same path with different files never share a client).
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// clients naming the same path with different files never share a client). Its `Debug`
+/// shows the path and size only: the contents may hold a private key.
+#[derive(Clone, PartialEq, Eq)]
 pub struct TlsFile {
     /// The path as the Node client has it.
     pub path: String,
@@ -298,6 +299,15 @@ impl TlsFile {
             contents: contents.into(),
             digest: hasher.finish(),
         }
+    }
+}
+
+impl std::fmt::Debug for TlsFile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TlsFile")
+            .field("path", &self.path)
+            .field("bytes", &self.contents.len())
+            .finish()
     }
 }
 
@@ -1359,5 +1369,16 @@ mod tests {
         let d = derive(&o, &no_files).unwrap();
         assert!(!format!("{d:?}").contains("hunter2"));
         assert_eq!(d.secrets(), vec!["hunter2".to_string()]);
+        // Nor the private key of a TLS file (its contents are in the key, not the output).
+        o.insert("tls".into(), NodeValue::Bool(true));
+        o.insert("tlsCertificateKeyFile".into(), text("/me.pem"));
+        let read = |_: &str| Ok(b"-----BEGIN PRIVATE KEY-----\nMIIsecret".to_vec());
+        let d = derive(&o, &read).unwrap();
+        let shown = format!("{d:?}");
+        assert!(
+            !shown.contains("MIIsecret") && !shown.contains("77, 73, 73"),
+            "{shown}"
+        );
+        assert!(shown.contains("/me.pem"), "{shown}");
     }
 }
