@@ -175,6 +175,23 @@ test('a connection that cannot be made fails within --timeout, without the passw
   assert.ok(!bad.stderr.includes('%zz'));
 });
 
+test('an @ in the query never makes a piece of it the database', async () => {
+  // mongodb://host/<db>?appName=ops@corp.example/<other>: the last '@' is the query's, and
+  // reading the path after it would write to <other>. No database is guessed then.
+  const base = new URL(env.uri);
+  const other = `${env.dbName}_other`;
+  const uri = `${base.protocol}//${base.host}/${env.dbName}?appName=ops@corp.example/${other}`;
+  const r = await cli(['next', 'at_in_query', '--upsert'], { uri, db: null });
+  assert.equal(r.code, 2, r.stdout + r.stderr);
+  assert.match(r.stderr, /^error USAGE: no database/);
+  const written = await env.client.db(other).collection('counters').countDocuments();
+  assert.equal(written, 0, `a counter was written to ${other}`);
+  // Named with --db, the same string works.
+  assert.equal(await ok(['next', 'at_in_query', '--upsert'], { uri, db: env.dbName }), '1');
+  // A plain string still names its database.
+  assert.equal(await ok(['current', 'at_in_query'], { uri: `${base.protocol}//${base.host}/${env.dbName}`, db: null }), '1');
+});
+
 test('drop asks for confirmation on a terminal', async () => {
   const python = ensureVenv();
   const onTerminal = (answer, name) =>

@@ -148,18 +148,28 @@ function sequenceName(text) {
 }
 
 /**
- * The database named in a connection string's path, if any. The user information (up to
- * the last '@', as a password may hold an unescaped '/') is skipped, so that no part of a
- * password can be taken for a database name and printed in a message.
+ * The database named in a connection string's path, if any. In a valid string the user
+ * information ends at the last '@' before the first '/' or '?'; but a password may hold
+ * an unescaped '/', '?' or '@', and a query an '@' (appName=ops@example.com). The path is
+ * read both ways (user information up to that '@', and up to the last '@' of the whole
+ * string, which no part of a password follows) and used only when both readings agree:
+ * otherwise no database is guessed (the user passes --db), so that neither a piece of a
+ * password nor a piece of the query is taken for a database name.
  */
 function databaseOf(uri) {
   const afterScheme = uri.split('://')[1] ?? '';
-  const rest = afterScheme.slice(afterScheme.lastIndexOf('@') + 1);
-  const slash = rest.indexOf('/');
-  if (slash < 0) return undefined;
-  const path = rest.slice(slash + 1).split('?')[0];
+  const pathOf = (rest) => {
+    const slash = rest.search(/[/?]/);
+    if (slash < 0 || rest[slash] !== '/') return undefined;
+    return rest.slice(slash + 1).split('?')[0];
+  };
+  const authorityEnd = afterScheme.search(/[/?]/);
+  const authority = authorityEnd < 0 ? afterScheme : afterScheme.slice(0, authorityEnd);
+  const byAuthority = pathOf(afterScheme.slice(authority.lastIndexOf('@') + 1));
+  const byLastAt = pathOf(afterScheme.slice(afterScheme.lastIndexOf('@') + 1));
+  if (byAuthority === undefined || byAuthority !== byLastAt) return undefined;
   try {
-    return decodeURIComponent(path) || undefined;
+    return decodeURIComponent(byAuthority) || undefined;
   } catch {
     return undefined;
   }

@@ -55,6 +55,22 @@ impl ConnectionTarget {
         }
     }
 
+    /// Whether the TLS files named by a derived target still hold the contents in its key
+    /// (the Rust driver reads them by path when a client is opened: a client opened from
+    /// other contents would present another certificate than the key says).
+    pub fn tls_files_unchanged(&self) -> bool {
+        let TargetSource::Derived(derived) = &self.source else {
+            return true;
+        };
+        let Some(tls) = &derived.tls else {
+            return true;
+        };
+        [&tls.ca_file, &tls.cert_key_file]
+            .into_iter()
+            .flatten()
+            .all(|file| read_tls_file(&file.path).is_ok_and(|now| now[..] == file.contents[..]))
+    }
+
     /// The server selection timeout, when overridden.
     pub fn server_selection_timeout(&self) -> Option<Duration> {
         self.server_selection_timeout_ms.map(Duration::from_millis)
@@ -136,8 +152,21 @@ static DERIVED: LazyLock<Mutex<HashMap<NodeOptions, SeqResult<ConnectionTarget>>
 /// Distinct clients remembered at most (a bound against unbounded growth).
 const MAX_DERIVED: usize = 256;
 
-/// [`derive_from_node_client`], remembered per distinct set of options.
+/// Whether `options` name a TLS file: their derivation holds the file's contents, which
+/// the options (a path) do not determine.
+fn names_tls_files(options: &NodeOptions) -> bool {
+    ["tlsCAFile", "tlsCertificateKeyFile"]
+        .iter()
+        .any(|key| options.get(*key).is_some_and(|v| !v.is_unset()))
+}
+
+/// [`derive_from_node_client`], remembered per distinct set of options. Options naming a
+/// TLS file are derived afresh: the same path may hold another certificate now (a rotated
+/// key, another user's file), and the connection must be the one its contents stand for.
 pub fn derive_from_node_client_cached(options: &NodeOptions) -> SeqResult<ConnectionTarget> {
+    if names_tls_files(options) {
+        return derive_from_node_client(options);
+    }
     let mut derived = lock(&DERIVED);
     if let Some(known) = derived.get(options) {
         return known.clone();
@@ -153,12 +182,20 @@ pub fn derive_from_node_client_cached(options: &NodeOptions) -> SeqResult<Connec
 /// Largest TLS file read (a CA bundle is a few hundred kilobytes at most).
 const MAX_TLS_FILE_BYTES: u64 = 4 * 1024 * 1024;
 
-/// A TLS file's contents, refused past [`MAX_TLS_FILE_BYTES`] (a device or a wrong path).
+/// A TLS file's contents, refused past [`MAX_TLS_FILE_BYTES`] (a device or a wrong path)
+/// and unless it is a regular file: opening a named pipe or a terminal (`/dev/stdin`)
+/// would block the JavaScript thread until someone writes to it.
 fn read_tls_file(path: &str) -> std::io::Result<Vec<u8>> {
     use std::io::Read;
+    if !std::fs::metadata(path)?.is_file() {
+        return Err(std::io::ErrorKind::InvalidInput.into());
+    }
+    let file = std::fs::File::open(path)?;
+    if !file.metadata()?.is_file() {
+        return Err(std::io::ErrorKind::InvalidInput.into());
+    }
     let mut contents = Vec::new();
-    std::fs::File::open(path)?
-        .take(MAX_TLS_FILE_BYTES + 1)
+    file.take(MAX_TLS_FILE_BYTES + 1)
         .read_to_end(&mut contents)?;
     if contents.len() as u64 > MAX_TLS_FILE_BYTES {
         return Err(std::io::ErrorKind::InvalidData.into());
@@ -234,6 +271,66 @@ mod tests {
         assert_eq!(e.code, ErrorCode::UnsupportedClient);
         assert!(e.message.contains("'proxyHost'"), "{}", e.message);
         assert!(derive_from_node_client_cached(&bad).is_err());
+    }
+
+    /// A scratch directory of this test process.
+    fn scratch(name: &str) -> std::path::PathBuf {
+        let dir =
+            std::env::temp_dir().join(format!("mongo-sequence-{}-{name}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    fn with_tls_file(key: &str, path: &std::path::Path) -> NodeOptions {
+        let mut o = options("h");
+        o.insert("tls".into(), NodeValue::Bool(true));
+        o.insert(key.into(), NodeValue::Text(path.to_str().unwrap().into()));
+        o
+    }
+
+    #[test]
+    fn remembered_derivations_follow_the_tls_files_contents() {
+        let dir = scratch("rotated");
+        for key in ["tlsCertificateKeyFile", "tlsCAFile"] {
+            let path = dir.join(format!("{key}.pem"));
+            std::fs::write(&path, b"alice's certificate and key").unwrap();
+            let o = with_tls_file(key, &path);
+            let alice = derive_from_node_client_cached(&o).unwrap();
+            // The same path, another user's (or a rotated) file: never alice's client.
+            std::fs::write(&path, b"bob's certificate and key").unwrap();
+            let bob = derive_from_node_client_cached(&o).unwrap();
+            assert_ne!(alice, bob, "{key}");
+            assert_eq!(bob, derive_from_node_client(&o).unwrap(), "{key}");
+            // A file that is gone is refused, not served from memory.
+            std::fs::remove_file(&path).unwrap();
+            let e = derive_from_node_client_cached(&o).unwrap_err();
+            assert_eq!(e.code, ErrorCode::UnsupportedClient, "{key}");
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn tls_paths_that_are_not_regular_files_are_refused_without_blocking() {
+        let dir = scratch("fifo");
+        let fifo = dir.join("ca.pem");
+        let made = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap();
+        assert!(made.success());
+        for path in [fifo.clone(), dir.clone()] {
+            let o = with_tls_file("tlsCAFile", &path);
+            let (tx, rx) = std::sync::mpsc::channel();
+            std::thread::spawn(move || tx.send(derive_from_node_client(&o).map(|_| ())));
+            let result = rx
+                .recv_timeout(Duration::from_secs(5))
+                .unwrap_or_else(|_| panic!("reading {} blocked", path.display()));
+            let e = result.unwrap_err();
+            assert_eq!(e.code, ErrorCode::UnsupportedClient);
+            assert!(e.message.contains("'tlsCAFile'"), "{}", e.message);
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

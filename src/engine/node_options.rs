@@ -275,8 +275,9 @@ pub fn rule(key: &str) -> Option<Rule> {
 }
 
 /// A TLS file named by the Node client, with its contents when derived (so that two
-/// clients naming the same path with different files never share a client).
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// clients naming the same path with different files never share a client). Its `Debug`
+/// shows the path and size only: the contents may hold a private key.
+#[derive(Clone, PartialEq, Eq)]
 pub struct TlsFile {
     /// The path as the Node client has it.
     pub path: String,
@@ -298,6 +299,15 @@ impl TlsFile {
             contents: contents.into(),
             digest: hasher.finish(),
         }
+    }
+}
+
+impl std::fmt::Debug for TlsFile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TlsFile")
+            .field("path", &self.path)
+            .field("bytes", &self.contents.len())
+            .finish()
     }
 }
 
@@ -497,9 +507,13 @@ pub fn derive(
         direct_connection: flag("directConnection")?,
         load_balanced: flag("loadBalanced")?,
         write_concern: derive_write_concern(get("writeConcern"))?,
-        read_concern: match get("readConcern").get("level") {
+        read_concern: match get("readConcern") {
             v if v.is_unset() => None,
-            NodeValue::Text(level) => Some(level.clone()),
+            NodeValue::Map(_) => match get("readConcern").get("level") {
+                v if v.is_unset() => None,
+                NodeValue::Text(level) => Some(level.clone()),
+                _ => return Err(bad("readConcern", "not a read concern")),
+            },
             _ => return Err(bad("readConcern", "not a read concern")),
         },
         read_preference: derive_read_preference(get("readPreference"))?,
@@ -680,7 +694,12 @@ fn derive_credential(
         }
     }
     let source = text("source");
-    let (source, source_default) = if source_from_srv && mechanism.is_none() {
+    // The Node driver lets an SRV name's TXT `authSource` replace the resolved source for
+    // every mechanism but the `$external` ones (of those, this build has X.509 only); the
+    // Rust driver applies it when no source is set, so the source is left unset for the
+    // same mechanisms (their default database stays the Node client's source).
+    let txt_may_apply = mechanism.as_deref() != Some("MONGODB-X509");
+    let (source, source_default) = if source_from_srv && txt_may_apply {
         (None, source)
     } else {
         (source, None)
@@ -698,6 +717,10 @@ fn derive_write_concern(value: &NodeValue) -> SeqResult<Option<DerivedWriteConce
     use crate::engine::write_concern::WriteAck;
     if value.is_unset() {
         return Ok(None);
+    }
+    if !matches!(value, NodeValue::Map(_)) {
+        // Unreadable (a getter that throws, nested too deep): never read as "no concern".
+        return Err(bad("writeConcern", "not a write concern"));
     }
     let w = match value.get("w") {
         v if v.is_unset() => None,
@@ -1277,6 +1300,62 @@ mod tests {
     }
 
     #[test]
+    fn srv_txt_auth_source_applies_to_the_same_mechanisms_as_in_node() {
+        let srv = |mechanism: &str, source: &str, user_specified: bool| {
+            let mut o = base();
+            o.insert("hosts".into(), NodeValue::List(vec![]));
+            o.insert("srvHost".into(), text("cluster0.example.net"));
+            o.insert("tls".into(), NodeValue::Bool(true));
+            o.insert(
+                "userSpecifiedAuthSource".into(),
+                NodeValue::Bool(user_specified),
+            );
+            o.insert(
+                "credentials".into(),
+                map(&[
+                    ("username", text("u")),
+                    ("password", text("p")),
+                    ("source", text(source)),
+                    ("mechanism", text(mechanism)),
+                    ("mechanismProperties", map(&[])),
+                ]),
+            );
+            let c = derive(&o, &no_files).unwrap().credential.unwrap();
+            (c.source, c.source_default)
+        };
+        // The Node driver replaces the source with the TXT record's for SCRAM and PLAIN
+        // (named or negotiated): the Rust driver must be left free to do the same.
+        for mechanism in ["DEFAULT", "SCRAM-SHA-1", "SCRAM-SHA-256", "PLAIN"] {
+            assert_eq!(
+                srv(mechanism, "shop", false),
+                (None, Some("shop".to_string())),
+                "{mechanism}"
+            );
+            assert_eq!(
+                srv(mechanism, "shop", true),
+                (Some("shop".to_string()), None),
+                "{mechanism}"
+            );
+        }
+        // Not for X.509, whose source stays $external in the Node driver.
+        assert_eq!(
+            srv("MONGODB-X509", "$external", false),
+            (Some("$external".to_string()), None)
+        );
+    }
+
+    #[test]
+    fn unreadable_concerns_are_refused_not_dropped() {
+        for key in ["writeConcern", "readConcern"] {
+            for value in [NodeValue::Other, NodeValue::Function, text("majority")] {
+                let mut o = base();
+                o.insert(key.into(), value.clone());
+                assert!(refusal(&o).contains(&format!("'{key}'")), "{key} {value:?}");
+            }
+        }
+    }
+
+    #[test]
     fn secrets_never_reach_debug_output() {
         let mut o = base();
         o.insert(
@@ -1290,5 +1369,16 @@ mod tests {
         let d = derive(&o, &no_files).unwrap();
         assert!(!format!("{d:?}").contains("hunter2"));
         assert_eq!(d.secrets(), vec!["hunter2".to_string()]);
+        // Nor the private key of a TLS file (its contents are in the key, not the output).
+        o.insert("tls".into(), NodeValue::Bool(true));
+        o.insert("tlsCertificateKeyFile".into(), text("/me.pem"));
+        let read = |_: &str| Ok(b"-----BEGIN PRIVATE KEY-----\nMIIsecret".to_vec());
+        let d = derive(&o, &read).unwrap();
+        let shown = format!("{d:?}");
+        assert!(
+            !shown.contains("MIIsecret") && !shown.contains("77, 73, 73"),
+            "{shown}"
+        );
+        assert!(shown.contains("/me.pem"), "{shown}");
     }
 }

@@ -95,6 +95,18 @@ impl ClientHandle {
             .server_selection_timeout
             .unwrap_or(DEFAULT_CALL_TIMEOUT);
         let client = Client::with_options(options).map_err(|e| from_driver(&e, &secrets))?;
+        // The driver has read the TLS files by path: they must be the ones the target (the
+        // shared-client key) was derived from, or this client could hold another user's
+        // certificate under this user's key.
+        if !target.tls_files_unchanged() {
+            client.shutdown().await;
+            return Err(SeqError::new(
+                ErrorCode::UnsupportedClient,
+                "cannot derive a connection from this MongoClient: its TLS files \
+                 (tlsCAFile, tlsCertificateKeyFile) changed while the connection was \
+                 opened; retry, or pass the connection string yourself as { uri }",
+            ));
+        }
         Ok(ClientHandle {
             client,
             secrets,
@@ -544,6 +556,43 @@ mod tests {
             "mongodb://127.0.0.1:1/?appName=t{n}&serverSelectionTimeoutMS=300"
         ))
         .unwrap()
+    }
+
+    #[test]
+    fn a_client_is_never_opened_from_other_tls_files_than_its_key() {
+        use crate::engine::connection::derive_from_node_client;
+        use crate::engine::node_options::{NodeOptions, NodeValue};
+        let dir = std::env::temp_dir().join(format!("mongo-sequence-{}-open", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("ca.pem");
+        std::fs::write(&path, b"alice's CA").unwrap();
+        let mut host = std::collections::BTreeMap::new();
+        host.insert("host".to_string(), NodeValue::Text("127.0.0.1".into()));
+        host.insert("port".to_string(), NodeValue::number(1.0));
+        let mut o = NodeOptions::new();
+        o.insert("hosts".into(), NodeValue::List(vec![NodeValue::Map(host)]));
+        o.insert("tls".into(), NodeValue::Bool(true));
+        o.insert(
+            "tlsCAFile".into(),
+            NodeValue::Text(path.to_str().unwrap().into()),
+        );
+        let alice = derive_from_node_client(&o).unwrap();
+        run(async {
+            let registry = ClientRegistry::default();
+            // Unchanged: opens.
+            registry.get(&alice).await.unwrap();
+            registry.close_all().await;
+            // Rewritten between the derivation and the opening: refused.
+            std::fs::write(&path, b"bob's CA").unwrap();
+            let e = registry.get(&alice).await.err().unwrap();
+            assert_eq!(e.code, ErrorCode::UnsupportedClient, "{}", e.message);
+            assert_eq!(registry.len(), 0);
+            // Derived again, it opens with the file as it is now.
+            let bob = derive_from_node_client(&o).unwrap();
+            registry.get(&bob).await.unwrap();
+            registry.close_all().await;
+        });
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
