@@ -578,10 +578,10 @@ mod tests {
         );
         let alice = derive_from_node_client(&o).unwrap();
         run(async {
-            let registry = ClientRegistry::default();
+            let registry = leaked(Limits::default());
             // Unchanged: opens.
             registry.get(&alice).await.unwrap();
-            registry.close_all().await;
+            registry.close_all(DEFAULT_CLOSE_TIMEOUT).await;
             // Rewritten between the derivation and the opening: refused.
             std::fs::write(&path, b"bob's CA").unwrap();
             let e = registry.get(&alice).await.err().unwrap();
@@ -590,7 +590,7 @@ mod tests {
             // Derived again, it opens with the file as it is now.
             let bob = derive_from_node_client(&o).unwrap();
             registry.get(&bob).await.unwrap();
-            registry.close_all().await;
+            registry.close_all(DEFAULT_CLOSE_TIMEOUT).await;
         });
         std::fs::remove_dir_all(&dir).unwrap();
     }
