@@ -550,6 +550,30 @@ mod tests {
     }
 
     #[test]
+    fn a_fetch_dropped_midway_fails_its_waiters_and_the_next_call_fetches_again() {
+        let cache = slot(10);
+        let counter = Arc::new(FakeCounter::default());
+        run(async {
+            let c = counter.clone();
+            let (answer, fetching) =
+                cache.wait(1, by_total(move |t| c.clone().fetch(t, 1_000_000)));
+            let task = tokio::spawn(fetching.expect("the first call fetches"));
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+            task.abort();
+            let _ = task.await;
+            let limit = std::time::Duration::from_secs(5);
+            let got = tokio::time::timeout(limit, crate::engine::waiter::receive(answer)).await;
+            let error = got.expect("the waiter was answered").unwrap_err();
+            assert_eq!(error.code, crate::engine::error::ErrorCode::Internal);
+            assert!(!cache.is_fetching(), "the slot is free for the next fetch");
+            let c = counter.clone();
+            let next = cache.clone().reserve(1, move |t| c.clone().fetch(t, 0));
+            let r = tokio::time::timeout(limit, next).await.expect("served");
+            assert_eq!(r.unwrap().first, 1, "the dropped fetch consumed nothing");
+        });
+    }
+
+    #[test]
     fn running_dry_fetches_more_blocks_at_once_in_ascending_blocks() {
         let cache = slot(10);
         let counter = Arc::new(FakeCounter::default());

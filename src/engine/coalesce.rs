@@ -324,6 +324,34 @@ mod tests {
     }
 
     #[test]
+    fn a_driver_dropped_midway_fails_its_calls_and_frees_the_lane() {
+        let coalescer = leaked();
+        let counter = Arc::new(FakeCounter::default());
+        run(async {
+            let c = counter.clone();
+            let slow = by_total(move |t| c.clone().fetch(t, 1_000_000));
+            let (answer, driver) = coalescer.submit(5, 1, slow);
+            let task = tokio::spawn(driver.expect("the first call drives"));
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+            task.abort();
+            let _ = task.await;
+            let limit = std::time::Duration::from_secs(5);
+            let got = tokio::time::timeout(limit, crate::engine::waiter::receive(answer)).await;
+            let error = got.expect("the call was answered").unwrap_err();
+            assert_eq!(error.code, crate::engine::error::ErrorCode::Internal);
+            assert_eq!(coalescer.in_flight(), 0, "the lane is free");
+            let c = counter.clone();
+            let next = coalescer.reserve(5, 1, move |t| c.clone().fetch(t, 0));
+            let r = tokio::time::timeout(limit, next).await.expect("served");
+            assert_eq!(
+                r.unwrap().first,
+                1,
+                "the dropped round trip consumed nothing"
+            );
+        });
+    }
+
+    #[test]
     fn slices_follow_call_order() {
         let coalescer = leaked();
         let counter = Arc::new(FakeCounter::default());
