@@ -108,78 +108,34 @@ pub fn read_db(env: &Env, value: &Unknown, uri: Option<&str>) -> SeqResult<DbTar
 /// the object (files read into `ca`/`cert`/`key`, SRV results) derive the same connection.
 mod options_memo {
     use std::cell::RefCell;
-    use std::ptr;
 
     use napi::bindgen_prelude::{Env, Object};
-    use napi::{sys, JsValue};
+    use napi::JsValue;
 
+    use crate::binding::object_memo::ObjectMemo;
     use crate::engine::connection::ConnectionTarget;
 
     /// How many options objects are remembered per JavaScript thread.
     const CAPACITY: usize = 8;
 
-    struct Entry {
-        env: sys::napi_env,
-        object: sys::napi_ref,
-        target: ConnectionTarget,
-    }
-
     thread_local! {
-        static MEMO: RefCell<(Vec<Entry>, usize)> = const { RefCell::new((Vec::new(), 0)) };
-    }
-
-    fn same_object(env: &Env, reference: sys::napi_ref, value: &Object) -> bool {
-        let mut held = ptr::null_mut();
-        let mut equal = false;
-        // SAFETY: `reference` was created in this env on this thread; a collected object
-        // yields a null value, which is never equal.
-        unsafe {
-            sys::napi_get_reference_value(env.raw(), reference, &mut held) == sys::Status::napi_ok
-                && !held.is_null()
-                && sys::napi_strict_equals(env.raw(), held, value.raw(), &mut equal)
-                    == sys::Status::napi_ok
-                && equal
-        }
+        static MEMO: RefCell<ObjectMemo<ConnectionTarget>> =
+            const { RefCell::new(ObjectMemo::new(CAPACITY)) };
     }
 
     /// The connection remembered for this very options object, if any.
     pub fn recall(env: &Env, options: &Object) -> Option<ConnectionTarget> {
         MEMO.with(|memo| {
             memo.borrow()
-                .0
-                .iter()
-                .find(|e| e.env == env.raw() && same_object(env, e.object, options))
-                .map(|e| e.target.clone())
+                .recall_with(env, options.raw(), ConnectionTarget::clone)
         })
     }
 
     /// Remembers `target` for `options`, replacing the oldest entry when full.
     pub fn remember(env: &Env, options: &Object, target: &ConnectionTarget) {
-        let mut reference = ptr::null_mut();
-        // SAFETY: a weak (count 0) reference to a live object of this env.
-        let created =
-            unsafe { sys::napi_create_reference(env.raw(), options.raw(), 0, &mut reference) };
-        if created != sys::Status::napi_ok {
-            return;
-        }
         MEMO.with(|memo| {
-            let mut memo = memo.borrow_mut();
-            let entry = Entry {
-                env: env.raw(),
-                object: reference,
-                target: target.clone(),
-            };
-            if memo.0.len() < CAPACITY {
-                memo.0.push(entry);
-                return;
-            }
-            let slot = memo.1 % CAPACITY;
-            memo.1 = memo.1.wrapping_add(1);
-            let old = std::mem::replace(&mut memo.0[slot], entry);
-            if old.env == env.raw() {
-                // SAFETY: the reference belongs to this env, which is alive (in a call).
-                unsafe { sys::napi_delete_reference(env.raw(), old.object) };
-            }
+            memo.borrow_mut()
+                .remember(env, options.raw(), target.clone())
         });
     }
 }

@@ -17,6 +17,7 @@ pub mod js_to_bson;
 pub mod located;
 pub mod name;
 pub mod node_close;
+pub mod object_memo;
 pub mod option_specs;
 pub mod options;
 pub mod output;

@@ -361,24 +361,28 @@ impl MongoStore {
         use futures_util::TryStreamExt;
         check_field(field)?;
         let filter = doc! { field: { "$type": ["int", "long", "double"] } };
-        let docs: Vec<Document> = self
+        // Only the value and configuration fields travel (`_id` always does), and each
+        // document is converted as it arrives: a counters collection holding large
+        // documents is never loaded whole.
+        let mut cursor = self
             .database()
             .collection::<Document>(collection)
             .find(filter)
+            .projection(crate::engine::filters::value_and_config_projection(field))
             .sort(doc! { "_id": 1 })
             .await
-            .map_err(|e| self.error(&e))?
-            .try_collect()
-            .await
             .map_err(|e| self.error(&e))?;
-        Ok(docs
-            .into_iter()
-            .filter_map(|d| {
-                let value = integer_after_increment(d.get(field)).ok()?;
-                let config = SequenceConfig::from_doc(&d, field).ok().flatten();
-                Some((d.get("_id")?.clone(), value, config))
-            })
-            .collect())
+        let mut listed = Vec::new();
+        while let Some(d) = cursor.try_next().await.map_err(|e| self.error(&e))? {
+            let Ok(value) = integer_after_increment(d.get(field)) else {
+                continue;
+            };
+            let config = SequenceConfig::from_doc(&d, field).ok().flatten();
+            if let Some(id) = d.get("_id") {
+                listed.push((id.clone(), value, config));
+            }
+        }
+        Ok(listed)
     }
 
     /// The usable value furthest along `direction` that `path` reaches in collection

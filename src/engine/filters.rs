@@ -118,9 +118,15 @@ pub fn value_projection(counter: &CounterRef) -> Document {
 
 /// The counter field, its configuration and its start.
 pub fn counter_projection(counter: &CounterRef) -> Document {
-    let names = ConfigFields::of(&counter.field);
+    value_and_config_projection(&counter.field)
+}
+
+/// The projection of counter field `field` and its configuration fields: what reading a
+/// counter (or listing counters) needs, nothing else of the document.
+pub fn value_and_config_projection(field: &str) -> Document {
+    let names = ConfigFields::of(field);
     doc! {
-        counter.field.as_str(): 1,
+        field: 1,
         names.start: 1,
         names.step: 1,
         names.min: 1,
