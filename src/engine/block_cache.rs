@@ -193,15 +193,25 @@ impl CacheSlot {
     /// fills the cache with what is left before the counter's limit, at most one fetch's
     /// worth. The caller has set `fetching` (through [`CacheSlot::try_take`] or
     /// [`CacheSlot::wait`]).
-    pub async fn prefetch<F, Fut>(self: Arc<Self>, fetch: F)
+    pub fn prefetch<F, Fut>(self: Arc<Self>, fetch: F) -> impl Future<Output = ()> + Send + 'static
     where
         F: Fn(Vec<Demand>) -> Fut + Send + 'static,
         Fut: Future<Output = Grants> + Send + 'static,
     {
+        // Armed before the fetch is first polled: a fetch dropped unstarted (a runtime
+        // shutting down drops spawned tasks unpolled) still frees the slot.
         let release = FetchRelease {
             slot: self.clone(),
             armed: true,
         };
+        self.fetch_until_served(fetch, release)
+    }
+
+    async fn fetch_until_served<F, Fut>(self: Arc<Self>, fetch: F, release: FetchRelease)
+    where
+        F: Fn(Vec<Demand>) -> Fut + Send + 'static,
+        Fut: Future<Output = Grants> + Send + 'static,
+    {
         loop {
             let (demands, generation) = {
                 let mut entry = self.lock();
@@ -570,6 +580,69 @@ mod tests {
             let next = cache.clone().reserve(1, move |t| c.clone().fetch(t, 0));
             let r = tokio::time::timeout(limit, next).await.expect("served");
             assert_eq!(r.unwrap().first, 1, "the dropped fetch consumed nothing");
+        });
+    }
+
+    #[test]
+    fn a_fetch_dropped_before_it_ran_fails_its_waiters_and_frees_the_slot() {
+        // A runtime shutting down drops spawned tasks without polling them: the slot
+        // must not stay "fetching" for a fetch that never starts.
+        let cache = slot(10);
+        let counter = Arc::new(FakeCounter::default());
+        run(async {
+            let c = counter.clone();
+            let (answer, fetching) = cache.wait(1, by_total(move |t| c.clone().fetch(t, 0)));
+            drop(fetching.expect("the first call fetches"));
+            let limit = std::time::Duration::from_secs(5);
+            let got = tokio::time::timeout(limit, crate::engine::waiter::receive(answer)).await;
+            let error = got.expect("the waiter was answered").unwrap_err();
+            assert_eq!(error.code, crate::engine::error::ErrorCode::Internal);
+            assert!(!cache.is_fetching(), "the slot is free for the next fetch");
+            let c = counter.clone();
+            let next = cache.clone().reserve(1, move |t| c.clone().fetch(t, 0));
+            let r = tokio::time::timeout(limit, next).await.expect("served");
+            assert_eq!(r.unwrap().first, 1);
+        });
+    }
+
+    #[test]
+    fn a_prefetch_dropped_before_it_ran_frees_the_slot() {
+        let cache = slot(4);
+        let counter = Arc::new(FakeCounter::default());
+        run(async {
+            let limit = std::time::Duration::from_secs(5);
+            let c = counter.clone();
+            let first = cache.clone().reserve(1, move |t| c.clone().fetch(t, 0));
+            tokio::time::timeout(limit, first)
+                .await
+                .expect("served")
+                .unwrap();
+            // Take until a prefetch is due, then drop it unstarted.
+            let mut dropped = false;
+            for _ in 0..4 {
+                if let Some(taken) = cache.try_take(1) {
+                    if taken.prefetch {
+                        let c = counter.clone();
+                        drop(
+                            cache
+                                .clone()
+                                .prefetch(by_total(move |t| c.clone().fetch(t, 0))),
+                        );
+                        dropped = true;
+                        break;
+                    }
+                }
+            }
+            assert!(dropped, "a prefetch came due");
+            assert!(!cache.is_fetching(), "the slot is free for the next fetch");
+            for _ in 0..8 {
+                let c = counter.clone();
+                let next = cache.clone().reserve(1, move |t| c.clone().fetch(t, 0));
+                tokio::time::timeout(limit, next)
+                    .await
+                    .expect("served")
+                    .unwrap();
+            }
         });
     }
 

@@ -82,21 +82,26 @@ impl<K: Eq + Hash + Clone + Send + 'static> Coalescer<K> {
                 }
             }
         };
-        let driver = starts_round_trip.then(|| self.clone().drive(key, fetch));
+        let driver = starts_round_trip.then(|| {
+            // Armed before the driver is first polled: a driver dropped unstarted (a
+            // runtime shutting down drops spawned tasks unpolled) still frees the lane.
+            let release = LaneRelease {
+                coalescer: self.clone(),
+                key: key.clone(),
+                armed: true,
+            };
+            self.clone().drive(key, fetch, release)
+        });
         (answer, driver)
     }
 
-    /// Serves the queue of `key` one round trip at a time until it is empty.
-    async fn drive<F, Fut>(self: Arc<Self>, key: K, fetch: F)
+    /// Serves the queue of `key` one round trip at a time until it is empty; `release`
+    /// frees the lane if it stops early.
+    async fn drive<F, Fut>(self: Arc<Self>, key: K, fetch: F, release: LaneRelease<K>)
     where
         F: Fn(Vec<Demand>) -> Fut + Send + 'static,
         Fut: Future<Output = Grants> + Send + 'static,
     {
-        let release = LaneRelease {
-            coalescer: self.clone(),
-            key: key.clone(),
-            armed: true,
-        };
         while let Some(batch) = self.next_batch(&key) {
             let demands = batch.iter().map(|w| Demand::Exact(w.count)).collect();
             let result = caught("merged round trip", fetch(demands)).await;
@@ -348,6 +353,29 @@ mod tests {
                 1,
                 "the dropped round trip consumed nothing"
             );
+        });
+    }
+
+    #[test]
+    fn a_driver_dropped_before_it_ran_fails_its_calls_and_frees_the_lane() {
+        // A runtime shutting down drops spawned tasks without polling them: the lane
+        // must not stay taken by a round trip that never starts.
+        let coalescer = leaked();
+        let counter = Arc::new(FakeCounter::default());
+        run(async {
+            let c = counter.clone();
+            let fetch = by_total(move |t| c.clone().fetch(t, 0));
+            let (answer, driver) = coalescer.submit(6, 1, fetch);
+            drop(driver.expect("the first call drives"));
+            let limit = std::time::Duration::from_secs(5);
+            let got = tokio::time::timeout(limit, crate::engine::waiter::receive(answer)).await;
+            let error = got.expect("the call was answered").unwrap_err();
+            assert_eq!(error.code, crate::engine::error::ErrorCode::Internal);
+            assert_eq!(coalescer.in_flight(), 0, "the lane is free");
+            let c = counter.clone();
+            let next = coalescer.reserve(6, 1, move |t| c.clone().fetch(t, 0));
+            let r = tokio::time::timeout(limit, next).await.expect("served");
+            assert_eq!(r.unwrap().first, 1);
         });
     }
 
