@@ -5,7 +5,6 @@
 use std::cell::RefCell;
 
 use napi::bindgen_prelude::{Env, Unknown};
-use napi::JsValue;
 
 use crate::binding::db_target::DbTarget;
 use crate::binding::object_memo::ObjectMemo;
@@ -25,10 +24,10 @@ pub fn recall(env: &Env, db: &Unknown) -> Option<DbTarget> {
 /// `use_it` applied to the target remembered for this very `db` object, if any (without
 /// copying the target).
 pub fn recall_with<T>(env: &Env, db: &Unknown, use_it: impl FnOnce(&DbTarget) -> T) -> Option<T> {
-    MEMO.with(|memo| memo.borrow().recall_with(env, db.raw(), use_it))
+    MEMO.with(|memo| memo.borrow().recall_with(env, db, use_it))
 }
 
 /// Remembers `target` for `db`, replacing the oldest entry when full.
 pub fn remember(env: &Env, db: &Unknown, target: &DbTarget) {
-    MEMO.with(|memo| memo.borrow_mut().remember(env, db.raw(), target.clone()));
+    MEMO.with(|memo| memo.borrow_mut().remember(env, db, target.clone()));
 }

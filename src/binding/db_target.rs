@@ -110,7 +110,6 @@ mod options_memo {
     use std::cell::RefCell;
 
     use napi::bindgen_prelude::{Env, Object};
-    use napi::JsValue;
 
     use crate::binding::object_memo::ObjectMemo;
     use crate::engine::connection::ConnectionTarget;
@@ -127,16 +126,13 @@ mod options_memo {
     pub fn recall(env: &Env, options: &Object) -> Option<ConnectionTarget> {
         MEMO.with(|memo| {
             memo.borrow()
-                .recall_with(env, options.raw(), ConnectionTarget::clone)
+                .recall_with(env, options, ConnectionTarget::clone)
         })
     }
 
     /// Remembers `target` for `options`, replacing the oldest entry when full.
     pub fn remember(env: &Env, options: &Object, target: &ConnectionTarget) {
-        MEMO.with(|memo| {
-            memo.borrow_mut()
-                .remember(env, options.raw(), target.clone())
-        });
+        MEMO.with(|memo| memo.borrow_mut().remember(env, options, target.clone()));
     }
 }
 

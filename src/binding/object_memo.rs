@@ -6,7 +6,7 @@
 use std::ptr;
 
 use napi::bindgen_prelude::Env;
-use napi::sys;
+use napi::{sys, JsValue};
 
 struct Entry<T> {
     env: sys::napi_env,
@@ -45,12 +45,13 @@ impl<T> ObjectMemo<T> {
     }
 
     /// `use_it` applied to the value remembered for this very `object`, if any.
-    pub fn recall_with<R>(
+    pub fn recall_with<'o, R>(
         &self,
         env: &Env,
-        object: sys::napi_value,
+        object: &impl JsValue<'o>,
         use_it: impl FnOnce(&T) -> R,
     ) -> Option<R> {
+        let object = object.raw();
         self.entries
             .iter()
             .find(|e| e.env == env.raw() && same_object(env, e.object, object))
@@ -58,7 +59,8 @@ impl<T> ObjectMemo<T> {
     }
 
     /// Remembers `value` for `object`, replacing the oldest entry when full.
-    pub fn remember(&mut self, env: &Env, object: sys::napi_value, value: T) {
+    pub fn remember<'o>(&mut self, env: &Env, object: &impl JsValue<'o>, value: T) {
+        let object = object.raw();
         let mut reference = ptr::null_mut();
         // SAFETY: a weak (count 0) reference to a live object of this env.
         let created = unsafe { sys::napi_create_reference(env.raw(), object, 0, &mut reference) };
