@@ -22,7 +22,7 @@ pub enum ErrorCode {
     Server,
     /// The client this call used has been closed.
     ClientClosed,
-    /// A Node driver client whose connection cannot be derived from its connection string.
+    /// A Node driver client with an option the derived connection cannot carry (named in the message).
     UnsupportedClient,
     /// The counter kept changing under a bounded number of attempts.
     Contention,
