@@ -287,9 +287,18 @@ class Counter {
    * number the caller set.
    */
   keeps(doc, reference) {
-    const mine = this.numbered.get(doc);
-    if (mine && readField(doc, this.options.inc_field) === mine.value) return mine.key === this.keyOf(reference);
+    const mine = this.ownNumber(doc);
+    if (mine) return mine.key === this.keyOf(reference);
     return this.isExplicit(doc);
+  }
+
+  /**
+   * What this counter recorded when it numbered `doc` (`{ key, value }`), while `doc`
+   * still carries that number; `undefined` otherwise.
+   */
+  ownNumber(doc) {
+    const mine = this.numbered.get(doc);
+    return mine && readField(doc, this.options.inc_field) === mine.value ? mine : undefined;
   }
 
   /**
@@ -300,8 +309,8 @@ class Counter {
    */
   keepsOnSave(doc, reference) {
     if (this.created.has(doc)) return this.keeps(doc, reference);
-    const mine = this.numbered.get(doc);
-    return Boolean(mine) && readField(doc, this.options.inc_field) === mine.value && mine.key === this.keyOf(reference);
+    const mine = this.ownNumber(doc);
+    return Boolean(mine) && mine.key === this.keyOf(reference);
   }
 
   /**
@@ -309,9 +318,8 @@ class Counter {
    * gave it (the index includes inc_field).
    */
   refused(doc, error) {
-    const mine = this.numbered.get(doc);
     const field = this.options.inc_field;
-    if (!mine || readField(doc, field) !== mine.value) return false;
+    if (!this.ownNumber(doc)) return false;
     const named = (part) => Boolean(part) && typeof part === 'object' && Object.hasOwn(part, field);
     if (error.keyPattern || error.keyValue) return named(error.keyPattern) || named(error.keyValue);
     // Servers that name only the index: `index: <field>_1 …`.
