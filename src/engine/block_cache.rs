@@ -559,6 +559,24 @@ mod tests {
         assert!(!cache.is_fetching());
     }
 
+    /// After a fetch that never completed: its waiter `answer` failed with `INTERNAL`, the
+    /// slot is free, and the next call starts at 1 (nothing was consumed).
+    async fn failed_internal_then_slot_free(
+        cache: &Arc<CacheSlot>,
+        counter: &Arc<FakeCounter>,
+        answer: tokio::sync::oneshot::Receiver<SeqResult<IdRange>>,
+    ) {
+        let limit = std::time::Duration::from_secs(5);
+        let got = tokio::time::timeout(limit, crate::engine::waiter::receive(answer)).await;
+        let error = got.expect("the waiter was answered").unwrap_err();
+        assert_eq!(error.code, crate::engine::error::ErrorCode::Internal);
+        assert!(!cache.is_fetching(), "the slot is free for the next fetch");
+        let c = counter.clone();
+        let next = cache.clone().reserve(1, move |t| c.clone().fetch(t, 0));
+        let r = tokio::time::timeout(limit, next).await.expect("served");
+        assert_eq!(r.unwrap().first, 1, "the dropped fetch consumed nothing");
+    }
+
     #[test]
     fn a_fetch_dropped_midway_fails_its_waiters_and_the_next_call_fetches_again() {
         let cache = slot(10);
@@ -571,15 +589,7 @@ mod tests {
             tokio::time::sleep(std::time::Duration::from_millis(5)).await;
             task.abort();
             let _ = task.await;
-            let limit = std::time::Duration::from_secs(5);
-            let got = tokio::time::timeout(limit, crate::engine::waiter::receive(answer)).await;
-            let error = got.expect("the waiter was answered").unwrap_err();
-            assert_eq!(error.code, crate::engine::error::ErrorCode::Internal);
-            assert!(!cache.is_fetching(), "the slot is free for the next fetch");
-            let c = counter.clone();
-            let next = cache.clone().reserve(1, move |t| c.clone().fetch(t, 0));
-            let r = tokio::time::timeout(limit, next).await.expect("served");
-            assert_eq!(r.unwrap().first, 1, "the dropped fetch consumed nothing");
+            failed_internal_then_slot_free(&cache, &counter, answer).await;
         });
     }
 
@@ -593,15 +603,7 @@ mod tests {
             let c = counter.clone();
             let (answer, fetching) = cache.wait(1, by_total(move |t| c.clone().fetch(t, 0)));
             drop(fetching.expect("the first call fetches"));
-            let limit = std::time::Duration::from_secs(5);
-            let got = tokio::time::timeout(limit, crate::engine::waiter::receive(answer)).await;
-            let error = got.expect("the waiter was answered").unwrap_err();
-            assert_eq!(error.code, crate::engine::error::ErrorCode::Internal);
-            assert!(!cache.is_fetching(), "the slot is free for the next fetch");
-            let c = counter.clone();
-            let next = cache.clone().reserve(1, move |t| c.clone().fetch(t, 0));
-            let r = tokio::time::timeout(limit, next).await.expect("served");
-            assert_eq!(r.unwrap().first, 1);
+            failed_internal_then_slot_free(&cache, &counter, answer).await;
         });
     }
 

@@ -328,6 +328,29 @@ mod tests {
         assert_eq!(coalescer.in_flight(), 0);
     }
 
+    /// After a round trip that never completed: its call `answer` failed with `INTERNAL`,
+    /// the lane is free, and the next call on `key` starts at 1 (nothing was consumed).
+    async fn failed_internal_then_lane_free(
+        coalescer: &'static Arc<Coalescer<u32>>,
+        counter: &Arc<FakeCounter>,
+        key: u32,
+        answer: tokio::sync::oneshot::Receiver<SeqResult<IdRange>>,
+    ) {
+        let limit = std::time::Duration::from_secs(5);
+        let got = tokio::time::timeout(limit, crate::engine::waiter::receive(answer)).await;
+        let error = got.expect("the call was answered").unwrap_err();
+        assert_eq!(error.code, crate::engine::error::ErrorCode::Internal);
+        assert_eq!(coalescer.in_flight(), 0, "the lane is free");
+        let c = counter.clone();
+        let next = coalescer.reserve(key, 1, move |t| c.clone().fetch(t, 0));
+        let r = tokio::time::timeout(limit, next).await.expect("served");
+        assert_eq!(
+            r.unwrap().first,
+            1,
+            "the dropped round trip consumed nothing"
+        );
+    }
+
     #[test]
     fn a_driver_dropped_midway_fails_its_calls_and_frees_the_lane() {
         let coalescer = leaked();
@@ -340,19 +363,7 @@ mod tests {
             tokio::time::sleep(std::time::Duration::from_millis(5)).await;
             task.abort();
             let _ = task.await;
-            let limit = std::time::Duration::from_secs(5);
-            let got = tokio::time::timeout(limit, crate::engine::waiter::receive(answer)).await;
-            let error = got.expect("the call was answered").unwrap_err();
-            assert_eq!(error.code, crate::engine::error::ErrorCode::Internal);
-            assert_eq!(coalescer.in_flight(), 0, "the lane is free");
-            let c = counter.clone();
-            let next = coalescer.reserve(5, 1, move |t| c.clone().fetch(t, 0));
-            let r = tokio::time::timeout(limit, next).await.expect("served");
-            assert_eq!(
-                r.unwrap().first,
-                1,
-                "the dropped round trip consumed nothing"
-            );
+            failed_internal_then_lane_free(coalescer, &counter, 5, answer).await;
         });
     }
 
@@ -367,15 +378,7 @@ mod tests {
             let fetch = by_total(move |t| c.clone().fetch(t, 0));
             let (answer, driver) = coalescer.submit(6, 1, fetch);
             drop(driver.expect("the first call drives"));
-            let limit = std::time::Duration::from_secs(5);
-            let got = tokio::time::timeout(limit, crate::engine::waiter::receive(answer)).await;
-            let error = got.expect("the call was answered").unwrap_err();
-            assert_eq!(error.code, crate::engine::error::ErrorCode::Internal);
-            assert_eq!(coalescer.in_flight(), 0, "the lane is free");
-            let c = counter.clone();
-            let next = coalescer.reserve(6, 1, move |t| c.clone().fetch(t, 0));
-            let r = tokio::time::timeout(limit, next).await.expect("served");
-            assert_eq!(r.unwrap().first, 1);
+            failed_internal_then_lane_free(coalescer, &counter, 6, answer).await;
         });
     }
 
