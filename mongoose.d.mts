@@ -1,4 +1,4 @@
-// ESM typings of `mongo-sequence/mongoose` (mongoose.mjs): the factory is the default
+// ESM typings of `mongodb-sequence/mongoose` (mongoose.mjs): the factory is the default
 // export, with named exports beside it. The types are those of the CommonJS typings.
 import AutoIncrementFactory from './mongoose.js'
 

@@ -1,10 +1,10 @@
-// CommonJS typings of `mongo-sequence/mongoose`, the mongoose plugin (a drop-in for
+// CommonJS typings of `mongodb-sequence/mongoose`, the mongoose plugin (a drop-in for
 // mongoose-sequence 6): `module.exports` is the factory, so this file says `export =`
-// (`import F = require('mongo-sequence/mongoose')` and `const F = require(...)` both give
+// (`import F = require('mongodb-sequence/mongoose')` and `const F = require(...)` both give
 // the factory). The ESM entry has its own typings, mongoose.d.mts.
 
 /**
- * The factory: `require('mongo-sequence/mongoose')(mongoose)` (or a connection) returns
+ * The factory: `require('mongodb-sequence/mongoose')(mongoose)` (or a connection) returns
  * the plugin. Throws unless called with exactly one argument.
  */
 declare function AutoIncrementFactory(mongooseOrConnection: unknown): AutoIncrementFactory.AutoIncrementPlugin

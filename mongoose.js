@@ -8,7 +8,7 @@
 const core = require('./index.js');
 
 const COUNTER_FIELD = 'seq';
-const REQUIRE_HELP = 'Please, pass mongoose while requiring mongo-sequence/mongoose: require(\'mongo-sequence/mongoose\')(mongoose)';
+const REQUIRE_HELP = 'Please, pass mongoose while requiring mongodb-sequence/mongoose: require(\'mongodb-sequence/mongoose\')(mongoose)';
 
 /** Every counter defined in this process, by id (mongoose-sequence keeps one registry too). */
 const registry = new Map();
@@ -363,7 +363,7 @@ class Counter {
   async db() {
     const connection = this.connection;
     if (!connection.db && typeof connection.asPromise === 'function') await connection.asPromise();
-    if (!connection.db) throw coded(new Error('mongo-sequence/mongoose: the connection is not open'), 'CONNECTION');
+    if (!connection.db) throw coded(new Error('mongodb-sequence/mongoose: the connection is not open'), 'CONNECTION');
     return connection.db;
   }
 
@@ -542,7 +542,7 @@ function arrayArgument(args) {
 /** The refusal, in gapless mode, of `what` (which cannot join the numbering transaction). */
 function gaplessRefusal(what) {
   const error = new Error(
-    `mongo-sequence/mongoose: with gapless: true, new documents are numbered and inserted in one transaction by Model.create() and Model.insertMany(); ${what} cannot join that transaction`,
+    `mongodb-sequence/mongoose: with gapless: true, new documents are numbered and inserted in one transaction by Model.create() and Model.insertMany(); ${what} cannot join that transaction`,
   );
   error.code = 'GAPLESS_UNSUPPORTED_OPERATION';
   return error;
@@ -781,7 +781,7 @@ function addField(schema, field) {
 }
 
 /**
- * `require('mongo-sequence/mongoose')(mongoose)`: the plugin factory, as
+ * `require('mongodb-sequence/mongoose')(mongoose)`: the plugin factory, as
  * `require('mongoose-sequence')(mongoose)`. Pass the mongoose instance (counters live on
  * its default connection) or a connection.
  */
@@ -798,7 +798,7 @@ function AutoIncrementFactory(connectionOrMongoose) {
     const others = schemaCounters.get(schema) || [];
     if (others.length && !options.disable_hooks && (options.gapless || others.some((c) => c.options.gapless && !c.options.disable_hooks))) {
       // A gapless counter inserts the documents itself, past the other counter's hooks.
-      throw coded(new Error('mongo-sequence/mongoose: a gapless counter cannot share its schema with another counter'), 'INVALID_ARGUMENT');
+      throw coded(new Error('mongodb-sequence/mongoose: a gapless counter cannot share its schema with another counter'), 'INVALID_ARGUMENT');
     }
     const existing = registry.get(options.id);
     let counter;

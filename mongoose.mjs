@@ -1,4 +1,4 @@
-// ESM entry of `mongo-sequence/mongoose` (the plugin itself is mongoose.js).
+// ESM entry of `mongodb-sequence/mongoose` (the plugin itself is mongoose.js).
 import AutoIncrementFactory from './mongoose.js';
 
 export default AutoIncrementFactory;

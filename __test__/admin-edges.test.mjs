@@ -7,7 +7,7 @@ import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { setup, seq, rejectsWithCode } from './helpers.mjs';
 
-const CLI = fileURLToPath(new URL('../bin/mongo-sequence.js', import.meta.url));
+const CLI = fileURLToPath(new URL('../bin/mongodb-sequence.js', import.meta.url));
 
 let env;
 before(async () => {

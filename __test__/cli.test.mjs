@@ -1,4 +1,4 @@
-// The command line, run as operators run it (`node bin/mongo-sequence.js ...`, not a
+// The command line, run as operators run it (`node bin/mongodb-sequence.js ...`, not a
 // TTY) against the test server: every command, --json shapes, exit codes (0 done, 1
 // error, 2 usage), bad arguments, a scoped name, a value past 2^53, the confirmation
 // rule of `drop`, and no password in any output.
@@ -9,7 +9,7 @@ import { fileURLToPath } from 'node:url';
 import { setup } from './helpers.mjs';
 import { ensureVenv } from '../scripts/lib/python-env.mjs';
 
-const CLI = fileURLToPath(new URL('../bin/mongo-sequence.js', import.meta.url));
+const CLI = fileURLToPath(new URL('../bin/mongodb-sequence.js', import.meta.url));
 const ON_A_TERMINAL = fileURLToPath(new URL('./fixtures/on-a-terminal.py', import.meta.url));
 
 let env;
@@ -53,7 +53,7 @@ test('help and version', async () => {
   const help = await ok(['--help'], { uri: null, db: null });
   for (const command of ['list', 'current', 'next', 'init', 'set', 'reset', 'drop', 'sync']) assert.match(help, new RegExp(`\\n  ${command} `));
   const nextHelp = await ok(['next', '--help'], { uri: null, db: null });
-  assert.match(nextHelp, /Example:\n  mongo-sequence next/);
+  assert.match(nextHelp, /Example:\n  mongodb-sequence next/);
   assert.match(await ok(['--version'], { uri: null, db: null }), /^\d+\.\d+\.\d+$/);
 });
 

@@ -1,4 +1,4 @@
-// mongo-sequence/mongoose at the edges (issue 17): reference values cast with the schema
+// mongodb-sequence/mongoose at the edges (issue 17): reference values cast with the schema
 // on every path and keyed by their exact BSON value, two counters on one schema, explicit
 // numbers kept by the batch writers (overwritten by save), descending counters synced downwards, counterReset with start_seq 0,
 // gapless create in its spread form, parallel_hooks. On mongoose 9 and mongoose 8.

@@ -1,4 +1,4 @@
-// mongo-sequence/mongoose: the mongoose-sequence 6 surface (options, methods, messages,
+// mongodb-sequence/mongoose: the mongoose-sequence 6 surface (options, methods, messages,
 // counter documents) on mongoose 8 and mongoose 9, plus insertMany, create([...]),
 // bulkWrite and upsert numbering.
 import { test, before, after, describe } from 'node:test';
@@ -33,9 +33,9 @@ test('the factory wants exactly one argument, as mongoose-sequence', () => {
 });
 
 test('ESM and CJS entries give the same factory', async () => {
-  const esm = await import('mongo-sequence/mongoose');
+  const esm = await import('mongodb-sequence/mongoose');
   assert.equal(esm.default, AutoIncrementFactory);
-  assert.equal(require('mongo-sequence/mongoose'), AutoIncrementFactory);
+  assert.equal(require('mongodb-sequence/mongoose'), AutoIncrementFactory);
 });
 
 for (const [major, mongoose] of [

@@ -43,12 +43,12 @@ test('the tarballs install into an empty app and work without Rust', async () =>
   sh(process.execPath, [join(ROOT, 'scripts', 'package.mjs')], { cwd: ROOT, env: { ...process.env, MONGO_SEQUENCE_SKIP_BUILD: '1' } });
   const dist = join(ROOT, 'dist');
   const tarballs = readdirSync(dist).filter((f) => f.endsWith('.tgz'));
-  const main = tarballs.find((f) => /^mongo-sequence-\d/.test(f));
+  const main = tarballs.find((f) => /^mongodb-sequence-\d/.test(f));
   const platform = tarballs.find((f) => f !== main);
   assert.ok(main && platform, tarballs.join(', '));
   const list = (t) => sh('tar', ['tzf', join(dist, t)]).trim().split('\n');
   assert.deepEqual(list(main).filter((f) => f.endsWith('.node')), [], 'the main package holds no binary');
-  for (const file of ['bin/mongo-sequence.js', 'mongoose.js', 'mongoose.mjs', 'mongoose.d.ts', 'mongoose.d.mts']) {
+  for (const file of ['bin/mongodb-sequence.js', 'mongoose.js', 'mongoose.mjs', 'mongoose.d.ts', 'mongoose.d.mts']) {
     assert.ok(list(main).includes(`package/${file}`), `main tarball holds ${file}`);
   }
   assert.equal(list(platform).filter((f) => f.endsWith('.node')).length, 1, 'the platform package holds one binary');
@@ -66,20 +66,20 @@ test('the tarballs install into an empty app and work without Rust', async () =>
     await client.close();
     console.log(v, require.resolve(${JSON.stringify(platformName)}));
   })`;
-  const cjs = sh(process.execPath, ['-e', `${call}(require('mongo-sequence'))`], { cwd: app, env: appEnv }).trim();
+  const cjs = sh(process.execPath, ['-e', `${call}(require('mongodb-sequence'))`], { cwd: app, env: appEnv }).trim();
   assert.ok(cjs.startsWith('1 ') && cjs.includes(`node_modules/${platformName}/`), cjs);
-  const esm = sh(process.execPath, ['--input-type=module', '-e', `import m from 'mongo-sequence'; const c = await m.connect(${JSON.stringify(env.uri)}); console.log(await m.getNextSequenceValue(c.db(${JSON.stringify(env.dbName)}), 'pkg')); await c.close();`], { cwd: app, env: appEnv }).trim();
+  const esm = sh(process.execPath, ['--input-type=module', '-e', `import m from 'mongodb-sequence'; const c = await m.connect(${JSON.stringify(env.uri)}); console.log(await m.getNextSequenceValue(c.db(${JSON.stringify(env.dbName)}), 'pkg')); await c.close();`], { cwd: app, env: appEnv }).trim();
   assert.equal(esm, '2');
   // The mongoose plugin's subpath, CJS and ESM (mongoose itself is not installed here).
-  const plugin = sh(process.execPath, ['-e', "const f = require('mongo-sequence/mongoose'); import('mongo-sequence/mongoose').then((m) => console.log(typeof f, m.default === f, typeof f({ connection: {} })))"], { cwd: app, env: appEnv }).trim();
+  const plugin = sh(process.execPath, ['-e', "const f = require('mongodb-sequence/mongoose'); import('mongodb-sequence/mongoose').then((m) => console.log(typeof f, m.default === f, typeof f({ connection: {} })))"], { cwd: app, env: appEnv }).trim();
   assert.equal(plugin, 'function true function');
   // A typed example, compiled against the installed package's typings.
   writeFileSync(join(app, 'tsconfig.json'), JSON.stringify({ compilerOptions: { strict: true, noEmit: true, target: 'es2022', module: 'nodenext', moduleResolution: 'nodenext', types: [] }, files: ['example.ts'] }));
   writeFileSync(
     join(app, 'example.ts'),
     [
-      "import { connect, sequence, getNextSequenceValue } from 'mongo-sequence'",
-      "import AutoIncrementFactory, { type AutoIncrementOptions } from 'mongo-sequence/mongoose'",
+      "import { connect, sequence, getNextSequenceValue } from 'mongodb-sequence'",
+      "import AutoIncrementFactory, { type AutoIncrementOptions } from 'mongodb-sequence/mongoose'",
       "const options: AutoIncrementOptions = { id: 'order_no', inc_field: 'no', reference_fields: ['shop'], exclusive: 'reuse' }",
       "export const plugin = AutoIncrementFactory({})",
       "// @ts-expect-error inc_amount is a number",
@@ -98,6 +98,6 @@ test('the tarballs install into an empty app and work without Rust', async () =>
     ].join('\n'),
   );
   sh(process.execPath, [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', app], { cwd: app, env: appEnv });
-  const viaNpx = sh('npx', ['--no-install', 'mongo-sequence', 'next', 'pkg', '--uri', env.uri, '--db', env.dbName], { cwd: app, env: appEnv }).trim();
+  const viaNpx = sh('npx', ['--no-install', 'mongodb-sequence', 'next', 'pkg', '--uri', env.uri, '--db', env.dbName], { cwd: app, env: appEnv }).trim();
   assert.equal(viaNpx, '3');
 });

@@ -10,7 +10,7 @@ import fc from 'fast-check';
 import { MongoClient } from 'mongodb';
 import { setup, seq } from './helpers.mjs';
 
-const CLI = fileURLToPath(new URL('../bin/mongo-sequence.js', import.meta.url));
+const CLI = fileURLToPath(new URL('../bin/mongodb-sequence.js', import.meta.url));
 const SPECIALS = [...' !"#$%&\'()*+,-./:;<=>?@[\\]^_`{|}~\u00e9\u{1F600}'];
 // Marker words no fixed text holds: an upper-case letter, then upper-case letters and digits.
 const marker = fc.stringMatching(/^[A-Z][A-Z0-9]{3,7}$/);

@@ -90,7 +90,7 @@ test('batch variant: getIdBatch(ticket_id, 100) in one call', async () => {
 });
 
 test('ESM import gives the same functions as require', async () => {
-  const esm = await import('mongo-sequence');
+  const esm = await import('mongodb-sequence');
   assert.equal(typeof esm.getNextSequenceValue, 'function');
   assert.equal(esm.getNextSequenceValue, seq.getNextSequenceValue);
   assert.equal(esm.getNextSequenceBatch, seq.getNextSequenceBatch);

@@ -38,7 +38,7 @@ function runWorker(calls) {
 test('workers one after another, the main thread never loading the addon', { timeout: 180_000 }, async () => {
   const require = (await import('node:module')).createRequire(import.meta.url);
   assert.equal(
-    Object.keys(require.cache).some((k) => k.endsWith('index.js') && k.includes('mongo-sequence')),
+    Object.keys(require.cache).some((k) => k.endsWith('index.js') && k.includes('mongodb-sequence')),
     false,
     'the main thread has not loaded the addon',
   );

@@ -194,7 +194,7 @@ for (const r of results.rows) {
   console.log(`| ${r.case} | ${r.helper.toFixed(0)} | ${r.ours.toFixed(0)} | ${(r.ours / r.helper).toFixed(2)}x | ${r.note} |`);
 }
 console.log(`\nmongoose 8, documents per second, best of 3 turns (server: ${results.mongoose.server}, same run):`);
-console.log('| case | mongo-sequence/mongoose | mongoose-sequence 6 | helper + insert | inserts alone (no counter) | ours/mongoose-sequence | ours/helper |');
+console.log('| case | mongodb-sequence/mongoose | mongoose-sequence 6 | helper + insert | inserts alone (no counter) | ours/mongoose-sequence | ours/helper |');
 console.log('|---|---:|---:|---:|---:|---:|---:|');
 for (const r of results.mongoose.rows) {
   console.log(`| ${r.case} | ${r.ours.toFixed(0)} | ${r.sequence.toFixed(0)} | ${r.helper.toFixed(0)} | ${r.ceiling.toFixed(0)} | ${(r.ours / r.sequence).toFixed(2)}x | ${(r.ours / r.helper).toFixed(2)}x |`);
@@ -209,7 +209,7 @@ writeFileSync('bench-results/bench.json', JSON.stringify(results, null, 2));
 writeFileSync(
   'bench-results/throughput.svg',
   throughputSvg(`ids/s vs concurrency (${results.server})`, [
-    { label: 'mongo-sequence (coalesced)', color: '#c0392b', points: results.concurrency.map((c) => [c.callers, c.ours]) },
+    { label: 'mongodb-sequence (coalesced)', color: '#c0392b', points: results.concurrency.map((c) => [c.callers, c.ours]) },
     { label: 'documented helper, Node driver', color: '#2c3e50', points: results.concurrency.map((c) => [c.callers, c.helper]) },
   ]),
 );

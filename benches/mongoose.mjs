@@ -1,6 +1,6 @@
 // The mongoose table of `npm run bench`: documents per second for 1,000 `save()` calls
 // (sequential, and 64 at a time) and for 1,000 documents inserted at once, numbered by
-// mongo-sequence/mongoose, by mongoose-sequence 6, and by the documented helper followed
+// mongodb-sequence/mongoose, by mongoose-sequence 6, and by the documented helper followed
 // by an insert. Same server, same run, mongoose 8 for every side (mongoose-sequence does
 // not work on mongoose 9: its hooks expect `next`).
 import { createRequire } from 'node:module';

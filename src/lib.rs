@@ -1,4 +1,4 @@
-//! mongo-sequence: atomic, human-readable auto-increment sequences for MongoDB.
+//! mongodb-sequence: atomic, human-readable auto-increment sequences for MongoDB.
 //!
 //! [`engine`] holds all logic and is tested with `cargo test`; [`binding`] is the thin
 //! napi layer that converts JavaScript values to engine calls and back.

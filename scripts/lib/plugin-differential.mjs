@@ -1,5 +1,5 @@
 // The mongoose plugin against an oracle (fast-check): random schemas and random histories
-// of operations, run through mongo-sequence/mongoose (on mongoose 8 and on mongoose 9) and
+// of operations, run through mongodb-sequence/mongoose (on mongoose 8 and on mongoose 9) and
 // through mongoose-sequence 6.0.1 on mongoose 8, each in its own database; after every
 // operation the numbers stored in the documents and the counter documents must agree.
 //

@@ -166,7 +166,7 @@ fn install_panic_hook() {
             .map(|l| format!("{}:{}", l.file(), l.line()))
             .unwrap_or_else(|| "unknown place".into());
         eprintln!(
-            "mongo-sequence: internal error at {place} (message withheld); the call fails \
+            "mongodb-sequence: internal error at {place} (message withheld); the call fails \
              with code INTERNAL. Please report this bug."
         );
     }));

@@ -10,7 +10,7 @@ use crate::engine::connection::ConnectionTarget;
 use crate::engine::registry::SHARED_CLIENTS;
 
 /// The symbol (from `Symbol.for`) that marks a Node driver client as watched.
-const WATCHED: &str = "mongo-sequence.watched";
+const WATCHED: &str = "mongodb-sequence.watched";
 /// The event a Node driver `MongoClient` emits when `close()` closes its topology.
 const CLOSED_EVENT: &str = "topologyClosed";
 

@@ -276,7 +276,7 @@ mod tests {
     /// A scratch directory of this test process.
     fn scratch(name: &str) -> std::path::PathBuf {
         let dir =
-            std::env::temp_dir().join(format!("mongo-sequence-{}-{name}", std::process::id()));
+            std::env::temp_dir().join(format!("mongodb-sequence-{}-{name}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         dir
     }

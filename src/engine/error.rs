@@ -120,7 +120,7 @@ impl SeqError {
         Self::new(
             ErrorCode::Internal,
             format!(
-                "internal error in mongo-sequence ({place}); this is a bug, please report it \
+                "internal error in mongodb-sequence ({place}); this is a bug, please report it \
                  with the call that caused it. The process is unaffected"
             ),
         )

@@ -458,7 +458,7 @@ pub fn derive(
             None => {
                 return Err(refused(
                     key,
-                    "this version of mongo-sequence does not know this option of the Node driver",
+                    "this version of mongodb-sequence does not know this option of the Node driver",
                 ))
             }
             Some(Rule::Refused(default, why)) if !default.holds(value) => {

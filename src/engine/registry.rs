@@ -89,7 +89,7 @@ impl ClientHandle {
             options.connect_timeout = Some(timeout);
         }
         if options.app_name.is_none() {
-            options.app_name = Some("mongo-sequence".to_string());
+            options.app_name = Some("mongodb-sequence".to_string());
         }
         let call_timeout = options
             .server_selection_timeout
@@ -562,7 +562,7 @@ mod tests {
     fn a_client_is_never_opened_from_other_tls_files_than_its_key() {
         use crate::engine::connection::derive_from_node_client;
         use crate::engine::node_options::{NodeOptions, NodeValue};
-        let dir = std::env::temp_dir().join(format!("mongo-sequence-{}-open", std::process::id()));
+        let dir = std::env::temp_dir().join(format!("mongodb-sequence-{}-open", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("ca.pem");
         std::fs::write(&path, b"alice's CA").unwrap();

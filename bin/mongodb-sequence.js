@@ -26,19 +26,19 @@ const COMMANDS = {
     args: [],
     options: {},
     summary: 'List the counters: name, value, step, min, max, cycle.',
-    example: 'MONGODB_URI=mongodb://localhost:27017/shop mongo-sequence list',
+    example: 'MONGODB_URI=mongodb://localhost:27017/shop mongodb-sequence list',
   },
   current: {
     args: ['name'],
     options: {},
     summary: 'Print the last value handed out, without taking one.',
-    example: 'mongo-sequence current invoices',
+    example: 'mongodb-sequence current invoices',
   },
   next: {
     args: ['name'],
     options: { count: { type: 'string' }, upsert: { type: 'boolean' } },
     summary: 'Take the next value (or --count N values: up to 1000 printed one per line, more as a range); --upsert creates a missing counter.',
-    example: `mongo-sequence next '{"type":"invoice","year":2026}' --upsert`,
+    example: `mongodb-sequence next '{"type":"invoice","year":2026}' --upsert`,
   },
   init: {
     args: ['name'],
@@ -50,31 +50,31 @@ const COMMANDS = {
       cycle: { type: 'boolean' },
     },
     summary: 'Create a counter (never overwrites one): first value --start, and --step, --min, --max, --cycle.',
-    example: 'mongo-sequence init tickets --start 1000 --max 9999 --cycle',
+    example: 'mongodb-sequence init tickets --start 1000 --max 9999 --cycle',
   },
   set: {
     args: ['name', 'value'],
     options: {},
     summary: "Set the counter so that the next value follows <value> (like PostgreSQL's setval).",
-    example: 'mongo-sequence set orders 50000',
+    example: 'mongodb-sequence set orders 50000',
   },
   reset: {
     args: ['name'],
     options: {},
     summary: 'Put the counter back so that the next value is its start.',
-    example: 'mongo-sequence reset tickets',
+    example: 'mongodb-sequence reset tickets',
   },
   drop: {
     args: ['name'],
     options: { yes: { type: 'boolean', short: 'y' } },
     summary: 'Delete the counter. Asks for confirmation on a terminal unless --yes; elsewhere requires --yes.',
-    example: 'mongo-sequence drop old-counter --yes',
+    example: 'mongodb-sequence drop old-counter --yes',
   },
   sync: {
     args: ['name'],
     options: { from: { type: 'string' } },
     summary: 'Move the counter past every value of --from <collection>.<field> (a dotted path allowed; never moves it back).',
-    example: 'mongo-sequence sync orders --from orders.orderNo',
+    example: 'mongodb-sequence sync orders --from orders.orderNo',
   },
 };
 
@@ -95,9 +95,9 @@ class UsageError extends Error {}
 function toolHelp() {
   const width = Math.max(...Object.keys(COMMANDS).map((c) => c.length));
   const lines = Object.entries(COMMANDS).map(([name, c]) => `  ${name.padEnd(width)}  ${c.summary}`);
-  return `mongo-sequence ${version}: operate MongoDB sequences (counters).
+  return `mongodb-sequence ${version}: operate MongoDB sequences (counters).
 
-Usage: mongo-sequence <command> [arguments] [options]
+Usage: mongodb-sequence <command> [arguments] [options]
 
 Commands:
 ${lines.join('\n')}
@@ -109,14 +109,14 @@ the process list (ps) and the shell history. Set it from a file or a secret stor
   export MONGODB_URI="$(cat ~/.config/shop-mongodb-uri)"
 
 Example:
-  mongo-sequence list --db shop`;
+  mongodb-sequence list --db shop`;
 }
 
 function commandHelp(name) {
   const c = COMMANDS[name];
   const args = c.args.map((a) => ` <${a}>`).join('');
   const own = Object.entries(c.options).map(([k, o]) => `  --${k}${o.type === 'string' ? ' <value>' : ''}`);
-  return `Usage: mongo-sequence ${name}${args} [options]
+  return `Usage: mongodb-sequence ${name}${args} [options]
 
 ${c.summary}
 ${own.length ? `\nOptions:\n${own.join('\n')}\n` : ''}
@@ -203,7 +203,7 @@ function parse(argv) {
   if (command === undefined || command === '--help' || command === '-h') return { help: toolHelp() };
   if (command === '--version' || command === '-v') return { help: version };
   const spec = COMMANDS[command];
-  if (!spec) throw new UsageError(`unknown command ${JSON.stringify(command.slice(0, 40))}; run mongo-sequence --help`);
+  if (!spec) throw new UsageError(`unknown command ${JSON.stringify(command.slice(0, 40))}; run mongodb-sequence --help`);
   let parsed;
   try {
     parsed = parseArgs({ args: rest, options: { ...COMMON, ...spec.options }, allowPositionals: true, strict: true });
@@ -214,7 +214,7 @@ function parse(argv) {
   if (values.help) return { help: commandHelp(command) };
   if (positionals.length !== spec.args.length) {
     const expected = spec.args.map((a) => `<${a}>`).join(' ') || 'no arguments';
-    throw new UsageError(`${command} takes ${expected}; run mongo-sequence ${command} --help`);
+    throw new UsageError(`${command} takes ${expected}; run mongodb-sequence ${command} --help`);
   }
   const uri = values.uri ?? process.env.MONGODB_URI;
   if (!uri) throw new UsageError('no connection string: set MONGODB_URI (or pass --uri, which shows a password in ps and the shell history)');
