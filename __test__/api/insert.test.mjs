@@ -1,0 +1,131 @@
+// insertOne / insertMany with a sequence-assigned field (mongoose-sequence users' top
+// complaint: insertMany gets no ids there).
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { setup, seq, rejectsWithCode } from '../helpers.mjs';
+
+let env;
+before(async () => {
+  env = await setup('insert');
+});
+after(async () => {
+  await seq.closeSharedClients();
+  await env?.close();
+});
+
+test('insertOne numbers a field from a sequence created at start', async () => {
+  const doc = { name: 'Laptop' };
+  const result = await seq.insertOne(env.db, 'products', doc, { field: 'product_id', sequence: 'products', start: 1000 });
+  assert.equal(result.acknowledged, true);
+  assert.equal(doc.product_id, 1000, 'the document carries its number');
+  await seq.insertOne(env.db, 'products', { name: 'Mouse' }, { field: 'product_id', start: 1000 });
+  const stored = await env.db.collection('products').find().sort({ product_id: 1 }).project({ _id: 0 }).toArray();
+  assert.deepEqual(stored, [
+    { name: 'Laptop', product_id: 1000 },
+    { name: 'Mouse', product_id: 1001 },
+  ]);
+});
+
+test('insertMany reserves every id in one round trip and numbers in array order', async () => {
+  await env.db.collection('counters').insertOne({ _id: 'tickets', sequence_value: 0 });
+  const docs = Array.from({ length: 250 }, (_, i) => ({ i }));
+  const result = await seq.insertMany(env.db, 'tickets', docs);
+  assert.equal(result.insertedCount, 250);
+  assert.deepEqual(docs.map((d) => d._id), Array.from({ length: 250 }, (_, i) => i + 1));
+  const stored = await env.db.collection('tickets').find().sort({ _id: 1 }).toArray();
+  assert.deepEqual(stored.map((d) => [d._id, d.i]), docs.map((d) => [d._id, d.i]));
+  assert.equal((await env.db.collection('counters').findOne({ _id: 'tickets' })).sequence_value, 250);
+});
+
+test('concurrent insertMany calls never share a number', async () => {
+  const batches = Array.from({ length: 10 }, (_, b) => Array.from({ length: 20 }, (_, i) => ({ b, i })));
+  await Promise.all(batches.map((docs) => seq.insertMany(env.db, 'events', docs, { field: 'eventNo' })));
+  const numbers = (await env.db.collection('events').find().toArray()).map((d) => d.eventNo).sort((a, b) => a - b);
+  assert.deepEqual(numbers, Array.from({ length: 200 }, (_, i) => i + 1));
+});
+
+test('business numbers and scoped sequences on insert', async () => {
+  const year = new Date().getUTCFullYear();
+  const doc = { total: 10 };
+  await seq.insertOne(env.db, 'invoices', doc, { field: 'number', sequence: { type: 'invoice', year }, format: 'INV{YYYY}-{seq:5}' });
+  assert.equal(doc.number, `INV${year}-00001`);
+});
+
+test('a failed insert leaves a gap, never a duplicate', async () => {
+  await env.db.collection('uniq').createIndex({ code: 1 }, { unique: true });
+  await seq.insertOne(env.db, 'uniq', { code: 'a' });
+  await assert.rejects(seq.insertOne(env.db, 'uniq', { code: 'a' }), (e) => e.code === 11000);
+  const doc = { code: 'b' };
+  await seq.insertOne(env.db, 'uniq', doc);
+  assert.equal(doc._id, 3, 'value 2 was consumed by the failed insert');
+});
+
+test('bad insert arguments are refused before any write', async () => {
+  await rejectsWithCode(assert, seq.insertOne(env.db, 'products', { product_id: 5 }, { field: 'product_id' }), 'INVALID_ARGUMENT');
+  await rejectsWithCode(assert, seq.insertOne(env.db, 'products', 'doc'), 'INVALID_ARGUMENT');
+  await rejectsWithCode(assert, seq.insertMany(env.db, 'products', []), 'INVALID_ARGUMENT');
+  await rejectsWithCode(assert, seq.insertMany(env.db, 'products', {}), 'INVALID_ARGUMENT');
+  await rejectsWithCode(assert, seq.insertMany(env.db, 'products', [{}, 3]), 'INVALID_ARGUMENT');
+  await rejectsWithCode(assert, seq.insertOne(env.db, '', {}), 'INVALID_ARGUMENT');
+  await rejectsWithCode(assert, seq.insertOne(env.db, 'products', {}, { field: '$x' }), 'INVALID_ARGUMENT');
+  await rejectsWithCode(assert, seq.insertOne(env.db, 'products', {}, { collection: 'counters' }), 'INVALID_ARGUMENT');
+  await rejectsWithCode(assert, seq.insertOne(env.db, 'products', {}, { bogus: 1 }), 'INVALID_ARGUMENT');
+  const own = await seq.connect(env.uri);
+  await rejectsWithCode(assert, seq.insertOne(own.db(env.dbName), 'products', {}), 'INVALID_ARGUMENT');
+  await own.close();
+  assert.equal(await env.db.collection('products').countDocuments(), 2);
+});
+
+test('gapless: a failed insert gives its number back', async () => {
+  await env.db.collection('gapless_docs').createIndex({ code: 1 }, { unique: true });
+  const opts = { gapless: true, field: 'no' };
+  const first = { code: 'a', when: new Date(Date.UTC(2025, 0, 2)), tags: ['x'], big: 2n ** 40n };
+  const result = await seq.insertOne(env.db, 'gapless_docs', first, opts);
+  assert.deepEqual(Object.keys(result), ['acknowledged', 'insertedId'], 'the driver\'s InsertOneResult shape');
+  assert.equal(result.acknowledged, true);
+  assert.match(result.insertedId, /^[0-9a-f]{24}$/, 'the generated ObjectId, as hex');
+  assert.equal(first.no, 1);
+  await rejectsWithCode(assert, seq.insertOne(env.db, 'gapless_docs', { code: 'a' }, opts), 'SERVER');
+  const next = { code: 'b' };
+  await seq.insertOne(env.db, 'gapless_docs', next, opts);
+  assert.equal(next.no, 2, 'the failed insert gave number 2 back');
+  const many = [{ code: 'c' }, { code: 'd' }];
+  await seq.insertMany(env.db, 'gapless_docs', many, opts);
+  assert.deepEqual(many.map((d) => d.no), [3, 4]);
+  const stored = await env.db.collection('gapless_docs').find().sort({ no: 1 }).toArray();
+  assert.deepEqual(stored.map((d) => d.no), [1, 2, 3, 4]);
+  assert.ok(stored[0].when instanceof Date, 'types survive the conversion');
+  assert.deepEqual(stored[0].tags, ['x']);
+  assert.equal(stored[0].big, 2 ** 40);
+  assert.equal((await env.db.collection('counters').findOne({ _id: 'gapless_docs' })).sequence_value, 4);
+});
+
+test('gapless: concurrent inserts are serialised without gap or duplicate', async () => {
+  const opts = { gapless: true, field: 'no', sequence: 'gapless_race' };
+  await Promise.all(Array.from({ length: 20 }, (_, i) => seq.insertOne(env.db, 'gapless_race', { i }, opts)));
+  const numbers = (await env.db.collection('gapless_race').find().toArray()).map((d) => d.no).sort((a, b) => a - b);
+  assert.deepEqual(numbers, Array.from({ length: 20 }, (_, i) => i + 1));
+});
+
+test('gapless refuses documents it cannot convert, before any write', async () => {
+  const before = await env.db.collection('counters').findOne({ _id: 'gapless_docs' });
+  const code = { _bsontype: 'Code', code: 'function () {}' };
+  await rejectsWithCode(assert, seq.insertOne(env.db, 'gapless_docs', { code }, { gapless: true }), 'INVALID_ARGUMENT');
+  await rejectsWithCode(assert, seq.insertOne(env.db, 'gapless_docs', { big: 2n ** 70n }, { gapless: true }), 'INVALID_ARGUMENT');
+  assert.deepEqual(await env.db.collection('counters').findOne({ _id: 'gapless_docs' }), before);
+});
+
+test('inserts can number from a counter found by other fields, with a step', async () => {
+  const options = { counters: 'located_counters', counterField: 'seq', counterLocator: { id: 'docs', reference_value: null }, start: 5, step: 5 };
+  const docs = [{ a: 1 }, { a: 2 }, { a: 3 }];
+  await seq.insertMany(env.db, 'located_docs', docs, options);
+  assert.deepEqual(docs.map((d) => d._id), [5, 10, 15]);
+  const counter = await env.db.collection('located_counters').findOne({ id: 'docs' });
+  assert.deepEqual([counter.reference_value, counter.seq], [null, 15]);
+  assert.equal(counter._id.constructor.name, 'ObjectId');
+  for (const bad of [5, 'x', {}, { _id: 1 }, { seq: 1 }]) {
+    await rejectsWithCode(assert, seq.insertOne(env.db, 'located_docs', { a: 4 }, { ...options, counterLocator: bad }), 'INVALID_ARGUMENT');
+  }
+  await rejectsWithCode(assert, seq.insertOne(env.db, 'located_docs', { a: 4 }, { ...options, step: 0 }), 'INVALID_ARGUMENT');
+  assert.equal(await env.db.collection('located_docs').countDocuments(), 3, 'refused calls inserted nothing');
+});

@@ -1,0 +1,146 @@
+// Counters found by fields (counterAt, setCountersWhere, the counterLocator insert option):
+// locators compare by equality only, whatever their values hold and at any depth; an
+// existing unique index over the locator's keys is used as it is; messages show the
+// locator as JSON.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import fc from 'fast-check';
+import { setup, seq, rejectsWithCode } from '../helpers.mjs';
+
+let env;
+before(async () => {
+  env = await setup('locators');
+});
+after(async () => {
+  await seq.closeSharedClients();
+  await env?.close();
+});
+
+const opts = { collection: 'counters', field: 'seq', upsert: true };
+
+/** Every document of `name`, without `_id`, in a stable order. */
+async function snapshot(name = 'counters') {
+  const docs = await env.db.collection(name).find({}, { projection: { _id: 0 } }).toArray();
+  return docs.map((d) => JSON.stringify(d)).sort();
+}
+
+/** Runs `call` and returns the error it threw or rejected with. */
+async function failure(call) {
+  try {
+    await call();
+  } catch (e) {
+    return e;
+  }
+  return undefined;
+}
+
+test('operator objects in a locator, at any depth, are refused before any write', async () => {
+  for (const tenant of ['A', 'B']) {
+    assert.equal(await seq.counterAt(env.db, { id: 'invoice', reference_value: { tenant } }, opts).next(), 1);
+  }
+  assert.equal(await seq.counterAt(env.db, { id: 'other', reference_value: null }, opts).next(), 1);
+  const before = await snapshot();
+  const refused = [
+    { id: { $gt: '' }, reference_value: null },
+    { id: { $ne: 'x' } },
+    { id: 'invoice', reference_value: { $ne: null } },
+    { id: 'invoice', reference_value: { $ne: { tenant: 'A' } } },
+    { id: 'invoice', reference_value: { tenant: { $in: ['A', 'B'] } } },
+    { id: 'invoice', reference_value: { list: [{ deep: { $exists: true } }] } },
+    { id: { $regex: '.' } },
+    { id: /.*/ },
+    { id: ['invoice', 'other'] },
+  ];
+  for (const locator of refused) {
+    const what = JSON.stringify(locator, (k, v) => (v instanceof RegExp ? String(v) : v));
+    const calls = [
+      () => seq.counterAt(env.db, locator, opts).next(),
+      () => seq.counterAt(env.db, locator, opts).set(0),
+      () => seq.setCountersWhere(env.db, locator, 0, { collection: 'counters', field: 'seq' }),
+      () => seq.insertOne(env.db, 'numbered', {}, { counters: 'counters', counterField: 'seq', counterLocator: locator, upsert: true }),
+    ];
+    for (const call of calls) {
+      const e = await failure(call);
+      assert.ok(e instanceof Error, what);
+      assert.equal(e.code, 'INVALID_ARGUMENT', `${what}: ${e.message}`);
+    }
+  }
+  assert.deepEqual(await snapshot(), before, 'nothing written');
+  assert.equal(await env.db.collection('numbered').countDocuments(), 0);
+  assert.equal(await seq.counterAt(env.db, { id: 'invoice', reference_value: { tenant: 'A' } }, opts).next(), 2);
+  assert.equal(await seq.counterAt(env.db, { id: 'invoice', reference_value: { tenant: 'B' } }, opts).current(), 1);
+});
+
+test('random locators with a $ key somewhere are refused and change nothing', async () => {
+  await seq.counterAt(env.db, { id: 'fuzz', reference_value: null }, opts).next();
+  const before = await snapshot();
+  const plain = fc.oneof(fc.string({ maxLength: 4 }), fc.integer(), fc.boolean(), fc.constant(null));
+  const key = fc.string({ minLength: 1, maxLength: 4 }).filter((k) => !k.startsWith('$') && !k.includes('.') && !k.includes('\0'));
+  const operator = fc.constantFrom('$ne', '$gt', '$in', '$exists', '$eq', '$', '$where', '$nin', '$type');
+  // A value with an operator key inserted at a random depth, under documents and arrays.
+  const poisoned = fc.letrec((tie) => ({
+    value: fc.oneof(
+      fc.record({ op: operator, inner: plain }).map(({ op, inner }) => ({ [op]: inner })),
+      fc.tuple(key, tie('value')).map(([k, v]) => ({ [k]: v })),
+      fc.tuple(key, plain, tie('value')).map(([k, p, v]) => ({ z: p, [k]: v })),
+      fc.tuple(plain, tie('value')).map(([p, v]) => ({ list: [p, v] })),
+    ),
+  })).value;
+  await fc.assert(
+    fc.asyncProperty(poisoned, fc.boolean(), async (value, atTop) => {
+      const locator = atTop ? { id: value } : { id: 'fuzz', reference_value: value };
+      for (const call of [
+        () => seq.counterAt(env.db, locator, opts).next(),
+        () => seq.setCountersWhere(env.db, locator, 0, { collection: 'counters', field: 'seq' }),
+      ]) {
+        const e = await failure(call);
+        assert.equal(e?.code, 'INVALID_ARGUMENT', JSON.stringify(locator));
+      }
+    }),
+    { seed: 17, numRuns: 60 },
+  );
+  assert.deepEqual(await snapshot(), before, 'nothing written');
+});
+
+test('embedded documents compare exactly, field order included, as MongoDB compares them', async () => {
+  const ab = seq.counterAt(env.db, { id: 'order', reference_value: { a: 1, b: 2 } }, opts);
+  const ba = seq.counterAt(env.db, { id: 'order', reference_value: { b: 2, a: 1 } }, opts);
+  assert.equal(await ab.next(), 1);
+  assert.equal(await ba.next(), 1, 'another counter');
+  assert.equal(await ab.next(), 2);
+  const stored = await env.db.collection('counters').find({ id: 'order' }).toArray();
+  assert.equal(stored.length, 2);
+});
+
+test('messages show the locator as JSON, its values quoted', async () => {
+  const db = env.db;
+  await db.collection('helpers').insertMany([{ _id: 'a', sequence_value: 1 }, { _id: 'b', sequence_value: 1 }]);
+  const located = seq.counterAt(db, { id: 'x"y', reference_value: null }, { collection: 'helpers', field: 'seq', upsert: true });
+  const e = await rejectsWithCode(assert, located.next(), 'INDEX_CONFLICT');
+  assert.ok(e.message.includes(`'{"id":"x\\"y","reference_value":null}'`), e.message);
+  assert.ok(!e.message.includes('\\x'), e.message);
+});
+
+test('an existing unique index made with background: true (mongoose-sequence) is the index needed', async () => {
+  const db = env.db;
+  await db.collection('legacy').createIndex({ id: 1, reference_value: 1 }, { unique: true, background: true });
+  await db.collection('legacy').insertOne({ id: 'old', reference_value: null, seq: 41 });
+  const old = seq.counterAt(db, { id: 'old', reference_value: null }, { collection: 'legacy', field: 'seq' });
+  assert.equal(await old.next(), 42);
+  const fresh = seq.counterAt(db, { id: 'new', reference_value: { shop: 1 } }, { collection: 'legacy', field: 'seq', upsert: true });
+  assert.deepEqual([await fresh.next(), await fresh.next()], [1, 2]);
+  await db.collection('legacy2').createIndex({ id: 1, reference_value: 1 }, { unique: true, background: true, name: 'my_own_name' });
+  const renamed = seq.counterAt(db, { id: 'n', reference_value: null }, { collection: 'legacy2', field: 'seq', upsert: true });
+  assert.equal(await renamed.next(), 1);
+  const indexes = await db.collection('legacy2').indexes();
+  assert.equal(indexes.length, 2, 'no second index over the same keys');
+});
+
+test('a non-unique index over the locator keys is not enough: the counter is not created', async () => {
+  const db = env.db;
+  await db.collection('loose').createIndex({ id: 1, reference_value: 1 });
+  const e = await failure(() => seq.counterAt(db, { id: 'l', reference_value: null }, { collection: 'loose', field: 'seq', upsert: true }).next());
+  assert.ok(e instanceof Error);
+  assert.equal(typeof e.code, 'string', e.message);
+  assert.equal(await db.collection('loose').countDocuments(), 0);
+});

@@ -1,0 +1,440 @@
+// mongodb-sequence/mongoose at the edges (issue 17): reference values cast with the schema
+// on every path and keyed by their exact BSON value, two counters on one schema, explicit
+// numbers kept by the batch writers (overwritten by save), descending counters synced downwards, counterReset with start_seq 0,
+// gapless create in its spread form, parallel_hooks. On mongoose 9 and mongoose 8.
+import { test, before, after, describe } from 'node:test';
+import assert from 'node:assert/strict';
+import { createRequire } from 'node:module';
+import mongoose9 from 'mongoose';
+import mongoose8 from 'mongoose-v8';
+import { setup, seq } from '../helpers.mjs';
+
+const require = createRequire(import.meta.url);
+const AutoIncrementFactory = require('../../mongoose.js');
+const { syncCounterToMax, takeOverCounter } = AutoIncrementFactory;
+const transactions = (process.env.MONGO_SEQUENCE_SERVER || 'mongoeco') === 'secantus' || Boolean(process.env.MONGODB_URI);
+const needsTransactions = transactions ? false : 'gapless needs a replica set: runs in the secantus pass';
+
+let env;
+before(async () => {
+  env = await setup('plugin_edges');
+});
+after(async () => {
+  await seq.closeSharedClients();
+  await env?.close();
+});
+
+for (const [major, mongoose] of [
+  [9, mongoose9],
+  [8, mongoose8],
+]) {
+  describe(`mongoose ${major}`, { timeout: 180_000 }, () => {
+    const connection = mongoose.createConnection();
+    const AutoIncrement = AutoIncrementFactory(connection);
+    const p = `e${major}_`;
+    const { ObjectId } = mongoose.Types;
+    const counters = () => connection.db.collection('counters');
+    // Collections made before anything writes to them (SecantusDB 0.7.0b3 livelocks when a
+    // collection is created while another connection inserts into it).
+    const model = async (name, schema) => {
+      const made = connection.model(name, schema);
+      await made.init();
+      return made;
+    };
+    const numbers = async (Model, field, filter = {}) => (await Model.find(filter).sort({ tag: 1 }).lean()).map((d) => [d.tag, field.split('.').reduce((v, k) => v?.[k], d)]);
+
+    before(async () => {
+      await connection.openUri(env.uri, { dbName: `${env.dbName}_${major}`, serverSelectionTimeoutMS: 10_000 });
+      await connection.createCollection('counters');
+    });
+    after(async () => {
+      await connection.dropDatabase();
+      await connection.close();
+    });
+
+    test('reference values are cast with the schema on every path before the counter is chosen', async () => {
+      const schema = new mongoose.Schema({ tag: String, shop: mongoose.Schema.Types.ObjectId, year: Number, at: Date, no: Number });
+      schema.plugin(AutoIncrement, { id: `${p}cast`, inc_field: 'no', reference_fields: ['shop', 'year', 'at'] });
+      const M = await model(`${p}Cast`, schema);
+      const shop = new ObjectId();
+      const at = new Date('2025-03-04T05:06:07.089Z');
+      const typed = { shop, year: 2025, at };
+      const strings = { shop: String(shop), year: '2025', at: at.toISOString() };
+      await new M({ tag: 'a', ...typed }).save();
+      await M.insertMany([{ tag: 'b', ...strings }]);
+      await M.create([{ tag: 'c', ...strings }, { tag: 'd', ...strings }]);
+      await M.create({ tag: 'e', ...strings });
+      await M.bulkWrite([{ insertOne: { document: { tag: 'f', ...strings } } }]);
+      await M.updateOne({ tag: 'g', shop: String(shop) }, { $set: { year: '2025', at: at.toISOString() } }, { upsert: true });
+      await M.findOneAndUpdate({ tag: 'h', year: { $eq: '2025' } }, { $set: { shop: String(shop) }, $setOnInsert: { at: at.toISOString() } }, { upsert: true });
+      await M.updateMany({ tag: 'i', ...strings }, { $set: { x: 1 } }, { upsert: true });
+      assert.deepEqual(await numbers(M, 'no'), ['a', 'b', 'c', 'd', 'e', 'f', 'g', 'h', 'i'].map((t, i) => [t, i + 1]));
+      const stored = await counters().find({ id: `${p}cast` }).toArray();
+      assert.equal(stored.length, 1, `one counter: ${JSON.stringify(stored)}`);
+      assert.equal(stored[0].seq, 9);
+      assert.ok(stored[0].reference_value.shop instanceof ObjectId || stored[0].reference_value.shop?._bsontype === 'ObjectId');
+      assert.ok(stored[0].reference_value.at instanceof Date);
+      // counterReset with reference values that need casting finds that counter too.
+      assert.equal((await M.counterReset(`${p}cast`, strings)).matchedCount, 1);
+      assert.equal((await M.create({ tag: 'j', ...strings })).no, 1);
+    });
+
+    test('reference keys are exact BSON values: dates to the millisecond, objects by their fields', async () => {
+      const schema = new mongoose.Schema({ tag: String, at: Date, mix: mongoose.Schema.Types.Mixed, no: Number });
+      schema.plugin(AutoIncrement, { id: `${p}keys_at`, inc_field: 'no', reference_fields: 'at' });
+      const Dated = await model(`${p}KeysAt`, schema);
+      await new Dated({ tag: 'a', at: new Date(1000) }).save();
+      await new Dated({ tag: 'b', at: new Date(1500) }).save();
+      await Dated.insertMany([{ tag: 'c', at: new Date(1000) }, { tag: 'd', at: new Date(1500) }, { tag: 'e', at: new Date(1999) }]);
+      assert.deepEqual(await numbers(Dated, 'no'), [['a', 1], ['b', 1], ['c', 2], ['d', 2], ['e', 1]]);
+
+      const mixed = new mongoose.Schema({ tag: String, mix: mongoose.Schema.Types.Mixed, no: Number });
+      mixed.plugin(AutoIncrement, { id: `${p}keys_mix`, inc_field: 'no', reference_fields: 'mix' });
+      const Mixed = await model(`${p}KeysMix`, mixed);
+      await new Mixed({ tag: 'a', mix: { k: 1 } }).save();
+      await new Mixed({ tag: 'b', mix: { k: 2 } }).save();
+      await Mixed.insertMany([{ tag: 'c', mix: { k: 1 } }, { tag: 'd', mix: { k: 2 } }, { tag: 'e', mix: '[object Object]' }]);
+      await Mixed.create([{ tag: 'f', mix: { k: 2 } }, { tag: 'g', mix: { k: 1 } }]);
+      assert.deepEqual(await numbers(Mixed, 'no'), [['a', 1], ['b', 1], ['c', 2], ['d', 2], ['e', 1], ['f', 3], ['g', 3]]);
+      assert.equal(await counters().countDocuments({ id: `${p}keys_mix` }), 3);
+    });
+
+    test('two counters on one schema: each numbers every document once', async () => {
+      const schema = new mongoose.Schema({ tag: String, a: Number, b: Number });
+      schema.plugin(AutoIncrement, { id: `${p}two_a`, inc_field: 'a' });
+      schema.plugin(AutoIncrement, { id: `${p}two_b`, inc_field: 'b', start_seq: 10 });
+      const Two = await model(`${p}Two`, schema);
+      await Two.create([{ tag: 'a' }, { tag: 'b' }, { tag: 'c' }]);
+      await Two.create({ tag: 'd' }, { tag: 'e' });
+      await new Two({ tag: 'f' }).save();
+      await Two.insertMany([{ tag: 'g' }]);
+      const docs = await Two.find().sort({ tag: 1 }).lean();
+      assert.deepEqual(docs.map((d) => [d.tag, d.a, d.b]), [
+        ['a', 1, 10], ['b', 2, 11], ['c', 3, 12], ['d', 4, 13], ['e', 5, 14], ['f', 6, 15], ['g', 7, 16],
+      ]);
+      assert.equal((await counters().findOne({ id: `${p}two_a` })).seq, 7);
+      assert.equal((await counters().findOne({ id: `${p}two_b` })).seq, 16);
+    });
+
+    test('batch writers keep a number the caller set; save numbers every new document, as mongoose-sequence', async () => {
+      const schema = new mongoose.Schema({ tag: String, no: Number });
+      schema.plugin(AutoIncrement, { id: `${p}explicit`, inc_field: 'no' });
+      const M = await model(`${p}Explicit`, schema);
+      await M.insertMany([{ tag: 'a', no: 500 }, { tag: 'b' }]);
+      await M.create([{ tag: 'c' }, { tag: 'd', no: 501 }]);
+      await M.create({ tag: 'e', no: 502 }, { tag: 'f' });
+      await M.bulkWrite([{ insertOne: { document: { tag: 'g', no: 503 } } }, { insertOne: { document: { tag: 'h' } } }]);
+      // save overwrites the caller's number, as mongoose-sequence 6 does.
+      const saved = await new M({ tag: 'i', no: 504 }).save();
+      assert.equal(saved.no, 5);
+      await new M({ tag: 'j' }).save();
+      await M.updateOne({ tag: 'k' }, { $set: { no: 505 } }, { upsert: true });
+      // As the schema casts it: '506' is a number, '' is none.
+      await M.insertMany([{ tag: 'l', no: '' }, { tag: 'm', no: '506' }]);
+      // create of one document keeps it too (its save hook knows create handled it).
+      await M.create({ tag: 'n', no: 507 });
+      await M.create([{ tag: 'o', no: 508 }]);
+      // A clone of a saved document is a new document: it never repeats the number.
+      const old = await M.findOne({ tag: 'j' });
+      const clone = await new M({ ...old.toObject(), _id: undefined, tag: 'p' }).save();
+      assert.notEqual(String(clone._id), String(old._id));
+      // A document saved (or created) once and inserted again as a new one takes a new
+      // number: what it was given is its own only until its save succeeds.
+      for (const [tag, again] of [['q', await new M({ tag: 'j2' }).save()], ['r', (await M.create([{ tag: 'j3' }, { tag: 'j4' }]))[0]], ['s', await M.create({ tag: 'j5', no: 509 })], ['t', (await M.insertMany([new M({ tag: 'j6' })]))[0]]]) {
+        again.set({ _id: new ObjectId(), tag });
+        again.isNew = true;
+        await again.save();
+      }
+      assert.deepEqual(await numbers(M, 'no'), [
+        ['a', 500], ['b', 1], ['c', 2], ['d', 501], ['e', 502], ['f', 3], ['g', 503], ['h', 4], ['i', 5], ['j', 6], ['j2', 9], ['j3', 10], ['j4', 11], ['j5', 509], ['j6', 12], ['k', 505], ['l', 7], ['m', 506],
+        ['n', 507], ['o', 508], ['p', 8], ['q', 13], ['r', 14], ['s', 15], ['t', 16],
+      ]);
+      assert.equal((await counters().findOne({ id: `${p}explicit` })).seq, 16);
+      // A default is not the caller's value.
+      const defaulted = new mongoose.Schema({ tag: String, no: { type: Number, default: 0 } });
+      defaulted.plugin(AutoIncrement, { id: `${p}explicit_default`, inc_field: 'no' });
+      const D = await model(`${p}ExplicitDefault`, defaulted);
+      await D.create([{ tag: 'a' }, { tag: 'b' }]);
+      await new D({ tag: 'c' }).save();
+      await D.insertMany([{ tag: 'd' }]);
+      assert.deepEqual(await numbers(D, 'no'), [['a', 1], ['b', 2], ['c', 3], ['d', 4]]);
+    });
+
+    test('a save that failed after numbering keeps its number, unless its reference value changed since', async () => {
+      const schema = new mongoose.Schema({ tag: { type: String, unique: true }, shop: String, no: Number });
+      schema.plugin(AutoIncrement, { id: `${p}retry`, inc_field: 'no', reference_fields: 'shop' });
+      const M = await model(`${p}Retry`, schema);
+      assert.equal((await M.create({ tag: 'a', shop: 'x' })).no, 1);
+      const again = new M({ tag: 'a', shop: 'x' });
+      await assert.rejects(again.save(), (e) => e.code === 11000);
+      assert.equal(again.no, 2);
+      again.tag = 'b';
+      await again.save();
+      assert.equal((await M.findOne({ tag: 'b' })).no, 2, 'the same number, none spent');
+      const moved = new M({ tag: 'a', shop: 'x' });
+      await assert.rejects(moved.save(), (e) => e.code === 11000);
+      assert.equal(moved.no, 3);
+      moved.tag = 'c';
+      moved.shop = 'y';
+      await moved.save();
+      assert.equal((await M.findOne({ tag: 'c' })).no, 1, 'numbered again from the counter of its new shop');
+      // The same through insertMany of documents.
+      const failed = new M({ tag: 'a', shop: 'x' });
+      await assert.rejects(failed.save(), (e) => e.code === 11000);
+      assert.equal(failed.no, 4);
+      failed.tag = 'd';
+      failed.shop = 'y';
+      const kept = new M({ tag: 'b', shop: 'x' });
+      await assert.rejects(kept.save(), (e) => e.code === 11000);
+      kept.tag = 'e';
+      await M.insertMany([failed, kept]);
+      assert.deepEqual([(await M.findOne({ tag: 'd' })).no, (await M.findOne({ tag: 'e' })).no], [2, 5]);
+      assert.deepEqual((await counters().find({ id: `${p}retry` }).sort({ 'reference_value.shop': 1 }).toArray()).map((c) => [c.reference_value.shop, c.seq]), [['x', 5], ['y', 2]]);
+    });
+
+    test('syncCounterToMax on a descending counter moves it down to the smallest number, never back', async () => {
+      const schema = new mongoose.Schema({ tag: String, no: Number });
+      schema.plugin(AutoIncrement, { id: `${p}down`, inc_field: 'no', start_seq: 100, inc_amount: -1 });
+      const Down = await model(`${p}Down`, schema);
+      for (const tag of ['a', 'b', 'c']) await new Down({ tag }).save();
+      assert.deepEqual(await syncCounterToMax(Down), [{ reference_value: null, value: 98 }]);
+      assert.equal((await new Down({ tag: 'd' }).save()).no, 97);
+      await Down.collection.insertOne({ tag: 'e', no: 40 });
+      assert.deepEqual(await syncCounterToMax(Down), [{ reference_value: null, value: 40 }]);
+      assert.equal((await Down.create({ tag: 'f' })).no, 39);
+      await rejectsCode(takeOverCounter(Down, 'typegoose'), 'INVALID_ARGUMENT');
+
+      // Per reference value, with a step, and a counter that does not exist yet.
+      const scoped = new mongoose.Schema({ tag: String, shop: String, no: Number });
+      scoped.plugin(AutoIncrement, { id: `${p}down_shop`, inc_field: 'no', reference_fields: 'shop', start_seq: 0, inc_amount: -5 });
+      const Shop = await model(`${p}DownShop`, scoped);
+      await Shop.create([{ tag: 'a', shop: 'x' }, { tag: 'b', shop: 'x' }]);
+      await Shop.collection.insertMany([{ tag: 'c', shop: 'x', no: -7 }, { tag: 'd', shop: 'y', no: -20 }, { tag: 'e', shop: 'y', no: 3 }]);
+      const moved = await syncCounterToMax(Shop);
+      assert.deepEqual(moved.map((r) => [r.reference_value.shop, r.value]).sort(), [['x', -7], ['y', -20]]);
+      assert.equal((await Shop.create({ tag: 'f', shop: 'x' })).no, -12);
+      assert.equal((await Shop.create({ tag: 'g', shop: 'y' })).no, -25);
+      assert.equal(await counters().countDocuments({ id: `${p}down_shop` }), 2);
+
+      // Racing syncs of counters never used, in a collection of their own: one counter
+      // document per reference value, under the unique index.
+      const fresh = new mongoose.Schema({ tag: String, shop: String, no: Number });
+      fresh.plugin(AutoIncrement, { id: `${p}down_fresh`, inc_field: 'no', reference_fields: 'shop', inc_amount: -1, collection_name: `${p}fresh_counters` });
+      const Fresh = await model(`${p}DownFresh`, fresh);
+      await connection.createCollection(`${p}fresh_counters`);
+      await Fresh.collection.insertMany([{ tag: 'a', shop: 'x', no: 5 }, { tag: 'b', shop: 'y', no: 9 }]);
+      await Promise.all([syncCounterToMax(Fresh), syncCounterToMax(Fresh), syncCounterToMax(Fresh)]);
+      const freshCounters = connection.db.collection(`${p}fresh_counters`);
+      assert.deepEqual((await freshCounters.find().sort({ seq: 1 }).toArray()).map((c) => [c.reference_value.shop, c.seq]), [['x', 5], ['y', 9]]);
+      assert.ok((await freshCounters.indexes()).some((i) => i.unique && i.key.id === 1 && i.key.reference_value === 1));
+      assert.equal((await Fresh.create({ tag: 'c', shop: 'y' })).no, 8);
+    });
+
+    test('syncCounterToMax with a nested inc_field reads the dotted path', async () => {
+      const schema = new mongoose.Schema({ tag: String });
+      schema.plugin(AutoIncrement, { id: `${p}nested`, inc_field: 'meta.no' });
+      const Nested = await model(`${p}Nested`, schema);
+      await Nested.collection.insertMany([{ tag: 'a', meta: { no: 41 } }, { tag: 'b', meta: { no: 7 } }]);
+      assert.deepEqual(await syncCounterToMax(Nested), [{ reference_value: null, value: 41 }]);
+      assert.equal((await Nested.create({ tag: 'c' })).meta.no, 42);
+    });
+
+    test('counterReset with start_seq 0 stores 0, as mongoose-sequence: the next number is inc_amount', async () => {
+      const schema = new mongoose.Schema({ tag: String, no: Number });
+      schema.plugin(AutoIncrement, { id: `${p}zero`, inc_field: 'no', start_seq: 0 });
+      const Zero = await model(`${p}Zero`, schema);
+      assert.equal((await Zero.create({ tag: 'a' })).no, 0);
+      assert.equal((await Zero.create({ tag: 'b' })).no, 1);
+      await Zero.counterReset(`${p}zero`);
+      assert.equal((await counters().findOne({ id: `${p}zero` })).seq, 0);
+      assert.equal((await Zero.create({ tag: 'c' })).no, 1);
+    });
+
+    test('gapless: create(a, b) in the spread form inserts every document', { skip: needsTransactions }, async () => {
+      const schema = new mongoose.Schema({ tag: String, no: Number });
+      schema.plugin(AutoIncrement, { id: `${p}gapless_spread`, inc_field: 'no', gapless: true });
+      const G = await model(`${p}GaplessSpread`, schema);
+      const made = await G.create({ tag: 'a' }, { tag: 'b' }, { tag: 'c' });
+      assert.deepEqual(made.map((d) => [d.tag, d.no]), [['a', 1], ['b', 2], ['c', 3]]);
+      assert.equal((await G.create({ tag: 'd' })).no, 4);
+      assert.deepEqual(await numbers(G, 'no'), [['a', 1], ['b', 2], ['c', 3], ['d', 4]]);
+    });
+
+    test('one plain object given twice is numbered twice: the caller\'s objects are never written to', async () => {
+      const schema = new mongoose.Schema({ tag: String, no: Number, meta: { no: Number } });
+      schema.plugin(AutoIncrement, { id: `${p}twice`, inc_field: 'no' });
+      schema.plugin(AutoIncrement, { id: `${p}twice_meta`, inc_field: 'meta.no' });
+      const M = await model(`${p}Twice`, schema);
+      const o = { tag: 'a', meta: { other: 1 } };
+      await M.insertMany([o, o]);
+      assert.deepEqual(o, { tag: 'a', meta: { other: 1 } }, 'the caller\'s object is unchanged');
+      const batch = [{ tag: 'b' }, { tag: 'c' }];
+      await M.insertMany(batch);
+      await M.insertMany(batch);
+      const single = { tag: 'd' };
+      await M.insertMany(single);
+      await M.insertMany(single);
+      const shared = { tag: 'e' };
+      await M.bulkWrite([{ insertOne: { document: shared } }, { insertOne: { document: shared } }]);
+      assert.deepEqual(shared, { tag: 'e' });
+      const docs = await M.find().lean();
+      for (const field of ['no', 'meta.no']) {
+        const values = docs.map((d) => field.split('.').reduce((v, k) => v?.[k], d)).sort((x, y) => x - y);
+        assert.deepEqual(values, [1, 2, 3, 4, 5, 6, 7, 8, 9, 10], `${field}: every insert its own number`);
+      }
+    });
+
+    test('a reference value holding undefined is keyed as the null the server stores', async () => {
+      const schema = new mongoose.Schema({ tag: String, no: Number, mix: mongoose.Schema.Types.Mixed });
+      schema.plugin(AutoIncrement, { id: `${p}undef`, inc_field: 'no', reference_fields: ['mix'] });
+      const M = await model(`${p}Undef`, schema);
+      await new M({ tag: 'a', mix: { x: undefined } }).save();
+      await new M({ tag: 'b', mix: {} }).save();
+      await new M({ tag: 'c', mix: { x: null } }).save();
+      await M.insertMany([{ tag: 'd', mix: {} }, { tag: 'e', mix: { x: undefined } }]);
+      assert.deepEqual(await numbers(M, 'no'), [['a', 1], ['b', 1], ['c', 2], ['d', 2], ['e', 3]]);
+      const stored = await counters().find({ id: `${p}undef` }).toArray();
+      assert.deepEqual(stored.map((c) => [JSON.stringify(c.reference_value), c.seq]).sort(), [['{"mix":{"x":null}}', 3], ['{"mix":{}}', 2]]);
+    });
+
+    test('an upsert by its number inserts that number and takes none', async () => {
+      const schema = new mongoose.Schema({ tag: String, no: Number });
+      schema.plugin(AutoIncrement, { id: `${p}upsert_no`, inc_field: 'no' });
+      const M = await model(`${p}UpsertNo`, schema);
+      await M.updateOne({ no: 500 }, { $set: { tag: 'a' } }, { upsert: true });
+      await M.updateOne({ no: 500 }, { $set: { tag: 'b' } }, { upsert: true });
+      await M.findOneAndUpdate({ no: { $eq: 501 } }, { tag: 'c' }, { upsert: true });
+      await M.updateOne({ tag: 'd' }, { $set: { x: 1 } }, { upsert: true });
+      assert.deepEqual(await numbers(M, 'no'), [['b', 500], ['c', 501], ['d', 1]]);
+      const byId = new mongoose.Schema({ _id: Number, tag: String });
+      byId.plugin(AutoIncrement, { id: `${p}upsert_id` });
+      const I = await model(`${p}UpsertId`, byId);
+      await I.updateOne({ _id: 77 }, { $set: { tag: 'a' } }, { upsert: true });
+      await I.findOneAndUpdate({ _id: 77 }, { tag: 'b' }, { upsert: true });
+      await I.updateOne({ tag: 'c' }, { $set: { x: 1 } }, { upsert: true });
+      assert.deepEqual((await I.find().sort({ _id: 1 }).lean()).map((d) => [d._id, d.tag]), [[1, 'c'], [77, 'b']]);
+    });
+
+    test('an upsert that writes the object above a nested inc_field, or the field itself, still runs', async () => {
+      const schema = new mongoose.Schema({ tag: String, meta: { no: Number, x: Number } });
+      schema.plugin(AutoIncrement, { id: `${p}upsert_nested`, inc_field: 'meta.no' });
+      const M = await model(`${p}UpsertNested`, schema);
+      await M.updateOne({ tag: 'a' }, { $setOnInsert: { meta: { x: 1 } } }, { upsert: true });
+      await M.updateOne({ tag: 'b' }, { $set: { meta: { x: 2 } } }, { upsert: true });
+      await M.updateOne({ tag: 'c' }, { $set: { meta: { no: 90 } } }, { upsert: true });
+      await M.updateOne({ tag: 'd' }, { $inc: { 'meta.no': 5 } }, { upsert: true });
+      await M.findOneAndUpdate({ tag: 'e' }, { $set: { 'meta.x': 3 } }, { upsert: true });
+      await M.updateOne({ tag: 'f' }, { $setOnInsert: { meta: { no: 91 } } }, { upsert: true });
+      const docs = (await M.find().sort({ tag: 1 }).lean()).map((d) => [d.tag, d.meta]);
+      // A $set of the whole object (b) replaces it on every update: it is left without a number.
+      assert.deepEqual(docs, [['a', { x: 1, no: 1 }], ['b', { x: 2 }], ['c', { no: 90 }], ['d', { no: 5 }], ['e', { no: 2, x: 3 }], ['f', { no: 91 }]]);
+    });
+
+    test('setNext, counterReset and exclusive: \'reuse\' use the counter of the model\'s own connection', async () => {
+      const other = mongoose.createConnection();
+      await other.openUri(env.uri, { dbName: `${env.dbName}_${major}_other`, serverSelectionTimeoutMS: 10_000 });
+      try {
+        await other.createCollection('counters');
+        const made = [];
+        for (const exclusive of [false, 'reuse']) {
+          const id = `${p}conn_${exclusive}`;
+          const pair = [];
+          for (const [conn, name] of [[connection, 'A'], [other, 'B']]) {
+            const schema = new mongoose.Schema({ tag: String, no: Number });
+            schema.plugin(AutoIncrementFactory(conn), { id, inc_field: 'no', exclusive });
+            const M = conn.model(`${p}Conn${String(exclusive)}${name}`, schema);
+            await M.init();
+            pair.push(M);
+          }
+          const [A, B] = pair;
+          await A.create({ tag: 'a1' });
+          await A.create({ tag: 'a2' });
+          await B.create({ tag: 'b1' });
+          const b2 = new B({ tag: 'b2' });
+          await b2.setNext(id);
+          await B.counterReset(id);
+          await A.create({ tag: 'a3' });
+          made.push([exclusive, await numbers(A, 'no'), await numbers(B, 'no'), (await counters().findOne({ id })).seq, (await other.db.collection('counters').findOne({ id })).seq]);
+        }
+        assert.deepEqual(made, [
+          [false, [['a1', 1], ['a2', 2], ['a3', 3]], [['b1', 1], ['b2', 2]], 3, 0],
+          ['reuse', [['a1', 1], ['a2', 2], ['a3', 3]], [['b1', 1], ['b2', 2]], 3, 0],
+        ]);
+      } finally {
+        await other.dropDatabase();
+        await other.close();
+      }
+    });
+
+    test('a number refused by a unique index on inc_field is not kept for the retry', async () => {
+      const schema = new mongoose.Schema({ tag: String, no: { type: Number, unique: true } });
+      schema.plugin(AutoIncrement, { id: `${p}refused`, inc_field: 'no' });
+      const M = await model(`${p}Refused`, schema);
+      await M.collection.insertOne({ tag: 'imported', no: 1 });
+      const doc = new M({ tag: 'a' });
+      await assert.rejects(doc.save(), (e) => e.code === 11000);
+      await doc.save();
+      assert.equal(doc.no, 2);
+      // The caller's own number given to create is the caller's: kept, and refused again
+      // when the document is saved after create failed.
+      const mine = new M({ tag: 'b', no: 1 });
+      await assert.rejects(M.create(mine), (e) => e.code === 11000);
+      assert.equal(mine.no, 1);
+      await assert.rejects(mine.save(), (e) => e.code === 11000);
+      assert.equal(mine.no, 1);
+      // Given to save, it is overwritten, as mongoose-sequence does.
+      const overwritten = new M({ tag: 'c', no: 1 });
+      await overwritten.save();
+      assert.equal(overwritten.no, 3);
+      assert.deepEqual(await numbers(M, 'no'), [['a', 2], ['c', 3], ['imported', 1]]);
+    });
+
+    test('a gapless counter refuses to share its schema; every refusal has a code and registers nothing', async () => {
+      for (const [first, second] of [[true, false], [false, true], [true, true]]) {
+        const schema = new mongoose.Schema({ tag: String, a: Number, b: Number });
+        schema.plugin(AutoIncrement, { id: `${p}share_a_${first}${second}`, inc_field: 'a', gapless: first });
+        assert.throws(() => schema.plugin(AutoIncrement, { id: `${p}share_b_${first}${second}`, inc_field: 'b', gapless: second }), (e) => e.code === 'INVALID_ARGUMENT');
+        // Nothing was registered for the refused one: the id is free.
+        new mongoose.Schema({ b: Number }).plugin(AutoIncrement, { id: `${p}share_b_${first}${second}`, inc_field: 'b' });
+      }
+      const typed = new mongoose.Schema({ no: String });
+      assert.throws(() => typed.plugin(AutoIncrement, { id: `${p}typed`, inc_field: 'no' }), (e) => e.code === 'INVALID_ARGUMENT' && /not of type "Number"/.test(e.message));
+      new mongoose.Schema({ no: Number }).plugin(AutoIncrement, { id: `${p}typed`, inc_field: 'no' });
+      for (const options of [{ gapless: 'yes' }, { exclusive: 'maybe' }, { reference_fields: ['x'] }]) {
+        assert.throws(() => new mongoose.Schema({}).plugin(AutoIncrement, { inc_field: 'n', ...options }), (e) => e.code === 'INVALID_ARGUMENT', JSON.stringify(options));
+      }
+      assert.throws(() => new mongoose.Schema({}).plugin(AutoIncrement, { id: `${p}typed`, inc_field: 'no' }), (e) => e.code === 'INVALID_ARGUMENT' && /already defined/.test(e.message));
+      assert.throws(() => AutoIncrementFactory(), (e) => e.code === 'INVALID_ARGUMENT');
+      const schema = new mongoose.Schema({ tag: String, no: Number });
+      schema.plugin(AutoIncrement, { id: `${p}codes`, inc_field: 'no' });
+      const M = await model(`${p}Codes`, schema);
+      await rejectsCode(new M({ tag: 'a' }).setNext(`${p}no_such_id`), 'INVALID_ARGUMENT');
+      await rejectsCode(M.counterReset(`${p}no_such_id`), 'INVALID_ARGUMENT');
+      await rejectsCode(syncCounterToMax(M, `${p}no_such_id`), 'INVALID_ARGUMENT');
+      await rejectsCode(takeOverCounter(M, 'elsewhere'), 'INVALID_ARGUMENT');
+      await rejectsCode(takeOverCounter(M, 'typegoose'), 'SEQUENCE_NOT_FOUND');
+    });
+
+    test('parallel_hooks: the next pre(save) hook sees the number only when mongoose runs hooks in series', async () => {
+      const seen = {};
+      for (const parallel of [true, false]) {
+        const schema = new mongoose.Schema({ tag: String, no: Number });
+        schema.plugin(AutoIncrement, { id: `${p}hooks_${parallel}`, inc_field: 'no', parallel_hooks: parallel });
+        schema.pre('save', function seeNumber() {
+          seen[parallel] = this.no;
+        });
+        const H = await model(`${p}Hooks${parallel}`, schema);
+        assert.equal((await H.create({ tag: 'a' })).no, 1);
+        assert.equal((await H.findOne({ tag: 'a' })).no, 1);
+      }
+      // mongoose 8 runs parallel pre hooks (as mongoose-sequence registers them by
+      // default); mongoose 9 runs every pre hook in series.
+      assert.equal(seen.true, major === 8 ? undefined : 1);
+      assert.equal(seen.false, 1);
+    });
+  });
+}
+
+async function rejectsCode(promise, code) {
+  await assert.rejects(promise, (e) => e.code === code);
+}

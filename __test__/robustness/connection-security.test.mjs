@@ -1,0 +1,188 @@
+// A connection derived from a Node driver Db is exactly the user's connection, or refused:
+// TLS checks and files, client certificates, the authentication mechanism, network path and
+// write concern, observed on the wire (a TLS front end and a recording proxy in front of
+// the test server), compared with what the Node client itself does.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { MongoClient } from 'mongodb';
+import { MongoClient as MongoClientV6 } from 'mongodb-v6';
+import { setup, seq, rejectsWithCode } from '../helpers.mjs';
+import { makeCertificates, tlsFront, recordingProxy } from '../fixtures/security-lab.mjs';
+
+let env;
+let certs;
+let serverPort;
+const closers = [];
+const FAST = { serverSelectionTimeoutMS: 3000 };
+
+before(async () => {
+  env = await setup('security');
+  serverPort = Number(new URL(env.uri).port);
+  certs = makeCertificates(['alice', 'bob']);
+  await env.db.collection('counters').insertOne({ _id: 'c', sequence_value: 0 });
+});
+after(async () => {
+  await seq.closeSharedClients();
+  for (const close of closers.reverse()) await close();
+  certs?.remove();
+  await env?.close();
+});
+
+async function front(options) {
+  const f = await tlsFront({ targetPort: serverPort, ...options });
+  closers.push(() => f.close());
+  return f;
+}
+async function proxy() {
+  const p = await recordingProxy(serverPort);
+  closers.push(() => p.close());
+  return p;
+}
+function nodeClient(uri, options, Driver = MongoClient) {
+  const client = new Driver(uri, { ...FAST, ...options });
+  closers.push(() => client.close());
+  return client;
+}
+const ping = (client) => client.db(env.dbName).command({ ping: 1 });
+const next = (client, options) => seq.getNextSequenceValue(client.db(env.dbName), 'c', options);
+
+test('1. certificate checks: the options object turning them back on is obeyed (self-signed server refused, like the Node client)', async () => {
+  const f = await front(certs.selfSigned);
+  for (const [query, options] of [
+    ['tls=true&tlsAllowInvalidCertificates=true', { tlsAllowInvalidCertificates: false }],
+    ['tls=true&tlsInsecure=true', { tlsInsecure: false }],
+  ]) {
+    const client = nodeClient(`mongodb://127.0.0.1:${f.port}/?directConnection=true&${query}`, options);
+    await assert.rejects(ping(client), `the Node client refuses the self-signed server (${query})`);
+    await rejectsWithCode(assert, next(client), 'CONNECTION');
+  }
+  // Without the override both accept it.
+  const lax = nodeClient(`mongodb://127.0.0.1:${f.port}/?directConnection=true&tls=true&tlsAllowInvalidCertificates=true`);
+  await ping(lax);
+  assert.equal(typeof (await next(lax)), 'number');
+});
+
+test('1. tlsCAFile in the options object is the CA trusted (not the built-in roots), and an in-memory ca is refused', async () => {
+  const f = await front(certs.server);
+  const uri = `mongodb://127.0.0.1:${f.port}/?directConnection=true&tls=true`;
+  const trusting = nodeClient(uri, { tlsCAFile: certs.ca });
+  await ping(trusting);
+  assert.equal(typeof (await next(trusting)), 'number');
+  const untrusting = nodeClient(uri);
+  await assert.rejects(ping(untrusting));
+  await rejectsWithCode(assert, next(untrusting), 'CONNECTION');
+  const inMemory = nodeClient(uri, { ca: readFileSync(certs.ca) });
+  await ping(inMemory);
+  await rejectsWithCode(assert, next(inMemory), 'UNSUPPORTED_CLIENT', /'ca'/);
+});
+
+test('2. another user\'s certificate: two clients on one URI with different client certificates never share a client', async () => {
+  const f = await front({ ...certs.server, ca: readFileSync(certs.ca), requestCert: true });
+  const uri = `mongodb://127.0.0.1:${f.port}/?directConnection=true&tls=true&tlsCAFile=${encodeURIComponent(certs.ca)}&tlsCertificateKeyFile=${encodeURIComponent(certs.clients.alice)}`;
+  const alice = nodeClient(uri);
+  const bob = nodeClient(uri, { tlsCertificateKeyFile: certs.clients.bob });
+  const before = seq.sharedClientCount();
+  await next(alice);
+  assert.deepEqual([...new Set(f.peers)], ['alice']);
+  f.peers.length = 0;
+  await next(bob);
+  assert.deepEqual([...new Set(f.peers)], ['bob'], 'bob\'s calls present bob\'s certificate');
+  assert.equal(seq.sharedClientCount(), before + 2);
+  // The Node client does the same.
+  f.peers.length = 0;
+  await ping(bob);
+  assert.deepEqual([...new Set(f.peers)], ['bob']);
+});
+
+test('3. authMechanism DEFAULT in the options over PLAIN in the URI: SCRAM on the wire, the password never sent', async () => {
+  const p = await proxy();
+  const password = 'Wire5ecret';
+  const cases = [
+    ['authMechanism=PLAIN', { authMechanism: 'DEFAULT' }],
+    ['authMechanism=PLAIN', {}],
+    ['authMechanism=SCRAM-SHA-256', {}],
+  ];
+  for (const [query, options] of cases) {
+    const uri = `mongodb://app:${password}@127.0.0.1:${p.port}/?directConnection=true&${query}`;
+    const client = nodeClient(uri, options);
+    p.clear();
+    await ping(client).catch(() => {});
+    const nodeSent = p.sent(password);
+    p.clear();
+    await next(client).catch(() => {});
+    assert.equal(p.sent(password), nodeSent, `${query} ${JSON.stringify(options)}: password on the wire as with the Node client`);
+    assert.equal(p.sent('PLAIN'), nodeSent, 'PLAIN is named exactly when the password is sent');
+    if (options.authMechanism === 'DEFAULT') {
+      // The case of the issue: the Node client negotiates SCRAM, and so does the addon.
+      assert.equal(p.sent(password), false);
+      assert.ok(p.sent('SCRAM-SHA-'), 'SCRAM was used');
+    }
+  }
+});
+
+test('4. another network path: proxy, lookup, family and other options the derived client cannot follow are refused by name', async () => {
+  const uri = `mongodb://127.0.0.1:${serverPort}/?directConnection=true`;
+  for (const [options, name] of [
+    [{ proxyHost: '127.0.0.1', proxyPort: 1 }, 'proxyHost'],
+    [{ lookup: (host, opts, cb) => cb(null, '127.0.0.1', 4) }, 'lookup'],
+    [{ family: 4 }, 'family'],
+    [{ localAddress: '127.0.0.1' }, 'localAddress'],
+    [{ servername: 'other' }, 'servername'],
+    [{ tlsAllowInvalidHostnames: true, tls: true }, 'tlsAllowInvalidHostnames'],
+    [{ autoEncryption: { keyVaultNamespace: 'a.b', kmsProviders: { local: { key: Buffer.alloc(96) } } } }, 'autoEncryption'],
+  ]) {
+    let client;
+    try {
+      client = nodeClient(uri, options);
+    } catch (e) {
+      // autoEncryption needs mongodb-client-encryption to construct; the option is still
+      // covered by the table test below.
+      assert.equal(name, 'autoEncryption', e.message);
+      continue;
+    }
+    await rejectsWithCode(assert, next(client), 'UNSUPPORTED_CLIENT', new RegExp(`'${name}'`));
+  }
+  // srvServiceName and srvMaxHosts are carried over (unit tests in node_options.rs: no
+  // DNS here to resolve them).
+});
+
+test('5. writeConcern, retryWrites from the options object reach the findAndModify command, as the Node driver sends them', async () => {
+  const p = await proxy();
+  const uri = `mongodb://127.0.0.1:${p.port}/?directConnection=true`;
+  for (const options of [{ writeConcern: { w: 'majority' } }, { w: 'majority', journal: true }, { retryWrites: false }, {}]) {
+    const client = nodeClient(uri, options);
+    p.clear();
+    await client.db(env.dbName).collection('counters').findOneAndUpdate({ _id: 'c' }, { $inc: { sequence_value: 1 } });
+    const nodeCommand = p.commands().find((c) => c.findAndModify);
+    p.clear();
+    await next(client);
+    const ours = p.commands().find((c) => c.findAndModify);
+    assert.ok(nodeCommand && ours);
+    const concern = (c) => (c.writeConcern ? { w: c.writeConcern.w, j: c.writeConcern.j ?? c.writeConcern.journal } : undefined);
+    assert.deepEqual(concern(ours), concern(nodeCommand), `write concern with ${JSON.stringify(options)}`);
+    assert.equal('txnNumber' in ours, 'txnNumber' in nodeCommand, `retryable write with ${JSON.stringify(options)}`);
+  }
+});
+
+test('serverApi from the options object (the Atlas snippet) is sent with every command', async () => {
+  const p = await proxy();
+  const client = nodeClient(`mongodb://127.0.0.1:${p.port}/?directConnection=true`, { serverApi: { version: '1', strict: false, deprecationErrors: false } });
+  p.clear();
+  await next(client).catch(() => {});
+  const ours = p.commands().find((c) => c.findAndModify);
+  assert.ok(ours, 'a findAndModify was sent');
+  assert.equal(ours.apiVersion, '1');
+});
+
+test('the same connection from driver 6 and driver 7 clients shares one client; any mapped difference does not', async () => {
+  await seq.closeSharedClients();
+  const uri = `mongodb://127.0.0.1:${serverPort}/?directConnection=true`;
+  await next(nodeClient(uri));
+  await next(nodeClient(uri, {}, MongoClientV6));
+  assert.equal(seq.sharedClientCount(), 1);
+  await next(nodeClient(uri, { writeConcern: { w: 1 } }));
+  await next(nodeClient(uri, { appName: 'x' }));
+  await next(nodeClient(uri, { readPreference: 'primaryPreferred' }));
+  assert.equal(seq.sharedClientCount(), 4);
+});

@@ -1,0 +1,223 @@
+// Bounds under an outage and at shutdown, with a server that first stops answering
+// (SIGSTOP: connected, but silent, as a frozen or partitioned primary) and is then killed:
+// - every call settles within its own timeout (the connection's serverSelectionTimeoutMS)
+//   from when it was made, whatever is queued before it; calls queued behind a round trip
+//   that found no server fail with it;
+// - closeSharedClients() / close() take at most their timeoutMS (default 5 s), and calls
+//   still pending reject with CLIENT_CLOSED at once.
+import { test, afterEach } from 'node:test';
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { MongoClient } from 'mongodb';
+import { startServer } from '../../scripts/lib/test-server.mjs';
+import { seq } from '../helpers.mjs';
+
+const external = Boolean(process.env.MONGODB_URI);
+const skip = external ? 'needs a server it can freeze and kill' : false;
+const SELECTION_MS = 1500;
+// Scheduling on a loaded machine: a timer may fire this late.
+const SLACK_MS = 600;
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+let server;
+afterEach(async () => {
+  if (server) {
+    try {
+      process.kill(server.pid, 'SIGCONT');
+    } catch {}
+    await server.kill();
+    server = undefined;
+  }
+});
+
+async function freshServer(label) {
+  server = await startServer();
+  const dbName = `mseq_${label}_${randomBytes(4).toString('hex')}`;
+  const node = new MongoClient(server.uri);
+  await node.db(dbName).collection('counters').insertMany([
+    { _id: 'coalesced', sequence_value: 0 },
+    { _id: 'cached', sequence_value: 0 },
+    { _id: 'direct', sequence_value: 0 },
+  ]);
+  await node.close();
+  return dbName;
+}
+
+const freeze = () => process.kill(server.pid, 'SIGSTOP');
+
+/** Makes `call()` now and records when it was made and settled, and how. */
+function timed(kind, call) {
+  const record = { kind, made: Date.now(), settled: 0, code: null, value: undefined };
+  record.done = call().then(
+    (value) => {
+      record.settled = Date.now();
+      record.value = value;
+    },
+    (error) => {
+      record.settled = Date.now();
+      // The Node driver's own errors (its insert after our numbers) are named Mongo…
+      record.driver = /^Mongo/.test(error.name);
+      record.code = record.driver ? 'DRIVER' : error.code ?? `no code: ${error.message}`;
+    },
+  );
+  return record;
+}
+
+const KINDS = {
+  coalesced: (db) => seq.getNextSequenceValue(db, 'coalesced'),
+  cached: (db) => seq.getNextSequenceValue(db, 'cached', { cache: 2 }),
+  direct: (db) => seq.getNextSequenceValue(db, 'direct', { coalesce: false }),
+  insertOne: (db) => seq.insertOne(db, 'docs', { at: 1 }).then((r) => r.insertedId),
+  batch: (db) => seq.getNextSequenceBatch(db, 'coalesced', 3),
+};
+
+// insertOne inserts through a Node driver Db: not with a connect() client.
+const { insertOne, ...withoutInsert } = KINDS;
+
+async function everyCallWithinItsDeadline(makeDb, kinds) {
+  const dbName = await freshServer('deadline');
+  const { db, close } = await makeDb(dbName);
+  try {
+    return await deadlines(db, kinds);
+  } finally {
+    await close();
+  }
+}
+
+async function deadlines(db, kinds) {
+  for (const call of Object.values(kinds)) await call(db);
+
+  const calls = [];
+  const burst = () => {
+    for (const [kind, call] of Object.entries(kinds)) calls.push(timed(kind, () => call(db)));
+  };
+  // 50-65 calls in flight when the server freezes, then a few every 100 ms; the server is
+  // killed one second in; calls go on being made after that.
+  for (let i = 0; i < 13; i++) burst();
+  freeze();
+  const frozenAt = Date.now();
+  let killed = false;
+  while (Date.now() - frozenAt < 2500) {
+    burst();
+    await sleep(100);
+    if (!killed && Date.now() - frozenAt >= 1000) {
+      killed = true;
+      await server.kill();
+      server = undefined;
+    }
+  }
+  const all = Promise.all(calls.map((c) => c.done));
+  const settledInTime = await Promise.race([all.then(() => true), sleep(SELECTION_MS * 4 + 5000).then(() => false)]);
+  // Our part of a call is bounded by its own timeout; an insertOne then runs the Node
+  // driver's insert, bounded by that driver's own timeout (the same here).
+  const bound = (c) => (c.kind === 'insertOne' ? 2 * SELECTION_MS : SELECTION_MS) + SLACK_MS;
+  const late = calls.filter((c) => (c.settled || Date.now()) - c.made > bound(c));
+  const summary = late
+    .slice(0, 10)
+    .map((c) => `${c.kind} made ${c.made - frozenAt} ms after the freeze, ${c.settled ? `settled after ${c.settled - c.made} ms (${c.code})` : 'still pending'}`);
+  assert.ok(settledInTime, `calls still pending:\n${summary.join('\n')}`);
+  assert.deepEqual(summary, [], `${late.length} of ${calls.length} calls outlived their own timeout`);
+  const failed = calls.filter((c) => c.code);
+  assert.ok(failed.length > calls.length / 2, 'most calls made during the outage failed');
+  for (const c of failed) {
+    if (c.code === 'DRIVER') assert.equal(c.kind, 'insertOne');
+    else assert.equal(c.code, 'CONNECTION', `${c.kind}: ${c.code}`);
+  }
+  const values = calls.filter((c) => !c.code && c.kind !== 'batch').map((c) => `${c.kind}:${c.value}`);
+  assert.equal(new Set(values).size, values.length, 'no value handed out twice');
+  const ours = calls.filter((c) => c.kind !== 'insertOne');
+  const longest = Math.max(...ours.map((c) => c.settled - c.made));
+  const longestInsert = Math.max(0, ...calls.filter((c) => c.kind === 'insertOne').map((c) => c.settled - c.made));
+  return `${calls.length} calls, ${failed.length} failed, longest wait ${longest} ms (insertOne with the driver's insert: ${longestInsert} ms; timeout ${SELECTION_MS} ms)`;
+}
+
+test('frozen then killed server: no call waits longer than its own timeout (connect)', { skip, timeout: 120_000 }, async (t) => {
+  t.diagnostic(await everyCallWithinItsDeadline(async (dbName) => {
+    const client = await seq.connect(server?.uri ?? '', { serverSelectionTimeoutMS: SELECTION_MS });
+    return { db: client.db(dbName), close: () => client.close({ timeoutMS: 1000 }) };
+  }, withoutInsert));
+});
+
+test('frozen then killed server: no call waits longer than its own timeout (Node driver Db)', { skip, timeout: 120_000 }, async (t) => {
+  t.diagnostic(await everyCallWithinItsDeadline(async (dbName) => {
+    const node = new MongoClient(`${server.uri}&serverSelectionTimeoutMS=${SELECTION_MS}`);
+    return { db: node.db(dbName), close: () => Promise.all([node.close(), seq.closeSharedClients({ timeoutMS: 1000 })]) };
+  }, KINDS));
+});
+
+test('a call queued behind a round trip that finds no server fails with it', { skip, timeout: 60_000 }, async (t) => {
+  const dbName = await freshServer('queued');
+  const client = await seq.connect(server.uri, { serverSelectionTimeoutMS: 2000 });
+  t.after(() => client.close({ timeoutMS: 1000 }));
+  const db = client.db(dbName);
+  await seq.getNextSequenceValue(db, 'coalesced');
+  await server.kill();
+  server = undefined;
+  // The first call after the kill may fail at once (its connection is gone); once the
+  // driver knows the server is down, a call waits for a server to select.
+  await assert.rejects(seq.getNextSequenceValue(db, 'coalesced'), { code: 'CONNECTION' });
+  const a = timed('a', () => seq.getNextSequenceValue(db, 'coalesced'));
+  await sleep(300);
+  const b = timed('b', () => seq.getNextSequenceValue(db, 'coalesced'));
+  await Promise.all([a.done, b.done]);
+  assert.equal(a.code, 'CONNECTION');
+  assert.equal(b.code, 'CONNECTION');
+  assert.ok(a.settled - a.made >= 1900, `a waited for server selection: ${a.settled - a.made} ms`);
+  assert.ok(a.settled - a.made < 2000 + SLACK_MS, `a took ${a.settled - a.made} ms`);
+  // b was queued behind a's round trip: it fails with it, not after a selection of its own.
+  assert.ok(b.settled - a.settled < 200, `b settled ${b.settled - a.settled} ms after a`);
+  t.diagnostic(`a settled after ${a.settled - a.made} ms, b (made 300 ms later) ${b.settled - a.settled} ms after a`);
+});
+
+test('closeSharedClients() is bounded on a frozen server and rejects pending calls with CLIENT_CLOSED', { skip, timeout: 120_000 }, async (t) => {
+  const dbName = await freshServer('close');
+  // A long selection timeout: nothing but the close ends these calls.
+  const node = new MongoClient(`${server.uri}&serverSelectionTimeoutMS=60000`);
+  t.after(() => node.close());
+  const db = node.db(dbName);
+  for (const call of Object.values(KINDS)) await call(db);
+  assert.ok(seq.sharedClientCount() >= 1);
+
+  freeze();
+  const pending = Object.entries(KINDS).flatMap(([kind, call]) => [timed(kind, () => call(db)), timed(kind, () => call(db))]);
+  await sleep(200);
+  let started = Date.now();
+  await seq.closeSharedClients({ timeoutMS: 1000 });
+  const tookExplicit = Date.now() - started;
+  await Promise.all(pending.map((c) => c.done));
+  assert.ok(tookExplicit < 1000 + SLACK_MS, `closeSharedClients({ timeoutMS: 1000 }) took ${tookExplicit} ms`);
+  for (const c of pending) {
+    if (c.code === null) continue; // served from the cache before the freeze mattered
+    assert.equal(c.code, 'CLIENT_CLOSED', `${c.kind}: ${c.code}`);
+    assert.ok(c.settled - started < 300, `${c.kind} rejected ${c.settled - started} ms after the close began`);
+  }
+  assert.ok(pending.filter((c) => c.code === 'CLIENT_CLOSED').length >= 8, 'pending calls were rejected');
+  assert.equal(seq.sharedClientCount(), 0);
+
+  // The default bound, with nothing pending: a client connected to the frozen server.
+  process.kill(server.pid, 'SIGCONT');
+  await seq.getNextSequenceValue(db, 'coalesced');
+  freeze();
+  started = Date.now();
+  await seq.closeSharedClients();
+  const tookDefault = Date.now() - started;
+  assert.ok(tookDefault < 5000 + SLACK_MS, `closeSharedClients() took ${tookDefault} ms`);
+
+  // Own clients: close({ timeoutMS }) likewise.
+  process.kill(server.pid, 'SIGCONT');
+  const own = await seq.connect(server.uri, { serverSelectionTimeoutMS: 60000 });
+  await seq.getNextSequenceValue(own.db(dbName), 'coalesced');
+  freeze();
+  const ownPending = timed('own', () => seq.getNextSequenceValue(own.db(dbName), 'coalesced'));
+  await sleep(100);
+  started = Date.now();
+  await own.close({ timeoutMS: 500 });
+  const tookOwn = Date.now() - started;
+  await ownPending.done;
+  assert.ok(tookOwn < 500 + SLACK_MS, `close({ timeoutMS: 500 }) took ${tookOwn} ms`);
+  assert.equal(ownPending.code, 'CLIENT_CLOSED');
+  t.diagnostic(`closeSharedClients({ timeoutMS: 1000 }) ${tookExplicit} ms with calls pending, closeSharedClients() ${tookDefault} ms, close({ timeoutMS: 500 }) ${tookOwn} ms`);
+  await assert.rejects(seq.closeSharedClients({ timeoutMS: -1 }), { code: 'INVALID_ARGUMENT' });
+  await assert.rejects(seq.closeSharedClients({ timeout: 1 }), { code: 'INVALID_ARGUMENT' });
+  process.kill(server.pid, 'SIGCONT');
+});

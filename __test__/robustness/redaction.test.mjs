@@ -1,0 +1,116 @@
+// Passwords never appear in messages, on every error path: connect(uri), the { uri }
+// option, a derived Node client's connection, and the CLI's stderr and --json. Passwords
+// are random strings of every special character around marker words (fast-check), written
+// into the connection string both unescaped and percent-encoded.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import fc from 'fast-check';
+import { MongoClient } from 'mongodb';
+import { setup, seq } from '../helpers.mjs';
+
+const CLI = fileURLToPath(new URL('../../bin/mongodb-sequence.js', import.meta.url));
+const SPECIALS = [...' !"#$%&\'()*+,-./:;<=>?@[\\]^_`{|}~\u00e9\u{1F600}'];
+// Marker words no fixed text holds: an upper-case letter, then upper-case letters and digits.
+const marker = fc.stringMatching(/^[A-Z][A-Z0-9]{3,7}$/);
+const specials = (min, max) => fc.array(fc.constantFrom(...SPECIALS), { minLength: min, maxLength: max }).map((a) => a.join(''));
+const password = fc.tuple(specials(0, 3), marker, specials(1, 3), marker, specials(0, 3)).map(([a, m1, b, m2, c]) => ({
+  password: `${a}${m1}${b}${m2}${c}`,
+  markers: [m1, m2],
+}));
+// The issue's shape first: a '?' (and a '/') between the markers, unescaped.
+const examples = [[{ password: 'PA55?ABC9', markers: ['PA55', 'ABC9'] }], [{ password: 'PA55/ABC9', markers: ['PA55', 'ABC9'] }]];
+
+let env;
+let port;
+before(async () => {
+  env = await setup('redaction');
+  port = new URL(env.uri).port;
+});
+after(async () => {
+  await seq.closeSharedClients();
+  await env?.close();
+});
+
+function clean(text, { password: pw, markers }) {
+  for (const piece of [pw, ...markers]) assert.ok(!text.includes(piece), `message holds ${JSON.stringify(piece)}: ${text}`);
+}
+
+/** Connection strings for a password: unescaped, and percent-encoded, to reachable and unreachable servers. */
+function uris(pw) {
+  return [
+    `mongodb://app:${pw}@127.0.0.1:${port}/db?directConnection=true&serverSelectionTimeoutMS=2000`,
+    `mongodb://app:${encodeURIComponent(pw)}@127.0.0.1:${port}/db?directConnection=true&serverSelectionTimeoutMS=2000`,
+    `mongodb://app:${encodeURIComponent(pw)}@127.0.0.1:9/db?serverSelectionTimeoutMS=200`,
+  ];
+}
+
+test('connect(uri) and the { uri } option never print the password', async () => {
+  await fc.assert(
+    fc.asyncProperty(password, async (p) => {
+      for (const uri of uris(p.password)) {
+        const e1 = await seq.connect(uri, { serverSelectionTimeoutMS: 2000 }).then((c) => c.close(), (e) => e);
+        if (e1) clean(`${e1.code} ${e1.message} ${e1.stack}`, p);
+        const e2 = await seq.getNextSequenceValue(env.db, 'r', { uri }).then(() => undefined, (e) => e);
+        if (e2) clean(`${e2.code} ${e2.message} ${e2.stack}`, p);
+      }
+    }),
+    { numRuns: 25, examples },
+  );
+});
+
+test('a derived connection with the password in the options object never prints it', async () => {
+  await fc.assert(
+    fc.asyncProperty(password, async (p) => {
+      const client = new MongoClient(`mongodb://127.0.0.1:${port}/?directConnection=true`, {
+        auth: { username: 'app', password: p.password },
+        serverSelectionTimeoutMS: 2000,
+      });
+      try {
+        const e = await seq.getNextSequenceValue(client.db(env.dbName), 'r').then(() => undefined, (err) => err);
+        assert.ok(e, 'the server has no such user');
+        clean(`${e.code} ${e.message} ${e.stack}`, p);
+      } finally {
+        await client.close();
+      }
+    }),
+    { numRuns: 15 },
+  );
+});
+
+test('the CLI prints no password on stderr or in --json', async () => {
+  await fc.assert(
+    fc.property(password, (p) => {
+      for (const uri of uris(p.password).slice(0, 2)) {
+        for (const json of [false, true]) {
+          const r = spawnSync(process.execPath, [CLI, 'list', '--timeout', '2', ...(json ? ['--json'] : [])], {
+            env: { ...process.env, MONGODB_URI: uri },
+            encoding: 'utf8',
+            timeout: 60_000,
+          });
+          assert.notEqual(r.status, 0);
+          clean(r.stdout + r.stderr, p);
+        }
+      }
+    }),
+    { numRuns: 6, examples },
+  );
+});
+
+test('the issue\'s case: an unescaped ? in the password', async () => {
+  const e = await seq.connect(`mongodb://user:pa55?abc@127.0.0.1:${port}/`).then(() => undefined, (err) => err);
+  assert.equal(e.code, 'INVALID_ARGUMENT');
+  assert.ok(!e.message.includes('pa55'), e.message);
+  assert.match(e.message, /percent-encode/);
+  const r = spawnSync(process.execPath, [CLI, 'list', '--json'], { env: { ...process.env, MONGODB_URI: 'mongodb://user:pa55?abc@127.0.0.1:9/shop' }, encoding: 'utf8' });
+  assert.ok(!r.stdout.includes('pa55') && !r.stderr.includes('pa55'), r.stdout + r.stderr);
+});
+
+test('a short password is not "redacted" inside fixed text, which would reveal it', async () => {
+  // 'ail' is the password: "authentication failed" must stay as it is.
+  const short = await seq.connect(`mongodb://app:ail@127.0.0.1:${port}/?directConnection=true`, { serverSelectionTimeoutMS: 2000 }).then(() => undefined, (err) => err);
+  assert.ok(short, 'no such user');
+  assert.match(short.message, /failed/i);
+  assert.ok(!short.message.includes('****'), short.message);
+});

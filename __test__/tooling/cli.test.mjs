@@ -1,0 +1,216 @@
+// The command line, run as operators run it (`node bin/mongodb-sequence.js ...`, not a
+// TTY) against the test server: every command, --json shapes, exit codes (0 done, 1
+// error, 2 usage), bad arguments, a scoped name, a value past 2^53, the confirmation
+// rule of `drop`, and no password in any output.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { setup } from '../helpers.mjs';
+import { ensureVenv } from '../../scripts/lib/python-env.mjs';
+
+const CLI = fileURLToPath(new URL('../../bin/mongodb-sequence.js', import.meta.url));
+const ON_A_TERMINAL = fileURLToPath(new URL('../fixtures/on-a-terminal.py', import.meta.url));
+
+let env;
+before(async () => {
+  env = await setup('cli');
+});
+after(async () => {
+  await env?.close();
+});
+
+/** Runs the CLI; resolves with { code, stdout, stderr }. */
+function cli(args, { uri = env.uri, db = env.dbName, extraEnv = {} } = {}) {
+  const withConnection = [...args, ...(uri ? ['--uri', uri] : []), ...(db ? ['--db', db] : [])];
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [CLI, ...withConnection], {
+      env: { ...process.env, MONGODB_URI: '', ...extraEnv },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d) => (stdout += d));
+    child.stderr.on('data', (d) => (stderr += d));
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`CLI did not finish: ${args.join(' ')}`));
+    }, 60_000);
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
+
+async function ok(args, options) {
+  const r = await cli(args, options);
+  assert.equal(r.code, 0, `${args.join(' ')}: ${r.stderr}`);
+  return r.stdout.trimEnd();
+}
+
+test('help and version', async () => {
+  const help = await ok(['--help'], { uri: null, db: null });
+  for (const command of ['list', 'current', 'next', 'init', 'set', 'reset', 'drop', 'sync']) assert.match(help, new RegExp(`\\n  ${command} `));
+  const nextHelp = await ok(['next', '--help'], { uri: null, db: null });
+  assert.match(nextHelp, /Example:\n  mongodb-sequence next/);
+  assert.match(await ok(['--version'], { uri: null, db: null }), /^\d+\.\d+\.\d+$/);
+});
+
+test('help recommends MONGODB_URI over --uri and says why; no example puts a connection string on the command line', async () => {
+  const help = await ok(['--help'], { uri: null, db: null });
+  assert.match(help, /MONGODB_URI/);
+  assert.match(help, /ps\b[^]*history|history[^]*\bps\b/);
+  for (const command of ['list', 'current', 'next', 'init', 'set', 'reset', 'drop', 'sync']) {
+    const text = await ok([command, '--help'], { uri: null, db: null });
+    const example = text.slice(text.indexOf('Example'));
+    assert.doesNotMatch(example, /--uri/, command);
+    assert.match(text, /MONGODB_URI[^]*ps/, command);
+  }
+  assert.doesNotMatch(help.slice(help.indexOf('Example')), /--uri/);
+});
+
+test('usage errors exit 2 with one line on stderr', async () => {
+  const cases = [
+    [['frobnicate'], /unknown command/],
+    [['current'], /current takes <name>/],
+    [['next', 'x', '--count', 'ten'], /--count must be an integer/],
+    [['next', 'x', '--count', '0'], /--count must be from 1/],
+    [['next', 'x', '--bogus'], /Unknown option '--bogus'/],
+    [['next', '{"type":'], /scoped name must be a JSON object/],
+    [['set', 'x', '1.5'], /<value> must be an integer/],
+    [['init', 'x', '--max', '99999999999999999999'], /outside the 64-bit range/],
+    [['sync', 'x', '--from', 'orders'], /--from <collection>.<field>/],
+    [['drop', 'x'], /drop needs --yes when not run on a terminal/],
+    [['next', 'x', '--timeout', '-1'], /--timeout/],
+  ];
+  for (const [args, pattern] of cases) {
+    const r = await cli(args);
+    assert.equal(r.code, 2, `${args.join(' ')}: ${r.stderr}`);
+    assert.match(r.stderr, /^error USAGE: /);
+    assert.match(r.stderr, pattern);
+    assert.equal(r.stderr.trimEnd().split('\n').length, 1);
+    assert.equal(r.stdout, '');
+  }
+  const noUri = await cli(['list'], { uri: null });
+  assert.equal(noUri.code, 2);
+  assert.match(noUri.stderr, /set MONGODB_URI/);
+  const json = await cli(['current', '--json']);
+  assert.equal(json.code, 2);
+  assert.equal(JSON.parse(json.stdout).error.code, 'USAGE');
+});
+
+test('init, next, current, set, reset, list and drop, as text and as JSON', async () => {
+  assert.equal(await ok(['init', 'tickets', '--start', '1000', '--max', '1005', '--cycle', '--min', '1000']), 'created tickets');
+  assert.match(await ok(['init', 'tickets']), /exists already/);
+  assert.equal(await ok(['next', 'tickets']), '1000');
+  assert.equal(await ok(['next', 'tickets', '--count', '3']), '1001\n1002\n1003');
+  assert.deepEqual(JSON.parse(await ok(['next', 'tickets', '--json'])), { name: 'tickets', value: 1004 });
+  assert.equal(await ok(['current', 'tickets']), '1004');
+  assert.equal(await ok(['set', 'tickets', '1001']), 'tickets set to 1001');
+  assert.equal(await ok(['next', 'tickets']), '1002');
+  assert.equal(await ok(['reset', 'tickets']), 'tickets reset; next value 1000');
+  assert.equal(await ok(['next', 'tickets']), '1000');
+  // Many values come back as a range.
+  assert.equal(await ok(['next', 'bulk', '--upsert', '--count', '5000']), '1..5000 (5000 values, step 1)');
+  assert.deepEqual(JSON.parse(await ok(['next', 'bulk', '--count', '2000', '--json'])), { name: 'bulk', first: 5001, last: 7000, count: 2000, step: 1 });
+
+  const table = (await ok(['list'])).split('\n');
+  assert.match(table[0], /^NAME\s+VALUE\s+STEP\s+MIN\s+MAX\s+CYCLE$/);
+  const columnsAt = (line) => [...line.matchAll(/\S+/g)].map((m) => m.index + m[0].length);
+  const tickets = table.find((l) => l.startsWith('tickets'));
+  assert.match(tickets, /^tickets\s+1000\s+1\s+1000\s+1005\s+yes$/);
+  const bulk = table.find((l) => l.startsWith('bulk'));
+  assert.match(bulk, /^bulk\s+7000\s+1\s+-\s+-\s+no$/);
+  assert.deepEqual(columnsAt(tickets).slice(1, 2), columnsAt(bulk).slice(1, 2), 'values right-aligned in one column');
+  const listed = JSON.parse(await ok(['list', '--json']));
+  assert.deepEqual(listed.find((s) => s.name === 'tickets'), { name: 'tickets', value: 1000, step: 1, minValue: 1000, maxValue: 1005, cycle: true });
+  assert.deepEqual(listed.find((s) => s.name === 'bulk'), { name: 'bulk', value: 7000 });
+
+  assert.equal(await ok(['drop', 'tickets', '--yes']), 'dropped tickets');
+  assert.equal(await ok(['drop', 'tickets', '--yes']), 'tickets did not exist');
+  const missing = await cli(['current', 'tickets']);
+  assert.equal(missing.code, 1);
+  assert.equal(missing.stderr, "error SEQUENCE_NOT_FOUND: Sequence 'tickets' not found. Please initialize it.\n");
+  const missingJson = await cli(['next', 'tickets', '--json']);
+  assert.equal(missingJson.code, 1);
+  assert.deepEqual(JSON.parse(missingJson.stdout), {
+    error: { code: 'SEQUENCE_NOT_FOUND', message: "Sequence 'tickets' not found. Please initialize it." },
+  });
+});
+
+test('values past 2^53 print exactly, in text and in JSON', async () => {
+  assert.equal((await cli(['set', 'big', '9007199254740993'])).code, 1, 'set without an existing counter fails');
+  await ok(['init', 'big']);
+  assert.equal(await ok(['set', 'big', '9007199254740993']), 'big set to 9007199254740993');
+  assert.equal(await ok(['current', 'big']), '9007199254740993');
+  assert.equal(await ok(['next', 'big']), '9007199254740994');
+  assert.equal(await ok(['next', 'big', '--json']), '{"name":"big","value":9007199254740995}');
+  assert.match(await ok(['list', '--json']), /"name":"big","value":9007199254740995/);
+});
+
+test('scoped names, other collections and fields, and sync', async () => {
+  const scoped = '{"type":"invoice","year":2026}';
+  assert.equal(await ok(['next', scoped, '--upsert']), '1');
+  assert.equal(await ok(['next', scoped]), '2');
+  assert.match(await ok(['list']), /^\{"type":"invoice","year":2026\}\s+2\s/m);
+  assert.equal(await ok(['next', 'other', '--upsert', '--collection', 'ctr', '--field', 'seq']), '1');
+  const stored = await env.db.collection('ctr').findOne({ _id: 'other' });
+  assert.equal(stored.seq, 1);
+  await env.db.collection('orders').insertMany([{ no: 41 }, { no: 977 }, { no: 12 }]);
+  assert.equal(await ok(['sync', 'orders', '--from', 'orders.no']), '977');
+  assert.equal(await ok(['next', 'orders']), '978');
+});
+
+test('a connection that cannot be made fails within --timeout, without the password', async () => {
+  const started = Date.now();
+  const r = await cli(['list', '--timeout', '1'], { uri: 'mongodb://operator:s3cr%40t-pw@127.0.0.1:9/shop', db: null });
+  assert.equal(r.code, 1);
+  assert.match(r.stderr, /^error CONNECTION: /);
+  assert.ok(!r.stderr.includes('s3cr'), r.stderr);
+  assert.ok(Date.now() - started < 30_000);
+  const bad = await cli(['list'], { uri: 'mongodb://u:%zz@h/db', db: null });
+  assert.equal(bad.code, 2, bad.stderr);
+  assert.match(bad.stderr, /^error INVALID_ARGUMENT: /);
+  assert.ok(!bad.stderr.includes('%zz'));
+});
+
+test('an @ in the query never makes a piece of it the database', async () => {
+  // mongodb://host/<db>?appName=ops@corp.example/<other>: the last '@' is the query's, and
+  // reading the path after it would write to <other>. No database is guessed then.
+  const base = new URL(env.uri);
+  const other = `${env.dbName}_other`;
+  const uri = `${base.protocol}//${base.host}/${env.dbName}?appName=ops@corp.example/${other}`;
+  const r = await cli(['next', 'at_in_query', '--upsert'], { uri, db: null });
+  assert.equal(r.code, 2, r.stdout + r.stderr);
+  assert.match(r.stderr, /^error USAGE: no database/);
+  const written = await env.client.db(other).collection('counters').countDocuments();
+  assert.equal(written, 0, `a counter was written to ${other}`);
+  // Named with --db, the same string works.
+  assert.equal(await ok(['next', 'at_in_query', '--upsert'], { uri, db: env.dbName }), '1');
+  // A plain string still names its database.
+  assert.equal(await ok(['current', 'at_in_query'], { uri: `${base.protocol}//${base.host}/${env.dbName}`, db: null }), '1');
+});
+
+test('drop asks for confirmation on a terminal', async () => {
+  const python = ensureVenv();
+  const onTerminal = (answer, name) =>
+    new Promise((resolve) => {
+      const child = spawn(python, [ON_A_TERMINAL, answer, process.execPath, CLI, 'drop', name, '--uri', env.uri, '--db', env.dbName], {
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      let out = '';
+      child.stdout.on('data', (d) => (out += d));
+      child.once('exit', (code) => resolve({ code, out }));
+    });
+  await ok(['next', 'asked', '--upsert']);
+  const no = await onTerminal('n', 'asked');
+  assert.equal(no.code, 0, no.out);
+  assert.match(no.out, /Drop sequence asked from mseq_cli_\w+\.counters\? \[y\/N\]/);
+  assert.match(no.out, /cancelled/);
+  assert.equal(await ok(['current', 'asked']), '1', 'kept');
+  const yes = await onTerminal('y', 'asked');
+  assert.equal(yes.code, 0, yes.out);
+  assert.match(yes.out, /dropped asked/);
+  assert.equal((await cli(['current', 'asked'])).code, 1, 'gone');
+});

@@ -1,0 +1,103 @@
+// The packages as users install them: `npm run package` writes the main tarball (no
+// binary) and this platform's tarball (exactly the binary); an empty app installs both
+// with no Rust toolchain on PATH, then loads the addon with require() and import(), makes
+// a real call against the test server, compiles a typed example against the installed
+// typings, and runs the CLI through npx.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { delimiter, join } from 'node:path';
+import { setup } from '../helpers.mjs';
+import { ROOT } from '../../scripts/lib/python-env.mjs';
+
+let env;
+let app;
+before(async () => {
+  env = await setup('pkg');
+  app = mkdtempSync(join(tmpdir(), 'mseq-app-'));
+});
+after(async () => {
+  if (app) rmSync(app, { recursive: true, force: true });
+  await env?.close();
+});
+
+/** PATH without any folder that holds cargo or rustc: the install must not build. */
+function pathWithoutRust() {
+  return process.env.PATH.split(delimiter)
+    .filter((dir) => {
+      try {
+        return !readdirSync(dir).some((f) => /^(cargo|rustc)(\.exe)?$/.test(f));
+      } catch {
+        return true;
+      }
+    })
+    .join(delimiter);
+}
+
+const sh = (command, args, options = {}) =>
+  execFileSync(command, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], ...options });
+
+test('the tarballs install into an empty app and work without Rust', async () => {
+  sh(process.execPath, [join(ROOT, 'scripts', 'package.mjs')], { cwd: ROOT, env: { ...process.env, MONGO_SEQUENCE_SKIP_BUILD: '1' } });
+  const dist = join(ROOT, 'dist');
+  const tarballs = readdirSync(dist).filter((f) => f.endsWith('.tgz'));
+  const main = tarballs.find((f) => /^mongodb-sequence-\d/.test(f));
+  const platform = tarballs.find((f) => f !== main);
+  assert.ok(main && platform, tarballs.join(', '));
+  const list = (t) => sh('tar', ['tzf', join(dist, t)]).trim().split('\n');
+  assert.deepEqual(list(main).filter((f) => f.endsWith('.node')), [], 'the main package holds no binary');
+  for (const file of ['bin/mongodb-sequence.js', 'mongoose.js', 'mongoose.mjs', 'mongoose.d.ts', 'mongoose.d.mts']) {
+    assert.ok(list(main).includes(`package/${file}`), `main tarball holds ${file}`);
+  }
+  assert.equal(list(platform).filter((f) => f.endsWith('.node')).length, 1, 'the platform package holds one binary');
+  const platformName = platform.replace(/-\d+\.\d+\.\d+\.tgz$/, '');
+
+  writeFileSync(join(app, 'package.json'), JSON.stringify({ name: 'empty-app', version: '1.0.0', private: true }));
+  const appEnv = { ...process.env, PATH: pathWithoutRust(), npm_config_audit: 'false', npm_config_fund: 'false' };
+  assert.throws(() => sh('cargo', ['--version'], { env: appEnv }), 'no cargo on the app PATH');
+  sh('npm', ['install', '--prefer-offline', join(dist, main), join(dist, platform)], { cwd: app, env: appEnv });
+
+  const call = `(async (m) => {
+    const client = await m.connect(${JSON.stringify(env.uri)});
+    const db = client.db(${JSON.stringify(env.dbName)});
+    const v = await m.getNextSequenceValue(db, 'pkg', { upsert: true });
+    await client.close();
+    console.log(v, require.resolve(${JSON.stringify(platformName)}));
+  })`;
+  const cjs = sh(process.execPath, ['-e', `${call}(require('mongodb-sequence'))`], { cwd: app, env: appEnv }).trim();
+  assert.ok(cjs.startsWith('1 ') && cjs.includes(`node_modules/${platformName}/`), cjs);
+  const esm = sh(process.execPath, ['--input-type=module', '-e', `import m from 'mongodb-sequence'; const c = await m.connect(${JSON.stringify(env.uri)}); console.log(await m.getNextSequenceValue(c.db(${JSON.stringify(env.dbName)}), 'pkg')); await c.close();`], { cwd: app, env: appEnv }).trim();
+  assert.equal(esm, '2');
+  // The mongoose plugin's subpath, CJS and ESM (mongoose itself is not installed here).
+  const plugin = sh(process.execPath, ['-e', "const f = require('mongodb-sequence/mongoose'); import('mongodb-sequence/mongoose').then((m) => console.log(typeof f, m.default === f, typeof f({ connection: {} })))"], { cwd: app, env: appEnv }).trim();
+  assert.equal(plugin, 'function true function');
+  // A typed example, compiled against the installed package's typings.
+  writeFileSync(join(app, 'tsconfig.json'), JSON.stringify({ compilerOptions: { strict: true, noEmit: true, target: 'es2022', module: 'nodenext', moduleResolution: 'nodenext', types: [] }, files: ['example.ts'] }));
+  writeFileSync(
+    join(app, 'example.ts'),
+    [
+      "import { connect, sequence, getNextSequenceValue } from 'mongodb-sequence'",
+      "import AutoIncrementFactory, { type AutoIncrementOptions } from 'mongodb-sequence/mongoose'",
+      "const options: AutoIncrementOptions = { id: 'order_no', inc_field: 'no', reference_fields: ['shop'], exclusive: 'reuse' }",
+      "export const plugin = AutoIncrementFactory({})",
+      "// @ts-expect-error inc_amount is a number",
+      "export const bad: AutoIncrementOptions = { inc_amount: '1' }",
+      "void options",
+      'export async function main(uri: string): Promise<string> {',
+      '  const client = await connect(uri)',
+      "  const db = client.db('app')",
+      "  const n: number = await getNextSequenceValue(db, 'x', { upsert: true })",
+      "  const big: bigint = await sequence(db, 'x', { bigint: true }).next()",
+      "  // @ts-expect-error a formatted value is a string",
+      "  const wrong: number = await getNextSequenceValue(db, 'x', { format: 'N{seq}' })",
+      '  await client.close()',
+      '  return `${n} ${big} ${wrong}`',
+      '}',
+    ].join('\n'),
+  );
+  sh(process.execPath, [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', app], { cwd: app, env: appEnv });
+  const viaNpx = sh('npx', ['--no-install', 'mongodb-sequence', 'next', 'pkg', '--uri', env.uri, '--db', env.dbName], { cwd: app, env: appEnv }).trim();
+  assert.equal(viaNpx, '3');
+});
