@@ -15,10 +15,10 @@ use crate::binding::options::{read_integer, read_used_options};
 use crate::binding::output::{Listed, Output, Value};
 use crate::binding::spawn::promise;
 use crate::engine::admin;
+use crate::engine::alloc::reserve::Reservation;
+use crate::engine::counter::sequence_config::SequenceConfig;
 use crate::engine::error::{SeqError, SeqResult};
-use crate::engine::reserve::Reservation;
-use crate::engine::sequence_config::SequenceConfig;
-use crate::engine::validate::{check_collection, check_field, check_field_name, FieldUse};
+use crate::engine::text::validate::{check_collection, check_field, check_field_name, FieldUse};
 
 /// Runs `op` on the prepared counter of `named`.
 pub fn admin_promise<'env, F, Fut>(

@@ -19,13 +19,13 @@ use crate::binding::output::Output;
 use crate::binding::recent_counters;
 use crate::binding::settled::settled;
 use crate::binding::spawn::promise;
-use crate::engine::allocate::IdRange;
-use crate::engine::counter_name::CounterName;
-use crate::engine::counter_state::{Outcome, Submitted};
+use crate::engine::alloc::allocate::IdRange;
+use crate::engine::alloc::counter_state::{Outcome, Submitted};
+use crate::engine::alloc::reserve::Reservation;
+use crate::engine::counter::counter_name::CounterName;
 use crate::engine::error::{SeqError, SeqResult};
 use crate::engine::options::SequenceOptions;
-use crate::engine::reserve::Reservation;
-use crate::engine::validate::check_count;
+use crate::engine::text::validate::check_count;
 
 /// How a block of values is returned to JavaScript.
 pub type Shape = fn(&str, IdRange, &SequenceOptions) -> SeqResult<Output>;

@@ -19,13 +19,15 @@ use crate::binding::located::read_locator;
 use crate::binding::name::read_counter_name;
 use crate::binding::options::{read_integer, read_options_from};
 use crate::binding::output::Value;
-use crate::engine::allocate::IdRange;
-use crate::engine::counter_name::CounterName;
+use crate::engine::alloc::allocate::IdRange;
+use crate::engine::counter::counter_name::CounterName;
+use crate::engine::counter::locator::Locator;
 use crate::engine::error::{SeqError, SeqResult};
-use crate::engine::format::now_millis;
 use crate::engine::gapless::{insert_gapless, NumberedInsert};
-use crate::engine::locator::Locator;
-use crate::engine::validate::{check_collection, check_field_name, FieldUse, MAX_BATCH_COUNT};
+use crate::engine::text::format::now_millis;
+use crate::engine::text::validate::{
+    check_collection, check_field_name, FieldUse, MAX_BATCH_COUNT,
+};
 use mongodb::bson::{Bson, Document};
 
 /// Options of `insertOne` / `insertMany`.

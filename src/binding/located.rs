@@ -15,9 +15,9 @@ use crate::binding::options::{read_integer, read_options_from};
 use crate::binding::output::{Output, Value};
 use crate::binding::sequence_handle::Sequence;
 use crate::binding::spawn::promise;
-use crate::engine::counter_name::CounterName;
+use crate::engine::counter::counter_name::CounterName;
+use crate::engine::counter::locator::{FieldsLocator, Locator};
 use crate::engine::error::{SeqError, SeqResult};
-use crate::engine::locator::{FieldsLocator, Locator};
 use crate::engine::options::SequenceOptions;
 
 /// Options `counterAt` takes besides the common ones (`LocatedOptions`).

@@ -5,12 +5,12 @@ use napi::sys;
 
 use mongodb::bson::Bson;
 
-use crate::engine::allocate::IdRange;
+use crate::binding::js_number::check_safe_range;
+use crate::engine::alloc::allocate::IdRange;
+use crate::engine::counter::sequence_config::SequenceConfig;
 use crate::engine::error::SeqResult;
-use crate::engine::format::now_millis;
-use crate::engine::js_number::check_safe_range;
 use crate::engine::options::SequenceOptions;
-use crate::engine::sequence_config::SequenceConfig;
+use crate::engine::text::format::now_millis;
 
 /// What a call resolves with.
 pub enum Output {
@@ -56,7 +56,7 @@ pub struct Listed {
 /// A limit or step as a number when it is a safe integer (and `bigint` is off), else as
 /// a BigInt: never an error, never rounded.
 fn exact(v: i64, bigint: bool) -> Value {
-    let safe = v.unsigned_abs() <= crate::engine::validate::MAX_SAFE_INTEGER as u64;
+    let safe = v.unsigned_abs() <= crate::engine::text::validate::MAX_SAFE_INTEGER as u64;
     Value::new(v, bigint || !safe)
 }
 

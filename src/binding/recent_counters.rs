@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 
 use crate::binding::calls::{NamedCounter, ReservationSlot};
 use crate::binding::db_target::DbTarget;
-use crate::engine::counter_name::CounterName;
+use crate::engine::counter::counter_name::CounterName;
 use crate::engine::error::SeqResult;
 use crate::engine::options::SequenceOptions;
 

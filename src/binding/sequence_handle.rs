@@ -15,9 +15,9 @@ use crate::binding::js_error::to_js_error;
 use crate::binding::options::read_integer;
 use crate::binding::output::{Output, Value};
 use crate::engine::admin;
+use crate::engine::alloc::reserve::Reservation;
 use crate::engine::error::SeqResult;
-use crate::engine::reserve::Reservation;
-use crate::engine::validate::{MAX_BATCH_COUNT, MAX_RANGE_COUNT};
+use crate::engine::text::validate::{MAX_BATCH_COUNT, MAX_RANGE_COUNT};
 
 /// A handle on one sequence with fixed options, from `sequence(db, name, options)`.
 /// Its methods behave like the functions of the same purpose, with the same errors.

@@ -14,13 +14,13 @@
 
 use mongodb::bson::{doc, Bson, Document};
 
-use crate::engine::allocate::{contention, MAX_ATTEMPTS};
-use crate::engine::counter_value::integer_after_increment;
+use crate::engine::alloc::allocate::{contention, MAX_ATTEMPTS};
+use crate::engine::counter::counter_value::integer_after_increment;
+use crate::engine::counter::sequence_config::SequenceConfig;
 use crate::engine::error::{SeqError, SeqResult};
-use crate::engine::mongo_store::MongoStore;
-use crate::engine::sequence_config::SequenceConfig;
-use crate::engine::store::{CounterRef, CounterStore, Direction, NewCounter};
-use crate::engine::validate::check_field;
+use crate::engine::store::counter_store::{CounterRef, CounterStore, Direction, NewCounter};
+use crate::engine::store::mongo_store::MongoStore;
+use crate::engine::text::validate::check_field;
 
 fn value_of(counter: &CounterRef, value: Option<&Bson>) -> SeqResult<i64> {
     integer_after_increment(value)
@@ -368,7 +368,9 @@ impl MongoStore {
             .database()
             .collection::<Document>(collection)
             .find(filter)
-            .projection(crate::engine::filters::value_and_config_projection(field))
+            .projection(crate::engine::store::filters::value_and_config_projection(
+                field,
+            ))
             .sort(doc! { "_id": 1 })
             .await
             .map_err(|e| self.error(&e))?;
@@ -470,11 +472,11 @@ impl MongoStore {
 mod tests {
     use super::*;
     use crate::engine::error::ErrorCode;
-    use crate::engine::memory_store::MemoryStore;
+    use crate::engine::store::memory_store::MemoryStore;
     use crate::engine::test_support::run;
 
     fn counter(name: &str) -> CounterRef {
-        let name = crate::engine::counter_name::CounterName::text(name).unwrap();
+        let name = crate::engine::counter::counter_name::CounterName::text(name).unwrap();
         CounterRef::new("counters", "seq", name)
     }
 
@@ -570,7 +572,7 @@ mod tests {
     }
 
     fn located(stride: i64) -> CounterRef {
-        use crate::engine::locator::{FieldsLocator, Locator};
+        use crate::engine::counter::locator::{FieldsLocator, Locator};
         use mongodb::bson::doc;
         let fields = doc! { "id": "loc", "reference_value": Bson::Null };
         counter("loc").located(
@@ -581,7 +583,7 @@ mod tests {
 
     #[test]
     fn init_and_reset_of_a_strided_counter_make_start_the_next_value() {
-        use crate::engine::allocate::{allocate, CreatePolicy};
+        use crate::engine::alloc::allocate::{allocate, CreatePolicy};
         for stride in [5, -5] {
             let store = MemoryStore::default();
             let c = located(stride);

@@ -10,15 +10,15 @@ use std::time::Duration;
 use mongodb::bson::{oid::ObjectId, Bson, Document};
 use mongodb::options::WriteConcern;
 
-use crate::engine::allocate::{allocate, CreatePolicy, IdRange};
-use crate::engine::counter_value::compact_integer;
-use crate::engine::driver_counters::DriverCounters;
-use crate::engine::driver_error::from_driver;
+use crate::engine::alloc::allocate::{allocate, CreatePolicy, IdRange};
+use crate::engine::client::driver_error::from_driver;
+use crate::engine::client::registry::ClientHandle;
+use crate::engine::counter::counter_value::compact_integer;
 use crate::engine::error::{ErrorCode, SeqError, SeqResult};
-use crate::engine::format::{now_millis, Pattern};
-use crate::engine::mongo_store::SessionStore;
-use crate::engine::registry::ClientHandle;
-use crate::engine::store::{CounterRef, CounterStore, NewCounter};
+use crate::engine::store::counter_store::{CounterRef, CounterStore, NewCounter};
+use crate::engine::store::driver_counters::DriverCounters;
+use crate::engine::store::mongo_store::SessionStore;
+use crate::engine::text::format::{now_millis, Pattern};
 
 /// Most attempts at one transaction that conflicts with others.
 pub const MAX_TRANSACTION_ATTEMPTS: u32 = 50;

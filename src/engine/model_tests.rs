@@ -20,13 +20,13 @@ use mongodb::bson::{doc, Bson, Document};
 use proptest::prelude::*;
 
 use crate::engine::admin;
-use crate::engine::allocate::{CreatePolicy, IdRange};
-use crate::engine::counter_name::CounterName;
-use crate::engine::counter_state::{CounterState, Lane, Mode};
+use crate::engine::alloc::allocate::{CreatePolicy, IdRange};
+use crate::engine::alloc::counter_state::{CounterState, Lane, Mode};
+use crate::engine::counter::counter_name::CounterName;
+use crate::engine::counter::sequence_config::SequenceConfig;
 use crate::engine::error::{ErrorCode, SeqResult};
-use crate::engine::memory_store::MemoryStore;
-use crate::engine::sequence_config::SequenceConfig;
-use crate::engine::store::{CounterRef, Direction};
+use crate::engine::store::counter_store::{CounterRef, Direction};
+use crate::engine::store::memory_store::MemoryStore;
 
 /// 2^62: a step for which two values already move a counter by 2^63.
 const HUGE: i64 = 1 << 62;
@@ -464,7 +464,7 @@ impl Engine {
 
     /// An engine on a counter of `shape`: found by `_id`, or by fields with its stride.
     fn shaped(mode: Mode, policy: CreatePolicy, shape: Shape) -> Self {
-        use crate::engine::locator::{FieldsLocator, Locator};
+        use crate::engine::counter::locator::{FieldsLocator, Locator};
         let mut engine = Engine::new(mode, policy);
         if shape.located {
             let fields = doc! { "id": "model", "reference_value": { "shop": 1 } };
@@ -933,8 +933,8 @@ fn located_model(stored: &mut Option<i64>, n: i64, policy: CreatePolicy, stride:
 }
 
 fn check_located_history(mode: Mode, policy: CreatePolicy, stride: i64, ops: &[LocatedOp]) {
-    use crate::engine::locator::{FieldsLocator, Locator};
-    use crate::engine::store::CounterStore;
+    use crate::engine::counter::locator::{FieldsLocator, Locator};
+    use crate::engine::store::counter_store::CounterStore;
     use mongodb::bson::doc;
     let mut engine = Engine::new(mode, policy);
     let fields = doc! { "id": "model", "reference_value": { "shop": 1 } };

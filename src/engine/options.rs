@@ -1,13 +1,13 @@
 //! Options of a sequence call, with the documented helper's defaults.
 
-use crate::engine::allocate::CreatePolicy;
-use crate::engine::counter_name::CounterName;
+use crate::engine::alloc::allocate::CreatePolicy;
+use crate::engine::client::write_concern::WriteConcernSpec;
+use crate::engine::counter::counter_name::CounterName;
+use crate::engine::counter::locator::Locator;
 use crate::engine::error::SeqResult;
-use crate::engine::format::Pattern;
-use crate::engine::locator::Locator;
-use crate::engine::store::CounterRef;
-use crate::engine::validate::{check_collection, check_field};
-use crate::engine::write_concern::WriteConcernSpec;
+use crate::engine::store::counter_store::CounterRef;
+use crate::engine::text::format::Pattern;
+use crate::engine::text::validate::{check_collection, check_field};
 use std::borrow::Cow;
 
 /// Default collection of counter documents.

@@ -6,15 +6,15 @@ use mongodb::options::{CollectionOptions, IndexOptions, ReturnDocument, WriteCon
 use mongodb::{ClientSession, Collection, Database, IndexModel};
 use tokio::sync::Mutex;
 
-use crate::engine::driver_counters::CounterDriver;
-use crate::engine::driver_error::{
+use crate::engine::client::driver_error::{
     duplicate_on_other_index, from_driver, is_duplicate_key, is_duplicate_on,
 };
+use crate::engine::counter::locator::{FieldsLocator, Locator};
 use crate::engine::error::SeqError;
 use crate::engine::error::SeqResult;
-use crate::engine::filters;
-use crate::engine::locator::{FieldsLocator, Locator};
-use crate::engine::store::CounterRef;
+use crate::engine::store::counter_store::CounterRef;
+use crate::engine::store::driver_counters::CounterDriver;
+use crate::engine::store::filters;
 
 /// Counters in one database, with the secrets to keep out of error messages.
 #[derive(Clone)]

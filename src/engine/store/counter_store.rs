@@ -5,10 +5,10 @@ use std::future::Future;
 
 use mongodb::bson::{doc, Bson, Document};
 
-use crate::engine::counter_name::CounterName;
+use crate::engine::counter::counter_name::CounterName;
+use crate::engine::counter::locator::Locator;
+use crate::engine::counter::sequence_config::SequenceConfig;
 use crate::engine::error::SeqResult;
-use crate::engine::locator::Locator;
-use crate::engine::sequence_config::SequenceConfig;
 
 /// Which counter: a document `{ _id: <name>, <field>: <value> }` in `collection`, or one
 /// found by other fields ([`Locator`]).

@@ -4,16 +4,16 @@
 
 use std::sync::Arc;
 
-use crate::engine::allocate::IdRange;
-use crate::engine::block_cache::CacheSlot;
-use crate::engine::counter_name::CounterName;
-use crate::engine::counter_state::{CounterState, Lane, Mode, Outcome, Submitted};
-use crate::engine::driver_counters::DriverCounters;
+use crate::engine::alloc::allocate::IdRange;
+use crate::engine::alloc::block_cache::CacheSlot;
+use crate::engine::alloc::counter_state::{CounterState, Lane, Mode, Outcome, Submitted};
+use crate::engine::client::registry::ClientHandle;
+use crate::engine::counter::counter_name::CounterName;
 use crate::engine::error::SeqResult;
-use crate::engine::mongo_store::MongoStore;
 use crate::engine::options::SequenceOptions;
-use crate::engine::registry::ClientHandle;
-use crate::engine::store::CounterRef;
+use crate::engine::store::counter_store::CounterRef;
+use crate::engine::store::driver_counters::DriverCounters;
+use crate::engine::store::mongo_store::MongoStore;
 
 /// A counter ready to reserve from: its client, store, state and cache slot. Reusable
 /// for many calls.

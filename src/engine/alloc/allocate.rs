@@ -3,14 +3,16 @@
 
 use mongodb::bson::Bson;
 
-use crate::engine::counter_value::{
+use crate::engine::alloc::demand::{plan_configured, split, total, Demand, Write};
+use crate::engine::counter::counter_value::{
     classify, integer_after_increment, StoredCounter, DOUBLE_EXACT_LIMIT,
 };
-use crate::engine::demand::{plan_configured, split, total, Demand, Write};
+use crate::engine::counter::locator::Locator;
+use crate::engine::counter::sequence_config::SequenceConfig;
 use crate::engine::error::{ErrorCode, SeqError, SeqResult};
-use crate::engine::locator::Locator;
-use crate::engine::sequence_config::SequenceConfig;
-use crate::engine::store::{CounterDoc, CounterRef, CounterStore, FieldGuard, NewCounter};
+use crate::engine::store::counter_store::{
+    CounterDoc, CounterRef, CounterStore, FieldGuard, NewCounter,
+};
 
 /// How many times a reservation starts over after losing a race (another caller created
 /// the counter, or changed it between a read and a guarded write).
@@ -39,7 +41,7 @@ impl Default for CreatePolicy {
     }
 }
 
-pub use crate::engine::id_range::IdRange;
+pub use crate::engine::counter::id_range::IdRange;
 
 /// What one round trip served: one result per demand, and the configuration the counter
 /// turned out to have (a hint for the next call).
@@ -292,7 +294,7 @@ async fn serve_configured<S: CounterStore>(
                 let found = doc
                     .value
                     .as_ref()
-                    .map(|v| crate::engine::counter_value::type_name(v).to_string())
+                    .map(|v| crate::engine::counter::counter_value::type_name(v).to_string())
                     .unwrap_or_else(|| "no value".to_string());
                 return Err(SeqError::invalid_counter(
                     &counter.label,
@@ -441,10 +443,10 @@ mod tests {
     use std::sync::atomic::Ordering;
 
     use super::*;
-    use crate::engine::memory_store::MemoryStore;
+    use crate::engine::store::memory_store::MemoryStore;
 
     fn counter(name: &str) -> CounterRef {
-        let name = crate::engine::counter_name::CounterName::text(name).unwrap();
+        let name = crate::engine::counter::counter_name::CounterName::text(name).unwrap();
         CounterRef::new("counters", "sequence_value", name)
     }
 
@@ -461,10 +463,10 @@ mod tests {
     };
 
     fn located(id: &str, stride: i64) -> CounterRef {
-        use crate::engine::locator::FieldsLocator;
+        use crate::engine::counter::locator::FieldsLocator;
         use mongodb::bson::doc;
         let fields = doc! { "id": id, "reference_value": Bson::Null };
-        let name = crate::engine::counter_name::CounterName::text(id).unwrap();
+        let name = crate::engine::counter::counter_name::CounterName::text(id).unwrap();
         CounterRef::new("counters", "seq", name).located(
             Locator::ByFields(FieldsLocator::new(fields, "seq").unwrap()),
             stride,
