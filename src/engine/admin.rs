@@ -103,7 +103,8 @@ pub async fn set<S: CounterStore>(
         if let Some(config) = &config {
             if value < config.min || value > config.max {
                 return Err(SeqError::invalid_argument(format!(
-                    "Sequence '{}' cannot be set to {value}: outside its minValue {} ..                      maxValue {}",
+                    "Sequence '{}' cannot be set to {value}: outside its minValue {} .. \
+                     maxValue {}",
                     counter.label, config.min, config.max
                 )));
             }
@@ -491,6 +492,21 @@ mod tests {
         assert_eq!(run(current(&store, &c)).unwrap(), 99);
         run(set(&store, &c, 150, false)).unwrap();
         assert_eq!(run(current(&store, &c)).unwrap(), 150);
+    }
+
+    #[test]
+    fn set_outside_the_limits_names_both_limits_in_one_phrase() {
+        let store = MemoryStore::default();
+        let c = counter("m");
+        let config = SequenceConfig::new(1, Some(100), Some(200), false).unwrap();
+        assert!(run(init(&store, &c, None, Some(config))).unwrap());
+        for value in [99, 201] {
+            let e = run(set(&store, &c, value, false)).unwrap_err();
+            assert_eq!(
+                e.message,
+                format!("Sequence 'm' cannot be set to {value}: outside its minValue 100 .. maxValue 200")
+            );
+        }
     }
 
     #[test]
