@@ -15,7 +15,7 @@ use crate::binding::options::{read_integer, read_used_options};
 use crate::binding::output::{Listed, Output, Value};
 use crate::binding::spawn::promise;
 use crate::engine::admin;
-use crate::engine::alloc::reserve::Reservation;
+use crate::engine::alloc::prepared_counter::PreparedCounter;
 use crate::engine::counter::sequence_config::SequenceConfig;
 use crate::engine::error::{SeqError, SeqResult};
 use crate::engine::text::validate::{check_collection, check_field, check_field_name, FieldUse};
@@ -28,7 +28,7 @@ pub fn admin_promise<'env, F, Fut>(
     op: F,
 ) -> napi::Result<PromiseRaw<'env, Output>>
 where
-    F: FnOnce(Reservation, NamedCounter) -> Fut + Send + 'static,
+    F: FnOnce(PreparedCounter, NamedCounter) -> Fut + Send + 'static,
     Fut: Future<Output = SeqResult<Output>> + Send + 'static,
 {
     let slot = slot.cloned();
@@ -50,7 +50,7 @@ pub fn managed_promise<'env, F, Fut>(
     op: F,
 ) -> napi::Result<PromiseRaw<'env, Output>>
 where
-    F: FnOnce(Reservation, NamedCounter) -> Fut + Send + 'static,
+    F: FnOnce(PreparedCounter, NamedCounter) -> Fut + Send + 'static,
     Fut: Future<Output = SeqResult<Output>> + Send + 'static,
 {
     admin_promise(env, named, slot, |reservation, named| async move {

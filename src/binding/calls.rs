@@ -21,7 +21,7 @@ use crate::binding::settled::settled;
 use crate::binding::spawn::promise;
 use crate::engine::alloc::allocate::IdRange;
 use crate::engine::alloc::counter_state::{Outcome, Submitted};
-use crate::engine::alloc::reserve::Reservation;
+use crate::engine::alloc::prepared_counter::PreparedCounter;
 use crate::engine::counter::counter_name::CounterName;
 use crate::engine::error::{SeqError, SeqResult};
 use crate::engine::options::SequenceOptions;
@@ -31,7 +31,7 @@ use crate::engine::text::validate::check_count;
 pub type Shape = fn(&str, IdRange, &SequenceOptions) -> SeqResult<Output>;
 
 /// A reservation prepared by an earlier call, kept to skip the preparation next time.
-pub type ReservationSlot = Arc<Mutex<Option<Reservation>>>;
+pub type ReservationSlot = Arc<Mutex<Option<PreparedCounter>>>;
 
 /// A counter named by JavaScript arguments, read and checked.
 #[derive(Clone)]
@@ -92,12 +92,12 @@ impl NamedCounter {
     }
 
     /// The reservation for this counter, kept in `slot` when given.
-    pub async fn prepare(self, slot: Option<ReservationSlot>) -> SeqResult<Reservation> {
+    pub async fn prepare(self, slot: Option<ReservationSlot>) -> SeqResult<PreparedCounter> {
         if let Some(reservation) = slot.as_ref().and_then(|s| kept(s, Clone::clone)) {
             return Ok(reservation);
         }
         let (handle, database) = self.target.resolve().await?;
-        let reservation = Reservation::new(&handle, &database, &self.name, &self.options)?;
+        let reservation = PreparedCounter::new(&handle, &database, &self.name, &self.options)?;
         if let Some(slot) = slot {
             *lock(&slot) = Some(reservation.clone());
         }
@@ -106,7 +106,7 @@ impl NamedCounter {
 }
 
 /// `use_it` applied to the reservation kept in `slot`, when it holds one for an open client.
-fn kept<T>(slot: &ReservationSlot, use_it: impl FnOnce(&Reservation) -> T) -> Option<T> {
+fn kept<T>(slot: &ReservationSlot, use_it: impl FnOnce(&PreparedCounter) -> T) -> Option<T> {
     let kept = lock(slot);
     kept.as_ref().filter(|r| !r.is_closed()).map(use_it)
 }
@@ -165,7 +165,7 @@ fn submit_now(
         return Some(submitted);
     }
     let (handle, database) = named.target.resolve_now()?;
-    let reservation = match Reservation::new(&handle, database, &named.name, &named.options) {
+    let reservation = match PreparedCounter::new(&handle, database, &named.name, &named.options) {
         Ok(reservation) => reservation,
         Err(error) => return Some(Err(error)),
     };

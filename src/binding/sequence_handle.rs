@@ -15,7 +15,7 @@ use crate::binding::js_error::to_js_error;
 use crate::binding::options::read_integer;
 use crate::binding::output::{Output, Value};
 use crate::engine::admin;
-use crate::engine::alloc::reserve::Reservation;
+use crate::engine::alloc::prepared_counter::PreparedCounter;
 use crate::engine::error::SeqResult;
 use crate::engine::text::validate::{MAX_BATCH_COUNT, MAX_RANGE_COUNT};
 
@@ -48,7 +48,7 @@ impl Sequence {
     ) -> napi::Result<PromiseRaw<'env, Output>>
     where
         A: Send + 'static,
-        F: FnOnce(Reservation, NamedCounter, A) -> Fut + Send + 'static,
+        F: FnOnce(PreparedCounter, NamedCounter, A) -> Fut + Send + 'static,
         Fut: std::future::Future<Output = SeqResult<Option<i64>>> + Send + 'static,
     {
         promise_call(env, call, || {

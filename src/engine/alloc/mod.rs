@@ -7,5 +7,5 @@ pub mod coalesce;
 pub mod counter_state;
 pub mod demand;
 pub mod live;
-pub mod reserve;
+pub mod prepared_counter;
 pub mod waiter;

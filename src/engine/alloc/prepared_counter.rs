@@ -1,6 +1,6 @@
-//! The entry point of the engine: a counter prepared for calls ([`Reservation`]), which
-//! submits each call to the counter's one state in its client, directly, through the
-//! coalescer, or from the block cache, as the options say.
+//! The entry point of the engine: a counter prepared for calls ([`PreparedCounter`]),
+//! which submits each call to the counter's one state in its client, directly, through
+//! the coalescer, or from the block cache, as the options say.
 
 use std::sync::Arc;
 
@@ -18,7 +18,7 @@ use crate::engine::store::mongo_store::MongoStore;
 /// A counter ready to reserve from: its client, store, state and cache slot. Reusable
 /// for many calls.
 #[derive(Clone)]
-pub struct Reservation {
+pub struct PreparedCounter {
     handle: Arc<ClientHandle>,
     store: Arc<DriverCounters<MongoStore>>,
     counter: CounterRef,
@@ -28,14 +28,14 @@ pub struct Reservation {
     cache: Option<Arc<CacheSlot>>,
 }
 
-impl Reservation {
-    /// Prepares reservations of values of `name` in `database`.
+impl PreparedCounter {
+    /// Prepares the counter `name` in `database` for calls.
     pub fn new(
         handle: &Arc<ClientHandle>,
         database: &str,
         name: &CounterName,
         options: &SequenceOptions,
-    ) -> SeqResult<Reservation> {
+    ) -> SeqResult<PreparedCounter> {
         let counter = options.counter(name)?;
         let store = handle
             .store(database)?
@@ -51,7 +51,7 @@ impl Reservation {
             (None, false) => Mode::Direct,
         };
         let cache = options.cache.map(|size| state.cache_slot(&lane, size));
-        Ok(Reservation {
+        Ok(PreparedCounter {
             handle: handle.clone(),
             store: Arc::new(DriverCounters(store)),
             counter,
