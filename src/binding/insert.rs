@@ -113,7 +113,7 @@ fn read_insert(
             "upsert" => options.upsert = option_specs::flag(&key, &value)?,
             "gapless" => gapless = option_specs::flag(&key, &value)?,
             "counterLocator" => locator = Some(value),
-            "step" => options.stride = read_integer(&key, &value)?,
+            "step" => options.step = read_integer(&key, &value)?,
             _ => {
                 return Err(SeqError::invalid_argument(
                     "insertOne/insertMany take 'counters' for the counters collection, \

@@ -44,7 +44,7 @@ fn label_of(located: &FieldsLocator) -> SeqResult<CounterName> {
 fn read_located_options(options: Option<&Unknown>) -> SeqResult<SequenceOptions> {
     let (mut read, extra) = read_options_from(options, &[LOCATED], &["step"])?;
     for (key, value) in extra {
-        read.stride = read_integer(&key, &value)?;
+        read.step = read_integer(&key, &value)?;
     }
     Ok(read)
 }

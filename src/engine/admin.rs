@@ -10,7 +10,7 @@
 //!
 //! `raise_to` and `sync_to_source` only ever move a counter on in its own direction,
 //! never back over values it handed out: an ascending counter up to a larger value
-//! (`$max`), a descending one (negative step or stride) down to a smaller one (`$min`).
+//! (`$max`), a descending one (negative step) down to a smaller one (`$min`).
 
 use mongodb::bson::{doc, Bson, Document};
 
@@ -27,15 +27,15 @@ fn value_of(counter: &CounterRef, value: Option<&Bson>) -> SeqResult<i64> {
         .map_err(|found| SeqError::invalid_counter(&counter.label, &counter.field, &found))
 }
 
-/// The value a plain counter stores so that its next value is `start`: one stride
+/// The value a plain counter stores so that its next value is `start`: one step
 /// before it (`start - 1` for the helper's counters, `start - step` for a `counterAt`
 /// handle with a `step`).
 fn before(start: i64, counter: &CounterRef) -> SeqResult<i64> {
-    start.checked_sub(counter.stride).ok_or_else(|| {
+    start.checked_sub(counter.step).ok_or_else(|| {
         SeqError::overflow(format!(
             "Sequence '{}' cannot start at {start} with a step of {}: the value before it \
              is outside the 64-bit range",
-            counter.label, counter.stride
+            counter.label, counter.step
         ))
     })
 }
@@ -157,9 +157,9 @@ pub async fn drop_counter<S: CounterStore>(store: &S, counter: &CounterRef) -> S
 }
 
 /// The direction a counter hands out values in: its configured step's, else (plain
-/// counters, and missing ones, which a raise creates plain) the handle's stride's.
+/// counters, and missing ones, which a raise creates plain) the handle's step's.
 pub fn direction_of(counter: &CounterRef, config: Option<&SequenceConfig>) -> Direction {
-    Direction::of_step(config.map_or(counter.stride, |c| c.step))
+    Direction::of_step(config.map_or(counter.step, |c| c.step))
 }
 
 /// Moves the counter on to `value` along its direction (`$max` ascending, `$min`
@@ -587,30 +587,30 @@ mod tests {
         assert_eq!(extreme_of(&nested, "c.x", Up), Some(1));
     }
 
-    fn located(stride: i64) -> CounterRef {
+    fn located(step: i64) -> CounterRef {
         use crate::engine::counter::locator::{FieldsLocator, Locator};
         use mongodb::bson::doc;
         let fields = doc! { "id": "loc", "reference_value": Bson::Null };
         counter("loc").located(
             Locator::ByFields(FieldsLocator::new(fields, "seq").unwrap()),
-            stride,
+            step,
         )
     }
 
     #[test]
-    fn init_and_reset_of_a_strided_counter_make_start_the_next_value() {
+    fn init_and_reset_of_a_stepped_counter_make_start_the_next_value() {
         use crate::engine::alloc::allocate::{allocate, CreatePolicy};
-        for stride in [5, -5] {
+        for step in [5, -5] {
             let store = MemoryStore::default();
-            let c = located(stride);
+            let c = located(step);
             assert!(run(init(&store, &c, Some(10), None)).unwrap());
-            assert_eq!(run(current(&store, &c)).unwrap(), 10 - stride);
+            assert_eq!(run(current(&store, &c)).unwrap(), 10 - step);
             let next = run(allocate(&store, &c, CreatePolicy::default(), 1)).unwrap();
-            assert_eq!(next.first, 10, "stride {stride}");
+            assert_eq!(next.first, 10, "step {step}");
             run(allocate(&store, &c, CreatePolicy::default(), 2)).unwrap();
             assert_eq!(run(reset(&store, &c, 1)).unwrap(), 10);
             let next = run(allocate(&store, &c, CreatePolicy::default(), 1)).unwrap();
-            assert_eq!(next.first, 10, "after reset, stride {stride}");
+            assert_eq!(next.first, 10, "after reset, step {step}");
         }
         let e = run(init(
             &MemoryStore::default(),

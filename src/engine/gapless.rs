@@ -98,7 +98,7 @@ pub async fn insert_gapless(
         // nothing, so it needs no rollback (and a counter found by other fields gets its
         // unique index here, never inside the transaction, where building it would wait
         // for the transaction itself).
-        let start_before = policy.start.checked_sub(counter.stride).ok_or_else(|| {
+        let start_before = policy.start.checked_sub(counter.step).ok_or_else(|| {
             SeqError::overflow("cannot start one step before the 64-bit range".to_string())
         })?;
         DriverCounters(store.clone())

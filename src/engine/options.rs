@@ -41,7 +41,7 @@ pub struct SequenceOptions {
     /// How the counter document is found (by `_id` unless a locator is given).
     pub locator: Locator,
     /// Distance between the values of a plain counter.
-    pub stride: i64,
+    pub step: i64,
 }
 
 impl Default for SequenceOptions {
@@ -58,7 +58,7 @@ impl Default for SequenceOptions {
             write_concern: None,
             format: None,
             locator: Locator::ById,
-            stride: 1,
+            step: 1,
         }
     }
 }
@@ -68,13 +68,13 @@ impl SequenceOptions {
     pub fn counter(&self, name: &CounterName) -> SeqResult<CounterRef> {
         check_collection(&self.collection)?;
         check_field(&self.field)?;
-        if self.stride == 0 {
+        if self.step == 0 {
             return Err(crate::engine::error::SeqError::invalid_argument(
                 "step must not be 0",
             ));
         }
         Ok(CounterRef::new(&self.collection, &self.field, name.clone())
-            .located(self.locator.clone(), self.stride))
+            .located(self.locator.clone(), self.step))
     }
 
     /// What to do when the counter is missing.
