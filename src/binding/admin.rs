@@ -149,7 +149,7 @@ pub fn list_sequences<'env>(
         promise(env, async move {
             let (target, options) = read?;
             let (handle, database) = target.resolve().await?;
-            let store = handle.store(&database)?;
+            let store = handle.driver(&database)?;
             let mut entries = Vec::new();
             for (id, value, config) in store.list(&options.collection, &options.field).await? {
                 let label = id.to_string();
@@ -201,7 +201,7 @@ pub fn sync_to_max<'env>(
         managed_promise(env, named, None, move |reservation, named| async move {
             let (source, field) = source.expect("read with the counter");
             let source = admin::SourceField {
-                store: reservation.store(),
+                driver: reservation.driver(),
                 collection: source,
                 path: field,
             };

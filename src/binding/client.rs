@@ -29,7 +29,7 @@ impl SequenceClient {
     pub fn db(&self, env: &Env, name: Unknown) -> napi::Result<SequenceDb> {
         sync_call(env, "SequenceClient.db", || {
             let name = required_string("database name", &name).map_err(|e| to_js_error(env, e))?;
-            self.handle.store(&name).map_err(|e| to_js_error(env, e))?;
+            self.handle.driver(&name).map_err(|e| to_js_error(env, e))?;
             Ok(SequenceDb {
                 handle: self.handle.clone(),
                 name,

@@ -116,7 +116,7 @@ pub fn set_counters_where<'env>(
             let (target, options, counter, fields, value) = read?;
             let (handle, database) = target.resolve().await?;
             let store = handle
-                .store(&database)?
+                .driver(&database)?
                 .with_write_concern(options.write_concern.map(|w| w.to_driver()));
             let matched = store.set_where(&counter, fields, value).await?;
             Ok(Output::Single(Value::checked(

@@ -244,7 +244,7 @@ impl Sequence {
             || read_source(&source, &field),
             |r, _, (source, field)| async move {
                 let source = admin::SourceField {
-                    store: r.store(),
+                    driver: r.driver(),
                     collection: source,
                     path: field,
                 };

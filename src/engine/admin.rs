@@ -19,7 +19,7 @@ use crate::engine::counter::counter_value::integer_after_increment;
 use crate::engine::counter::sequence_config::SequenceConfig;
 use crate::engine::error::{SeqError, SeqResult};
 use crate::engine::store::counter_store::{CounterRef, CounterStore, Direction, NewCounter};
-use crate::engine::store::mongo_store::MongoStore;
+use crate::engine::store::mongo_driver::MongoDriver;
 use crate::engine::text::validate::check_field;
 
 fn value_of(counter: &CounterRef, value: Option<&Bson>) -> SeqResult<i64> {
@@ -337,7 +337,7 @@ pub fn extreme_of<'a>(
 /// The field `path` of the documents of collection `collection`, as a `syncToMax` source.
 pub struct SourceField<'a> {
     /// The database holding `collection`.
-    pub store: &'a MongoStore,
+    pub driver: &'a MongoDriver,
     /// The collection.
     pub collection: String,
     /// The (dotted) path of the values.
@@ -346,13 +346,13 @@ pub struct SourceField<'a> {
 
 impl SourceValues for SourceField<'_> {
     async fn extreme(&self, direction: Direction) -> SeqResult<Option<i64>> {
-        self.store
+        self.driver
             .extreme_in(&self.collection, &self.path, direction)
             .await
     }
 }
 
-impl MongoStore {
+impl MongoDriver {
     /// Every counter of `collection` whose `field` holds an integer: `(_id, value)`.
     pub async fn list(
         &self,

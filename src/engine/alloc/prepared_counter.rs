@@ -13,14 +13,14 @@ use crate::engine::error::SeqResult;
 use crate::engine::options::SequenceOptions;
 use crate::engine::store::counter_store::CounterRef;
 use crate::engine::store::driver_counters::DriverCounters;
-use crate::engine::store::mongo_store::MongoStore;
+use crate::engine::store::mongo_driver::MongoDriver;
 
 /// A counter ready to reserve from: its client, store, state and cache slot. Reusable
 /// for many calls.
 #[derive(Clone)]
 pub struct PreparedCounter {
     handle: Arc<ClientHandle>,
-    store: Arc<DriverCounters<MongoStore>>,
+    store: Arc<DriverCounters<MongoDriver>>,
     counter: CounterRef,
     state: Arc<CounterState>,
     lane: Lane,
@@ -37,8 +37,8 @@ impl PreparedCounter {
         options: &SequenceOptions,
     ) -> SeqResult<PreparedCounter> {
         let counter = options.counter(name)?;
-        let store = handle
-            .store(database)?
+        let driver = handle
+            .driver(database)?
             .with_write_concern(options.write_concern.as_ref().map(|w| w.to_driver()));
         let state = handle.counter_state(database, &counter);
         let lane = Lane {
@@ -53,7 +53,7 @@ impl PreparedCounter {
         let cache = options.cache.map(|size| state.cache_slot(&lane, size));
         Ok(PreparedCounter {
             handle: handle.clone(),
-            store: Arc::new(DriverCounters(store)),
+            store: Arc::new(DriverCounters(driver)),
             counter,
             state,
             lane,
@@ -62,13 +62,13 @@ impl PreparedCounter {
         })
     }
 
-    /// The store the counter lives in.
-    pub fn store(&self) -> &MongoStore {
+    /// The driver of the database the counter lives in.
+    pub fn driver(&self) -> &MongoDriver {
         &self.store.0
     }
 
     /// The store as the counter operations see it.
-    pub fn counters(&self) -> &DriverCounters<MongoStore> {
+    pub fn counters(&self) -> &DriverCounters<MongoDriver> {
         &self.store
     }
 

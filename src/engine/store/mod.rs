@@ -6,4 +6,4 @@ pub mod driver_counters;
 pub mod filters;
 #[cfg(test)]
 pub mod memory_store;
-pub mod mongo_store;
+pub mod mongo_driver;
