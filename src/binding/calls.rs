@@ -22,13 +22,13 @@ use crate::binding::spawn::promise;
 use crate::engine::alloc::allocate::IdRange;
 use crate::engine::alloc::counter_state::{Outcome, Submitted};
 use crate::engine::alloc::prepared_counter::PreparedCounter;
+use crate::engine::call_options::CallOptions;
 use crate::engine::counter::counter_name::CounterName;
 use crate::engine::error::{SeqError, SeqResult};
-use crate::engine::options::SequenceOptions;
 use crate::engine::text::validate::check_count;
 
 /// How a block of values is returned to JavaScript.
-pub type Shape = fn(&str, IdRange, &SequenceOptions) -> SeqResult<Output>;
+pub type Shape = fn(&str, IdRange, &CallOptions) -> SeqResult<Output>;
 
 /// A reservation prepared by an earlier call, kept to skip the preparation next time.
 pub type ReservationSlot = Arc<Mutex<Option<PreparedCounter>>>;
@@ -43,7 +43,7 @@ pub struct NamedCounter {
     /// The name as shown in messages.
     pub label: String,
     /// The call's options.
-    pub options: SequenceOptions,
+    pub options: CallOptions,
 }
 
 impl NamedCounter {
@@ -64,7 +64,7 @@ impl NamedCounter {
         env: &Env,
         db: &Unknown,
         name: CounterName,
-        options: SequenceOptions,
+        options: CallOptions,
     ) -> SeqResult<NamedCounter> {
         options.counter(&name)?;
         let target = read_db(env, db, options.uri.as_deref())?;
@@ -75,14 +75,14 @@ impl NamedCounter {
     pub fn with_target(
         target: DbTarget,
         name: CounterName,
-        options: SequenceOptions,
+        options: CallOptions,
     ) -> SeqResult<NamedCounter> {
         options.counter(&name)?;
         Ok(NamedCounter::checked(target, name, options))
     }
 
     /// A counter whose `name` and `options` were checked together.
-    fn checked(target: DbTarget, name: CounterName, options: SequenceOptions) -> NamedCounter {
+    fn checked(target: DbTarget, name: CounterName, options: CallOptions) -> NamedCounter {
         NamedCounter {
             target,
             label: name.label(),

@@ -15,10 +15,10 @@ use crate::binding::options::{read_integer, read_options_from};
 use crate::binding::output::{Output, Value};
 use crate::binding::sequence_handle::Sequence;
 use crate::binding::spawn::promise;
+use crate::engine::call_options::CallOptions;
 use crate::engine::counter::counter_name::CounterName;
 use crate::engine::counter::locator::{FieldsLocator, Locator};
 use crate::engine::error::{SeqError, SeqResult};
-use crate::engine::options::SequenceOptions;
 
 /// Options `counterAt` takes besides the common ones (`LocatedOptions`).
 pub const LOCATED: Spec = &[("step", Kind::Integer)];
@@ -41,7 +41,7 @@ fn label_of(located: &FieldsLocator) -> SeqResult<CounterName> {
 }
 
 /// Reads `options` (the common ones and `step`).
-fn read_located_options(options: Option<&Unknown>) -> SeqResult<SequenceOptions> {
+fn read_located_options(options: Option<&Unknown>) -> SeqResult<CallOptions> {
     let (mut read, extra) = read_options_from(options, &[LOCATED], &["step"])?;
     for (key, value) in extra {
         read.step = read_integer(&key, &value)?;

@@ -3,13 +3,13 @@
 
 pub mod admin;
 pub mod alloc;
+pub mod call_options;
 pub mod client;
 pub mod counter;
 pub mod error;
 pub mod gapless;
 #[cfg(test)]
 mod model_tests;
-pub mod options;
 pub mod panic_safety;
 pub mod store;
 #[cfg(test)]

@@ -7,10 +7,10 @@ use std::sync::Arc;
 use crate::engine::alloc::allocate::IdRange;
 use crate::engine::alloc::block_cache::CacheSlot;
 use crate::engine::alloc::counter_state::{CounterState, Lane, Mode, Outcome, Submitted};
+use crate::engine::call_options::CallOptions;
 use crate::engine::client::registry::ClientHandle;
 use crate::engine::counter::counter_name::CounterName;
 use crate::engine::error::SeqResult;
-use crate::engine::options::SequenceOptions;
 use crate::engine::store::counter_store::CounterRef;
 use crate::engine::store::driver_counters::DriverCounters;
 use crate::engine::store::mongo_driver::MongoDriver;
@@ -34,7 +34,7 @@ impl PreparedCounter {
         handle: &Arc<ClientHandle>,
         database: &str,
         name: &CounterName,
-        options: &SequenceOptions,
+        options: &CallOptions,
     ) -> SeqResult<PreparedCounter> {
         let counter = options.counter(name)?;
         let driver = handle

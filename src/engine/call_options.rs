@@ -17,7 +17,7 @@ pub const DEFAULT_FIELD: &str = "sequence_value";
 
 /// The options every sequence call takes (all optional from JavaScript).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SequenceOptions {
+pub struct CallOptions {
     /// Collection of counter documents.
     pub collection: Cow<'static, str>,
     /// Field holding the value.
@@ -44,9 +44,9 @@ pub struct SequenceOptions {
     pub step: i64,
 }
 
-impl Default for SequenceOptions {
+impl Default for CallOptions {
     fn default() -> Self {
-        SequenceOptions {
+        CallOptions {
             collection: Cow::Borrowed(DEFAULT_COLLECTION),
             field: Cow::Borrowed(DEFAULT_FIELD),
             upsert: false,
@@ -63,7 +63,7 @@ impl Default for SequenceOptions {
     }
 }
 
-impl SequenceOptions {
+impl CallOptions {
     /// The counter `name` names under these options, validated.
     pub fn counter(&self, name: &CounterName) -> SeqResult<CounterRef> {
         check_collection(&self.collection)?;
@@ -92,7 +92,7 @@ mod tests {
 
     #[test]
     fn defaults_are_the_documented_helper() {
-        let o = SequenceOptions::default();
+        let o = CallOptions::default();
         let c = o.counter(&CounterName::text("productId").unwrap()).unwrap();
         assert_eq!(
             (c.collection.as_str(), c.field.as_str()),
@@ -103,7 +103,7 @@ mod tests {
 
     #[test]
     fn invalid_parts_are_refused() {
-        let o = SequenceOptions {
+        let o = CallOptions {
             field: "$bad".into(),
             ..Default::default()
         };
