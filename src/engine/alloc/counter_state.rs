@@ -386,8 +386,8 @@ mod tests {
     use std::sync::atomic::{AtomicBool, AtomicI64, AtomicUsize};
     use std::sync::Weak;
 
-    use crate::engine::admin;
     use crate::engine::counter::counter_name::CounterName;
+    use crate::engine::management;
     use crate::engine::store::memory_store::MemoryStore;
     use crate::engine::test_support::{run, Rng};
 
@@ -600,7 +600,7 @@ mod tests {
                             let raised = round * 10_000_000;
                             let state = states.get(&name);
                             state
-                                .managed(admin::set(&*store, &counter(&name), raised, true))
+                                .managed(management::set(&*store, &counter(&name), raised, true))
                                 .await
                                 .unwrap();
                             drop(state);
