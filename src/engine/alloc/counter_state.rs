@@ -358,16 +358,19 @@ impl<K: Eq + Hash + Clone> CounterStates<K> {
 
     /// How many per-counter objects of these states are alive (the states, their call
     /// queues and block caches), kept here or not.
+    #[cfg(test)]
     pub fn live(&self) -> usize {
         self.group.count()
     }
 
     /// How many states are kept.
+    #[cfg(test)]
     pub fn len(&self) -> usize {
         lock(&self.states).map.len()
     }
 
     /// Whether none is kept.
+    #[cfg(test)]
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
