@@ -12,16 +12,16 @@ use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use crate::engine::allocate::{allocate_demands, CreatePolicy, IdRange};
-use crate::engine::block_cache::CacheSlot;
-use crate::engine::coalesce::{Coalescer, Grants};
-use crate::engine::demand::Demand;
+use crate::engine::alloc::allocate::{allocate_demands, CreatePolicy, IdRange};
+use crate::engine::alloc::block_cache::CacheSlot;
+use crate::engine::alloc::coalesce::{Coalescer, Grants};
+use crate::engine::alloc::demand::Demand;
+use crate::engine::alloc::live::{LiveGroup, LiveToken};
+use crate::engine::alloc::waiter::receive;
+use crate::engine::client::write_concern::WriteConcernSpec;
+use crate::engine::counter::sequence_config::SequenceConfig;
 use crate::engine::error::{SeqError, SeqResult};
-use crate::engine::live::{LiveGroup, LiveToken};
-use crate::engine::sequence_config::SequenceConfig;
-use crate::engine::store::{CounterRef, CounterStore};
-use crate::engine::waiter::receive;
-use crate::engine::write_concern::WriteConcernSpec;
+use crate::engine::store::counter_store::{CounterRef, CounterStore};
 
 /// A future the caller must spawn on the runtime.
 pub type Background = Pin<Box<dyn Future<Output = ()> + Send + 'static>>;
@@ -358,16 +358,19 @@ impl<K: Eq + Hash + Clone> CounterStates<K> {
 
     /// How many per-counter objects of these states are alive (the states, their call
     /// queues and block caches), kept here or not.
+    #[cfg(test)]
     pub fn live(&self) -> usize {
         self.group.count()
     }
 
     /// How many states are kept.
+    #[cfg(test)]
     pub fn len(&self) -> usize {
         lock(&self.states).map.len()
     }
 
     /// Whether none is kept.
+    #[cfg(test)]
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
@@ -386,9 +389,9 @@ mod tests {
     use std::sync::atomic::{AtomicBool, AtomicI64, AtomicUsize};
     use std::sync::Weak;
 
-    use crate::engine::admin;
-    use crate::engine::counter_name::CounterName;
-    use crate::engine::memory_store::MemoryStore;
+    use crate::engine::counter::counter_name::CounterName;
+    use crate::engine::management;
+    use crate::engine::store::memory_store::MemoryStore;
     use crate::engine::test_support::{run, Rng};
 
     fn lane() -> Lane {
@@ -600,7 +603,7 @@ mod tests {
                             let raised = round * 10_000_000;
                             let state = states.get(&name);
                             state
-                                .managed(admin::set(&*store, &counter(&name), raised, true))
+                                .managed(management::set(&*store, &counter(&name), raised, true))
                                 .await
                                 .unwrap();
                             drop(state);

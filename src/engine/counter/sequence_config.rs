@@ -7,7 +7,7 @@
 
 use mongodb::bson::{doc, Bson, Document};
 
-use crate::engine::counter_value::compact_integer;
+use crate::engine::counter::counter_value::compact_integer;
 use crate::engine::error::{SeqError, SeqResult};
 
 /// Step, limits and cycling of a configured counter.
@@ -103,7 +103,7 @@ impl SequenceConfig {
     }
 
     /// The fields to store for this configuration.
-    pub fn to_fields(&self, field: &str) -> Document {
+    pub fn to_fields(self, field: &str) -> Document {
         let names = ConfigFields::of(field);
         doc! {
             names.step: compact_integer(self.step),

@@ -1,0 +1,8 @@
+//! Reaching a server: connection targets, the shared driver clients, Node driver options,
+//! write concern, and the driver's errors turned into ours.
+
+pub mod connection;
+pub(crate) mod driver_error;
+pub(crate) mod node_options;
+pub(crate) mod registry;
+pub(crate) mod write_concern;
