@@ -285,6 +285,18 @@ impl CacheSlot {
         }
     }
 
+    /// Takes every cached value out of the slot (none is handed out from them any more)
+    /// and returns its tail: the run of values at the end that continues, value after
+    /// value, up to the last value fetched (the one the fetch left in the counter).
+    /// Older blocks not adjoining it are dropped (a gap). `None` when nothing was cached.
+    pub fn take_tail(&self) -> Option<IdRange> {
+        let mut contents = self.lock();
+        contents.blocks_per_fetch = 1;
+        let blocks = std::mem::take(&mut contents.blocks);
+        drop(contents);
+        tail_of(&blocks)
+    }
+
     /// Whether a block fetch is under way.
     pub fn is_fetching(&self) -> bool {
         self.lock().fetching
@@ -299,6 +311,21 @@ impl CacheSlot {
     pub fn blocks_per_fetch(&self) -> i64 {
         self.lock().blocks_per_fetch
     }
+}
+
+/// The run of `blocks` at their end in which each value follows the one before by the
+/// blocks' step, as one range; `None` when there are no blocks.
+pub(crate) fn tail_of(blocks: &VecDeque<IdRange>) -> Option<IdRange> {
+    let mut tail = *blocks.back()?;
+    for block in blocks.iter().rev().skip(1) {
+        let adjoins =
+            block.step == tail.step && block.last.checked_add(block.step) == Some(tail.first);
+        if !adjoins {
+            break;
+        }
+        tail.first = block.first;
+    }
+    Some(tail)
 }
 
 /// Ends a fetch that stopped early (a panic outside the round trip, or the runtime

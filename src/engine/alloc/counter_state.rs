@@ -91,6 +91,9 @@ pub struct CounterState {
     generation: Arc<AtomicU64>,
     /// Serialises the read-then-write path of configured counters in this process.
     turn: tokio::sync::Mutex<()>,
+    /// Makes management writes and give-backs of this process take turns, so that a
+    /// give-back never undoes a `set` to the very value it expects.
+    management_turn: tokio::sync::Mutex<()>,
     /// One gapless transaction at a time per counter in this process.
     gapless_turn: Arc<tokio::sync::Mutex<()>>,
     lanes: Arc<Coalescer<Lane>>,
@@ -114,6 +117,7 @@ impl CounterState {
             hint: Mutex::default(),
             generation: Arc::default(),
             turn: tokio::sync::Mutex::default(),
+            management_turn: tokio::sync::Mutex::default(),
             gapless_turn: Arc::default(),
             lanes: Arc::new(Coalescer::tracked(group.token())),
             caches: Mutex::default(),
@@ -146,10 +150,45 @@ impl CounterState {
     /// before and after it (as PostgreSQL's `setval` discards the session's cache): a
     /// call made after it resolves sees the counter as `op` left it.
     pub async fn managed<T>(&self, op: impl Future<Output = T>) -> T {
+        let _turn = self.management_turn.lock().await;
         self.invalidate();
         self.settle_fetches().await;
         let outcome = op.await;
         self.invalidate();
+        outcome
+    }
+
+    /// Gives back the unused tail of every cached block of this counter: each tail is
+    /// taken out of its cache (never handed out here any more), then the counter is put
+    /// back to the value before the tail with one conditional update, guarded on the
+    /// counter still holding exactly the last value of the tail (the value this process's
+    /// fetch left there) and on its configuration. Anything else means the counter moved
+    /// on (another process, a `set`), and the tail is abandoned (a gap, as without a
+    /// give-back). Waits first (bounded) for block fetches in flight, so that their
+    /// fills are given back too. `store_of` gives the store of a lane's writes.
+    pub async fn give_back<S, F>(&self, counter: &CounterRef, store_of: F) -> GivenBack
+    where
+        S: CounterStore,
+        F: Fn(&Lane) -> Arc<S>,
+    {
+        let _turn = self.management_turn.lock().await;
+        self.settle_fetches().await;
+        let slots: Vec<(Lane, Arc<CacheSlot>)> = lock(&self.caches)
+            .iter()
+            .map(|((lane, _), slot)| (lane.clone(), slot.clone()))
+            .collect();
+        let config = self.hint();
+        let mut outcome = GivenBack::default();
+        for (lane, slot) in slots {
+            let Some(tail) = slot.take_tail() else {
+                continue;
+            };
+            let count = tail.count();
+            match give_back_tail(&*store_of(&lane), counter, config, tail).await {
+                Ok(true) => outcome.returned += count,
+                _ => outcome.abandoned += count,
+            }
+        }
         outcome
     }
 
@@ -297,6 +336,47 @@ impl CounterState {
     }
 }
 
+/// What giving back a counter's cached tails did ([`CounterState::give_back`]).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct GivenBack {
+    /// Values returned to the counter: the next call, in any process, gets the first.
+    pub returned: i64,
+    /// Values left unused (the counter had moved on, it cycles, or the write failed).
+    pub abandoned: i64,
+}
+
+impl GivenBack {
+    /// The sum of two outcomes.
+    pub fn plus(self, other: GivenBack) -> GivenBack {
+        GivenBack {
+            returned: self.returned + other.returned,
+            abandoned: self.abandoned + other.abandoned,
+        }
+    }
+}
+
+/// Puts `counter` back from the last value of `tail` to the value before its first, in
+/// one conditional update: only when it holds exactly `tail.last` and is configured as
+/// `config`. `false` (nothing written) when it does not, when the counter cycles (a
+/// cycling counter back at the same value after a full cycle cannot be told from one
+/// nobody moved), or when the value before the tail lies outside 64 bits.
+pub async fn give_back_tail<S: CounterStore>(
+    store: &S,
+    counter: &CounterRef,
+    config: Option<SequenceConfig>,
+    tail: IdRange,
+) -> SeqResult<bool> {
+    if config.is_some_and(|c| c.cycle) {
+        return Ok(false);
+    }
+    let Some(before) = tail.first.checked_sub(tail.step) else {
+        return Ok(false);
+    };
+    store
+        .compare_and_set(counter, config.as_ref(), Some(tail.last), before)
+        .await
+}
+
 /// How many counter states a client keeps before it drops idle ones.
 pub const IDLE_STATES_KEPT: usize = 1024;
 
@@ -375,9 +455,16 @@ impl<K: Eq + Hash + Clone> CounterStates<K> {
         self.len() == 0
     }
 
-    /// Drops every state (the client closed).
+    /// Drops every state.
+    #[cfg(test)]
     pub fn clear(&self) {
         lock(&self.states).map.clear();
+    }
+
+    /// Takes out every state with its key (the client closes: their tails are given
+    /// back, then they are dropped).
+    pub fn drain(&self) -> Vec<(K, Arc<CounterState>)> {
+        lock(&self.states).map.drain().collect()
     }
 }
 
@@ -389,10 +476,12 @@ mod tests {
     use std::sync::atomic::{AtomicBool, AtomicI64, AtomicUsize};
     use std::sync::Weak;
 
+    use crate::engine::alloc::block_cache::tail_of;
     use crate::engine::counter::counter_name::CounterName;
     use crate::engine::management;
     use crate::engine::store::memory_store::MemoryStore;
     use crate::engine::test_support::{run, Rng};
+    use std::collections::VecDeque;
 
     fn lane() -> Lane {
         Lane {
@@ -655,6 +744,219 @@ mod tests {
             let recreated: usize = lock(&seen).len();
             assert_eq!(recreated, HOT);
         }
+    }
+
+    /// Processes (each its own state) take cached values from one counter while some of
+    /// them close (give back) and restart, with calls of the closing process still in
+    /// flight, and `set` moving the counter on: no value is handed out twice, the counter
+    /// never ends behind a value handed out, and a lone process that closes and restarts
+    /// continues right after its last value.
+    #[test]
+    fn processes_racing_a_give_back_never_hand_out_a_value_twice() {
+        for seed in 1..=8u64 {
+            let store = Arc::new(MemoryStore::default());
+            let c = counter("raced");
+            let values = run(async {
+                let workers: Vec<_> = (0..4u64)
+                    .map(|process| {
+                        let (store, c) = (store.clone(), c.clone());
+                        tokio::spawn(async move {
+                            let mut rng = Rng::new(seed * 10 + process);
+                            let mut state = Arc::new(CounterState::default());
+                            let mut got = Vec::new();
+                            for _ in 0..300 {
+                                let size = 1 + rng.below(9) as i64;
+                                let count = 1 + rng.below(size as u64) as i64;
+                                let calls: Vec<_> = (0..1 + rng.below(4))
+                                    .map(|_| {
+                                        state.submit(
+                                            &store,
+                                            &c,
+                                            &lane(),
+                                            Mode::Cached(size),
+                                            None,
+                                            count,
+                                        )
+                                    })
+                                    .collect();
+                                let closing = rng.below(5) == 0;
+                                let in_flight: Vec<_> = calls
+                                    .into_iter()
+                                    .map(|s| tokio::spawn(s.finish()))
+                                    .collect();
+                                if closing {
+                                    let give_store = store.clone();
+                                    state.give_back(&c, |_| give_store.clone()).await;
+                                    state = Arc::new(CounterState::default());
+                                }
+                                for call in in_flight {
+                                    if let Ok(range) = call.await.unwrap() {
+                                        got.extend(range.values());
+                                    }
+                                }
+                                if rng.below(50) == 0 {
+                                    // Moves the counter on, as another process's set may.
+                                    let floor = store_value(&store, &c) + 1_000;
+                                    state
+                                        .managed(management::raise_to(&*store, &c, floor))
+                                        .await
+                                        .unwrap();
+                                }
+                                if rng.below(3) == 0 {
+                                    tokio::task::yield_now().await;
+                                }
+                            }
+                            let give_store = store.clone();
+                            state.give_back(&c, |_| give_store.clone()).await;
+                            got
+                        })
+                    })
+                    .collect();
+                let mut all = Vec::new();
+                for w in workers {
+                    all.extend(w.await.unwrap());
+                }
+                all
+            });
+            let mut sorted = values.clone();
+            sorted.sort_unstable();
+            sorted.dedup();
+            assert_eq!(
+                sorted.len(),
+                values.len(),
+                "seed {seed}: a value handed out twice"
+            );
+            let last = *sorted.last().unwrap();
+            assert!(
+                store_value(&store, &c) >= last,
+                "seed {seed}: counter behind {last}"
+            );
+        }
+        // Alone: close, restart, continue right after the last value, several times.
+        let store = Arc::new(MemoryStore::default());
+        let c = counter("alone");
+        run(async {
+            let mut expected = 1;
+            for size in [5i64, 1, 7, 3, 100] {
+                let state = Arc::new(CounterState::default());
+                for _ in 0..(size + 2) {
+                    let range = state
+                        .submit(&store, &c, &lane(), Mode::Cached(size), None, 1)
+                        .finish()
+                        .await
+                        .unwrap();
+                    assert_eq!(range.first, expected, "continues where it stopped");
+                    expected += 1;
+                }
+                let give_store = store.clone();
+                let outcome = state.give_back(&c, |_| give_store.clone()).await;
+                assert_eq!(outcome.abandoned, 0);
+                assert_eq!(store_value(&store, &c), expected - 1);
+            }
+        });
+    }
+
+    fn store_value(store: &MemoryStore, c: &CounterRef) -> i64 {
+        match store.get(c).flatten() {
+            Some(mongodb::bson::Bson::Int32(v)) => i64::from(v),
+            Some(mongodb::bson::Bson::Int64(v)) => v,
+            _ => 0,
+        }
+    }
+
+    #[test]
+    fn a_tail_is_the_run_of_blocks_that_adjoins_the_last_one() {
+        let blocks = |bs: &[(i64, i64, i64)]| -> VecDeque<IdRange> {
+            bs.iter()
+                .map(|&(first, last, step)| IdRange { first, last, step })
+                .collect()
+        };
+        assert_eq!(tail_of(&blocks(&[])), None);
+        assert_eq!(
+            tail_of(&blocks(&[(1, 3, 1), (5, 9, 1), (10, 12, 1)])),
+            Some(IdRange::contiguous(5, 12)),
+            "a block not adjoining is left out"
+        );
+        assert_eq!(
+            tail_of(&blocks(&[(-1, -3, -1), (-4, -9, -1)])),
+            Some(IdRange {
+                first: -1,
+                last: -9,
+                step: -1
+            }),
+            "descending"
+        );
+        assert_eq!(
+            tail_of(&blocks(&[
+                (i64::MAX - 1, i64::MAX - 1, 1),
+                (i64::MAX, i64::MAX, 1)
+            ])),
+            Some(IdRange::contiguous(i64::MAX - 1, i64::MAX))
+        );
+        assert_eq!(
+            tail_of(&blocks(&[(i64::MAX, i64::MAX, 1), (i64::MIN, i64::MIN, 1)])),
+            Some(IdRange::contiguous(i64::MIN, i64::MIN)),
+            "no wrap past the 64-bit end"
+        );
+        assert_eq!(
+            tail_of(&blocks(&[(1, 3, 1), (4, 4, 2)])),
+            Some(IdRange {
+                first: 4,
+                last: 4,
+                step: 2
+            }),
+            "another step does not adjoin"
+        );
+    }
+
+    #[test]
+    fn a_tail_is_not_given_back_past_the_64_bit_end_or_on_a_cycling_counter() {
+        let store = MemoryStore::default();
+        let c = counter("ends");
+        run(async {
+            store.put(&c, Some(mongodb::bson::Bson::Int64(i64::MIN + 2)));
+            let tail = IdRange::contiguous(i64::MIN, i64::MIN + 2);
+            assert!(!give_back_tail(&store, &c, None, tail).await.unwrap());
+            assert_eq!(store_value(&store, &c), i64::MIN + 2);
+            let down = IdRange {
+                first: i64::MAX,
+                last: i64::MAX - 2,
+                step: -1,
+            };
+            store.put(&c, Some(mongodb::bson::Bson::Int64(i64::MAX - 2)));
+            assert!(!give_back_tail(&store, &c, None, down).await.unwrap());
+            let cycling = SequenceConfig::new(1, Some(1), Some(10), true).unwrap();
+            store.put_configured(&c, 8, cycling);
+            let tail = IdRange::contiguous(5, 8);
+            assert!(!give_back_tail(&store, &c, Some(cycling), tail)
+                .await
+                .unwrap());
+            assert_eq!(store_value(&store, &c), 8);
+            let bounded = SequenceConfig::new(1, Some(1), Some(10), false).unwrap();
+            store.put_configured(&c, 8, bounded);
+            assert!(
+                !give_back_tail(&store, &c, None, tail).await.unwrap(),
+                "a plain guard does not match a configured counter"
+            );
+            assert!(give_back_tail(&store, &c, Some(bounded), tail)
+                .await
+                .unwrap());
+            assert_eq!(store_value(&store, &c), 4);
+            assert!(
+                !give_back_tail(&store, &c, Some(bounded), tail)
+                    .await
+                    .unwrap(),
+                "only while it holds the tail's last value"
+            );
+            let down = IdRange {
+                first: -3,
+                last: -6,
+                step: -1,
+            };
+            store.put(&c, Some(mongodb::bson::Bson::Int32(-6)));
+            assert!(give_back_tail(&store, &c, None, down).await.unwrap());
+            assert_eq!(store_value(&store, &c), -2, "descending: back up");
+        });
     }
 
     #[test]

@@ -6,7 +6,9 @@ use std::sync::Arc;
 
 use crate::engine::alloc::allocate::IdRange;
 use crate::engine::alloc::block_cache::CacheSlot;
-use crate::engine::alloc::counter_state::{CounterState, Lane, Mode, Outcome, Submitted};
+use crate::engine::alloc::counter_state::{
+    CounterState, GivenBack, Lane, Mode, Outcome, Submitted,
+};
 use crate::engine::call_options::CallOptions;
 use crate::engine::client::registry::ClientHandle;
 use crate::engine::counter::counter_name::CounterName;
@@ -113,6 +115,22 @@ impl PreparedCounter {
             outcome,
             background,
         })
+    }
+
+    /// Gives back the unused tails of this counter's cached blocks in this client
+    /// ([`CounterState::give_back`]); the counter stays usable (a later call fetches
+    /// again). `CLIENT_CLOSED` once the client is closed (its close gave them back).
+    pub async fn give_back(&self) -> SeqResult<GivenBack> {
+        self.handle.ensure_open()?;
+        let database = self.store.0.database().clone();
+        let secrets: Arc<Vec<String>> = Arc::new(self.handle.secrets().to_vec());
+        let store_of = |lane: &Lane| {
+            let concern = lane.write_concern.as_ref().map(|w| w.to_driver());
+            Arc::new(DriverCounters(
+                MongoDriver::new(database.clone(), secrets.clone()).with_write_concern(concern),
+            ))
+        };
+        Ok(self.state.give_back(&self.counter, store_of).await)
     }
 
     /// Reserves `count` values, spawning background work on the current runtime.
