@@ -62,6 +62,18 @@ export type ListedSequence<O> = {
   maxValue?: SequenceLimit<O>
   /** Whether a counter configured by `init` wraps around at its limit. */
   cycle?: boolean
+  /** The BSON type the value is stored as. */
+  storedType: 'int' | 'long' | 'double'
+  /**
+   * The last value the counter can reach: its `maxValue` (`minValue` when descending),
+   * else the end of its stored type (int32, double: 2^53, int64), and at most 2^53 - 1
+   * for values read as numbers (without `bigint`).
+   */
+  rangeEnd: SequenceLimit<O>
+  /** What sets `rangeEnd`. */
+  rangeKind: 'limit' | 'int32' | 'int64' | 'double' | 'number'
+  /** The share of the range already used, 0 to 100. */
+  usedPercent: number
 }
 
 /** The options `listSequences` uses. */

@@ -140,10 +140,13 @@ impl CacheSlot {
 
     /// Throws away every cached value (after a management write: `set`, `reset`, `drop`,
     /// `init`, `syncToMax`). Calls waiting for a fetch keep waiting for it.
-    pub fn discard(&self) {
+    /// Returns how many values it threw away.
+    pub fn discard(&self) -> i64 {
         let mut contents = self.lock();
+        let thrown = contents.available();
         contents.blocks.clear();
         contents.blocks_per_fetch = 1;
+        thrown
     }
 
     /// Serves `count` values without waiting, or `None` when the blocks have too few (or
@@ -288,13 +291,15 @@ impl CacheSlot {
     /// Takes every cached value out of the slot (none is handed out from them any more)
     /// and returns its tail: the run of values at the end that continues, value after
     /// value, up to the last value fetched (the one the fetch left in the counter).
-    /// Older blocks not adjoining it are dropped (a gap). `None` when nothing was cached.
-    pub fn take_tail(&self) -> Option<IdRange> {
+    /// Older blocks not adjoining it are dropped (a gap): the second number is how many
+    /// values they held. `None` when nothing was cached.
+    pub fn take_tail(&self) -> Option<(IdRange, i64)> {
         let mut contents = self.lock();
         contents.blocks_per_fetch = 1;
+        let held = contents.available();
         let blocks = std::mem::take(&mut contents.blocks);
         drop(contents);
-        tail_of(&blocks)
+        tail_of(&blocks).map(|tail| (tail, held - tail.count()))
     }
 
     /// Whether a block fetch is under way.
@@ -310,6 +315,17 @@ impl CacheSlot {
     /// Blocks the next fetch reserves.
     pub fn blocks_per_fetch(&self) -> i64 {
         self.lock().blocks_per_fetch
+    }
+}
+
+impl Drop for CacheSlot {
+    /// Values still cached when the slot goes (its counter state was pruned, or its
+    /// client ended without a close) are counted as dropped.
+    fn drop(&mut self) {
+        let left = self.lock().available();
+        if left > 0 {
+            crate::engine::stats::discarded_dropped(left);
+        }
     }
 }
 

@@ -12,7 +12,7 @@ use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use crate::engine::alloc::allocate::{allocate_demands, CreatePolicy, IdRange};
+use crate::engine::alloc::allocate::{allocate_demands, Allocation, CreatePolicy, IdRange};
 use crate::engine::alloc::block_cache::CacheSlot;
 use crate::engine::alloc::coalesce::{Coalescer, Grants};
 use crate::engine::alloc::demand::Demand;
@@ -21,6 +21,7 @@ use crate::engine::alloc::waiter::receive;
 use crate::engine::client::write_concern::WriteConcernSpec;
 use crate::engine::counter::sequence_config::SequenceConfig;
 use crate::engine::error::{SeqError, SeqResult};
+use crate::engine::stats::{self, Recorder, RoundTripEvent};
 use crate::engine::store::counter_store::{CounterRef, CounterStore};
 
 /// A future the caller must spawn on the runtime.
@@ -80,6 +81,17 @@ pub struct Submitted {
     pub outcome: Outcome,
     /// Spawn this on the runtime, when present.
     pub background: Option<Background>,
+}
+
+/// One call as submitted: how it is served, the cache slot of its mode when the caller
+/// kept it, and how many values it takes.
+pub struct Call<'a> {
+    /// How it is served.
+    pub mode: Mode,
+    /// The cache slot of `mode`, when the caller kept it.
+    pub slot: Option<&'a Arc<CacheSlot>>,
+    /// Values it takes.
+    pub count: i64,
 }
 
 /// What this process holds for one counter of one client.
@@ -142,7 +154,7 @@ impl CounterState {
         self.remember(None);
         let slots: Vec<Arc<CacheSlot>> = lock(&self.caches).values().cloned().collect();
         for slot in slots {
-            slot.discard();
+            stats::discarded_by_writes(slot.discard());
         }
     }
 
@@ -180,15 +192,17 @@ impl CounterState {
         let config = self.hint();
         let mut outcome = GivenBack::default();
         for (lane, slot) in slots {
-            let Some(tail) = slot.take_tail() else {
+            let Some((tail, dropped)) = slot.take_tail() else {
                 continue;
             };
+            outcome.abandoned += dropped;
             let count = tail.count();
             match give_back_tail(&*store_of(&lane), counter, config, tail).await {
                 Ok(true) => outcome.returned += count,
                 _ => outcome.abandoned += count,
             }
         }
+        stats::gave_back(outcome.returned, outcome.abandoned);
         outcome
     }
 
@@ -243,11 +257,13 @@ impl CounterState {
 
     /// The demand-serving round trip for `counter` over `store`, remembering the
     /// configuration it finds.
+    /// Each round trip is recorded by `recorder` (and as an event while someone listens).
     pub fn fetcher<S>(
         self: &Arc<Self>,
         store: Arc<S>,
         counter: CounterRef,
         policy: CreatePolicy,
+        recorder: Recorder,
     ) -> impl Fn(Vec<Demand>) -> Pin<Box<dyn Future<Output = Grants> + Send>> + Send + Sync + 'static
     where
         S: CounterStore + 'static,
@@ -255,11 +271,14 @@ impl CounterState {
         let state = self.clone();
         move |demands| {
             let (state, store, counter) = (state.clone(), store.clone(), counter.clone());
+            let recorder = recorder.clone();
             Box::pin(async move {
                 let hint = state.hint();
+                let started = std::time::Instant::now();
                 let served =
-                    allocate_demands(&*store, &counter, policy, &demands, hint, &state.turn)
-                        .await?;
+                    allocate_demands(&*store, &counter, policy, &demands, hint, &state.turn).await;
+                record_round_trip(&recorder, &counter, &demands, &served, started.elapsed());
+                let served = served?;
                 if served.config != hint {
                     state.remember(served.config);
                 }
@@ -283,6 +302,23 @@ impl CounterState {
     where
         S: CounterStore + 'static,
     {
+        let call = Call { mode, slot, count };
+        self.submit_recorded(store, counter, lane, call, &Recorder::default())
+    }
+
+    /// [`CounterState::submit`], its round trips recorded by `recorder`.
+    pub fn submit_recorded<S>(
+        self: &Arc<Self>,
+        store: &Arc<S>,
+        counter: &CounterRef,
+        lane: &Lane,
+        call: Call<'_>,
+        recorder: &Recorder,
+    ) -> Submitted
+    where
+        S: CounterStore + 'static,
+    {
+        let Call { mode, slot, count } = call;
         match mode {
             Mode::Cached(size) if count <= size => {
                 let owned;
@@ -295,7 +331,12 @@ impl CounterState {
                 };
                 if let Some(taken) = slot.try_take(count) {
                     let background = taken.prefetch.then(|| {
-                        let fetch = self.fetcher(store.clone(), counter.clone(), lane.policy);
+                        let fetch = self.fetcher(
+                            store.clone(),
+                            counter.clone(),
+                            lane.policy,
+                            recorder.clone(),
+                        );
                         Box::pin(slot.clone().prefetch(fetch)) as Background
                     });
                     return Submitted {
@@ -303,7 +344,12 @@ impl CounterState {
                         background,
                     };
                 }
-                let fetch = self.fetcher(store.clone(), counter.clone(), lane.policy);
+                let fetch = self.fetcher(
+                    store.clone(),
+                    counter.clone(),
+                    lane.policy,
+                    recorder.clone(),
+                );
                 let (answer, fetching) = slot.wait(count, fetch);
                 Submitted {
                     outcome: Outcome::Later(Box::pin(receive(answer))),
@@ -311,7 +357,12 @@ impl CounterState {
                 }
             }
             Mode::Direct => {
-                let fetch = self.fetcher(store.clone(), counter.clone(), lane.policy);
+                let fetch = self.fetcher(
+                    store.clone(),
+                    counter.clone(),
+                    lane.policy,
+                    recorder.clone(),
+                );
                 let pending = async move {
                     let mut grants = fetch(vec![Demand::Exact(count)]).await?;
                     grants.pop().unwrap_or_else(|| {
@@ -325,7 +376,12 @@ impl CounterState {
             }
             // Coalesced, or a batch larger than the cache's blocks.
             _ => {
-                let fetch = self.fetcher(store.clone(), counter.clone(), lane.policy);
+                let fetch = self.fetcher(
+                    store.clone(),
+                    counter.clone(),
+                    lane.policy,
+                    recorder.clone(),
+                );
                 let (answer, driver) = self.lanes.submit(lane.clone(), count, fetch);
                 Submitted {
                     outcome: Outcome::Later(Box::pin(receive(answer))),
@@ -333,6 +389,45 @@ impl CounterState {
                 }
             }
         }
+    }
+}
+
+/// Records one round trip that served `demands` and took `took` ([`Recorder`], and a
+/// [`RoundTripEvent`] while events are on).
+fn record_round_trip(
+    recorder: &Recorder,
+    counter: &CounterRef,
+    demands: &[Demand],
+    served: &SeqResult<Allocation>,
+    took: std::time::Duration,
+) {
+    let calls = demands
+        .iter()
+        .filter(|d| matches!(d, Demand::Exact(_)))
+        .count();
+    let (blocks, retries, values, error) = match served {
+        Ok(served) => {
+            let fills = demands
+                .iter()
+                .zip(&served.grants)
+                .filter(|(d, g)| matches!(d, Demand::UpTo(_)) && g.is_ok())
+                .count() as u64;
+            let values = served.grants.iter().flatten().map(IdRange::count).sum();
+            (fills, served.retries, values, None)
+        }
+        Err(e) => (0, 0, 0, Some(e.code)),
+    };
+    recorder.round_trip(took, calls, blocks, retries);
+    if stats::events_on() {
+        stats::record_event(RoundTripEvent {
+            collection: counter.collection.clone(),
+            counter: counter.label.clone(),
+            values,
+            calls,
+            duration: took,
+            error,
+            retries,
+        });
     }
 }
 

@@ -7,12 +7,13 @@ use std::sync::Arc;
 use crate::engine::alloc::allocate::IdRange;
 use crate::engine::alloc::block_cache::CacheSlot;
 use crate::engine::alloc::counter_state::{
-    CounterState, GivenBack, Lane, Mode, Outcome, Submitted,
+    Call, CounterState, GivenBack, Lane, Mode, Outcome, Submitted,
 };
 use crate::engine::call_options::CallOptions;
 use crate::engine::client::registry::ClientHandle;
 use crate::engine::counter::counter_name::CounterName;
 use crate::engine::error::SeqResult;
+use crate::engine::stats::{Recorder, Stats};
 use crate::engine::store::counter_store::CounterRef;
 use crate::engine::store::driver_counters::DriverCounters;
 use crate::engine::store::mongo_driver::MongoDriver;
@@ -28,6 +29,7 @@ pub struct PreparedCounter {
     lane: Lane,
     mode: Mode,
     cache: Option<Arc<CacheSlot>>,
+    recorder: Recorder,
 }
 
 impl PreparedCounter {
@@ -61,7 +63,14 @@ impl PreparedCounter {
             lane,
             mode,
             cache,
+            recorder: Recorder::default(),
         })
+    }
+
+    /// The same counter, its calls also counted in `stats` (a handle's statistics).
+    pub fn recording(mut self, stats: Option<Arc<Stats>>) -> Self {
+        self.recorder = Recorder::new(stats);
+        self
     }
 
     /// The driver of the database the counter lives in.
@@ -95,21 +104,40 @@ impl PreparedCounter {
     /// client's call timeout from now, and at once with `CLIENT_CLOSED` if the client
     /// closes. `CLIENT_CLOSED` once the client is closed.
     pub fn submit(&self, count: i64) -> SeqResult<Submitted> {
-        self.handle.ensure_open()?;
+        self.recorder.call();
+        if let Err(error) = self.handle.ensure_open() {
+            self.recorder.settled(Err(error.code));
+            return Err(error);
+        }
+        let call = Call {
+            mode: self.mode,
+            slot: self.cache.as_ref(),
+            count,
+        };
         let Submitted {
             outcome,
             background,
-        } = self.state.submit(
+        } = self.state.submit_recorded(
             &self.store,
             &self.counter,
             &self.lane,
-            self.mode,
-            self.cache.as_ref(),
-            count,
+            call,
+            &self.recorder,
         );
         let outcome = match outcome {
-            Outcome::Later(pending) => Outcome::Later(self.handle.guard(pending)),
-            now => now,
+            Outcome::Later(pending) => {
+                let guarded = self.handle.guard(pending);
+                let recorder = self.recorder.clone();
+                Outcome::Later(Box::pin(async move {
+                    let outcome = guarded.await;
+                    recorder.settled(outcome.as_ref().map(IdRange::count).map_err(|e| e.code));
+                    outcome
+                }))
+            }
+            Outcome::Now(range) => {
+                self.recorder.cache_hit(range.count());
+                Outcome::Now(range)
+            }
         };
         Ok(Submitted {
             outcome,
