@@ -19,6 +19,7 @@ pub mod located;
 pub mod name;
 pub mod node_close;
 pub mod object_memo;
+pub mod operations;
 pub mod option_specs;
 pub mod options;
 pub mod output;

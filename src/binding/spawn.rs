@@ -18,6 +18,9 @@ where
 {
     env.spawn_future_with_callback(
         async move { Ok(caught("call", work).await) },
-        |env, result| result.map_err(|e| to_js_error(env, e)),
+        |env, result| {
+            crate::binding::operations::after_settle(env);
+            result.map_err(|e| to_js_error(env, e))
+        },
     )
 }
