@@ -74,6 +74,16 @@ export type ListedSequence<O> = {
   rangeKind: 'limit' | 'int32' | 'int64' | 'double' | 'number'
   /** The share of the range already used, 0 to 100. */
   usedPercent: number
+  /**
+   * `rangeEnd`, `rangeKind` and `usedPercent` for an application that reads the values as
+   * JavaScript numbers (the range ends at most at 2^53 - 1), whatever `bigint` says: what
+   * `mongodb-sequence check` grades without `--bigint`.
+   */
+  rangeEndAsNumber: SequenceLimit<O>
+  /** What sets `rangeEndAsNumber`. */
+  rangeKindAsNumber: 'limit' | 'int32' | 'int64' | 'double' | 'number'
+  /** The share of the range of JavaScript numbers already used, 0 to 100. */
+  usedPercentAsNumber: number
 }
 
 /** The options `listSequences` uses. */

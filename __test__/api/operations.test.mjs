@@ -50,6 +50,10 @@ test('listSequences: range and share used per counter (81 % warns, 96 % is criti
   const long = big.find((c) => c.name === 'long-small');
   assert.equal(long.rangeKind, 'int64');
   assert.equal(long.rangeEnd, 2n ** 63n - 1n);
+  assert.equal(long.rangeKindAsNumber, 'number', 'what a reader of numbers has');
+  assert.equal(long.rangeEndAsNumber, BigInt(Number.MAX_SAFE_INTEGER));
+  const int32 = big.find((c) => c.name === 'int32-81');
+  assert.equal(int32.usedPercentAsNumber, int32.usedPercent);
 });
 
 test('stats add up to the values handed out, in a randomized history', async () => {

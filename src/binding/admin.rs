@@ -156,6 +156,7 @@ pub fn list_sequences<'env>(
                 entries.push(Listed {
                     value: Value::checked(&label, counter.value, options.bigint)?,
                     capacity: counter.capacity(options.bigint),
+                    capacity_as_number: counter.capacity(false),
                     stored: counter.stored,
                     id: counter.id,
                     config: counter.config,

@@ -56,6 +56,8 @@ pub struct Listed {
     pub stored: StoredType,
     /// The range it lives in and how much of it is used.
     pub capacity: Capacity,
+    /// The same for a reader of JavaScript numbers (ends at most at 2^53 - 1).
+    pub capacity_as_number: Capacity,
 }
 
 /// A limit or step as a number when it is a safe integer (and `bigint` is off), else as
@@ -171,6 +173,13 @@ impl ToNapiValue for Output {
                     item.set_named_property("rangeEnd", exact(capacity.end, listed.bigint))?;
                     item.set_named_property("rangeKind", capacity.kind.as_str())?;
                     item.set_named_property("usedPercent", capacity.used_percent)?;
+                    let as_number = listed.capacity_as_number;
+                    item.set_named_property(
+                        "rangeEndAsNumber",
+                        exact(as_number.end, listed.bigint),
+                    )?;
+                    item.set_named_property("rangeKindAsNumber", as_number.kind.as_str())?;
+                    item.set_named_property("usedPercentAsNumber", as_number.used_percent)?;
                     items.push(item);
                 }
                 Vec::<Object>::to_napi_value(env, items)

@@ -488,6 +488,31 @@ mod tests {
     }
 
     #[test]
+    fn retries_add_up_across_nested_attempts_and_a_lost_creation_race_counts_one() {
+        let served = Allocation {
+            grants: Vec::new(),
+            config: None,
+            retries: 1,
+        };
+        assert_eq!(served.after_retries(2).retries, 3);
+        let store = MemoryStore::default();
+        let c = counter("raced-creation");
+        *store.race_create_with.lock().unwrap() = Some(10);
+        let turn = tokio::sync::Mutex::new(());
+        let served = run(allocate_demands(
+            &store,
+            &c,
+            UPSERT,
+            &[Demand::Exact(1)],
+            None,
+            &turn,
+        ))
+        .unwrap();
+        assert_eq!(served.grants[0].as_ref().unwrap().first, 11);
+        assert_eq!(served.retries, 1, "the lost creation started over once");
+    }
+
+    #[test]
     fn steps_space_values_from_creation_on() {
         let store = MemoryStore::default();
         let c = located("stepped", 5);

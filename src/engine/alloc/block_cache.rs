@@ -256,8 +256,13 @@ impl CacheSlot {
                         }
                     }
                     let current = self.generation.load(Ordering::SeqCst) == generation;
-                    if let (Some(Ok(values)), true) = (fill, current) {
-                        contents.store(values, self.size);
+                    match fill {
+                        Some(Ok(values)) if current => contents.store(values, self.size),
+                        // Fetched before a management write: thrown away.
+                        Some(Ok(values)) => {
+                            crate::engine::stats::discarded_by_writes(values.count())
+                        }
+                        _ => {}
                     }
                     let ran_dry = served > 0 || !contents.waiters.is_empty();
                     let done = contents.serve_waiters();
