@@ -413,6 +413,74 @@ mod tests {
     }
 
     #[test]
+    fn take_tail_keeps_the_run_up_to_the_last_fill_and_counts_older_blocks() {
+        let next = Arc::new(std::sync::atomic::AtomicI64::new(0));
+        let fetch = {
+            let next = next.clone();
+            move |total: i64| {
+                let next = next.clone();
+                async move {
+                    let last = next.fetch_add(total, Ordering::SeqCst) + total;
+                    IdRange::ending_at(last, total)
+                }
+            }
+        };
+        let cache = slot(10);
+        run(async {
+            let (answer, fetching) = cache.wait(1, by_total(fetch.clone()));
+            fetching.expect("the first call fetches").await;
+            let first = crate::engine::alloc::waiter::receive(answer).await;
+            assert_eq!(first.unwrap().first, 1);
+            let mut due = false;
+            while !due {
+                due = cache.try_take(1).expect("cached").prefetch;
+            }
+            // Another process moves the counter on before the next fill.
+            next.fetch_add(100, Ordering::SeqCst);
+            cache.clone().prefetch(by_total(fetch)).await;
+        });
+        let fill = cache.blocks_per_fetch() * 10;
+        let held = cache.available();
+        let (tail, dropped) = cache.take_tail().expect("a tail");
+        assert_eq!(tail.count(), fill, "the last fill, alone");
+        assert_eq!(tail.last, next.load(Ordering::SeqCst));
+        assert_eq!(
+            dropped,
+            held - fill,
+            "the older block is counted as dropped"
+        );
+        assert!(dropped > 0);
+        assert_eq!(cache.available(), 0, "nothing is served from them any more");
+        assert!(cache.take_tail().is_none());
+    }
+
+    #[test]
+    fn a_slot_dropped_with_values_counts_them_as_dropped() {
+        let cache = slot(10);
+        let counter = Arc::new(FakeCounter::default());
+        run(async {
+            let c = counter.clone();
+            cache
+                .clone()
+                .reserve(1, move |t| c.clone().fetch(t, 0))
+                .await
+                .unwrap();
+        });
+        let held = cache.available();
+        assert!(held > 0);
+        let before = crate::engine::stats::PROCESS.snapshot().discarded_dropped;
+        drop(cache);
+        let after = crate::engine::stats::PROCESS.snapshot().discarded_dropped;
+        assert!(after >= before + held as u64, "{before} + {held} > {after}");
+        let empty = slot(10);
+        let before = crate::engine::stats::PROCESS.snapshot().discarded_dropped;
+        assert_eq!(empty.discard(), 0);
+        drop(empty);
+        // Other tests may drop slots meanwhile: only a lower bound holds across threads.
+        assert!(crate::engine::stats::PROCESS.snapshot().discarded_dropped >= before);
+    }
+
+    #[test]
     fn a_panicking_fetch_fails_its_waiters_and_the_next_call_fetches_again() {
         let cache = slot(10);
         let counter = Arc::new(FakeCounter::default());

@@ -951,6 +951,105 @@ mod tests {
         });
     }
 
+    #[test]
+    fn a_give_back_counts_what_it_returns_and_what_it_abandons() {
+        let store = Arc::new(MemoryStore::default());
+        let c = counter("counted");
+        let cached = |state: &Arc<CounterState>| {
+            state
+                .submit(&store, &c, &lane(), Mode::Cached(10), None, 1)
+                .finish()
+        };
+        run(async {
+            let state = Arc::new(CounterState::default());
+            assert_eq!(cached(&state).await.unwrap().first, 1);
+            assert_eq!(cached(&state).await.unwrap().first, 2);
+            state.settle_fetches().await;
+            let reserved = store_value(&store, &c);
+            let give = store.clone();
+            let outcome = state.give_back(&c, |_| give.clone()).await;
+            let expected = GivenBack {
+                returned: reserved - 2,
+                abandoned: 0,
+            };
+            assert_eq!(outcome, expected);
+            assert_eq!(store_value(&store, &c), 2);
+            let state = Arc::new(CounterState::default());
+            assert_eq!(cached(&state).await.unwrap().first, 3);
+            state.settle_fetches().await;
+            let reserved = store_value(&store, &c);
+            // Another process moves the counter on.
+            store.put(&c, Some(mongodb::bson::Bson::Int64(reserved + 100)));
+            let give = store.clone();
+            let outcome = state.give_back(&c, |_| give.clone()).await;
+            let expected = GivenBack {
+                returned: 0,
+                abandoned: reserved - 3,
+            };
+            assert_eq!(outcome, expected);
+            assert_eq!(store_value(&store, &c), reserved + 100);
+        });
+        let sum = GivenBack {
+            returned: 1,
+            abandoned: 2,
+        }
+        .plus(GivenBack {
+            returned: 3,
+            abandoned: 5,
+        });
+        assert_eq!(
+            sum,
+            GivenBack {
+                returned: 4,
+                abandoned: 7
+            }
+        );
+    }
+
+    #[test]
+    fn round_trips_are_recorded_with_their_calls_and_fills() {
+        let store = Arc::new(MemoryStore::default());
+        let c = counter("recorded");
+        let stats = Arc::new(crate::engine::stats::Stats::default());
+        let recorder = Recorder::new(Some(stats.clone()));
+        run(async {
+            let state = Arc::new(CounterState::default());
+            let call = |mode, count| Call {
+                mode,
+                slot: None,
+                count,
+            };
+            state
+                .submit_recorded(&store, &c, &lane(), call(Mode::Direct, 3), &recorder)
+                .finish()
+                .await
+                .unwrap();
+            state
+                .submit_recorded(&store, &c, &lane(), call(Mode::Cached(5), 1), &recorder)
+                .finish()
+                .await
+                .unwrap();
+        });
+        let s = stats.snapshot();
+        assert_eq!(s.round_trips, 2);
+        assert_eq!(s.merged_calls, 2, "one call each");
+        assert_eq!(s.blocks_fetched, 1, "the cached call's fill");
+        assert!(s.latency_max_us > 0 || s.latency_p50_us == 0);
+    }
+
+    #[test]
+    fn a_client_closing_drains_every_state_with_its_key() {
+        let states = CounterStates::<usize>::default();
+        let first = states.get(&1);
+        states.get(&2);
+        let mut drained = states.drain();
+        drained.sort_by_key(|(key, _)| *key);
+        assert_eq!(drained.len(), 2);
+        assert_eq!(drained[0].0, 1);
+        assert!(Arc::ptr_eq(&drained[0].1, &first));
+        assert!(states.is_empty());
+    }
+
     fn store_value(store: &MemoryStore, c: &CounterRef) -> i64 {
         match store.get(c).flatten() {
             Some(mongodb::bson::Bson::Int32(v)) => i64::from(v),
