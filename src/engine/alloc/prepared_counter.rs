@@ -104,8 +104,8 @@ impl PreparedCounter {
     /// client's call timeout from now, and at once with `CLIENT_CLOSED` if the client
     /// closes. `CLIENT_CLOSED` once the client is closed.
     pub fn submit(&self, count: i64) -> SeqResult<Submitted> {
-        self.recorder.call();
         if let Err(error) = self.handle.ensure_open() {
+            self.recorder.call();
             self.recorder.settled(Err(error.code));
             return Err(error);
         }
@@ -126,6 +126,7 @@ impl PreparedCounter {
         );
         let outcome = match outcome {
             Outcome::Later(pending) => {
+                self.recorder.call();
                 let guarded = self.handle.guard(pending);
                 let recorder = self.recorder.clone();
                 Outcome::Later(Box::pin(async move {
