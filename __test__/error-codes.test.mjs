@@ -38,3 +38,18 @@ test('the docs error table has a row for every code', () => {
   const text = docs.map(read).join('\n');
   for (const code of codes) assert.match(text, new RegExp(`^\\| \`${code}\` \\|`, 'm'), `an error table row for ${code}`);
 });
+
+test("every code the package's JavaScript raises is one of the table's", () => {
+  const sources = ['mongoose.js', ...['lib', 'bin', 'bin/commands'].flatMap((dir) => readdirSync(join(ROOT, dir)).filter((f) => f.endsWith('.js')).map((f) => `${dir}/${f}`))];
+  let seen = 0;
+  for (const file of sources) {
+    const text = read(file);
+    // Every error is made by codedError; no code is assigned by hand.
+    assert.doesNotMatch(text, /\.code = '/, `${file} sets a code by hand`);
+    for (const [, code] of text.matchAll(/codedError\(\s*'([A-Z_]+)'/g)) {
+      seen += 1;
+      assert.ok(codes.includes(code), `${file}: ${code} is not in ErrorCode`);
+    }
+  }
+  assert.ok(seen > 10, `${seen} codedError calls found`);
+});
