@@ -78,6 +78,9 @@ test('help recommends MONGODB_URI over --uri and says why; no example puts a con
 test('usage errors exit 2 with one line on stderr', async () => {
   const cases = [
     [['frobnicate'], /unknown command/],
+    // A name of Object.prototype is no command (it used to fail as INTERNAL, exit 1).
+    [['constructor'], /unknown command "constructor"/],
+    [['toString', 'x'], /unknown command "toString"/],
     [['current'], /current takes <name>/],
     [['next', 'x', '--count', 'ten'], /--count must be an integer/],
     [['next', 'x', '--count', '0'], /--count must be from 1/],
