@@ -68,6 +68,22 @@ for (const [major, mongoose] of [
       assert.equal((await connection.db.collection('counters').findOne({ id: `${p}early` })).seq, 5);
     });
 
+    test('the factory given mongoose itself: a save before mongoose.connect() is numbered once it connects', async () => {
+      const instance = new mongoose.Mongoose();
+      const schema = new instance.Schema({ tag: String }, { autoCreate: false, autoIndex: false });
+      schema.plugin(AutoIncrementFactory(instance), { id: `${p}default_conn`, inc_field: 'no' });
+      const Default = instance.model(`${p}DefaultConn`, schema);
+      const saving = new Default({ tag: 'a' }).save();
+      await sleep(200);
+      await instance.connect(env.uri, { dbName: dbName(), serverSelectionTimeoutMS: 10_000 });
+      try {
+        assert.equal((await saving).no, 1);
+        assert.equal((await new Default({ tag: 'b' }).save()).no, 2);
+      } finally {
+        await instance.disconnect();
+      }
+    });
+
     test('never connected: save, insertMany and create fail with CONNECTION after bufferTimeoutMS', async () => {
       const connection = unopened();
       const schema = new mongoose.Schema({ tag: String }, { bufferTimeoutMS: 300, autoCreate: false, autoIndex: false });
