@@ -22,6 +22,7 @@ pub mod object_memo;
 pub mod option_specs;
 pub mod options;
 pub mod output;
+pub mod package_support;
 pub mod recent_counters;
 pub mod sequence_handle;
 pub mod settled;
