@@ -12,7 +12,7 @@ use napi::{check_status, sys, JsValue};
 use crate::binding::guard::sync_call;
 use crate::binding::js_error::to_js_error;
 use crate::binding::js_read::required_string;
-use crate::engine::connection;
+use crate::engine::client::connection;
 use crate::engine::error::ErrorCode as Code;
 
 /// The value of the `ErrorCode` export: a frozen object with one property per code of
