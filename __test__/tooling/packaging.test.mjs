@@ -57,7 +57,8 @@ test('the tarballs install into an empty app and work without Rust', async () =>
   writeFileSync(join(app, 'package.json'), JSON.stringify({ name: 'empty-app', version: '1.0.0', private: true }));
   const appEnv = { ...process.env, PATH: pathWithoutRust(), npm_config_audit: 'false', npm_config_fund: 'false' };
   assert.throws(() => sh('cargo', ['--version'], { env: appEnv }), 'no cargo on the app PATH');
-  sh('npm', ['install', '--prefer-offline', join(dist, main), join(dist, platform)], { cwd: app, env: appEnv });
+  // Windows: Node spawns npm.cmd only through a shell.
+  sh('npm', ['install', '--prefer-offline', join(dist, main), join(dist, platform)], { cwd: app, env: appEnv, shell: process.platform === 'win32' });
 
   const call = `(async (m) => {
     const client = await m.connect(${JSON.stringify(env.uri)});
