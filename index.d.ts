@@ -122,6 +122,29 @@ export type InsertManyResult<O, D> = {
 export type LocatedOptions = SequenceOptions & { step?: number | bigint }
 
 /**
+ * The `code` of every `Error` this package raises (the mongoose plugin's included). The
+ * `ErrorCode` export holds each of them under its own name.
+ */
+export type ErrorCode =
+  | 'SEQUENCE_NOT_FOUND'
+  | 'INVALID_ARGUMENT'
+  | 'INVALID_COUNTER'
+  | 'SEQUENCE_OVERFLOW'
+  | 'CONNECTION'
+  | 'SERVER'
+  | 'CLIENT_CLOSED'
+  | 'UNSUPPORTED_CLIENT'
+  | 'CONTENTION'
+  | 'TRANSACTIONS_UNSUPPORTED'
+  | 'SEQUENCE_EXHAUSTED'
+  | 'INTERNAL'
+  | 'INDEX_CONFLICT'
+  | 'GAPLESS_UNSUPPORTED_OPERATION'
+
+/** The type of the `ErrorCode` export: a frozen object mapping each code to itself. */
+export type ErrorCodeTable = { readonly [C in ErrorCode]: C }
+
+/**
  * Which binding artifact the generated loader actually loaded: `'native'` for
  * a native addon, otherwise the `platformArchABI` of the WASI flavor. Every
  * flavor napi-rs can build is listed, because `NAPI_RS_NATIVE_LIBRARY_PATH`
@@ -301,6 +324,21 @@ export interface DiscardedValues {
    */
   dropped: number
 }
+
+/**
+ * The database a MongoDB connection string names in its path (`mongodb://host/shop` →
+ * `'shop'`), or `null` when it names none. The string is read exactly as `connect(uri)`
+ * and the `uri` option read it. Throws `INVALID_ARGUMENT` for an invalid connection
+ * string (the message never holds its password).
+ */
+export declare function defaultDatabase(uri: string): string | null
+
+/**
+ * Every error code this package gives the `code` of its errors, as a frozen object
+ * mapping each code to itself: compare `error.code === ErrorCode.SEQUENCE_NOT_FOUND`.
+ * The mongoose plugin's errors use the same codes.
+ */
+export declare const ErrorCode: ErrorCodeTable
 
 /**
  * Formats a sequence value as a business number. Tokens: `{seq}` the value, `{seq:N}`

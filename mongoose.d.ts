@@ -6,6 +6,11 @@
 /**
  * The factory: `require('mongodb-sequence/mongoose')(mongoose)` (or a connection) returns
  * the plugin. Throws unless called with exactly one argument.
+ *
+ * Every error the plugin raises has a `code` from the package's `ErrorCode` table. A
+ * document saved (or inserted) before the connection opens is numbered once it opens,
+ * as mongoose buffers it: the plugin waits up to `bufferTimeoutMS` (not at all with
+ * `bufferCommands: false`), then rejects with `CONNECTION`.
  */
 declare function AutoIncrementFactory(mongooseOrConnection: unknown): AutoIncrementFactory.AutoIncrementPlugin
 
@@ -48,6 +53,13 @@ declare namespace AutoIncrementFactory {
      * `GAPLESS_UNSUPPORTED_OPERATION`. Default `false`.
      */
     gapless?: boolean
+    /**
+     * A connection string for the counters, for a mongoose connection with a setting the
+     * core cannot carry over (its saves then reject with `UNSUPPORTED_CLIENT`, naming the
+     * setting). The counters stay in the connection's database. Default: the counters use
+     * the mongoose connection's own settings.
+     */
+    uri?: string
   }
 
   /** Anything with mongoose's `Schema#plugin` shape. */

@@ -6,14 +6,21 @@
 // round trip per call, merged across concurrent saves.
 
 const core = require('./index.js');
+const { BoundedCache } = require('./lib/bounded-cache.js');
+const { codedError } = require('./lib/coded-error.js');
+const { registry, countersOf, addToSchema, registered, numbersFor } = require('./lib/mongoose-counters.js');
+const { syncCounterToMax, takeOverCounter } = require('./lib/mongoose-migration.js');
 
 const COUNTER_FIELD = 'seq';
+const PLUGIN = 'mongodb-sequence/mongoose';
 const REQUIRE_HELP = 'Please, pass mongoose while requiring mongodb-sequence/mongoose: require(\'mongodb-sequence/mongoose\')(mongoose)';
-
-/** Every counter defined in this process, by id (mongoose-sequence keeps one registry too). */
-const registry = new Map();
-/** The counters each schema numbers with, for the migration helpers. */
-const schemaCounters = new WeakMap();
+/**
+ * Native handles a counter keeps, at most (one per reference value, least recently used
+ * dropped first; a dropped one is made again when needed).
+ */
+const HANDLES_KEPT = 1024;
+/** mongoose's own default of `bufferTimeoutMS`. */
+const MONGOOSE_BUFFER_TIMEOUT_MS = 10_000;
 
 const DEFAULTS = {
   id: null,
@@ -26,6 +33,7 @@ const DEFAULTS = {
   parallel_hooks: true,
   exclusive: true,
   gapless: false,
+  uri: undefined,
 };
 
 function resolvePath(path, source) {
@@ -140,57 +148,44 @@ function writeField(doc, path, value) {
   target[keys.at(-1)] = value;
 }
 
-/** `error` with its stable `code` (every error the plugin raises has one). */
-function coded(error, code) {
-  error.code = code;
-  return error;
-}
-
+/** An option that must be a safe integer, refused with `INVALID_ARGUMENT` otherwise. */
 function checkNumber(name, value) {
   if (typeof value !== 'number' || !Number.isSafeInteger(value)) {
-    const error = new TypeError(`option ${name} must be a safe integer; got ${String(value)}`);
-    error.code = 'INVALID_ARGUMENT';
-    throw error;
+    throw codedError('INVALID_ARGUMENT', `option ${name} must be a safe integer; got ${String(value)}`, { type: TypeError });
   }
 }
 
-/** The options with their defaults, checked like mongoose-sequence checks them. */
+/**
+ * The options with their defaults, checked like mongoose-sequence checks them: a new
+ * object holding the plugin's options only (the caller's object is not written to).
+ * `reference_fields` is sorted, or `null` when the counter has none.
+ */
 function normalise(options) {
   const merged = { ...DEFAULTS, ...options };
-  const useReference = merged.reference_fields !== null && merged.reference_fields !== undefined;
-  const fields = useReference ? [].concat(merged.reference_fields) : [];
-  if (useReference && (merged.id === null || merged.id === undefined)) {
-    throw coded(new Error('Cannot use reference fields without specifying an id'), 'INVALID_ARGUMENT');
+  const scoped = merged.reference_fields !== null && merged.reference_fields !== undefined;
+  if (scoped && (merged.id === null || merged.id === undefined)) {
+    throw codedError('INVALID_ARGUMENT', 'Cannot use reference fields without specifying an id');
   }
   const id = merged.id || merged.inc_field;
   checkNumber('start_seq', merged.start_seq);
   checkNumber('inc_amount', merged.inc_amount);
   if (merged.inc_amount === 0) checkNumber('inc_amount (not 0)', Number.NaN);
   if (typeof merged.gapless !== 'boolean') {
-    throw coded(new TypeError(`option gapless must be a boolean; got ${String(merged.gapless)}`), 'INVALID_ARGUMENT');
+    throw codedError('INVALID_ARGUMENT', `option gapless must be a boolean; got ${String(merged.gapless)}`, { type: TypeError });
   }
   if (![true, false, 'reuse'].includes(merged.exclusive)) {
-    throw coded(new TypeError(`option exclusive must be true, false or 'reuse'; got ${String(merged.exclusive)}`), 'INVALID_ARGUMENT');
+    throw codedError('INVALID_ARGUMENT', `option exclusive must be true, false or 'reuse'; got ${String(merged.exclusive)}`, { type: TypeError });
   }
-  return { ...merged, id: String(id), reference_fields: [...fields].sort(), useReference };
+  if (merged.uri !== undefined && (typeof merged.uri !== 'string' || merged.uri === '')) {
+    throw codedError('INVALID_ARGUMENT', `option uri must be a MongoDB connection string; got ${typeof merged.uri}`, { type: TypeError });
+  }
+  return { ...merged, id: String(id), reference_fields: scoped ? [].concat(merged.reference_fields).sort() : null };
 }
 
 /** What must agree for a second registration to reuse a counter (`exclusive: 'reuse'`). */
 function signature(options) {
-  const { id, inc_field, start_seq, inc_amount, reference_fields, collection_name, gapless } = options;
-  return JSON.stringify({ id, inc_field, start_seq, inc_amount, reference_fields, collection_name, gapless });
-}
-
-/**
- * The counter of `id` for `Model`: the one its schema registered (on its own connection:
- * with `exclusive: false` several connections each have a counter of that id), else the
- * one registered first in this process; or an Error as mongoose-sequence words it.
- */
-function registered(id, verb, Model) {
-  const own = Model && Model.schema && schemaCounters.get(Model.schema);
-  const counter = (own && own.find((c) => c.options.id === String(id))) || registry.get(String(id));
-  if (!counter) throw coded(new Error(`Trying to ${verb} a wrong sequence using the id ${id}`), 'INVALID_ARGUMENT');
-  return counter;
+  const { id, inc_field, start_seq, inc_amount, reference_fields, collection_name, gapless, uri } = options;
+  return JSON.stringify({ id, inc_field, start_seq, inc_amount, reference_fields, collection_name, gapless, uri });
 }
 
 /** Settles `promise` through `callback` when one is given, else returns it. */
@@ -274,7 +269,8 @@ class Counter {
     this.connection = connection;
     this.options = options;
     this.bson = bson;
-    this.handles = new Map();
+    /** Native handles by reference key: `{ db, handle }`, a bounded number of them. */
+    this.handles = new BoundedCache(HANDLES_KEPT);
     /** Documents this counter numbered: doc → { key, value } (the reference key and the number). */
     this.numbered = new WeakMap();
     /** Documents `Model.create` handled for this counter: a number the caller set there is kept on save. */
@@ -354,17 +350,63 @@ class Counter {
   async numberOnSave(doc) {
     const reference = this.referenceOf(doc);
     if (this.keepsOnSave(doc, reference)) return;
-    const value = await (await this.handle(reference)).next();
+    const value = await this.call((await this.handle(reference, doc.constructor)).next());
     writeField(doc, this.options.inc_field, value);
     this.mark(doc, reference, value);
   }
 
-  /** The Node driver `Db` of the connection, once it is open. */
-  async db() {
+  /** Whether the counter has reference_fields (one counter document per combination of their values). */
+  get scoped() {
+    return this.options.reference_fields !== null;
+  }
+
+  /**
+   * The Node driver `Db` of the connection, once it is open. Before it opens, waits for
+   * it as mongoose buffers `Model`'s operations: up to its `bufferTimeoutMS`, or not at
+   * all with `bufferCommands: false`; then rejects with `CONNECTION`.
+   */
+  async db(Model) {
     const connection = this.connection;
-    if (!connection.db && typeof connection.asPromise === 'function') await connection.asPromise();
-    if (!connection.db) throw coded(new Error('mongodb-sequence/mongoose: the connection is not open'), 'CONNECTION');
+    if (connection.db) return connection.db;
+    const { buffer, timeoutMS } = bufferSettings(connection, Model);
+    if (!buffer) {
+      throw codedError('CONNECTION', `${PLUGIN}: the connection is not open and bufferCommands is false, so the counter cannot wait for it: open it first (await mongoose.connect(uri))`);
+    }
+    await opened(connection, timeoutMS);
+    if (!connection.db) {
+      throw codedError('CONNECTION', `${PLUGIN}: the connection did not open within bufferTimeoutMS (${timeoutMS} ms), so no number was taken: call mongoose.connect(uri) (or connection.openUri(uri))`);
+    }
     return connection.db;
+  }
+
+  /**
+   * Settles with what the native `promise` settles with; an `UNSUPPORTED_CLIENT` refusal
+   * (a connection setting the core cannot carry over) says how to give the plugin its
+   * own connection string.
+   */
+  async call(promise) {
+    try {
+      return await promise;
+    } catch (error) {
+      throw this.explained(error);
+    }
+  }
+
+  /** `error`, or for an `UNSUPPORTED_CLIENT` refusal without the plugin's `uri`, one that says how to give it. */
+  explained(error) {
+    if (!error || error.code !== 'UNSUPPORTED_CLIENT' || this.options.uri !== undefined) return error;
+    return codedError(
+      'UNSUPPORTED_CLIENT',
+      `${PLUGIN}: ${error.message}. With the mongoose plugin, give the counters their connection string as the plugin's uri option: schema.plugin(AutoIncrement, { uri: process.env.MONGODB_URI, ... })`,
+      { cause: error },
+    );
+  }
+
+  /** The options of the native calls on this counter's documents (and the plugin's `uri`). */
+  nativeOptions(more) {
+    const options = { collection: this.options.collection_name, field: COUNTER_FIELD, ...more };
+    if (this.options.uri !== undefined) options.uri = this.options.uri;
+    return options;
   }
 
   /**
@@ -374,7 +416,7 @@ class Counter {
    * same counter as `save` does.
    */
   referenceOf(source, Model) {
-    if (!this.options.useReference) return null;
+    if (!this.scoped) return null;
     const doc = asCast(Model, source);
     const reference = {};
     for (const field of this.options.reference_fields) reference[field] = plainValue(readField(doc, field));
@@ -403,27 +445,32 @@ class Counter {
     return stored !== undefined && stored !== null;
   }
 
-  /** The native handle on the counter document `{ id, reference_value }`. */
-  async handle(reference) {
-    const db = await this.db();
+  /**
+   * The native handle on the counter document `{ id, reference_value }`, once the
+   * connection is open (waiting for it as mongoose waits for `Model`'s operations).
+   */
+  async handle(reference, Model) {
+    const db = await this.db(Model);
     const key = this.keyOf(reference);
     const kept = this.handles.get(key);
     if (kept && kept.db === db) return kept.handle;
-    const handle = core.counterAt(db, { id: this.options.id, reference_value: reference }, {
-      collection: this.options.collection_name,
-      field: COUNTER_FIELD,
-      upsert: true,
-      start: this.options.start_seq,
-      step: this.options.inc_amount,
-    });
-    if (this.handles.size > 10_000) this.handles.clear();
+    let handle;
+    try {
+      handle = core.counterAt(
+        db,
+        { id: this.options.id, reference_value: reference },
+        this.nativeOptions({ upsert: true, start: this.options.start_seq, step: this.options.inc_amount }),
+      );
+    } catch (error) {
+      throw this.explained(error);
+    }
     this.handles.set(key, { db, handle });
     return handle;
   }
 
   /** The next value for a document like `source` (cast with `Model`). */
   async next(source, Model) {
-    return (await this.handle(this.referenceOf(source, Model))).next();
+    return this.call((await this.handle(this.referenceOf(source, Model), Model)).next());
   }
 
   /** `docs` grouped by reference value, in order of first appearance: `[{ reference, members: [{ doc, index }] }]`. */
@@ -455,7 +502,7 @@ class Counter {
     });
     await Promise.all(
       this.groupByReference(pending.map((at) => docs[at]), Model).map(async ({ reference, members }) => {
-        const values = await (await this.handle(reference)).nextBatch(members.length);
+        const values = await this.call((await this.handle(reference, Model)).nextBatch(members.length));
         members.forEach(({ doc, index }, i) => {
           if (isDocument(doc)) {
             writeField(doc, this.options.inc_field, values[i]);
@@ -482,7 +529,7 @@ class Counter {
     for (const doc of docs) if (typeof doc.initializeTimestamps === 'function') doc.initializeTimestamps();
     await Promise.all(docs.map((doc) => doc.validate()));
     const versionKey = Model.schema.options.versionKey;
-    const db = await this.db();
+    const db = await this.db(Model);
     const inserted = new Array(docs.length);
     const toObject = (doc) => {
       const object = doc.toBSON();
@@ -494,7 +541,7 @@ class Counter {
     docs.forEach((doc, index) => (this.isExplicit(doc) ? explicit : numbered).push({ doc, index }));
     for (const { reference, members } of this.groupByReference(numbered.map(({ doc }) => doc), Model)) {
       const objects = members.map(({ doc }) => toObject(doc));
-      await core.insertMany(db, Model.collection.collectionName, objects, {
+      const options = {
         gapless: true,
         field: this.options.inc_field,
         sequence: this.options.id,
@@ -503,7 +550,9 @@ class Counter {
         counterLocator: { id: this.options.id, reference_value: reference },
         start: this.options.start_seq,
         step: this.options.inc_amount,
-      });
+      };
+      if (this.options.uri !== undefined) options.uri = this.options.uri;
+      await this.call(core.insertMany(db, Model.collection.collectionName, objects, options));
       members.forEach(({ index }, i) => {
         inserted[numbered[index].index] = Model.hydrate(objects[i]);
       });
@@ -523,14 +572,12 @@ class Counter {
    * start_seq - 1 + inc_amount; with start_seq 0 the counter is set to 0 (next value
    * inc_amount), as mongoose-sequence stores it.
    */
-  async reset(referenceSource, Model) {
+  async reset(referenceSource, Model, caller) {
     const fields = { id: this.options.id };
     if (referenceSource !== undefined) fields.reference_value = this.referenceOf(referenceSource, Model);
     const start = this.options.start_seq;
-    const matched = await core.setCountersWhere(await this.db(), fields, start === 0 ? 0 : start - 1, {
-      collection: this.options.collection_name,
-      field: COUNTER_FIELD,
-    });
+    const db = await this.db(caller);
+    const matched = await this.call(core.setCountersWhere(db, fields, start === 0 ? 0 : start - 1, this.nativeOptions()));
     return { acknowledged: true, matchedCount: matched, modifiedCount: matched };
   }
 }
@@ -541,11 +588,46 @@ function arrayArgument(args) {
 
 /** The refusal, in gapless mode, of `what` (which cannot join the numbering transaction). */
 function gaplessRefusal(what) {
-  const error = new Error(
-    `mongodb-sequence/mongoose: with gapless: true, new documents are numbered and inserted in one transaction by Model.create() and Model.insertMany(); ${what} cannot join that transaction`,
+  return codedError(
+    'GAPLESS_UNSUPPORTED_OPERATION',
+    `${PLUGIN}: with gapless: true, new documents are numbered and inserted in one transaction by Model.create() and Model.insertMany(); ${what} cannot join that transaction`,
   );
-  error.code = 'GAPLESS_UNSUPPORTED_OPERATION';
-  return error;
+}
+
+/**
+ * Whether mongoose buffers `Model`'s operations while `connection` is not open, and for
+ * how long (`bufferCommands` and `bufferTimeoutMS` of the schema, the connection or
+ * mongoose, as mongoose reads them).
+ */
+function bufferSettings(connection, Model) {
+  const collection = Model && Model.db === connection ? Model.collection : null;
+  const source = collection && typeof collection._shouldBufferCommands === 'function' ? collection : connection;
+  const buffer = typeof source._shouldBufferCommands === 'function' ? source._shouldBufferCommands() : true;
+  const timeoutMS = typeof source._getBufferTimeoutMS === 'function' ? source._getBufferTimeoutMS() : MONGOOSE_BUFFER_TIMEOUT_MS;
+  return { buffer: buffer !== false, timeoutMS: Number.isFinite(timeoutMS) && timeoutMS >= 0 ? timeoutMS : MONGOOSE_BUFFER_TIMEOUT_MS };
+}
+
+/** Per connection not yet open: a promise of its `open` event (one listener, however many wait). */
+const opening = new WeakMap();
+
+/** Resolves once `connection` has opened, or after `timeoutMS`, whichever comes first. */
+async function opened(connection, timeoutMS) {
+  if (typeof connection.once !== 'function') return;
+  let open = opening.get(connection);
+  if (!open) {
+    open = new Promise((resolve) => connection.once('open', resolve));
+    opening.set(connection, open);
+    open.then(() => opening.delete(connection));
+  }
+  let timer;
+  const late = new Promise((resolve) => {
+    timer = setTimeout(resolve, timeoutMS);
+  });
+  try {
+    await Promise.race([open, late]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 /** Adds the hooks that number new documents, batches and upserts. */
@@ -732,18 +814,12 @@ function addCreate(schema, counter) {
   }
 }
 
-/** Whether `counter` numbers documents of `Model` (its schema registered it). */
-function numbersFor(counter, Model) {
-  const counters = (Model && Model.schema && schemaCounters.get(Model.schema)) || [];
-  return counters.includes(counter);
-}
-
 function addMethods(schema) {
   schema.method('setNext', function setNext(id, callback) {
     const work = (async () => {
       const counter = registered(id, 'increment', this.constructor);
       const reference = counter.referenceOf(this);
-      const value = await (await counter.handle(reference)).next();
+      const value = await counter.call((await counter.handle(reference, this.constructor)).next());
       writeField(this, counter.options.inc_field, value);
       counter.mark(this, reference, value);
       return this.save();
@@ -761,7 +837,7 @@ function addMethods(schema) {
     const work = (async () => {
       const counter = registered(id, 'reset', this);
       // Reference values are cast with this model's schema when it is the counter's.
-      return counter.reset(source, numbersFor(counter, this) ? this : undefined);
+      return counter.reset(source, numbersFor(counter, this) ? this : undefined, this);
     })();
     return settle(work, cb);
   });
@@ -771,7 +847,7 @@ function addMethods(schema) {
 function checkField(schema, field) {
   const path = schema.path(field);
   if (path !== undefined && path.instance !== 'Number') {
-    throw coded(new Error('Auto increment field already present and not of type "Number"'), 'INVALID_ARGUMENT');
+    throw codedError('INVALID_ARGUMENT', 'Auto increment field already present and not of type "Number"');
   }
 }
 
@@ -786,7 +862,7 @@ function addField(schema, field) {
  * its default connection) or a connection.
  */
 function AutoIncrementFactory(connectionOrMongoose) {
-  if (arguments.length !== 1) throw coded(new Error(REQUIRE_HELP), 'INVALID_ARGUMENT');
+  if (arguments.length !== 1) throw codedError('INVALID_ARGUMENT', REQUIRE_HELP);
   const target = connectionOrMongoose;
   const connection = target && target.connection && typeof target.model === 'function' && !target.db ? target.connection : target;
   // The BSON library of this mongoose's driver: reference values are keyed by their BSON.
@@ -795,10 +871,10 @@ function AutoIncrementFactory(connectionOrMongoose) {
     const options = normalise(pluginOptions);
     // Refusals first, so that a refused plugin leaves no counter registered behind it.
     checkField(schema, options.inc_field);
-    const others = schemaCounters.get(schema) || [];
+    const others = countersOf({ schema });
     if (others.length && !options.disable_hooks && (options.gapless || others.some((c) => c.options.gapless && !c.options.disable_hooks))) {
       // A gapless counter inserts the documents itself, past the other counter's hooks.
-      throw coded(new Error('mongodb-sequence/mongoose: a gapless counter cannot share its schema with another counter'), 'INVALID_ARGUMENT');
+      throw codedError('INVALID_ARGUMENT', `${PLUGIN}: a gapless counter cannot share its schema with another counter`);
     }
     const existing = registry.get(options.id);
     let counter;
@@ -814,10 +890,9 @@ function AutoIncrementFactory(connectionOrMongoose) {
       // Shared on purpose: the same counter documents, this registration's own options.
       counter = new Counter(connection, options, bson);
     } else {
-      throw coded(new Error(`Counter already defined for field "${options.id}"`), 'INVALID_ARGUMENT');
+      throw codedError('INVALID_ARGUMENT', `Counter already defined for field "${options.id}"`);
     }
-    if (!schemaCounters.has(schema)) schemaCounters.set(schema, []);
-    schemaCounters.get(schema).push(counter);
+    addToSchema(schema, counter);
     addField(schema, options.inc_field);
     addMethods(schema);
     if (!options.disable_hooks) {
@@ -825,109 +900,6 @@ function AutoIncrementFactory(connectionOrMongoose) {
       addCreate(schema, counter);
     }
   };
-}
-
-/** The counter `Model` numbers with: the one of `id`, or its only one. */
-function counterOf(Model, id) {
-  const counters = (Model && Model.schema && schemaCounters.get(Model.schema)) || [];
-  if (id !== undefined) {
-    const found = counters.find((c) => c.options.id === String(id));
-    if (!found) throw coded(new Error(`Model ${Model && Model.modelName} has no counter with id "${id}"`), 'INVALID_ARGUMENT');
-    return found;
-  }
-  if (counters.length !== 1) {
-    throw coded(new Error(`Model ${Model && Model.modelName} has ${counters.length} counters: name one with its id`), 'INVALID_ARGUMENT');
-  }
-  return counters[0];
-}
-
-/** A number read from the server as a JS number, or a BigInt beyond 2^53 (an int64 `Long`). */
-function fromServer(value) {
-  if (value && typeof value === 'object' && value._bsontype === 'Long') {
-    const big = BigInt(value.toString());
-    return big >= BigInt(Number.MIN_SAFE_INTEGER) && big <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(big) : big;
-  }
-  return Number(value);
-}
-
-/**
- * Moves the counter(s) of `Model` (the one of `id`, or its only one) past every
- * `inc_field` among its documents (per combination with reference_fields), so that data
- * imported or numbered elsewhere never collides with new numbers: an ascending counter
- * to at least the largest value, a descending one (negative `inc_amount`) to at most the
- * smallest. Never moves a counter back over numbers it handed out. `inc_field` may be a
- * dotted path (not one through an array). Resolves with the counters moved as
- * `[{ reference_value, value }]`.
- */
-async function syncCounterToMax(Model, id) {
-  const counter = counterOf(Model, id);
-  const field = counter.options.inc_field;
-  const descending = counter.options.inc_amount < 0;
-  let group = null;
-  if (counter.options.useReference) {
-    group = {};
-    counter.options.reference_fields.forEach((f, i) => {
-      group[`f${i}`] = `$${f}`;
-    });
-  }
-  const extremes = await Model.aggregate([
-    { $match: { [field]: { $type: ['int', 'long', 'double'] } } },
-    { $group: { _id: group, extreme: { [descending ? '$min' : '$max']: `$${field}` } } },
-  ]);
-  const moved = [];
-  for (const { _id: values, extreme } of extremes) {
-    let reference = null;
-    if (counter.options.useReference) {
-      const source = {};
-      counter.options.reference_fields.forEach((f, i) => {
-        source[f] = values && values[`f${i}`] !== undefined ? values[`f${i}`] : null;
-      });
-      reference = counter.referenceOf(source);
-    }
-    // The whole number at or past the extreme, in the counter's direction.
-    let target = fromServer(extreme);
-    if (typeof target === 'number') target = descending ? Math.ceil(target) : Math.floor(target);
-    // The core moves it in its own direction: $max ascending, $min descending.
-    moved.push({ reference_value: reference, value: await (await counter.handle(reference)).raiseTo(target) });
-  }
-  return moved;
-}
-
-/** Where other plugins keep their counters: collection, the filter for a model's field, the value's field. */
-const OTHER_LIBRARIES = {
-  typegoose: (model, field) => ({ collection: 'identitycounters', filter: { modelName: model, field }, value: 'count' }),
-  'mongoose-auto-increment': (model, field) => ({ collection: 'identitycounters', filter: { model, field }, value: 'count' }),
-};
-
-/**
- * Takes over the counter another plugin kept for `Model`'s field: `from` is `'typegoose'`
- * (@typegoose/auto-increment: `identitycounters { field, modelName, count }`) or
- * `'mongoose-auto-increment'` (`identitycounters { model, field, count }`). Raises this
- * plugin's counter (the one of `options.id`, or the model's only one) to that count, the
- * last number the other plugin handed out, so numbering continues after it. Options:
- * `id`, `collection` (default `'identitycounters'`), `modelName` (default the model's),
- * `field` (default the counter's inc_field). Resolves with the counter's value afterwards;
- * rejects when the other counter is not found.
- */
-async function takeOverCounter(Model, from, options = {}) {
-  const locate = OTHER_LIBRARIES[from];
-  if (!locate) throw coded(new TypeError(`takeOverCounter: from must be one of ${Object.keys(OTHER_LIBRARIES).join(', ')}; got ${String(from)}`), 'INVALID_ARGUMENT');
-  const counter = counterOf(Model, options.id);
-  if (counter.options.useReference) throw coded(new Error('takeOverCounter: counters with reference_fields cannot be taken over (the other plugins keep one counter per model)'), 'INVALID_ARGUMENT');
-  if (counter.options.inc_amount < 0) {
-    const error = new Error('takeOverCounter: a descending counter (negative inc_amount) cannot continue after a counter that counts upwards');
-    error.code = 'INVALID_ARGUMENT';
-    throw error;
-  }
-  const where = locate(options.modelName ?? Model.modelName, options.field ?? counter.options.inc_field);
-  const db = await counter.db();
-  const other = await db.collection(options.collection ?? where.collection).findOne(where.filter);
-  const count = other && other[where.value];
-  if (count === undefined || count === null) {
-    throw coded(new Error(`takeOverCounter: no ${from} counter ${JSON.stringify(where.filter)} in ${options.collection ?? where.collection}`), 'SEQUENCE_NOT_FOUND');
-  }
-  const value = typeof count === 'object' && typeof count.toNumber === 'function' ? count.toNumber() : Number(count);
-  return (await counter.handle(null)).raiseTo(Math.trunc(value));
 }
 
 module.exports = AutoIncrementFactory;

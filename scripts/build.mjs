@@ -9,6 +9,8 @@ const portableLinux = process.platform === 'linux' && ['x64', 'arm64'].includes(
 const args = ['napi', 'build', '--platform', '--release', ...(portableLinux ? ['--use-napi-cross'] : []), ...process.argv.slice(2)];
 console.log(`[build] npx ${args.join(' ')}`);
 const started = Date.now();
-const run = spawnSync(process.platform === 'win32' ? 'npx.cmd' : 'npx', args, { stdio: 'inherit' });
+// Windows: Node refuses to spawn a .cmd (npx.cmd) without a shell, so npx runs through one
+// there (the arguments hold no spaces or shell characters).
+const run = spawnSync('npx', args, { stdio: 'inherit', shell: process.platform === 'win32' });
 console.log(`[build] ${run.status === 0 ? 'done' : 'FAILED'} in ${((Date.now() - started) / 1000).toFixed(1)} s`);
 process.exit(run.status ?? 1);

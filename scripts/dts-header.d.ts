@@ -120,3 +120,26 @@ export type InsertManyResult<O, D> = {
  * Default `1`.
  */
 export type LocatedOptions = SequenceOptions & { step?: number | bigint }
+
+/**
+ * The `code` of every `Error` this package raises (the mongoose plugin's included). The
+ * `ErrorCode` export holds each of them under its own name.
+ */
+export type ErrorCode =
+  | 'SEQUENCE_NOT_FOUND'
+  | 'INVALID_ARGUMENT'
+  | 'INVALID_COUNTER'
+  | 'SEQUENCE_OVERFLOW'
+  | 'CONNECTION'
+  | 'SERVER'
+  | 'CLIENT_CLOSED'
+  | 'UNSUPPORTED_CLIENT'
+  | 'CONTENTION'
+  | 'TRANSACTIONS_UNSUPPORTED'
+  | 'SEQUENCE_EXHAUSTED'
+  | 'INTERNAL'
+  | 'INDEX_CONFLICT'
+  | 'GAPLESS_UNSUPPORTED_OPERATION'
+
+/** The type of the `ErrorCode` export: a frozen object mapping each code to itself. */
+export type ErrorCodeTable = { readonly [C in ErrorCode]: C }

@@ -10,8 +10,10 @@ import { ROOT } from './lib/python-env.mjs';
 
 const started = Date.now();
 const step = (what) => console.log(`[package] ${what} (+${((Date.now() - started) / 1000).toFixed(1)} s)`);
-const run = (command, args, cwd = ROOT) => execFileSync(command, args, { cwd, stdio: ['ignore', 'pipe', 'inherit'], encoding: 'utf8' });
-const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
+// Windows: Node spawns npm.cmd only through a shell.
+const run = (command, args, cwd = ROOT) =>
+  execFileSync(command, args, { cwd, stdio: ['ignore', 'pipe', 'inherit'], encoding: 'utf8', shell: process.platform === 'win32' && command === 'npm' });
+const npm = 'npm';
 
 const { napi } = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8'));
 const platform = `${process.platform}-${process.arch}${process.platform === 'linux' ? '-gnu' : process.platform === 'win32' ? '-msvc' : ''}`;

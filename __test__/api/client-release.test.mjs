@@ -5,7 +5,7 @@
 import { test, before, after, beforeEach } from 'node:test';
 import assert from 'node:assert/strict';
 import { MongoClient } from 'mongodb';
-import { setup, seq } from '../helpers.mjs';
+import { setup, seq, withQuery } from '../helpers.mjs';
 
 let env;
 before(async () => {
@@ -68,7 +68,7 @@ test('a call pending when its Node driver client closes settles (with its value 
 });
 
 test('at most 32 shared clients: past it the least recently used idle ones close', async () => {
-  const uris = Array.from({ length: 40 }, (_, i) => `${env.uri}&appName=release${i}`);
+  const uris = Array.from({ length: 40 }, (_, i) => withQuery(env.uri, `appName=release${i}`));
   const values = [];
   for (const uri of uris) values.push(await seq.getNextSequenceValue(env.db, 'r4', { upsert: true, uri }));
   assert.ok(seq.sharedClientCount() <= 32, `${seq.sharedClientCount()} clients`);

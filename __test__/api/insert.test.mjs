@@ -2,7 +2,11 @@
 // complaint: insertMany gets no ids there).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { setup, seq, rejectsWithCode } from '../helpers.mjs';
+import { setup, seq, rejectsWithCode, external, describeDeployment, needsTransactions } from '../helpers.mjs';
+
+// The test servers here take transactions; a MONGODB_URI standalone refuses them.
+const noTransactions = external ? await needsTransactions() : false;
+const refusesTransactions = external && !(await describeDeployment()).transactions;
 
 let env;
 before(async () => {
@@ -76,7 +80,7 @@ test('bad insert arguments are refused before any write', async () => {
   assert.equal(await env.db.collection('products').countDocuments(), 2);
 });
 
-test('gapless: a failed insert gives its number back', async () => {
+test('gapless: a failed insert gives its number back', { skip: noTransactions }, async () => {
   await env.db.collection('gapless_docs').createIndex({ code: 1 }, { unique: true });
   const opts = { gapless: true, field: 'no' };
   const first = { code: 'a', when: new Date(Date.UTC(2025, 0, 2)), tags: ['x'], big: 2n ** 40n };
@@ -100,7 +104,7 @@ test('gapless: a failed insert gives its number back', async () => {
   assert.equal((await env.db.collection('counters').findOne({ _id: 'gapless_docs' })).sequence_value, 4);
 });
 
-test('gapless: concurrent inserts are serialised without gap or duplicate', async () => {
+test('gapless: concurrent inserts are serialised without gap or duplicate', { skip: noTransactions }, async () => {
   const opts = { gapless: true, field: 'no', sequence: 'gapless_race' };
   await Promise.all(Array.from({ length: 20 }, (_, i) => seq.insertOne(env.db, 'gapless_race', { i }, opts)));
   const numbers = (await env.db.collection('gapless_race').find().toArray()).map((d) => d.no).sort((a, b) => a - b);
@@ -113,6 +117,18 @@ test('gapless refuses documents it cannot convert, before any write', async () =
   await rejectsWithCode(assert, seq.insertOne(env.db, 'gapless_docs', { code }, { gapless: true }), 'INVALID_ARGUMENT');
   await rejectsWithCode(assert, seq.insertOne(env.db, 'gapless_docs', { big: 2n ** 70n }, { gapless: true }), 'INVALID_ARGUMENT');
   assert.deepEqual(await env.db.collection('counters').findOne({ _id: 'gapless_docs' }), before);
+});
+
+const onlyWithoutTransactions = refusesTransactions ? false : 'needs a server that refuses transactions (MONGODB_URI to a standalone mongod)';
+test('gapless on a server without transactions: TRANSACTIONS_UNSUPPORTED, nothing inserted, no number spent', { skip: onlyWithoutTransactions }, async () => {
+  const opts = { gapless: true, field: 'no', sequence: 'gapless_refused' };
+  await rejectsWithCode(assert, seq.insertOne(env.db, 'gapless_refused', { a: 1 }, opts), 'TRANSACTIONS_UNSUPPORTED');
+  await rejectsWithCode(assert, seq.insertMany(env.db, 'gapless_refused', [{ a: 2 }, { a: 3 }], opts), 'TRANSACTIONS_UNSUPPORTED');
+  assert.equal(await env.db.collection('gapless_refused').countDocuments(), 0);
+  // The counter may have been created (outside the transaction), but handed out nothing.
+  const doc = { a: 4 };
+  await seq.insertOne(env.db, 'gapless_refused', doc, { field: 'no', sequence: 'gapless_refused' });
+  assert.equal(doc.no, 1);
 });
 
 test('inserts can number from a counter found by other fields, with a step', async () => {

@@ -11,7 +11,7 @@ let proxy;
 let client;
 before(async () => {
   env = await setup('list');
-  proxy = await recordingProxy(Number(new URL(env.uri).port));
+  proxy = await recordingProxy(env.address);
   client = new MongoClient(`mongodb://127.0.0.1:${proxy.port}/?directConnection=true`, { serverSelectionTimeoutMS: 5000 });
 });
 after(async () => {

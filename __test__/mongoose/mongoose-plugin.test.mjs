@@ -9,13 +9,17 @@ import { promisify } from 'node:util';
 import { fileURLToPath } from 'node:url';
 import mongoose9 from 'mongoose';
 import mongoose8 from 'mongoose-v8';
-import { setup, seq, rejectsWithCode } from '../helpers.mjs';
+import { setup, seq, rejectsWithCode, external, serverKind, needsTransactions as needsTransactionsOf } from '../helpers.mjs';
 
 const require = createRequire(import.meta.url);
 const AutoIncrementFactory = require('../../mongoose.js');
 const { syncCounterToMax, takeOverCounter } = AutoIncrementFactory;
-const transactions = (process.env.MONGO_SEQUENCE_SERVER || 'mongoeco') === 'secantus' || Boolean(process.env.MONGODB_URI);
-const needsTransactions = transactions ? false : 'gapless needs a replica set: runs in the secantus pass';
+// Against MONGODB_URI: only where that server takes transactions (not a standalone).
+const needsTransactions = external
+  ? await needsTransactionsOf()
+  : serverKind === 'secantus'
+    ? false
+    : 'gapless needs a replica set: runs in the secantus pass';
 
 let env;
 before(async () => {

@@ -12,13 +12,13 @@ import { makeCertificates, tlsFront, recordingProxy } from '../fixtures/security
 
 let env;
 let certs;
-let serverPort;
+let serverAddress;
 const closers = [];
 const FAST = { serverSelectionTimeoutMS: 3000 };
 
 before(async () => {
   env = await setup('security');
-  serverPort = Number(new URL(env.uri).port);
+  serverAddress = env.address;
   certs = makeCertificates(['alice', 'bob']);
   await env.db.collection('counters').insertOne({ _id: 'c', sequence_value: 0 });
 });
@@ -30,12 +30,12 @@ after(async () => {
 });
 
 async function front(options) {
-  const f = await tlsFront({ targetPort: serverPort, ...options });
+  const f = await tlsFront({ targetPort: serverAddress, ...options });
   closers.push(() => f.close());
   return f;
 }
 async function proxy() {
-  const p = await recordingProxy(serverPort);
+  const p = await recordingProxy(serverAddress);
   closers.push(() => p.close());
   return p;
 }
@@ -122,7 +122,7 @@ test('3. authMechanism DEFAULT in the options over PLAIN in the URI: SCRAM on th
 });
 
 test('4. another network path: proxy, lookup, family and other options the derived client cannot follow are refused by name', async () => {
-  const uri = `mongodb://127.0.0.1:${serverPort}/?directConnection=true`;
+  const uri = `mongodb://${serverAddress}/?directConnection=true`;
   for (const [options, name] of [
     [{ proxyHost: '127.0.0.1', proxyPort: 1 }, 'proxyHost'],
     [{ lookup: (host, opts, cb) => cb(null, '127.0.0.1', 4) }, 'lookup'],
@@ -177,7 +177,7 @@ test('serverApi from the options object (the Atlas snippet) is sent with every c
 
 test('the same connection from driver 6 and driver 7 clients shares one client; any mapped difference does not', async () => {
   await seq.closeSharedClients();
-  const uri = `mongodb://127.0.0.1:${serverPort}/?directConnection=true`;
+  const uri = `mongodb://${serverAddress}/?directConnection=true`;
   await next(nodeClient(uri));
   await next(nodeClient(uri, {}, MongoClientV6));
   assert.equal(seq.sharedClientCount(), 1);

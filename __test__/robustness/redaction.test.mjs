@@ -23,10 +23,10 @@ const password = fc.tuple(specials(0, 3), marker, specials(1, 3), marker, specia
 const examples = [[{ password: 'PA55?ABC9', markers: ['PA55', 'ABC9'] }], [{ password: 'PA55/ABC9', markers: ['PA55', 'ABC9'] }]];
 
 let env;
-let port;
+let address;
 before(async () => {
   env = await setup('redaction');
-  port = new URL(env.uri).port;
+  address = env.address;
 });
 after(async () => {
   await seq.closeSharedClients();
@@ -40,8 +40,8 @@ function clean(text, { password: pw, markers }) {
 /** Connection strings for a password: unescaped, and percent-encoded, to reachable and unreachable servers. */
 function uris(pw) {
   return [
-    `mongodb://app:${pw}@127.0.0.1:${port}/db?directConnection=true&serverSelectionTimeoutMS=2000`,
-    `mongodb://app:${encodeURIComponent(pw)}@127.0.0.1:${port}/db?directConnection=true&serverSelectionTimeoutMS=2000`,
+    `mongodb://app:${pw}@${address}/db?directConnection=true&serverSelectionTimeoutMS=2000`,
+    `mongodb://app:${encodeURIComponent(pw)}@${address}/db?directConnection=true&serverSelectionTimeoutMS=2000`,
     `mongodb://app:${encodeURIComponent(pw)}@127.0.0.1:9/db?serverSelectionTimeoutMS=200`,
   ];
 }
@@ -63,7 +63,7 @@ test('connect(uri) and the { uri } option never print the password', async () =>
 test('a derived connection with the password in the options object never prints it', async () => {
   await fc.assert(
     fc.asyncProperty(password, async (p) => {
-      const client = new MongoClient(`mongodb://127.0.0.1:${port}/?directConnection=true`, {
+      const client = new MongoClient(`mongodb://${address}/?directConnection=true`, {
         auth: { username: 'app', password: p.password },
         serverSelectionTimeoutMS: 2000,
       });
@@ -99,7 +99,7 @@ test('the CLI prints no password on stderr or in --json', async () => {
 });
 
 test('the issue\'s case: an unescaped ? in the password', async () => {
-  const e = await seq.connect(`mongodb://user:pa55?abc@127.0.0.1:${port}/`).then(() => undefined, (err) => err);
+  const e = await seq.connect(`mongodb://user:pa55?abc@${address}/`).then(() => undefined, (err) => err);
   assert.equal(e.code, 'INVALID_ARGUMENT');
   assert.ok(!e.message.includes('pa55'), e.message);
   assert.match(e.message, /percent-encode/);
@@ -109,7 +109,7 @@ test('the issue\'s case: an unescaped ? in the password', async () => {
 
 test('a short password is not "redacted" inside fixed text, which would reveal it', async () => {
   // 'ail' is the password: "authentication failed" must stay as it is.
-  const short = await seq.connect(`mongodb://app:ail@127.0.0.1:${port}/?directConnection=true`, { serverSelectionTimeoutMS: 2000 }).then(() => undefined, (err) => err);
+  const short = await seq.connect(`mongodb://app:ail@${address}/?directConnection=true`, { serverSelectionTimeoutMS: 2000 }).then(() => undefined, (err) => err);
   assert.ok(short, 'no such user');
   assert.match(short.message, /failed/i);
   assert.ok(!short.message.includes('****'), short.message);

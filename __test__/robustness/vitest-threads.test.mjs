@@ -13,6 +13,7 @@ import { randomBytes } from 'node:crypto';
 import { createRequire } from 'node:module';
 import { MongoClient } from 'mongodb';
 import { startServer } from '../../scripts/lib/test-server.mjs';
+import { withQuery } from '../fixtures/uri.mjs';
 
 const require = createRequire(import.meta.url);
 const fixture = fileURLToPath(new URL('../fixtures/vitest-threads/', import.meta.url));
@@ -47,7 +48,7 @@ function runVitest(env) {
 
 test('six test files in Vitest threads, every call served, no value twice', { timeout: 240_000 }, async () => {
   const out = join(scratch, 'values.jsonl');
-  const { code, output } = await runVitest({ VT_URI: server.uri, VT_DB: dbName, VT_OUT: out });
+  const { code, output } = await runVitest({ VT_URI: server.uri, VT_URI_OPTION: withQuery(server.uri, 'serverSelectionTimeoutMS=5000'), VT_DB: dbName, VT_OUT: out });
   assert.equal(code, 0, `vitest passed:\n${output.slice(-4000)}`);
   const reports = readFileSync(out, 'utf8').trim().split('\n').map((l) => JSON.parse(l));
   assert.deepEqual(reports.map((r) => r.file).sort(), ['file1', 'file2', 'file3', 'file4', 'file5', 'file6']);

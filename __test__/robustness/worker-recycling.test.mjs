@@ -9,6 +9,7 @@ import { Worker } from 'node:worker_threads';
 import { randomBytes } from 'node:crypto';
 import { MongoClient } from 'mongodb';
 import { startServer } from '../../scripts/lib/test-server.mjs';
+import { withQuery } from '../fixtures/uri.mjs';
 
 let server;
 let node;
@@ -26,7 +27,7 @@ after(async () => {
 function runWorker(calls) {
   return new Promise((resolve, reject) => {
     const worker = new Worker(new URL('../fixtures/recycle-worker.cjs', import.meta.url), {
-      workerData: { uri: server.uri, dbName, calls },
+      workerData: { uri: server.uri, uriOption: withQuery(server.uri, 'serverSelectionTimeoutMS=5000'), dbName, calls },
     });
     let message;
     worker.once('message', (m) => (message = m));

@@ -6,8 +6,13 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { setup } from '../helpers.mjs';
-import { ensureVenv } from '../../scripts/lib/python-env.mjs';
+import { createRequire } from 'node:module';
+import fc from 'fast-check';
+import { setup, seq } from '../helpers.mjs';
+import { toJson } from '../../lib/json.js';
+import { findPython } from '../../scripts/lib/python-env.mjs';
+
+const require = createRequire(import.meta.url);
 
 const CLI = fileURLToPath(new URL('../../bin/mongodb-sequence.js', import.meta.url));
 const ON_A_TERMINAL = fileURLToPath(new URL('../fixtures/on-a-terminal.py', import.meta.url));
@@ -73,6 +78,9 @@ test('help recommends MONGODB_URI over --uri and says why; no example puts a con
 test('usage errors exit 2 with one line on stderr', async () => {
   const cases = [
     [['frobnicate'], /unknown command/],
+    // A name of Object.prototype is no command (it used to fail as INTERNAL, exit 1).
+    [['constructor'], /unknown command "constructor"/],
+    [['toString', 'x'], /unknown command "toString"/],
     [['current'], /current takes <name>/],
     [['next', 'x', '--count', 'ten'], /--count must be an integer/],
     [['next', 'x', '--count', '0'], /--count must be from 1/],
@@ -83,6 +91,9 @@ test('usage errors exit 2 with one line on stderr', async () => {
     [['sync', 'x', '--from', 'orders'], /--from <collection>.<field>/],
     [['drop', 'x'], /drop needs --yes when not run on a terminal/],
     [['next', 'x', '--timeout', '-1'], /--timeout/],
+    // 0 seconds would give up before connecting: refused, and the message says what is accepted.
+    [['next', 'x', '--timeout', '0'], /^error USAGE: --timeout must be a number of seconds greater than 0 and at most 86400; got "0"\n$/],
+    [['next', 'x', '--timeout', '86401'], /greater than 0 and at most 86400; got "86401"/],
   ];
   for (const [args, pattern] of cases) {
     const r = await cli(args);
@@ -149,6 +160,40 @@ test('values past 2^53 print exactly, in text and in JSON', async () => {
   assert.match(await ok(['list', '--json']), /"name":"big","value":9007199254740995/);
 });
 
+test('JSON output: a name that looks like a marker stays a string; numbers of any size are JSON numbers', async () => {
+  // The old writer marked BigInts as "@@big:<digits>" strings and unquoted every such
+  // string afterwards, a user's string included.
+  const name = '{"k":"@@big:5"}';
+  assert.equal(await ok(['next', name, '--upsert', '--json']), '{"name":{"k":"@@big:5"},"value":1}');
+  assert.deepEqual(JSON.parse(await ok(['list', '--json'])).find((s) => s.name?.k !== undefined)?.name, { k: '@@big:5' });
+  await ok(['init', 'huge']);
+  await ok(['set', 'huge', '9223372036854775806']);
+  assert.equal(await ok(['current', 'huge', '--json']), '{"name":"huge","value":9223372036854775806}');
+});
+
+test('toJson writes what JSON.stringify writes, with BigInts as their exact digits', () => {
+  // Oracle: JSON.stringify of the same value with each BigInt replaced by a unique
+  // placeholder string (absent from the value), then each quoted placeholder by the digits.
+  const leaf = fc.oneof(fc.string(), fc.double(), fc.integer(), fc.bigInt(), fc.boolean(), fc.constant(null), fc.constant(undefined), fc.date({ noInvalidDate: true }));
+  const { value } = fc.letrec((tie) => ({
+    value: fc.oneof({ depthSize: 'small' }, leaf, fc.array(tie('value'), { maxLength: 4 }), fc.dictionary(fc.string(), tie('value'), { maxKeys: 4 })),
+  }));
+  fc.assert(
+    fc.property(value, fc.uuid(), (v, nonce) => {
+      const digits = [];
+      const marked = JSON.stringify(v, (_, x) => {
+        if (typeof x !== 'bigint') return x;
+        digits.push(x.toString());
+        return `${nonce}:${digits.length - 1}`;
+      });
+      fc.pre(!JSON.stringify(v, (_, x) => (typeof x === 'bigint' ? 0 : x))?.includes(nonce));
+      const expected = marked?.replace(new RegExp(`"${nonce}:(\\d+)"`, 'g'), (_, i) => digits[Number(i)]);
+      assert.equal(toJson(v), expected);
+    }),
+    { numRuns: 2000 },
+  );
+});
+
 test('scoped names, other collections and fields, and sync', async () => {
   const scoped = '{"type":"invoice","year":2026}';
   assert.equal(await ok(['next', scoped, '--upsert']), '1');
@@ -177,23 +222,67 @@ test('a connection that cannot be made fails within --timeout, without the passw
 
 test('an @ in the query never makes a piece of it the database', async () => {
   // mongodb://host/<db>?appName=ops@corp.example/<other>: the last '@' is the query's, and
-  // reading the path after it would write to <other>. No database is guessed then.
+  // reading the path after it would write to <other>. The database is read by the parser
+  // that connects (the query starts at the first '?'), so it is <db>.
   const base = new URL(env.uri);
   const other = `${env.dbName}_other`;
   const uri = `${base.protocol}//${base.host}/${env.dbName}?appName=ops@corp.example/${other}`;
-  const r = await cli(['next', 'at_in_query', '--upsert'], { uri, db: null });
-  assert.equal(r.code, 2, r.stdout + r.stderr);
-  assert.match(r.stderr, /^error USAGE: no database/);
+  assert.equal(await ok(['next', 'at_in_query', '--upsert'], { uri, db: null }), '1');
   const written = await env.client.db(other).collection('counters').countDocuments();
   assert.equal(written, 0, `a counter was written to ${other}`);
+  assert.equal((await env.db.collection('counters').findOne({ _id: 'at_in_query' }))?.sequence_value, 1);
   // Named with --db, the same string works.
-  assert.equal(await ok(['next', 'at_in_query', '--upsert'], { uri, db: env.dbName }), '1');
+  assert.equal(await ok(['next', 'at_in_query', '--upsert'], { uri, db: env.dbName }), '2');
   // A plain string still names its database.
-  assert.equal(await ok(['current', 'at_in_query'], { uri: `${base.protocol}//${base.host}/${env.dbName}`, db: null }), '1');
+  assert.equal(await ok(['current', 'at_in_query'], { uri: `${base.protocol}//${base.host}/${env.dbName}`, db: null }), '2');
+  // A string that names none asks for --db.
+  const none = await cli(['current', 'at_in_query'], { uri: `${base.protocol}//${base.host}/?appName=x`, db: null });
+  assert.equal(none.code, 2, none.stderr);
+  assert.match(none.stderr, /^error USAGE: no database/);
 });
 
-test('drop asks for confirmation on a terminal', async () => {
-  const python = ensureVenv();
+test('the database is the one the connection string names, as the Node driver reads it', () => {
+  // The CLI takes it from the engine (defaultDatabase); where the Node driver's parser
+  // accepts a string, both name the same database.
+  const { default: ConnectionString } = require('mongodb-connection-string-url');
+  const text = (chars) => fc.array(fc.constantFrom(...chars), { minLength: 1, maxLength: 12 }).map((a) => a.join(''));
+  const userInfo = fc.option(fc.tuple(fc.string({ minLength: 1, maxLength: 8 }), fc.option(fc.string({ maxLength: 8 }).map((p) => `Pw7!${p}`), { nil: '' })), { nil: undefined });
+  const database = fc.option(text([...'abcXYZ019_-+ $.&é/?@:%#']), { nil: undefined });
+  const query = fc.option(fc.constantFrom('w=1', 'appName=ops', 'appName=a@b', 'retryWrites=false&w=majority', 'directConnection=true'), { nil: undefined });
+  fc.assert(
+    fc.property(userInfo, fc.constantFrom('h', 'h:27017', 'a:1,b:2', '127.0.0.1'), fc.boolean(), database, query, (user, hosts, slash, db, q) => {
+      // The Node parser is a URL parser: it drops a path of '.' or '..' (a dot segment).
+      fc.pre(db !== '.' && db !== '..');
+      const auth = user ? `${encodeURIComponent(user[0])}${user[1] ? `:${encodeURIComponent(user[1])}` : ''}@` : '';
+      const path = db === undefined ? (slash ? '/' : '') : `/${encodeURIComponent(db)}`;
+      const uri = `mongodb://${auth}${hosts}${path}${q === undefined ? '' : `${path ? '' : '/'}?${q}`}`;
+      let expected;
+      try {
+        expected = decodeURIComponent(new ConnectionString(uri).pathname.slice(1)) || null;
+      } catch {
+        return;
+      }
+      let ours;
+      try {
+        ours = seq.defaultDatabase(uri);
+      } catch (e) {
+        // The engine refuses a database name MongoDB refuses (with '/', ' ', '$'…), never
+        // showing the password.
+        assert.equal(e.code, 'INVALID_ARGUMENT', uri);
+        if (user?.[1]) assert.ok(!e.message.includes(encodeURIComponent(user[1])), e.message);
+        assert.ok(/[/\\. "$]/.test(expected), `${uri}: ${e.message}`);
+        return;
+      }
+      assert.equal(ours, expected, uri);
+    }),
+    { numRuns: 500 },
+  );
+});
+
+const noTerminal = process.platform === 'win32' ? 'needs a pseudo-terminal (Python pty), which Windows lacks' : false;
+test('drop asks for confirmation on a terminal', { skip: noTerminal }, async () => {
+  // Any Python will do (the script uses only os, pty and sys): no test servers needed.
+  const python = findPython();
   const onTerminal = (answer, name) =>
     new Promise((resolve) => {
       const child = spawn(python, [ON_A_TERMINAL, answer, process.execPath, CLI, 'drop', name, '--uri', env.uri, '--db', env.dbName], {

@@ -46,18 +46,22 @@ test('the tarballs install into an empty app and work without Rust', async () =>
   const main = tarballs.find((f) => /^mongodb-sequence-\d/.test(f));
   const platform = tarballs.find((f) => f !== main);
   assert.ok(main && platform, tarballs.join(', '));
-  const list = (t) => sh('tar', ['tzf', join(dist, t)]).trim().split('\n');
+  // A relative name: Git for Windows' tar would read 'D:\…' as a remote host.
+  const list = (t) => sh('tar', ['tzf', t], { cwd: dist }).trim().split('\n');
   assert.deepEqual(list(main).filter((f) => f.endsWith('.node')), [], 'the main package holds no binary');
-  for (const file of ['bin/mongodb-sequence.js', 'mongoose.js', 'mongoose.mjs', 'mongoose.d.ts', 'mongoose.d.mts']) {
+  for (const file of ['bin/mongodb-sequence.js', 'bin/commands/next.js', 'lib/cli.js', 'lib/json.js', 'lib/coded-error.js', 'lib/bounded-cache.js', 'lib/mongoose-counters.js', 'lib/mongoose-migration.js', 'mongoose.js', 'mongoose.mjs', 'mongoose.d.ts', 'mongoose.d.mts']) {
     assert.ok(list(main).includes(`package/${file}`), `main tarball holds ${file}`);
   }
   assert.equal(list(platform).filter((f) => f.endsWith('.node')).length, 1, 'the platform package holds one binary');
   const platformName = platform.replace(/-\d+\.\d+\.\d+\.tgz$/, '');
 
   writeFileSync(join(app, 'package.json'), JSON.stringify({ name: 'empty-app', version: '1.0.0', private: true }));
-  const appEnv = { ...process.env, PATH: pathWithoutRust(), npm_config_audit: 'false', npm_config_fund: 'false' };
+  // Windows spells it Path: drop every spelling before setting PATH, or the child gets two.
+  const inherited = Object.fromEntries(Object.entries(process.env).filter(([k]) => k.toUpperCase() !== 'PATH'));
+  const appEnv = { ...inherited, PATH: pathWithoutRust(), npm_config_audit: 'false', npm_config_fund: 'false' };
   assert.throws(() => sh('cargo', ['--version'], { env: appEnv }), 'no cargo on the app PATH');
-  sh('npm', ['install', '--prefer-offline', join(dist, main), join(dist, platform)], { cwd: app, env: appEnv });
+  // Windows: Node spawns npm.cmd only through a shell.
+  sh('npm', ['install', '--prefer-offline', join(dist, main), join(dist, platform)], { cwd: app, env: appEnv, shell: process.platform === 'win32' });
 
   const call = `(async (m) => {
     const client = await m.connect(${JSON.stringify(env.uri)});
@@ -98,6 +102,8 @@ test('the tarballs install into an empty app and work without Rust', async () =>
     ].join('\n'),
   );
   sh(process.execPath, [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', app], { cwd: app, env: appEnv });
-  const viaNpx = sh('npx', ['--no-install', 'mongodb-sequence', 'next', 'pkg', '--uri', env.uri, '--db', env.dbName], { cwd: app, env: appEnv }).trim();
+  // Windows: npx.cmd runs only through a shell (cmd.exe), so the URI is quoted there.
+  const windows = process.platform === 'win32';
+  const viaNpx = sh('npx', ['--no-install', 'mongodb-sequence', 'next', 'pkg', '--uri', windows ? `"${env.uri}"` : env.uri, '--db', env.dbName], { cwd: app, env: appEnv, shell: windows }).trim();
   assert.equal(viaNpx, '3');
 });

@@ -12,6 +12,9 @@ schema.plugin(AutoIncrement, { inc_feild: 'no' })
 schema.plugin(AutoIncrement, { start_seq: '1' })
 // @ts-expect-error exclusive is a boolean or 'reuse'
 schema.plugin(AutoIncrement, { exclusive: 'yes' })
+schema.plugin(AutoIncrement, { id: 'with_uri', inc_field: 'n', uri: 'mongodb://localhost/app' })
+// @ts-expect-error uri is a connection string
+schema.plugin(AutoIncrement, { uri: 27017 })
 
 interface Order {
   no?: number

@@ -23,6 +23,7 @@ pub mod operations;
 pub mod option_specs;
 pub mod options;
 pub mod output;
+pub mod package_support;
 pub mod recent_counters;
 pub mod sequence_handle;
 pub mod settled;

@@ -35,11 +35,14 @@ pub enum ErrorCode {
     /// Another unique index of the counters collection refuses the counter document
     /// (e.g. mongoose-sequence's `id_1_reference_value_1` next to helper-style counters).
     IndexConflict,
+    /// (mongoose plugin, `gapless: true`) an operation that cannot join the numbering
+    /// transaction: `doc.save()` of a new document, a `bulkWrite` insert, an upsert.
+    GaplessUnsupportedOperation,
 }
 
 impl ErrorCode {
     /// Every code.
-    pub const ALL: [ErrorCode; 13] = [
+    pub const ALL: [ErrorCode; 14] = [
         ErrorCode::SequenceNotFound,
         ErrorCode::InvalidArgument,
         ErrorCode::InvalidCounter,
@@ -53,6 +56,7 @@ impl ErrorCode {
         ErrorCode::SequenceExhausted,
         ErrorCode::Internal,
         ErrorCode::IndexConflict,
+        ErrorCode::GaplessUnsupportedOperation,
     ];
 
     /// The string exposed to JavaScript.
@@ -71,6 +75,7 @@ impl ErrorCode {
             ErrorCode::SequenceExhausted => "SEQUENCE_EXHAUSTED",
             ErrorCode::Internal => "INTERNAL",
             ErrorCode::IndexConflict => "INDEX_CONFLICT",
+            ErrorCode::GaplessUnsupportedOperation => "GAPLESS_UNSUPPORTED_OPERATION",
         }
     }
 }

@@ -1,0 +1,25 @@
+'use strict';
+// `mongodb-sequence list`: the counters of a collection, as a table or JSON.
+
+const seq = require('../../index.js');
+const { show, nameText, table } = require('../../lib/cli.js');
+
+module.exports = {
+  args: [],
+  options: {},
+  summary: 'List the counters: name, value, step, min, max, cycle.',
+  example: 'MONGODB_URI=mongodb://localhost:27017/shop mongodb-sequence list',
+
+  /** No arguments of its own. */
+  parse() {
+    return {};
+  },
+
+  /** Lists every counter; resolves with `{ text, json }`. */
+  async run(_input, session) {
+    const all = await seq.listSequences(await session.database(), session.options);
+    const rows = all.map((s) => [nameText(s.name), show(s.value), show(s.step ?? 1), s.minValue === undefined ? '-' : show(s.minValue), s.maxValue === undefined ? '-' : show(s.maxValue), s.cycle ? 'yes' : 'no']);
+    const text = rows.length ? table(rows, ['NAME', 'VALUE', 'STEP', 'MIN', 'MAX', 'CYCLE'], [1, 2, 3, 4]) : '(no sequences)';
+    return { text, json: all };
+  },
+};

@@ -1,0 +1,23 @@
+'use strict';
+// `mongodb-sequence reset <name>`: the next value is the counter's start.
+
+const seq = require('../../index.js');
+const { sequenceName, show, nameText } = require('../../lib/cli.js');
+
+module.exports = {
+  args: ['name'],
+  options: {},
+  summary: 'Put the counter back so that the next value is its start.',
+  example: 'mongodb-sequence reset tickets',
+
+  /** The sequence name. */
+  parse({ positionals }) {
+    return { name: sequenceName(positionals[0]) };
+  },
+
+  /** Resets the counter; resolves with `{ text, json }`. */
+  async run({ name }, session) {
+    const start = await seq.sequence(await session.database(), name, session.options).reset();
+    return { text: `${nameText(name)} reset; next value ${show(start)}`, json: { name, next: start } };
+  },
+};

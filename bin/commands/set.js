@@ -1,0 +1,23 @@
+'use strict';
+// `mongodb-sequence set <name> <value>`: the next value follows <value> (PostgreSQL's setval).
+
+const seq = require('../../index.js');
+const { integer, sequenceName, nameText } = require('../../lib/cli.js');
+
+module.exports = {
+  args: ['name', 'value'],
+  options: {},
+  summary: "Set the counter so that the next value follows <value> (like PostgreSQL's setval).",
+  example: 'mongodb-sequence set orders 50000',
+
+  /** The name and the value (a 64-bit integer). */
+  parse({ positionals }) {
+    return { name: sequenceName(positionals[0]), value: integer('<value>', positionals[1]) };
+  },
+
+  /** Sets the counter; resolves with `{ text, json }`. */
+  async run({ name, value }, session) {
+    await seq.sequence(await session.database(), name, session.options).set(value);
+    return { text: `${nameText(name)} set to ${value}`, json: { name, value } };
+  },
+};

@@ -1,0 +1,129 @@
+'use strict';
+// What the command line's commands share: usage errors, the options of every command
+// (connection, database, counters collection and field, timeout), argument readers and
+// output helpers. Each command is a `{ parse, run }` module under bin/commands/.
+
+const readline = require('node:readline');
+const seq = require('../index.js');
+const { toJson } = require('./json.js');
+
+/** Longest `--timeout`, in seconds (a day). */
+const MAX_TIMEOUT_SECONDS = 86_400;
+/** `--timeout` when none is given, in seconds. */
+const DEFAULT_TIMEOUT_SECONDS = 10;
+
+/** A mistake in the command line (exit code 2, code `USAGE`). */
+class UsageError extends Error {}
+
+/** The options every command takes (node:util parseArgs form). */
+const COMMON = {
+  uri: { type: 'string' },
+  db: { type: 'string' },
+  collection: { type: 'string' },
+  field: { type: 'string' },
+  timeout: { type: 'string' },
+  json: { type: 'boolean' },
+  help: { type: 'boolean', short: 'h' },
+};
+
+const COMMON_HELP = `Options of every command:
+  --uri <uri>          connection string; prefer the MONGODB_URI environment variable
+                       (the default): a password given with --uri is visible to other
+                       users in the process list (ps) and stays in the shell history
+  --db <name>          database (default: the one in the connection string)
+  --collection <name>  collection of the counters (default: counters)
+  --field <name>       field of the counter value (default: sequence_value)
+  --timeout <seconds>  give up connecting after this long, with CONNECTION (default: 10)
+  --json               print JSON on stdout (errors as { "error": { "code", "message" } })
+  -h, --help           this help; <command> --help for a command's
+A scoped name is given as JSON: '{"type":"invoice","year":2026}'.`;
+
+/** An integer argument as a BigInt (exact past 2^53), within the 64-bit range. */
+function integer(label, text) {
+  if (!/^-?\d+$/.test(String(text))) throw new UsageError(`${label} must be an integer; got ${JSON.stringify(String(text).slice(0, 40))}`);
+  const value = BigInt(text);
+  if (value < -(2n ** 63n) || value >= 2n ** 63n) throw new UsageError(`${label} is outside the 64-bit range`);
+  return value;
+}
+
+/** A sequence name: a string, or a scoped name as a JSON object. */
+function sequenceName(text) {
+  if (!text.trimStart().startsWith('{')) return text;
+  let parsed;
+  try {
+    parsed = JSON.parse(text);
+  } catch (e) {
+    throw new UsageError(`a scoped name must be a JSON object: ${e.message}`);
+  }
+  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) throw new UsageError('a scoped name must be a JSON object');
+  return parsed;
+}
+
+/** Seconds of `--timeout` (default 10) as milliseconds: more than 0, at most a day. */
+function timeoutMs(text) {
+  if (text === undefined) return DEFAULT_TIMEOUT_SECONDS * 1000;
+  const seconds = Number(text);
+  // 0 seconds would give up before any connection is made: it is refused, not read as "no limit".
+  if (text.trim() === '' || !Number.isFinite(seconds) || seconds <= 0 || seconds > MAX_TIMEOUT_SECONDS) {
+    throw new UsageError(`--timeout must be a number of seconds greater than 0 and at most ${MAX_TIMEOUT_SECONDS}; got ${JSON.stringify(text.slice(0, 40))}`);
+  }
+  return Math.ceil(seconds * 1000);
+}
+
+/**
+ * Where a command works, from the options of every command: the connection string (from
+ * --uri or MONGODB_URI), the database (--db, else the one the connection string names,
+ * read by the same parser that connects), the timeout and the counters' options.
+ */
+function connectionOf(values) {
+  const uri = values.uri ?? process.env.MONGODB_URI;
+  if (!uri) throw new UsageError('no connection string: set MONGODB_URI (or pass --uri, which shows a password in ps and the shell history)');
+  const db = values.db ?? seq.defaultDatabase(uri);
+  if (!db) throw new UsageError('no database: pass --db or name it in the connection string');
+  const options = { bigint: true };
+  if (values.collection !== undefined) options.collection = values.collection;
+  if (values.field !== undefined) options.field = values.field;
+  return { uri, db, timeoutMs: timeoutMs(values.timeout), options };
+}
+
+/**
+ * A session on `connection`: `database()` connects on its first call (a command connects
+ * only once its arguments are checked and confirmed); `close()` closes what was opened.
+ */
+function session(connection) {
+  let client;
+  return {
+    ...connection,
+    async database() {
+      if (!client) client = await seq.connect(connection.uri, { serverSelectionTimeoutMS: connection.timeoutMs, connectTimeoutMS: connection.timeoutMs });
+      return client.db(connection.db);
+    },
+    async close() {
+      if (client) await client.close();
+    },
+  };
+}
+
+/** A number as printed: BigInts as their exact digits. */
+const show = (v) => (typeof v === 'bigint' ? v.toString() : typeof v === 'string' ? v : JSON.stringify(v));
+/** A sequence name as printed: a string as it is, a scoped name as its JSON. */
+const nameText = (name) => (typeof name === 'string' ? name : toJson(name));
+
+/** `rows` under `headers` in aligned columns (those in `rightAligned` to the right). */
+function table(rows, headers, rightAligned) {
+  const cells = [headers, ...rows];
+  const widths = headers.map((_, i) => Math.max(...cells.map((r) => r[i].length)));
+  return cells
+    .map((r) => r.map((c, i) => (rightAligned.includes(i) ? c.padStart(widths[i]) : c.padEnd(widths[i]))).join('  ').trimEnd())
+    .join('\n');
+}
+
+/** Asks `question` on the terminal; resolves with whether the answer is yes. */
+async function confirm(question) {
+  const rl = readline.createInterface({ input: process.stdin, output: process.stderr });
+  const answer = await new Promise((resolve) => rl.question(question, resolve));
+  rl.close();
+  return /^y(es)?$/i.test(answer.trim());
+}
+
+module.exports = { UsageError, COMMON, COMMON_HELP, integer, sequenceName, timeoutMs, connectionOf, session, show, nameText, table, confirm, toJson };
