@@ -306,6 +306,14 @@ export declare function counterAt<O extends LocatedOptions = {}>(db: SequenceDbL
  */
 export declare function counterStateCount(): number
 
+/**
+ * The database a MongoDB connection string names in its path (`mongodb://host/shop` →
+ * `'shop'`), or `null` when it names none. The string is read exactly as `connect(uri)`
+ * and the `uri` option read it. Throws `INVALID_ARGUMENT` for an invalid connection
+ * string (the message never holds its password).
+ */
+export declare function defaultDatabase(uri: string): string | null
+
 /** Cached values that were never handed out, by cause. */
 export interface DiscardedValues {
   /**
@@ -324,14 +332,6 @@ export interface DiscardedValues {
    */
   dropped: number
 }
-
-/**
- * The database a MongoDB connection string names in its path (`mongodb://host/shop` →
- * `'shop'`), or `null` when it names none. The string is read exactly as `connect(uri)`
- * and the `uri` option read it. Throws `INVALID_ARGUMENT` for an invalid connection
- * string (the message never holds its password).
- */
-export declare function defaultDatabase(uri: string): string | null
 
 /**
  * Every error code this package gives the `code` of its errors, as a frozen object
