@@ -163,11 +163,12 @@ export declare class Sequence {
    */
   stats(): SequenceStats
   /**
-   * Gives back the unused tail of this counter's cached blocks in this process, when
-   * the counter still holds exactly the value this process's last fetch left there
-   * (one conditional update); otherwise they are abandoned, as at process exit. The
-   * handle stays usable: its next call fetches again. `close()` and
-   * `closeSharedClients()` do the same for every counter of their clients.
+   * Gives back the unused tail of this counter's cached blocks in this process (in the
+   * client this handle's calls used; nothing before its first call), when the counter
+   * still holds exactly the value this process's last fetch left there (one
+   * conditional update); otherwise they are abandoned, as at process exit. The handle
+   * stays usable: its next call fetches again. `close()` and `closeSharedClients()`
+   * do the same for every counter of their clients.
    */
   release(): Promise<{ returned: number; abandoned: number }>
   /** The next value (as `getNextSequenceValue`). */

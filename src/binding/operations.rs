@@ -144,11 +144,12 @@ impl Sequence {
         })
     }
 
-    /// Gives back the unused tail of this counter's cached blocks in this process, when
-    /// the counter still holds exactly the value this process's last fetch left there
-    /// (one conditional update); otherwise they are abandoned, as at process exit. The
-    /// handle stays usable: its next call fetches again. `close()` and
-    /// `closeSharedClients()` do the same for every counter of their clients.
+    /// Gives back the unused tail of this counter's cached blocks in this process (in the
+    /// client this handle's calls used; nothing before its first call), when the counter
+    /// still holds exactly the value this process's last fetch left there (one
+    /// conditional update); otherwise they are abandoned, as at process exit. The handle
+    /// stays usable: its next call fetches again. `close()` and `closeSharedClients()`
+    /// do the same for every counter of their clients.
     #[napi(ts_return_type = "Promise<{ returned: number; abandoned: number }>")]
     pub fn release<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, Released>> {
         promise_call(env, "Sequence.release", || {

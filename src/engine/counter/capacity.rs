@@ -197,6 +197,54 @@ mod tests {
     }
 
     #[test]
+    fn descending_plain_counters_go_towards_the_negative_end_of_their_type() {
+        let d = capacity(-(1 << 51), StoredType::Double, None, true);
+        assert_eq!((d.end, d.kind), (-(1 << 53), RangeKind::Double));
+        assert!((d.used_percent - 25.0).abs() < 1e-9);
+        let n = capacity(-(1 << 52), StoredType::Int64, None, false);
+        assert_eq!((n.end, n.kind), (-MAX_SAFE_INTEGER, RangeKind::Number));
+        assert!((n.used_percent - 50.0).abs() < 1e-6);
+        let b = capacity(-1, StoredType::Int64, None, true);
+        assert_eq!((b.end, b.kind), (i64::MIN, RangeKind::Int64));
+    }
+
+    #[test]
+    fn a_limit_of_exactly_2_53_minus_1_stays_the_limit() {
+        let c = config(1, 1, MAX_SAFE_INTEGER);
+        let at = capacity(10, StoredType::Int64, Some(&c), false);
+        assert_eq!((at.end, at.kind), (MAX_SAFE_INTEGER, RangeKind::Limit));
+    }
+
+    #[test]
+    fn stored_types_and_kinds_have_their_names() {
+        use mongodb::bson::Bson;
+        assert_eq!(StoredType::of(&Bson::Int32(1)), Some(StoredType::Int32));
+        assert_eq!(StoredType::of(&Bson::Int64(1)), Some(StoredType::Int64));
+        assert_eq!(StoredType::of(&Bson::Double(1.0)), Some(StoredType::Double));
+        assert_eq!(StoredType::of(&Bson::String("1".into())), None);
+        let names: Vec<_> = [StoredType::Int32, StoredType::Int64, StoredType::Double]
+            .iter()
+            .map(|t| t.as_str())
+            .collect();
+        assert_eq!(
+            names,
+            ["int", "long", "double"],
+            "as MongoDB's $type names them"
+        );
+        let kinds: Vec<_> = [
+            RangeKind::Limit,
+            RangeKind::Int32,
+            RangeKind::Int64,
+            RangeKind::Double,
+            RangeKind::Number,
+        ]
+        .iter()
+        .map(|k| k.as_str())
+        .collect();
+        assert_eq!(kinds, ["limit", "int32", "int64", "double", "number"]);
+    }
+
+    #[test]
     fn extremes_never_overflow_and_stay_within_0_and_100() {
         for value in [i64::MIN, -1, 0, 1, i64::MAX] {
             for stored in [StoredType::Int32, StoredType::Int64, StoredType::Double] {
