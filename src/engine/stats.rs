@@ -428,6 +428,13 @@ mod tests {
             !taken.iter().any(|e| e.counter == "on"),
             "the oldest went first"
         );
+        record_event(event("kept"));
+        set_events(true);
+        let kept = take_events();
+        assert!(
+            kept.iter().any(|e| e.counter == "kept"),
+            "turning on again keeps what is queued"
+        );
         record_event(event("again"));
         set_events(false);
         assert!(take_events().is_empty(), "nothing is taken while off");
