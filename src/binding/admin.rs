@@ -14,10 +14,10 @@ use crate::binding::name::read_counter_name;
 use crate::binding::options::{read_integer, read_used_options};
 use crate::binding::output::{Listed, Output, Value};
 use crate::binding::spawn::promise;
-use crate::engine::admin;
 use crate::engine::alloc::prepared_counter::PreparedCounter;
 use crate::engine::counter::sequence_config::SequenceConfig;
 use crate::engine::error::{SeqError, SeqResult};
+use crate::engine::management;
 use crate::engine::text::validate::{check_collection, check_field, check_field_name, FieldUse};
 
 /// Runs `op` on the prepared counter of `named`.
@@ -200,13 +200,13 @@ pub fn sync_to_max<'env>(
         };
         managed_promise(env, named, None, move |reservation, named| async move {
             let (source, field) = source.expect("read with the counter");
-            let source = admin::SourceField {
+            let source = management::SourceField {
                 driver: reservation.driver(),
                 collection: source,
                 path: field,
             };
             let value =
-                admin::sync_to_source(reservation.counters(), reservation.counter(), &source)
+                management::sync_to_source(reservation.counters(), reservation.counter(), &source)
                     .await?;
             Ok(Output::Single(Value::checked(
                 &named.label,

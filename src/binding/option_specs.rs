@@ -19,8 +19,8 @@ pub enum Kind {
     Flag,
     /// A safe-integer number or a 64-bit BigInt.
     Integer,
-    /// A number (whole, range checked by the reader).
-    Whole,
+    /// A number, never a BigInt (whole, range checked by the reader).
+    Number,
     /// A sequence name: a string or a scope object.
     Name,
     /// A `{ w, journal, wtimeoutMS }` object.
@@ -38,7 +38,7 @@ impl Kind {
             Kind::Text => "string",
             Kind::Flag => "boolean",
             Kind::Integer => "number | bigint",
-            Kind::Whole => "number",
+            Kind::Number => "number",
             Kind::Name => "string | Record<string, string | number | boolean | bigint>",
             Kind::WriteConcern => "WriteConcernOptions",
             Kind::Ack => "number | 'majority' | string",
@@ -59,7 +59,7 @@ pub const SEQUENCE: Spec = &[
     ("bigint", Kind::Flag),
     ("uri", Kind::Text),
     ("coalesce", Kind::Flag),
-    ("cache", Kind::Whole),
+    ("cache", Kind::Number),
     ("writeConcern", Kind::WriteConcern),
     ("format", Kind::Text),
 ];
@@ -91,15 +91,15 @@ pub const INSERT_REFUSED: &str = "collection";
 
 /// Options of `connect` (`ConnectOptions`).
 pub const CONNECT: Spec = &[
-    ("serverSelectionTimeoutMS", Kind::Whole),
-    ("connectTimeoutMS", Kind::Whole),
+    ("serverSelectionTimeoutMS", Kind::Number),
+    ("connectTimeoutMS", Kind::Number),
 ];
 
 /// The `writeConcern` option (`WriteConcernOptions`).
 pub const WRITE_CONCERN: Spec = &[
     ("w", Kind::Ack),
     ("journal", Kind::Flag),
-    ("wtimeoutMS", Kind::Whole),
+    ("wtimeoutMS", Kind::Number),
 ];
 
 /// Options of `Sequence.init`.
@@ -144,7 +144,7 @@ pub fn wrong_type(key: &str, kind: Kind, value: &Unknown) -> SeqError {
         Kind::Text => "a string",
         Kind::Flag => "a boolean",
         Kind::Integer => "a safe integer or a 64-bit BigInt",
-        Kind::Whole => "a number",
+        Kind::Number => "a number",
         Kind::Name => "a string or a plain object of scalar fields",
         Kind::WriteConcern => "an object",
         Kind::Ack => "a number or a string",
@@ -166,9 +166,9 @@ pub fn flag(key: &str, value: &Unknown) -> SeqResult<bool> {
     boolean(value).ok_or_else(|| wrong_type(key, Kind::Flag, value))
 }
 
-/// A `Whole` option's value, as the number given (its range is the reader's to check).
+/// A `Number` option's value, as the number given (its range is the reader's to check).
 pub fn whole(key: &str, value: &Unknown) -> SeqResult<f64> {
-    number(value).ok_or_else(|| wrong_type(key, Kind::Whole, value))
+    number(value).ok_or_else(|| wrong_type(key, Kind::Number, value))
 }
 
 #[cfg(test)]
