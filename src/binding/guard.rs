@@ -12,7 +12,7 @@ use std::sync::Once;
 use napi::bindgen_prelude::{Env, JsObjectValue, Object, PromiseRaw, ToNapiValue, Unknown};
 use napi::{sys, JsError, JsValue, Status};
 
-use crate::binding::js_error::{build, to_js_error};
+use crate::binding::error::{build, to_js_error};
 use crate::binding::settled::rejected_with;
 use crate::engine::error::{ErrorCode, SeqError};
 
@@ -92,10 +92,10 @@ fn typed(
 fn has_known_code(env: &Env, value: sys::napi_value) -> bool {
     // SAFETY: a live value of this env.
     let unknown = unsafe { Unknown::from_raw_unchecked(env.raw(), value) };
-    let Some(object) = crate::binding::js_read::object_or_array(&unknown) else {
+    let Some(object) = crate::binding::read::js::object_or_array(&unknown) else {
         return false;
     };
-    let code = crate::binding::js_read::string_property(&object, "code");
+    let code = crate::binding::read::js::string_property(&object, "code");
     take_exception(env);
     code.is_some_and(|c| ErrorCode::ALL.iter().any(|k| k.as_str() == c))
 }

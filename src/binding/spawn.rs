@@ -4,7 +4,7 @@ use std::future::Future;
 
 use napi::bindgen_prelude::{Env, PromiseRaw, ToNapiValue};
 
-use crate::binding::js_error::to_js_error;
+use crate::binding::error::to_js_error;
 use crate::engine::error::SeqResult;
 use crate::engine::panic_safety::caught;
 

@@ -2,17 +2,17 @@
 //! `Sequence`, and `listSequences`, `syncToMax`.
 
 use crate::binding::guard::promise_call;
-use crate::binding::option_specs::{self, check_keys, LIST_USES, SYNC_USES};
+use crate::binding::read::kinds::{self, check_keys, LIST_USES, SYNC_USES};
 use std::future::Future;
 
 use napi::bindgen_prelude::{Env, PromiseRaw, Unknown};
 
-use crate::binding::calls::{NamedCounter, ReservationSlot};
-use crate::binding::db_target::read_db;
-use crate::binding::js_read::{describe, is_nullish, object, property, required_string};
-use crate::binding::name::read_counter_name;
-use crate::binding::options::{read_integer, read_used_options};
 use crate::binding::output::{Listed, Output, Value};
+use crate::binding::read::db::read_db;
+use crate::binding::read::js::{describe, is_nullish, object, property, required_string};
+use crate::binding::read::name::read_counter_name;
+use crate::binding::read::options::{read_integer, read_used_options};
+use crate::binding::reserve::values::{NamedCounter, ReservationSlot};
 use crate::binding::spawn::promise;
 use crate::engine::admin;
 use crate::engine::alloc::reserve::Reservation;
@@ -86,7 +86,7 @@ pub fn read_init(value: Option<&Unknown>, default_start: i64) -> SeqResult<InitS
     })?;
     let keys = napi::bindgen_prelude::Object::keys(&obj)
         .map_err(|e| SeqError::invalid_argument(e.to_string()))?;
-    check_keys("init option", &keys, &[option_specs::INIT])?;
+    check_keys("init option", &keys, &[kinds::INIT])?;
     let integer = |key: &str| -> SeqResult<Option<i64>> {
         let v = property(&obj, key)?;
         if is_nullish(&v) {
@@ -102,7 +102,7 @@ pub fn read_init(value: Option<&Unknown>, default_start: i64) -> SeqResult<InitS
     let cycle = if is_nullish(&cycle_value) {
         None
     } else {
-        Some(option_specs::flag("cycle", &cycle_value)?)
+        Some(kinds::flag("cycle", &cycle_value)?)
     };
     if step.is_some() || min.is_some() || max.is_some() || cycle.is_some() {
         spec.config = Some(SequenceConfig::new(

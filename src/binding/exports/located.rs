@@ -4,16 +4,16 @@
 
 use napi::bindgen_prelude::{Env, PromiseRaw, Unknown};
 
-use crate::binding::calls::NamedCounter;
-use crate::binding::db_target::read_db;
+use crate::binding::error::to_js_error;
+use crate::binding::exports::sequence_handle::Sequence;
 use crate::binding::guard::{promise_call, sync_call};
-use crate::binding::js_error::to_js_error;
-use crate::binding::js_read::{describe, is_nullish, object};
-use crate::binding::js_to_bson::to_document;
-use crate::binding::option_specs::{self, Kind, Spec};
-use crate::binding::options::{read_integer, read_options_from};
 use crate::binding::output::{Output, Value};
-use crate::binding::sequence_handle::Sequence;
+use crate::binding::read::bson::to_document;
+use crate::binding::read::db::read_db;
+use crate::binding::read::js::{describe, is_nullish, object};
+use crate::binding::read::kinds::{self, Kind, Spec};
+use crate::binding::read::options::{read_integer, read_options_from};
+use crate::binding::reserve::values::NamedCounter;
 use crate::binding::spawn::promise;
 use crate::engine::counter::counter_name::CounterName;
 use crate::engine::counter::locator::{FieldsLocator, Locator};
@@ -99,10 +99,10 @@ pub fn set_counters_where<'env>(
 ) -> napi::Result<PromiseRaw<'env, Output>> {
     promise_call(env, "setCountersWhere", || {
         let read = (|| -> SeqResult<_> {
-            let options = crate::binding::options::read_used_options(
+            let options = crate::binding::read::options::read_used_options(
                 options.as_ref(),
                 "setCountersWhere",
-                option_specs::SET_WHERE_USES,
+                kinds::SET_WHERE_USES,
             )?;
             // The same rules as a locator's fields.
             let located = read_locator(&fields, "fields", &options.field)?;

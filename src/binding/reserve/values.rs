@@ -9,14 +9,14 @@ use std::pin::Pin;
 
 use napi::bindgen_prelude::{within_runtime_if_available, Env, PromiseRaw, Unknown};
 
-use crate::binding::call_order::{nobody_waiting, Ticket};
-use crate::binding::db_memo;
-use crate::binding::db_target::{read_db, DbTarget};
-use crate::binding::js_read::{describe, number};
-use crate::binding::name::read_counter_name;
-use crate::binding::options::read_options;
 use crate::binding::output::Output;
-use crate::binding::recent_counters;
+use crate::binding::read::db::{read_db, DbTarget};
+use crate::binding::read::db_memo;
+use crate::binding::read::js::{describe, number};
+use crate::binding::read::name::read_counter_name;
+use crate::binding::read::options::read_options;
+use crate::binding::reserve::order::{nobody_waiting, Ticket};
+use crate::binding::reserve::recent;
 use crate::binding::settled::settled;
 use crate::binding::spawn::promise;
 use crate::engine::alloc::allocate::IdRange;
@@ -125,13 +125,13 @@ pub fn function_promise<'env>(
     let prepared = read_options(options).and_then(|options| {
         let name = read_counter_name(name)?;
         if options.uri.is_none() {
-            let find = |target: &DbTarget| recent_counters::find(target, &name, &options);
+            let find = |target: &DbTarget| recent::find(target, &name, &options);
             if let Some(found) = db_memo::recall_with(env, db, find).flatten() {
                 return Ok(found);
             }
         }
         let target = read_db(env, db, options.uri.as_deref())?;
-        recent_counters::prepared(target, name, options)
+        recent::prepared(target, name, options)
     });
     match prepared {
         Ok(prepared) => {

@@ -8,8 +8,8 @@ use std::cell::RefCell;
 use std::rc::Rc;
 use std::sync::{Arc, Mutex};
 
-use crate::binding::calls::{NamedCounter, ReservationSlot};
-use crate::binding::db_target::DbTarget;
+use crate::binding::read::db::DbTarget;
+use crate::binding::reserve::values::{NamedCounter, ReservationSlot};
 use crate::engine::counter::counter_name::CounterName;
 use crate::engine::error::SeqResult;
 use crate::engine::options::SequenceOptions;

@@ -1,11 +1,11 @@
 //! The options argument: its TypeScript shape and its conversion to engine options.
 
-use crate::binding::option_specs::{
+use crate::binding::read::kinds::{
     self, check_keys, flag, kind_of, text, whole, wrong_type, Kind, Spec,
 };
 use napi::bindgen_prelude::Unknown;
 
-use crate::binding::js_read::{
+use crate::binding::read::js::{
     bigint_i64, describe, for_each_property, is_nullish, number, object, property, string,
 };
 use crate::engine::client::write_concern::{WriteAck, WriteConcernSpec};
@@ -85,7 +85,7 @@ pub fn read_used_options(
 ) -> SeqResult<EngineOptions> {
     if let Some(obj) = value.filter(|v| !is_nullish(v)).and_then(object) {
         for_each_property(&obj, "the options", |key, _| {
-            if used.contains(&key) || kind_of(key, &[option_specs::SEQUENCE]).is_none() {
+            if used.contains(&key) || kind_of(key, &[kinds::SEQUENCE]).is_none() {
                 return Ok(());
             }
             Err(SeqError::invalid_argument(format!(
@@ -118,7 +118,7 @@ pub fn read_options_from<'a>(
         )));
     };
     let mut specs = extra.to_vec();
-    specs.push(option_specs::SEQUENCE);
+    specs.push(kinds::SEQUENCE);
     // Only the keys present are read: absent options keep their defaults.
     for_each_property(&obj, "the options", |key, v| {
         if kind_of(key, &specs).is_none() {
@@ -161,7 +161,7 @@ fn read_write_concern(value: &Unknown) -> SeqResult<WriteConcernSpec> {
     let obj = object(value).ok_or_else(|| wrong_type("writeConcern", Kind::WriteConcern, value))?;
     let keys = napi::bindgen_prelude::Object::keys(&obj)
         .map_err(|e| SeqError::invalid_argument(format!("cannot read writeConcern: {e}")))?;
-    check_keys("writeConcern option", &keys, &[option_specs::WRITE_CONCERN])?;
+    check_keys("writeConcern option", &keys, &[kinds::WRITE_CONCERN])?;
     let mut spec = WriteConcernSpec::default();
     let w = property(&obj, "w")?;
     if !is_nullish(&w) {

@@ -4,9 +4,9 @@ use crate::binding::guard::sync_call;
 use napi::bindgen_prelude::{Env, Unknown};
 use napi::{sys, JsValue};
 
-use crate::binding::js_error::to_js_error;
-use crate::binding::js_read::{describe, is_nullish, number, required_string};
-use crate::binding::options::read_integer;
+use crate::binding::error::to_js_error;
+use crate::binding::read::js::{describe, is_nullish, number, required_string};
+use crate::binding::read::options::read_integer;
 use crate::engine::error::{SeqError, SeqResult};
 use crate::engine::text::format::{now_millis, Pattern};
 

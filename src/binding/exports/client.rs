@@ -2,13 +2,13 @@
 
 use crate::binding::guard::promise_call;
 use crate::binding::guard::sync_call;
-use crate::binding::option_specs::{self, check_keys};
+use crate::binding::read::kinds::{self, check_keys};
 use std::sync::Arc;
 
 use napi::bindgen_prelude::{Env, PromiseRaw, Unknown};
 
-use crate::binding::js_error::to_js_error;
-use crate::binding::js_read::{describe, is_nullish, object, property, required_string, string};
+use crate::binding::error::to_js_error;
+use crate::binding::read::js::{describe, is_nullish, object, property, required_string, string};
 use crate::binding::spawn::promise;
 use crate::engine::client::connection::ConnectionTarget;
 use crate::engine::client::registry::ClientHandle;
@@ -51,7 +51,8 @@ impl SequenceClient {
     ) -> napi::Result<PromiseRaw<'env, ()>> {
         promise_call(env, "SequenceClient.close", || {
             let handle = self.handle.clone();
-            let timeout = crate::binding::shared::read_close_options(options.as_ref());
+            let timeout =
+                crate::binding::exports::shared_clients::read_close_options(options.as_ref());
             promise(env, async move {
                 handle.close_within(timeout?).await;
                 Ok(())
@@ -128,7 +129,7 @@ fn read_connect_target(uri: &Unknown, options: Option<&Unknown>) -> SeqResult<Co
     })?;
     let keys = napi::bindgen_prelude::Object::keys(&obj)
         .map_err(|e| SeqError::invalid_argument(format!("cannot read options: {e}")))?;
-    check_keys("connect option", &keys, &[option_specs::CONNECT])?;
+    check_keys("connect option", &keys, &[kinds::CONNECT])?;
     for (key, slot) in [
         (
             "serverSelectionTimeoutMS",
@@ -140,7 +141,7 @@ fn read_connect_target(uri: &Unknown, options: Option<&Unknown>) -> SeqResult<Co
         if is_nullish(&v) {
             continue;
         }
-        let millis = Some(option_specs::whole(key, &v)?)
+        let millis = Some(kinds::whole(key, &v)?)
             .filter(|n| (0.0..=MAX_TIMEOUT_MS).contains(n) && n.fract() == 0.0)
             .ok_or_else(|| {
                 SeqError::invalid_argument(format!(

@@ -4,8 +4,8 @@
 use crate::binding::guard::promise_call;
 use napi::bindgen_prelude::{Env, PromiseRaw, Unknown};
 
-use crate::binding::calls::{function_promise, read_count, refuse_format, NamedCounter};
 use crate::binding::output::Output;
+use crate::binding::reserve::values::{function_promise, read_count, refuse_format, NamedCounter};
 use crate::engine::text::validate::{MAX_BATCH_COUNT, MAX_RANGE_COUNT};
 
 /// Returns the next value of sequence `name`: a drop-in for the documented helper

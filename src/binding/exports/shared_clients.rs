@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use napi::bindgen_prelude::{Env, Object, PromiseRaw, Unknown};
 
-use crate::binding::js_read::{describe, is_nullish, number, object, property};
+use crate::binding::read::js::{describe, is_nullish, number, object, property};
 use crate::engine::client::registry::DEFAULT_CLOSE_TIMEOUT;
 use crate::engine::error::{SeqError, SeqResult};
 

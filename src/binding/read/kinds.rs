@@ -6,7 +6,7 @@
 
 use napi::bindgen_prelude::Unknown;
 
-use crate::binding::js_read::{boolean, describe, number, string};
+use crate::binding::read::js::{boolean, describe, number, string};
 use crate::engine::error::{SeqError, SeqResult};
 use crate::engine::text::quote::quoted;
 

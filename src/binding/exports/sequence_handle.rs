@@ -7,13 +7,13 @@ use std::sync::{Arc, Mutex};
 
 use napi::bindgen_prelude::{Env, PromiseRaw, Unknown};
 
-use crate::binding::admin::{admin_promise, managed_promise, read_init, read_source};
-use crate::binding::calls::{
+use crate::binding::error::to_js_error;
+use crate::binding::exports::manage::{admin_promise, managed_promise, read_init, read_source};
+use crate::binding::output::{Output, Value};
+use crate::binding::read::options::read_integer;
+use crate::binding::reserve::values::{
     read_count, refuse_format, reserve_promise, NamedCounter, ReservationSlot, Shape,
 };
-use crate::binding::js_error::to_js_error;
-use crate::binding::options::read_integer;
-use crate::binding::output::{Output, Value};
 use crate::engine::admin;
 use crate::engine::alloc::reserve::Reservation;
 use crate::engine::error::SeqResult;

@@ -3,22 +3,22 @@
 //! the Node driver's own `db.collection(name).insertOne/insertMany`.
 
 use crate::binding::guard::{promise_call, sync_call};
-use crate::binding::option_specs;
+use crate::binding::read::kinds;
 use crate::engine::panic_safety::caught;
 use napi::bindgen_prelude::{Env, Function, JsObjectValue, Object, ObjectRef, PromiseRaw, Unknown};
 use napi::{JsValue, ValueType};
 
-use crate::binding::calls::{reserve_in_order, NamedCounter};
-use crate::binding::js_error::to_js_error;
-use crate::binding::js_read::{
+use crate::binding::error::to_js_error;
+use crate::binding::exports::located::read_locator;
+use crate::binding::output::Value;
+use crate::binding::read::bson::to_document;
+use crate::binding::read::js::{
     array_items, array_length, describe, element, is_nullish, object, object_or_array, property,
     required_string, type_of,
 };
-use crate::binding::js_to_bson::to_document;
-use crate::binding::located::read_locator;
-use crate::binding::name::read_counter_name;
-use crate::binding::options::{read_integer, read_options_from};
-use crate::binding::output::Value;
+use crate::binding::read::name::read_counter_name;
+use crate::binding::read::options::{read_integer, read_options_from};
+use crate::binding::reserve::values::{reserve_in_order, NamedCounter};
 use crate::engine::alloc::allocate::IdRange;
 use crate::engine::counter::counter_name::CounterName;
 use crate::engine::counter::locator::Locator;
@@ -52,7 +52,7 @@ pub struct InsertOptions {
     /// Store business numbers formatted by this pattern (see `formatSequence`).
     pub format: Option<String>,
     /// Write concern of the counter write (the insert uses the driver's own settings).
-    pub write_concern: Option<crate::binding::options::WriteConcernOptions>,
+    pub write_concern: Option<crate::binding::read::options::WriteConcernOptions>,
     /// As for the sequence functions.
     pub uri: Option<String>,
     /// As for the sequence functions.
@@ -96,9 +96,9 @@ fn read_insert(
 ) -> SeqResult<Insert> {
     let collection = required_string("collection", collection)?;
     check_collection(&collection)?;
-    let mut set_aside: Vec<&str> = option_specs::INSERT.iter().map(|(k, _)| *k).collect();
-    set_aside.push(option_specs::INSERT_REFUSED);
-    let (mut options, extra) = read_options_from(options, &[option_specs::INSERT], &set_aside)?;
+    let mut set_aside: Vec<&str> = kinds::INSERT.iter().map(|(k, _)| *k).collect();
+    set_aside.push(kinds::INSERT_REFUSED);
+    let (mut options, extra) = read_options_from(options, &[kinds::INSERT], &set_aside)?;
     let mut gapless = false;
     let mut locator = None;
     options.upsert = true;
@@ -106,12 +106,12 @@ fn read_insert(
     let mut sequence = CounterName::text(&collection)?;
     for (key, value) in extra {
         match key.as_str() {
-            "field" => field = option_specs::text(&key, &value)?,
+            "field" => field = kinds::text(&key, &value)?,
             "sequence" => sequence = read_counter_name(&value)?,
-            "counters" => options.collection = option_specs::text(&key, &value)?.into(),
-            "counterField" => options.field = option_specs::text(&key, &value)?.into(),
-            "upsert" => options.upsert = option_specs::flag(&key, &value)?,
-            "gapless" => gapless = option_specs::flag(&key, &value)?,
+            "counters" => options.collection = kinds::text(&key, &value)?.into(),
+            "counterField" => options.field = kinds::text(&key, &value)?.into(),
+            "upsert" => options.upsert = kinds::flag(&key, &value)?,
+            "gapless" => gapless = kinds::flag(&key, &value)?,
             "counterLocator" => locator = Some(value),
             "step" => options.stride = read_integer(&key, &value)?,
             _ => {
