@@ -3,6 +3,7 @@
 
 pub mod admin;
 pub mod alloc;
+pub mod call_options;
 pub mod client;
 pub mod counter;
 pub mod error;

@@ -6,7 +6,7 @@ use napi::{sys, JsValue};
 
 use crate::binding::error::to_js_error;
 use crate::binding::read::js::{describe, is_nullish, number, required_string};
-use crate::binding::read::options::read_integer;
+use crate::binding::read::kinds::read_integer;
 use crate::engine::error::{SeqError, SeqResult};
 use crate::engine::text::format::{now_millis, Pattern};
 

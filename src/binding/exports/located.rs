@@ -11,17 +11,13 @@ use crate::binding::output::{Output, Value};
 use crate::binding::read::bson::to_document;
 use crate::binding::read::db::read_db;
 use crate::binding::read::js::{describe, is_nullish, object};
-use crate::binding::read::kinds::{self, Kind, Spec};
-use crate::binding::read::options::{read_integer, read_options_from};
+use crate::binding::read::kinds::read_integer;
+use crate::binding::read::options::{read_located_options, read_used_options, SetCountersTable};
 use crate::binding::reserve::values::NamedCounter;
 use crate::binding::spawn::promise;
-use crate::engine::counter::counter_name::CounterName;
+use crate::engine::call_options::label_of;
 use crate::engine::counter::locator::{FieldsLocator, Locator};
 use crate::engine::error::{SeqError, SeqResult};
-use crate::engine::options::SequenceOptions;
-
-/// Options `counterAt` takes besides the common ones (`LocatedOptions`).
-pub const LOCATED: Spec = &[("step", Kind::Integer)];
 
 /// Reads a locator argument (`what` names it in messages) for a counter counting in
 /// `field`: a plain object of 1 to 8 equality fields.
@@ -33,20 +29,6 @@ pub fn read_locator(value: &Unknown, what: &str, field: &str) -> SeqResult<Field
         )));
     }
     FieldsLocator::new(to_document(value)?, field)
-}
-
-/// The name shown in messages for a counter found by `located`.
-fn label_of(located: &FieldsLocator) -> SeqResult<CounterName> {
-    CounterName::text(&located.label())
-}
-
-/// Reads `options` (the common ones and `step`).
-fn read_located_options(options: Option<&Unknown>) -> SeqResult<SequenceOptions> {
-    let (mut read, extra) = read_options_from(options, &[LOCATED], &["step"])?;
-    for (key, value) in extra {
-        read.stride = read_integer(&key, &value)?;
-    }
-    Ok(read)
 }
 
 /// A `Sequence` handle on the counter document found by equality on `locator`'s fields
@@ -87,7 +69,7 @@ pub fn counter_at<'env>(
 /// the counters of every reference value, `{ id, reference_value }` one of them. Counters
 /// that do not exist stay absent. Options: `collection`, `field`, `uri`, `writeConcern`.
 #[napi(
-    ts_args_type = "db: SequenceDbLike, fields: Record<string, unknown>, value: number | bigint, options?: Pick<SequenceOptions, 'collection' | 'field' | 'uri' | 'writeConcern'>",
+    ts_args_type = "db: SequenceDbLike, fields: Record<string, unknown>, value: number | bigint, options?: SetCountersOptions",
     ts_return_type = "Promise<number>"
 )]
 pub fn set_counters_where<'env>(
@@ -99,11 +81,7 @@ pub fn set_counters_where<'env>(
 ) -> napi::Result<PromiseRaw<'env, Output>> {
     promise_call(env, "setCountersWhere", || {
         let read = (|| -> SeqResult<_> {
-            let options = crate::binding::read::options::read_used_options(
-                options.as_ref(),
-                "setCountersWhere",
-                kinds::SET_WHERE_USES,
-            )?;
+            let options = read_used_options::<SetCountersTable>(options.as_ref())?;
             // The same rules as a locator's fields.
             let located = read_locator(&fields, "fields", &options.field)?;
             let value = read_integer("value", &value)?;

@@ -2,22 +2,20 @@
 //! `Sequence`, and `listSequences`, `syncToMax`.
 
 use crate::binding::guard::promise_call;
-use crate::binding::read::kinds::{self, check_keys, LIST_USES, SYNC_USES};
 use std::future::Future;
 
 use napi::bindgen_prelude::{Env, PromiseRaw, Unknown};
 
 use crate::binding::output::{Listed, Output, Value};
 use crate::binding::read::db::read_db;
-use crate::binding::read::js::{describe, is_nullish, object, property, required_string};
+use crate::binding::read::js::required_string;
 use crate::binding::read::name::read_counter_name;
-use crate::binding::read::options::{read_integer, read_used_options};
+use crate::binding::read::options::{read_used_options, ListTable, SyncTable};
 use crate::binding::reserve::values::{NamedCounter, ReservationSlot};
 use crate::binding::spawn::promise;
 use crate::engine::admin;
 use crate::engine::alloc::reserve::Reservation;
-use crate::engine::counter::sequence_config::SequenceConfig;
-use crate::engine::error::{SeqError, SeqResult};
+use crate::engine::error::SeqResult;
 use crate::engine::text::validate::{check_collection, check_field, check_field_name, FieldUse};
 
 /// Runs `op` on the prepared counter of `named`.
@@ -59,64 +57,6 @@ where
     })
 }
 
-/// What `init` creates: a start, and a configuration when any of step, limits or cycle
-/// was given.
-pub struct InitSpec {
-    /// The first value (`None`: the default).
-    pub start: Option<i64>,
-    /// Step and limits to store.
-    pub config: Option<SequenceConfig>,
-}
-
-/// Reads `{ start?, step?, minValue?, maxValue?, cycle? }` for `init`.
-pub fn read_init(value: Option<&Unknown>, default_start: i64) -> SeqResult<InitSpec> {
-    let mut spec = InitSpec {
-        start: None,
-        config: None,
-    };
-    let Some(value) = value.filter(|v| !is_nullish(v)) else {
-        spec.start = Some(default_start);
-        return Ok(spec);
-    };
-    let obj = object(value).ok_or_else(|| {
-        SeqError::invalid_argument(format!(
-            "init options must be an object; got {}",
-            describe(value)
-        ))
-    })?;
-    let keys = napi::bindgen_prelude::Object::keys(&obj)
-        .map_err(|e| SeqError::invalid_argument(e.to_string()))?;
-    check_keys("init option", &keys, &[kinds::INIT])?;
-    let integer = |key: &str| -> SeqResult<Option<i64>> {
-        let v = property(&obj, key)?;
-        if is_nullish(&v) {
-            return Ok(None);
-        }
-        read_integer(key, &v).map(Some)
-    };
-    spec.start = integer("start")?;
-    let step = integer("step")?;
-    let min = integer("minValue")?;
-    let max = integer("maxValue")?;
-    let cycle_value = property(&obj, "cycle")?;
-    let cycle = if is_nullish(&cycle_value) {
-        None
-    } else {
-        Some(kinds::flag("cycle", &cycle_value)?)
-    };
-    if step.is_some() || min.is_some() || max.is_some() || cycle.is_some() {
-        spec.config = Some(SequenceConfig::new(
-            step.unwrap_or(1),
-            min,
-            max,
-            cycle.unwrap_or(false),
-        )?);
-    } else if spec.start.is_none() {
-        spec.start = Some(default_start);
-    }
-    Ok(spec)
-}
-
 /// Reads the `source` collection and `field` (a path) arguments of a sync.
 pub fn read_source(source: &Unknown, field: &Unknown) -> SeqResult<(String, String)> {
     let source = required_string("source collection", source)?;
@@ -141,7 +81,7 @@ pub fn list_sequences<'env>(
     options: Option<Unknown<'env>>,
 ) -> napi::Result<PromiseRaw<'env, Output>> {
     promise_call(env, "listSequences", || {
-        let read = read_used_options(options.as_ref(), "listSequences", LIST_USES).and_then(|o| {
+        let read = read_used_options::<ListTable>(options.as_ref()).and_then(|o| {
             check_collection(&o.collection)?;
             check_field(&o.field)?;
             Ok((read_db(env, &db, o.uri.as_deref())?, o))
@@ -186,7 +126,7 @@ pub fn sync_to_max<'env>(
     promise_call(env, "syncToMax", || {
         let source = read_source(&source, &field);
         let named = source.and_then(|(source, field)| {
-            let options = read_used_options(options.as_ref(), "syncToMax", SYNC_USES)?;
+            let options = read_used_options::<SyncTable>(options.as_ref())?;
             let name = read_counter_name(&name)?;
             Ok((
                 NamedCounter::from_parts(env, &db, name, options)?,

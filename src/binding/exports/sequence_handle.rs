@@ -8,14 +8,16 @@ use std::sync::{Arc, Mutex};
 use napi::bindgen_prelude::{Env, PromiseRaw, Unknown};
 
 use crate::binding::error::to_js_error;
-use crate::binding::exports::manage::{admin_promise, managed_promise, read_init, read_source};
+use crate::binding::exports::manage::{admin_promise, managed_promise, read_source};
 use crate::binding::output::{Output, Value};
-use crate::binding::read::options::read_integer;
+use crate::binding::read::kinds::read_integer;
+use crate::binding::read::options::read_init;
 use crate::binding::reserve::values::{
-    read_count, refuse_format, reserve_promise, NamedCounter, ReservationSlot, Shape,
+    read_count, reserve_promise, NamedCounter, ReservationSlot, Shape,
 };
 use crate::engine::admin;
 use crate::engine::alloc::reserve::Reservation;
+use crate::engine::call_options::refuse_format;
 use crate::engine::error::SeqResult;
 use crate::engine::text::validate::{MAX_BATCH_COUNT, MAX_RANGE_COUNT};
 
@@ -114,7 +116,7 @@ impl Sequence {
         count: Unknown<'env>,
     ) -> napi::Result<PromiseRaw<'env, Output>> {
         promise_call(env, "Sequence.nextRange", || {
-            if let Err(e) = refuse_format(&self.counter) {
+            if let Err(e) = refuse_format(&self.counter.options) {
                 return reserve_promise(env, Err(&e), Ok(1), Output::range, None);
             }
             self.reserve(env, read_count(&count, MAX_RANGE_COUNT), Output::range)
@@ -151,7 +153,7 @@ impl Sequence {
     /// (else 1) and the counter stays a plain one. Never overwrites: resolves `true` when
     /// it created the counter, `false` when it existed.
     #[napi(
-        ts_args_type = "options?: { start?: number | bigint; step?: number | bigint; minValue?: number | bigint; maxValue?: number | bigint; cycle?: boolean }",
+        ts_args_type = "options?: InitOptions",
         ts_return_type = "Promise<boolean>"
     )]
     pub fn init<'env>(

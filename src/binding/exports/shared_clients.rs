@@ -1,13 +1,9 @@
 //! The shared clients behind Node driver `Db` handles: inspection and shutdown.
 
 use crate::binding::guard::promise_call;
-use std::time::Duration;
+use crate::binding::read::options::read_close_options;
 
-use napi::bindgen_prelude::{Env, Object, PromiseRaw, Unknown};
-
-use crate::binding::read::js::{describe, is_nullish, number, object, property};
-use crate::engine::client::registry::DEFAULT_CLOSE_TIMEOUT;
-use crate::engine::error::{SeqError, SeqResult};
+use napi::bindgen_prelude::{Env, PromiseRaw, Unknown};
 
 use crate::binding::spawn::promise;
 use crate::engine::alloc::live::live_counter_objects;
@@ -49,49 +45,3 @@ pub fn close_shared_clients<'env>(
         })
     })
 }
-
-/// Options of `closeSharedClients` and `SequenceClient.close`.
-#[napi(object)]
-pub struct CloseOptions {
-    /// Longest wait for the driver to shut down, in milliseconds (default 5000). Pending
-    /// calls reject with `CLIENT_CLOSED` at once either way.
-    #[napi(js_name = "timeoutMS")]
-    pub timeout_ms: Option<f64>,
-}
-
-/// Reads `{ timeoutMS }`: a whole number of milliseconds from 0 to 86400000.
-pub fn read_close_options(options: Option<&Unknown>) -> SeqResult<Duration> {
-    let Some(options) = options.filter(|o| !is_nullish(o)) else {
-        return Ok(DEFAULT_CLOSE_TIMEOUT);
-    };
-    let obj = object(options).ok_or_else(|| {
-        SeqError::invalid_argument(format!(
-            "options must be an object; got {}",
-            describe(options)
-        ))
-    })?;
-    let keys = Object::keys(&obj)
-        .map_err(|e| SeqError::invalid_argument(format!("cannot read options: {e}")))?;
-    if let Some(key) = keys.iter().find(|k| k.as_str() != "timeoutMS") {
-        return Err(SeqError::invalid_argument(format!(
-            "unknown close option '{key}' (known: timeoutMS)"
-        )));
-    }
-    let value = property(&obj, "timeoutMS")?;
-    if is_nullish(&value) {
-        return Ok(DEFAULT_CLOSE_TIMEOUT);
-    }
-    number(&value)
-        .filter(|n| (0.0..=MAX_CLOSE_TIMEOUT_MS).contains(n) && n.fract() == 0.0)
-        .map(|n| Duration::from_millis(n as u64))
-        .ok_or_else(|| {
-            SeqError::invalid_argument(format!(
-                "option 'timeoutMS' must be a whole number of milliseconds from 0 to \
-                 {MAX_CLOSE_TIMEOUT_MS}; got {}",
-                describe(&value)
-            ))
-        })
-}
-
-/// Longest close timeout accepted: a day.
-const MAX_CLOSE_TIMEOUT_MS: f64 = 86_400_000.0;

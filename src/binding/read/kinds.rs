@@ -1,14 +1,19 @@
-//! Which options each call takes and the type of each: one definition. The readers
-//! refuse keys not listed here and read each value by its kind; a test holds the
-//! interfaces of `index.d.ts` (generated from the `#[napi(object)]` structs, and checked
-//! in CI to be what the napi CLI generates) to the same lists, so that what the typings
-//! promise and what the readers accept cannot drift apart.
+//! The kinds of value an option takes, and reading a JavaScript value by its kind. Which
+//! options each call takes is written once, in the tables of `read::options`.
 
 use napi::bindgen_prelude::Unknown;
 
-use crate::binding::read::js::{boolean, describe, number, string};
+use mongodb::bson::Document;
+
+use crate::binding::read::bson::to_document;
+use crate::binding::read::js::{bigint_i64, boolean, describe, is_nullish, number, object, string};
+use crate::binding::read::name::read_counter_name;
+use crate::binding::read::options::read_write_concern;
+use crate::engine::client::write_concern::{WriteAck, WriteConcernSpec};
+use crate::engine::counter::counter_name::CounterName;
 use crate::engine::error::{SeqError, SeqResult};
 use crate::engine::text::quote::quoted;
+use crate::engine::text::validate::check_safe_integer;
 
 /// The type an option takes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -50,66 +55,81 @@ impl Kind {
 /// Option names with their kinds.
 pub type Spec = &'static [(&'static str, Kind)];
 
-/// Options of every sequence call (`SequenceOptions`).
-pub const SEQUENCE: Spec = &[
-    ("collection", Kind::Text),
-    ("field", Kind::Text),
-    ("upsert", Kind::Flag),
-    ("start", Kind::Integer),
-    ("bigint", Kind::Flag),
-    ("uri", Kind::Text),
-    ("coalesce", Kind::Flag),
-    ("cache", Kind::Whole),
-    ("writeConcern", Kind::WriteConcern),
-    ("format", Kind::Text),
-];
+/// An option's value read by its [`Kind`], before it is converted into the engine's
+/// options.
+#[derive(Debug, Clone, PartialEq)]
+pub enum OptionValue {
+    /// A [`Kind::Text`] value.
+    Text(String),
+    /// A [`Kind::Flag`] value.
+    Flag(bool),
+    /// A [`Kind::Integer`] value.
+    Integer(i64),
+    /// A [`Kind::Whole`] value (its range is the engine's to check).
+    Whole(f64),
+    /// A [`Kind::Name`] value.
+    Name(CounterName),
+    /// A [`Kind::WriteConcern`] value.
+    WriteConcern(WriteConcernSpec),
+    /// A [`Kind::Ack`] value.
+    Ack(WriteAck),
+    /// A [`Kind::Fields`] value.
+    Fields(Document),
+}
 
-/// The options of [`SEQUENCE`] that `listSequences` uses (`ListOptions`).
-pub const LIST_USES: &[&str] = &["collection", "field", "bigint", "uri"];
+impl OptionValue {
+    /// The kind of the value.
+    pub fn kind(&self) -> Kind {
+        match self {
+            OptionValue::Text(_) => Kind::Text,
+            OptionValue::Flag(_) => Kind::Flag,
+            OptionValue::Integer(_) => Kind::Integer,
+            OptionValue::Whole(_) => Kind::Whole,
+            OptionValue::Name(_) => Kind::Name,
+            OptionValue::WriteConcern(_) => Kind::WriteConcern,
+            OptionValue::Ack(_) => Kind::Ack,
+            OptionValue::Fields(_) => Kind::Fields,
+        }
+    }
+}
 
-/// The options of [`SEQUENCE`] that `syncToMax` uses (`SyncOptions`).
-pub const SYNC_USES: &[&str] = &["collection", "field", "bigint", "uri", "writeConcern"];
+/// Reads `value`, given for the option `label` (`key`, or `writeConcern.key` for a
+/// nested one), as `kind`.
+pub fn read_value(label: &str, kind: Kind, value: &Unknown) -> SeqResult<OptionValue> {
+    Ok(match kind {
+        Kind::Text => OptionValue::Text(text(label, value)?),
+        Kind::Flag => OptionValue::Flag(flag(label, value)?),
+        Kind::Integer => OptionValue::Integer(read_integer(label, value)?),
+        Kind::Whole => OptionValue::Whole(whole(label, value)?),
+        Kind::Name => OptionValue::Name(read_counter_name(value)?),
+        Kind::WriteConcern => OptionValue::WriteConcern(read_write_concern(value)?),
+        Kind::Ack => OptionValue::Ack(if let Some(n) = number(value) {
+            WriteAck::from_number(n)?
+        } else if let Some(text) = string(value) {
+            WriteAck::from_text(&text)?
+        } else {
+            return Err(wrong_type(label, kind, value));
+        }),
+        Kind::Fields => {
+            if is_nullish(value) || object(value).is_none() {
+                return Err(SeqError::invalid_argument(format!(
+                    "option '{label}' must be an object of fields, e.g. {{ id: 'invoice', \
+                     reference_value: null }}; got {}",
+                    describe(value)
+                )));
+            }
+            OptionValue::Fields(to_document(value)?)
+        }
+    })
+}
 
-/// The options of [`SEQUENCE`] that `setCountersWhere` uses.
-pub const SET_WHERE_USES: &[&str] = &["collection", "field", "uri", "writeConcern"];
-
-/// Options `insertOne`/`insertMany` take besides [`SEQUENCE`] (`InsertOptions`); these
-/// win over the common ones of the same name (`field` is the document field there).
-pub const INSERT: Spec = &[
-    ("field", Kind::Text),
-    ("sequence", Kind::Name),
-    ("counters", Kind::Text),
-    ("counterField", Kind::Text),
-    ("upsert", Kind::Flag),
-    ("gapless", Kind::Flag),
-    ("counterLocator", Kind::Fields),
-    ("step", Kind::Integer),
-];
-
-/// The common option `insertOne`/`insertMany` refuse, pointing to `counters` instead.
-pub const INSERT_REFUSED: &str = "collection";
-
-/// Options of `connect` (`ConnectOptions`).
-pub const CONNECT: Spec = &[
-    ("serverSelectionTimeoutMS", Kind::Whole),
-    ("connectTimeoutMS", Kind::Whole),
-];
-
-/// The `writeConcern` option (`WriteConcernOptions`).
-pub const WRITE_CONCERN: Spec = &[
-    ("w", Kind::Ack),
-    ("journal", Kind::Flag),
-    ("wtimeoutMS", Kind::Whole),
-];
-
-/// Options of `Sequence.init`.
-pub const INIT: Spec = &[
-    ("start", Kind::Integer),
-    ("step", Kind::Integer),
-    ("minValue", Kind::Integer),
-    ("maxValue", Kind::Integer),
-    ("cycle", Kind::Flag),
-];
+/// A safe-integer number or a 64-bit BigInt.
+pub fn read_integer(key: &str, value: &Unknown) -> SeqResult<i64> {
+    if let Some(n) = number(value) {
+        return check_safe_integer(key, n);
+    }
+    bigint_i64(value).ok_or_else(|| wrong_type(key, Kind::Integer, value))
+}
 
 /// The kind of `key` in the first of `specs` that lists it.
 pub fn kind_of(key: &str, specs: &[Spec]) -> Option<Kind> {
@@ -169,75 +189,4 @@ pub fn flag(key: &str, value: &Unknown) -> SeqResult<bool> {
 /// A `Whole` option's value, as the number given (its range is the reader's to check).
 pub fn whole(key: &str, value: &Unknown) -> SeqResult<f64> {
     number(value).ok_or_else(|| wrong_type(key, Kind::Whole, value))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use std::collections::BTreeMap;
-
-    /// The fields of `export interface <name> { ... }` in `index.d.ts`, with their types.
-    fn interface(dts: &str, name: &str) -> BTreeMap<String, String> {
-        let start = dts
-            .find(&format!("export interface {name} {{"))
-            .unwrap_or_else(|| panic!("interface {name} in index.d.ts"));
-        let body = &dts[start..];
-        let body = &body[body.find('{').unwrap() + 1..body.find("\n}").unwrap()];
-        fields(body)
-    }
-
-    /// `key?: type` lines (or `; `-separated members) outside doc comments.
-    fn fields(body: &str) -> BTreeMap<String, String> {
-        body.split(['\n', ';'])
-            .map(str::trim)
-            .filter(|l| !l.is_empty() && !l.starts_with('*') && !l.starts_with("/*"))
-            .filter_map(|l| l.split_once("?:"))
-            .map(|(k, t)| (k.trim().to_string(), t.trim().to_string()))
-            .collect()
-    }
-
-    fn expected(specs: &[Spec], without: &[&str]) -> BTreeMap<String, String> {
-        let mut out = BTreeMap::new();
-        for (name, kind) in specs.iter().rev().flat_map(|s| s.iter()) {
-            if !without.contains(name) {
-                out.insert(name.to_string(), kind.ts_type().to_string());
-            }
-        }
-        out
-    }
-
-    #[test]
-    fn typings_list_exactly_what_the_readers_accept() {
-        let dts = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/index.d.ts"))
-            .expect("index.d.ts");
-        assert_eq!(
-            interface(&dts, "SequenceOptions"),
-            expected(&[SEQUENCE], &[])
-        );
-        assert_eq!(
-            interface(&dts, "InsertOptions"),
-            expected(&[INSERT, SEQUENCE], &[INSERT_REFUSED])
-        );
-        assert_eq!(interface(&dts, "ConnectOptions"), expected(&[CONNECT], &[]));
-        assert_eq!(
-            interface(&dts, "WriteConcernOptions"),
-            expected(&[WRITE_CONCERN], &[])
-        );
-        let init = dts
-            .split('\n')
-            .find(|l| l.trim_start().starts_with("init(options?: {"))
-            .expect("Sequence.init in index.d.ts");
-        let members = &init[init.find('{').unwrap() + 1..init.rfind('}').unwrap()];
-        assert_eq!(fields(members), expected(&[INIT], &[]));
-    }
-
-    #[test]
-    fn unknown_keys_are_refused_with_a_short_quote() {
-        let keys = vec!["upsert".to_string(), "x".repeat(10_000)];
-        let e = check_keys("option", &keys, &[SEQUENCE]).unwrap_err();
-        assert!(e.message.len() < 400, "{}", e.message);
-        assert!(check_keys("option", &keys[..1], &[SEQUENCE]).is_ok());
-        assert_eq!(kind_of("gapless", &[SEQUENCE, INSERT]), Some(Kind::Flag));
-        assert_eq!(kind_of("gapless", &[SEQUENCE]), None);
-    }
 }

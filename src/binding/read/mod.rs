@@ -9,3 +9,4 @@ pub mod kinds;
 pub mod name;
 pub mod object_memo;
 pub mod options;
+pub mod table;

@@ -142,17 +142,6 @@ pub fn function_promise<'env>(
     }
 }
 
-/// Refuses `format` for calls that return bounds, before any I/O.
-pub fn refuse_format(counter: &NamedCounter) -> SeqResult<()> {
-    if counter.options.format.is_some() {
-        return Err(SeqError::invalid_argument(
-            "option 'format' does not apply to ranges; use getNextSequenceBatch or format the \
-             bounds with formatSequence",
-        ));
-    }
-    Ok(())
-}
-
 /// Submits the call at once when its reservation is at hand (kept in `slot`, or for a
 /// client already open), so that calls keep the order in which JavaScript made them;
 /// `None` when the client must be opened first.
