@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use napi::bindgen_prelude::{Env, PromiseRaw, Unknown};
 
-use crate::binding::error::to_js_error;
+use crate::binding::error::OrThrow;
 use crate::binding::read::js::{describe, required_string, string};
 use crate::binding::spawn::promise;
 use crate::engine::client::connection::ConnectionTarget;
@@ -28,8 +28,8 @@ impl SequenceClient {
     #[napi(ts_args_type = "name: string")]
     pub fn db(&self, env: &Env, name: Unknown) -> napi::Result<SequenceDb> {
         sync_call(env, "SequenceClient.db", || {
-            let name = required_string("database name", &name).map_err(|e| to_js_error(env, e))?;
-            self.handle.store(&name).map_err(|e| to_js_error(env, e))?;
+            let name = required_string("database name", &name).or_throw(env)?;
+            self.handle.store(&name).or_throw(env)?;
             Ok(SequenceDb {
                 handle: self.handle.clone(),
                 name,

@@ -7,7 +7,7 @@ use crate::engine::panic_safety::caught;
 use napi::bindgen_prelude::{Env, Function, JsObjectValue, Object, ObjectRef, PromiseRaw, Unknown};
 use napi::{JsValue, ValueType};
 
-use crate::binding::error::to_js_error;
+use crate::binding::error::OrThrow;
 use crate::binding::output::Value;
 use crate::binding::read::bson::to_document;
 use crate::binding::read::js::{
@@ -119,20 +119,20 @@ fn number_docs(env: &Env, target: &Object, insert: &Insert, range: IdRange) -> n
         } else {
             Some(target.to_unknown())
         };
-        let mut doc = doc.as_ref().and_then(object).ok_or_else(|| {
-            to_js_error(
-                env,
+        let mut doc = doc
+            .as_ref()
+            .and_then(object)
+            .ok_or_else(|| {
                 SeqError::invalid_argument(format!(
                     "document {index} was replaced by something else than a plain object \
                      during the call; its number {v} is left unused"
-                )),
-            )
-        })?;
+                ))
+            })
+            .or_throw(env)?;
         match &options.format {
             Some(pattern) => doc.set_named_property(&insert.field, pattern.format(v, now))?,
             None => {
-                let value = Value::checked(&insert.named.label, v, options.bigint)
-                    .map_err(|e| to_js_error(env, e))?;
+                let value = Value::checked(&insert.named.label, v, options.bigint).or_throw(env)?;
                 doc.set_named_property(&insert.field, value)?
             }
         }
@@ -154,8 +154,7 @@ fn gapless_result<'env>(
         match id {
             Bson::Int32(v) => target.set_named_property(key, Value::Number(f64::from(*v))),
             Bson::Int64(v) => {
-                let value = Value::checked(&insert.named.label, *v, bigint)
-                    .map_err(|e| to_js_error(env, e))?;
+                let value = Value::checked(&insert.named.label, *v, bigint).or_throw(env)?;
                 target.set_named_property(key, value)
             }
             Bson::String(s) => target.set_named_property(key, s.as_str()),
@@ -189,7 +188,7 @@ fn spawn_insert<'env>(
         (Ok(insert), Some(db), Some(target)) => (insert, db, target),
         (Err(e), _, _) => {
             return env.spawn_future_with_callback(async { Ok(()) }, move |env, ()| {
-                Err::<Unknown, _>(to_js_error(env, e))
+                Err::<Unknown, _>(e).or_throw(env)
             })
         }
         _ => return Err(napi::Error::from_reason("db and documents must be objects")),
@@ -238,7 +237,7 @@ fn spawn_insert<'env>(
             // throws rejects the promise instead of leaving it pending.
             let outcome = sync_call(env, "writing the numbers into the documents", || {
                 match (reserved, db_ref.get_value(env), target_ref.get_value(env)) {
-                    (Err(e), _, _) => Err(to_js_error(env, e)),
+                    (Err(e), _, _) => Err(e).or_throw(env),
                     (Ok((range, ids)), Ok(db), Ok(target)) => match ids {
                         None => insert_now(env, db, target, &insert, range),
                         Some(ids) => number_docs(env, &target, &insert, range)

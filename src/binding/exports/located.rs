@@ -4,7 +4,7 @@
 
 use napi::bindgen_prelude::{Env, PromiseRaw, Unknown};
 
-use crate::binding::error::to_js_error;
+use crate::binding::error::OrThrow;
 use crate::binding::exports::sequence_handle::Sequence;
 use crate::binding::guard::{promise_call, sync_call};
 use crate::binding::output::{Output, Value};
@@ -58,7 +58,7 @@ pub fn counter_at<'env>(
             options.locator = Locator::ByFields(located);
             NamedCounter::from_parts(env, &db, name, options)
         };
-        let counter = read().map_err(|e| to_js_error(env, e))?;
+        let counter = read().or_throw(env)?;
         Ok(Sequence::new(counter))
     })
 }

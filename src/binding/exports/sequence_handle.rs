@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 
 use napi::bindgen_prelude::{Env, PromiseRaw, Unknown};
 
-use crate::binding::error::to_js_error;
+use crate::binding::error::OrThrow;
 use crate::binding::exports::manage::{admin_promise, managed_promise, read_source};
 use crate::binding::output::{Output, Value};
 use crate::binding::read::kinds::read_integer;
@@ -318,8 +318,7 @@ pub fn sequence<'env>(
     options: Option<Unknown<'env>>,
 ) -> napi::Result<Sequence> {
     sync_call(env, "sequence", || {
-        let counter = NamedCounter::read(env, &db, &name, options.as_ref())
-            .map_err(|e| to_js_error(env, e))?;
+        let counter = NamedCounter::read(env, &db, &name, options.as_ref()).or_throw(env)?;
         Ok(Sequence {
             counter,
             slot: Arc::new(Mutex::new(None)),
