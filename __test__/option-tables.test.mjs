@@ -5,7 +5,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { setup, seq, rejectsWithCode } from './helpers.mjs';
+import { setup, seq, rejectsWithCode, failure } from './helpers.mjs';
 
 let env;
 before(async () => {
@@ -23,16 +23,6 @@ function fieldsOf(name) {
   assert.ok(start >= 0, `interface ${name} in index.d.ts`);
   const body = dts.slice(dts.indexOf('{', start) + 1, dts.indexOf('\n}', start));
   return [...body.matchAll(/^\s*([A-Za-z]+)\?:/gm)].map((m) => m[1]);
-}
-
-/** Runs a call and returns its error (a thrown one or a rejection), or undefined. */
-async function errorOf(call) {
-  try {
-    await call();
-  } catch (e) {
-    return e;
-  }
-  return undefined;
 }
 
 /** Each option interface with a call that reads it. */
@@ -56,17 +46,17 @@ test('every option the typings list is read by its call, and no other', async ()
     assert.ok(fields.length > 0, `${name} has fields`);
     for (const field of fields) {
       // A Symbol is no option's type: the reader must know the key to refuse its value.
-      const e = await errorOf(() => call({ [field]: Symbol('wrong') }));
+      const e = await failure(() => call({ [field]: Symbol('wrong') }));
       assert.equal(e?.code, 'INVALID_ARGUMENT', `${name}.${field}: ${e?.message}`);
       assert.doesNotMatch(e.message, /unknown|not used by/, `${name}.${field} is read`);
     }
-    const unknown = await errorOf(() => call({ notAnOption: 1 }));
+    const unknown = await failure(() => call({ notAnOption: 1 }));
     assert.equal(unknown?.code, 'INVALID_ARGUMENT', name);
     assert.match(unknown.message, /unknown .*notAnOption/, name);
     // A common option an interface leaves out is refused by name, not read nor ignored.
     if (!['ListOptions', 'SyncOptions', 'SetCountersOptions'].includes(name)) continue;
     for (const common of sequenceOptions.filter((f) => !fields.includes(f))) {
-      const e = await errorOf(() => call({ [common]: Symbol('wrong') }));
+      const e = await failure(() => call({ [common]: Symbol('wrong') }));
       assert.equal(e?.code, 'INVALID_ARGUMENT', `${name} without ${common}`);
       assert.match(e.message, new RegExp(`${common}.? is not used by`), `${name} without ${common}`);
     }

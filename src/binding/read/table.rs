@@ -218,45 +218,42 @@ macro_rules! typings {
         #[napi(object)]
         pub struct $name { $($done)* }
     };
-    ($s:tt $n:ident [$($d:tt)*] [$($doc:tt)*] $f:ident $js:tt Text $($rest:tt)*) => {
+    (@field $s:tt $n:ident [$($d:tt)*] [$($doc:tt)*] $f:ident $js:tt [$($ty:tt)*] [$($ts:tt)?]
+        $($rest:tt)*) => {
         $crate::binding::read::table::typings!($s $n [$($d)* $($doc)*
-            #[napi(js_name = $js)] pub $f: Option<String>,] $($rest)*);
+            #[napi(js_name = $js $(, ts_type = $ts)?)] pub $f: Option<$($ty)*>,] $($rest)*);
     };
-    ($s:tt $n:ident [$($d:tt)*] [$($doc:tt)*] $f:ident $js:tt Flag $($rest:tt)*) => {
-        $crate::binding::read::table::typings!($s $n [$($d)* $($doc)*
-            #[napi(js_name = $js)] pub $f: Option<bool>,] $($rest)*);
+    ($s:tt $n:ident $d:tt $doc:tt $f:ident $js:tt Text $($r:tt)*) => {
+        $crate::binding::read::table::typings!(@field $s $n $d $doc $f $js [String] [] $($r)*);
     };
-    ($s:tt $n:ident [$($d:tt)*] [$($doc:tt)*] $f:ident $js:tt Whole $($rest:tt)*) => {
-        $crate::binding::read::table::typings!($s $n [$($d)* $($doc)*
-            #[napi(js_name = $js)] pub $f: Option<f64>,] $($rest)*);
+    ($s:tt $n:ident $d:tt $doc:tt $f:ident $js:tt Flag $($r:tt)*) => {
+        $crate::binding::read::table::typings!(@field $s $n $d $doc $f $js [bool] [] $($r)*);
     };
-    ($s:tt $n:ident [$($d:tt)*] [$($doc:tt)*] $f:ident $js:tt Integer $($rest:tt)*) => {
-        $crate::binding::read::table::typings!($s $n [$($d)* $($doc)*
-            #[napi(js_name = $js, ts_type = "number | bigint")]
-            pub $f: Option<napi::Either<f64, napi::bindgen_prelude::BigInt>>,] $($rest)*);
+    ($s:tt $n:ident $d:tt $doc:tt $f:ident $js:tt Whole $($r:tt)*) => {
+        $crate::binding::read::table::typings!(@field $s $n $d $doc $f $js [f64] [] $($r)*);
     };
-    ($s:tt $n:ident [$($d:tt)*] [$($doc:tt)*] $f:ident $js:tt Name $($rest:tt)*) => {
-        $crate::binding::read::table::typings!($s $n [$($d)* $($doc)*
-            #[napi(js_name = $js,
-                   ts_type = "string | Record<string, string | number | boolean | bigint>")]
-            pub $f: Option<napi::Either<String, std::collections::HashMap<String,
-                napi::bindgen_prelude::Either4<String, f64, bool,
-                    napi::bindgen_prelude::BigInt>>>>,] $($rest)*);
+    ($s:tt $n:ident $d:tt $doc:tt $f:ident $js:tt Integer $($r:tt)*) => {
+        $crate::binding::read::table::typings!(@field $s $n $d $doc $f $js
+            [napi::Either<f64, napi::bindgen_prelude::BigInt>] ["number | bigint"] $($r)*);
     };
-    ($s:tt $n:ident [$($d:tt)*] [$($doc:tt)*] $f:ident $js:tt WriteConcern $($rest:tt)*) => {
-        $crate::binding::read::table::typings!($s $n [$($d)* $($doc)*
-            #[napi(js_name = $js)] pub $f: Option<WriteConcernOptions>,] $($rest)*);
+    ($s:tt $n:ident $d:tt $doc:tt $f:ident $js:tt Name $($r:tt)*) => {
+        $crate::binding::read::table::typings!(@field $s $n $d $doc $f $js
+            [napi::Either<String, std::collections::HashMap<String,
+                napi::bindgen_prelude::Either4<String, f64, bool, napi::bindgen_prelude::BigInt>>>]
+            ["string | Record<string, string | number | boolean | bigint>"] $($r)*);
     };
-    ($s:tt $n:ident [$($d:tt)*] [$($doc:tt)*] $f:ident $js:tt Ack $($rest:tt)*) => {
-        $crate::binding::read::table::typings!($s $n [$($d)* $($doc)*
-            #[napi(js_name = $js, ts_type = "number | 'majority' | string")]
-            pub $f: Option<napi::Either<f64, String>>,] $($rest)*);
+    ($s:tt $n:ident $d:tt $doc:tt $f:ident $js:tt WriteConcern $($r:tt)*) => {
+        $crate::binding::read::table::typings!(@field $s $n $d $doc $f $js
+            [WriteConcernOptions] [] $($r)*);
     };
-    ($s:tt $n:ident [$($d:tt)*] [$($doc:tt)*] $f:ident $js:tt Fields $($rest:tt)*) => {
-        $crate::binding::read::table::typings!($s $n [$($d)* $($doc)*
-            #[napi(js_name = $js, ts_type = "Record<string, unknown>")]
-            pub $f: Option<std::collections::HashMap<String,
-                napi::bindgen_prelude::Unknown<'static>>>,] $($rest)*);
+    ($s:tt $n:ident $d:tt $doc:tt $f:ident $js:tt Ack $($r:tt)*) => {
+        $crate::binding::read::table::typings!(@field $s $n $d $doc $f $js
+            [napi::Either<f64, String>] ["number | 'majority' | string"] $($r)*);
+    };
+    ($s:tt $n:ident $d:tt $doc:tt $f:ident $js:tt Fields $($r:tt)*) => {
+        $crate::binding::read::table::typings!(@field $s $n $d $doc $f $js
+            [std::collections::HashMap<String, napi::bindgen_prelude::Unknown<'static>>]
+            ["Record<string, unknown>"] $($r)*);
     };
 }
 
