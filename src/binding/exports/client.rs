@@ -29,7 +29,7 @@ impl SequenceClient {
     pub fn db(&self, env: &Env, name: Unknown) -> napi::Result<SequenceDb> {
         sync_call(env, "SequenceClient.db", || {
             let name = required_string("database name", &name).or_throw(env)?;
-            self.handle.store(&name).or_throw(env)?;
+            self.handle.driver(&name).or_throw(env)?;
             Ok(SequenceDb {
                 handle: self.handle.clone(),
                 name,

@@ -15,9 +15,9 @@ use crate::binding::read::kinds::read_integer;
 use crate::binding::read::options::{read_located_options, read_used_options, SetCountersTable};
 use crate::binding::reserve::values::NamedCounter;
 use crate::binding::spawn::promise;
-use crate::engine::call_options::label_of;
 use crate::engine::counter::locator::{FieldsLocator, Locator};
 use crate::engine::error::{SeqError, SeqResult};
+use crate::engine::option_rules::label_of;
 
 /// Reads a locator argument (`what` names it in messages) for a counter counting in
 /// `field`: a plain object of 1 to 8 equality fields.
@@ -94,7 +94,7 @@ pub fn set_counters_where<'env>(
             let (target, options, counter, fields, value) = read?;
             let (handle, database) = target.resolve().await?;
             let store = handle
-                .store(&database)?
+                .driver(&database)?
                 .with_write_concern(options.write_concern.map(|w| w.to_driver()));
             let matched = store.set_where(&counter, fields, value).await?;
             Ok(Output::Single(Value::checked(

@@ -13,9 +13,9 @@ use crate::binding::read::name::read_counter_name;
 use crate::binding::read::options::{read_used_options, ListTable, SyncTable};
 use crate::binding::reserve::values::{NamedCounter, ReservationSlot};
 use crate::binding::spawn::promise;
-use crate::engine::admin;
-use crate::engine::alloc::reserve::Reservation;
+use crate::engine::alloc::prepared_counter::PreparedCounter;
 use crate::engine::error::SeqResult;
+use crate::engine::management;
 use crate::engine::text::validate::{check_collection, check_field, check_field_name, FieldUse};
 
 /// Runs `op` on the prepared counter of `named`.
@@ -26,7 +26,7 @@ pub fn admin_promise<'env, F, Fut>(
     op: F,
 ) -> napi::Result<PromiseRaw<'env, Output>>
 where
-    F: FnOnce(Reservation, NamedCounter) -> Fut + Send + 'static,
+    F: FnOnce(PreparedCounter, NamedCounter) -> Fut + Send + 'static,
     Fut: Future<Output = SeqResult<Output>> + Send + 'static,
 {
     let slot = slot.cloned();
@@ -48,7 +48,7 @@ pub fn managed_promise<'env, F, Fut>(
     op: F,
 ) -> napi::Result<PromiseRaw<'env, Output>>
 where
-    F: FnOnce(Reservation, NamedCounter) -> Fut + Send + 'static,
+    F: FnOnce(PreparedCounter, NamedCounter) -> Fut + Send + 'static,
     Fut: Future<Output = SeqResult<Output>> + Send + 'static,
 {
     admin_promise(env, named, slot, |reservation, named| async move {
@@ -89,7 +89,7 @@ pub fn list_sequences<'env>(
         promise(env, async move {
             let (target, options) = read?;
             let (handle, database) = target.resolve().await?;
-            let store = handle.store(&database)?;
+            let store = handle.driver(&database)?;
             let mut entries = Vec::new();
             for (id, value, config) in store.list(&options.collection, &options.field).await? {
                 let label = id.to_string();
@@ -140,13 +140,13 @@ pub fn sync_to_max<'env>(
         };
         managed_promise(env, named, None, move |reservation, named| async move {
             let (source, field) = source.expect("read with the counter");
-            let source = admin::SourceField {
-                store: reservation.store(),
+            let source = management::SourceField {
+                driver: reservation.driver(),
                 collection: source,
                 path: field,
             };
             let value =
-                admin::sync_to_source(reservation.counters(), reservation.counter(), &source)
+                management::sync_to_source(reservation.counters(), reservation.counter(), &source)
                     .await?;
             Ok(Output::Single(Value::checked(
                 &named.label,

@@ -6,7 +6,7 @@ use napi::bindgen_prelude::{Env, PromiseRaw, Unknown};
 
 use crate::binding::output::Output;
 use crate::binding::reserve::values::{function_promise, read_count, NamedCounter};
-use crate::engine::call_options::refuse_format;
+use crate::engine::option_rules::refuse_format;
 use crate::engine::text::validate::{MAX_BATCH_COUNT, MAX_RANGE_COUNT};
 
 /// Returns the next value of sequence `name`: a drop-in for the documented helper

@@ -15,10 +15,10 @@ use crate::binding::read::options::read_init;
 use crate::binding::reserve::values::{
     read_count, reserve_promise, NamedCounter, ReservationSlot, Shape,
 };
-use crate::engine::admin;
-use crate::engine::alloc::reserve::Reservation;
-use crate::engine::call_options::refuse_format;
+use crate::engine::alloc::prepared_counter::PreparedCounter;
 use crate::engine::error::SeqResult;
+use crate::engine::management;
+use crate::engine::option_rules::refuse_format;
 use crate::engine::text::validate::{MAX_BATCH_COUNT, MAX_RANGE_COUNT};
 
 /// A handle on one sequence with fixed options, from `sequence(db, name, options)`.
@@ -50,7 +50,7 @@ impl Sequence {
     ) -> napi::Result<PromiseRaw<'env, Output>>
     where
         A: Send + 'static,
-        F: FnOnce(Reservation, NamedCounter, A) -> Fut + Send + 'static,
+        F: FnOnce(PreparedCounter, NamedCounter, A) -> Fut + Send + 'static,
         Fut: std::future::Future<Output = SeqResult<Option<i64>>> + Send + 'static,
     {
         promise_call(env, call, || {
@@ -133,7 +133,7 @@ impl Sequence {
                 Ok(self.counter.clone()),
                 Some(&self.slot),
                 |r, named| async move {
-                    let value = admin::current(r.counters(), r.counter()).await?;
+                    let value = management::current(r.counters(), r.counter()).await?;
                     Ok(Output::Single(Value::checked(
                         &named.label,
                         value,
@@ -170,7 +170,7 @@ impl Sequence {
             managed_promise(env, named, Some(&self.slot), move |r, _| async move {
                 let spec = spec?;
                 let created =
-                    admin::init(r.counters(), r.counter(), spec.start, spec.config).await?;
+                    management::init(r.counters(), r.counter(), spec.start, spec.config).await?;
                 Ok(Output::Flag(created))
             })
         })
@@ -194,7 +194,7 @@ impl Sequence {
             "Sequence.set",
             || read_integer("value", &value),
             |r, named, value| async move {
-                admin::set(r.counters(), r.counter(), value, named.options.upsert).await?;
+                management::set(r.counters(), r.counter(), value, named.options.upsert).await?;
                 Ok(None)
             },
         )
@@ -219,7 +219,7 @@ impl Sequence {
             "Sequence.raiseTo",
             || read_integer("value", &value),
             |r, _, value| async move {
-                admin::raise_to(r.counters(), r.counter(), value)
+                management::raise_to(r.counters(), r.counter(), value)
                     .await
                     .map(Some)
             },
@@ -245,12 +245,12 @@ impl Sequence {
             "Sequence.syncToMax",
             || read_source(&source, &field),
             |r, _, (source, field)| async move {
-                let source = admin::SourceField {
-                    store: r.store(),
+                let source = management::SourceField {
+                    driver: r.driver(),
                     collection: source,
                     path: field,
                 };
-                admin::sync_to_source(r.counters(), r.counter(), &source)
+                management::sync_to_source(r.counters(), r.counter(), &source)
                     .await
                     .map(Some)
             },
@@ -268,7 +268,7 @@ impl Sequence {
                 Some(&self.slot),
                 |r, named| async move {
                     let start =
-                        admin::reset(r.counters(), r.counter(), named.options.start).await?;
+                        management::reset(r.counters(), r.counter(), named.options.start).await?;
                     Ok(Output::Single(Value::checked(
                         &named.label,
                         start,
@@ -288,7 +288,7 @@ impl Sequence {
                 Ok(self.counter.clone()),
                 Some(&self.slot),
                 |r, _| async move {
-                    let existed = admin::drop_counter(r.counters(), r.counter()).await?;
+                    let existed = management::drop_counter(r.counters(), r.counter()).await?;
                     Ok(Output::Flag(existed))
                 },
             )

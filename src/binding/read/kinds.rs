@@ -24,8 +24,8 @@ pub enum Kind {
     Flag,
     /// A safe-integer number or a 64-bit BigInt.
     Integer,
-    /// A number (whole, range checked by the reader).
-    Whole,
+    /// A number, never a BigInt (whole, range checked by the engine).
+    Number,
     /// A sequence name: a string or a scope object.
     Name,
     /// A `{ w, journal, wtimeoutMS }` object.
@@ -43,7 +43,7 @@ impl Kind {
             Kind::Text => "string",
             Kind::Flag => "boolean",
             Kind::Integer => "number | bigint",
-            Kind::Whole => "number",
+            Kind::Number => "number",
             Kind::Name => "string | Record<string, string | number | boolean | bigint>",
             Kind::WriteConcern => "WriteConcernOptions",
             Kind::Ack => "number | 'majority' | string",
@@ -65,8 +65,8 @@ pub enum OptionValue {
     Flag(bool),
     /// A [`Kind::Integer`] value.
     Integer(i64),
-    /// A [`Kind::Whole`] value (its range is the engine's to check).
-    Whole(f64),
+    /// A [`Kind::Number`] value (its range is the engine's to check).
+    Number(f64),
     /// A [`Kind::Name`] value.
     Name(CounterName),
     /// A [`Kind::WriteConcern`] value.
@@ -84,7 +84,7 @@ impl OptionValue {
             OptionValue::Text(_) => Kind::Text,
             OptionValue::Flag(_) => Kind::Flag,
             OptionValue::Integer(_) => Kind::Integer,
-            OptionValue::Whole(_) => Kind::Whole,
+            OptionValue::Number(_) => Kind::Number,
             OptionValue::Name(_) => Kind::Name,
             OptionValue::WriteConcern(_) => Kind::WriteConcern,
             OptionValue::Ack(_) => Kind::Ack,
@@ -100,7 +100,7 @@ pub fn read_value(label: &str, kind: Kind, value: &Unknown) -> SeqResult<OptionV
         Kind::Text => OptionValue::Text(text(label, value)?),
         Kind::Flag => OptionValue::Flag(flag(label, value)?),
         Kind::Integer => OptionValue::Integer(read_integer(label, value)?),
-        Kind::Whole => OptionValue::Whole(whole(label, value)?),
+        Kind::Number => OptionValue::Number(whole(label, value)?),
         Kind::Name => OptionValue::Name(read_counter_name(value)?),
         Kind::WriteConcern => OptionValue::WriteConcern(read_write_concern(value)?),
         Kind::Ack => OptionValue::Ack(if let Some(n) = number(value) {
@@ -164,7 +164,7 @@ pub fn wrong_type(key: &str, kind: Kind, value: &Unknown) -> SeqError {
         Kind::Text => "a string",
         Kind::Flag => "a boolean",
         Kind::Integer => "a safe integer or a 64-bit BigInt",
-        Kind::Whole => "a number",
+        Kind::Number => "a number",
         Kind::Name => "a string or a plain object of scalar fields",
         Kind::WriteConcern => "an object",
         Kind::Ack => "a number or a string",
@@ -186,7 +186,7 @@ pub fn flag(key: &str, value: &Unknown) -> SeqResult<bool> {
     boolean(value).ok_or_else(|| wrong_type(key, Kind::Flag, value))
 }
 
-/// A `Whole` option's value, as the number given (its range is the reader's to check).
+/// A `Number` option's value, as the number given (its range is the reader's to check).
 pub fn whole(key: &str, value: &Unknown) -> SeqResult<f64> {
-    number(value).ok_or_else(|| wrong_type(key, Kind::Whole, value))
+    number(value).ok_or_else(|| wrong_type(key, Kind::Number, value))
 }

@@ -1,7 +1,7 @@
 //! Every option set, each written once as a table: its typings (the interfaces of
 //! `index.d.ts`), the names and kinds its reader accepts, and its conversion into the
 //! engine's options. Defaults and rules across options are the engine's
-//! (`engine::options`, `engine::call_options`).
+//! (`engine::call_options`, `engine::option_rules`).
 
 use std::time::Duration;
 
@@ -12,15 +12,15 @@ use crate::binding::read::kinds::{wrong_type, Kind};
 use crate::binding::read::table::{
     option_table, options_object, read_each, read_keys_first, OptionTable,
 };
-use crate::engine::call_options::{
-    millis_up_to, wtimeout_millis, InitOptions as EngineInitOptions, InitSpec,
-    InsertOptions as EngineInsertOptions, MAX_CLOSE_TIMEOUT_MS, MAX_TIMEOUT_MS,
-};
+use crate::engine::call_options::CallOptions as EngineOptions;
 use crate::engine::client::connection::ConnectionTarget;
 use crate::engine::client::registry::DEFAULT_CLOSE_TIMEOUT;
 use crate::engine::client::write_concern::WriteConcernSpec;
 use crate::engine::error::SeqResult;
-use crate::engine::options::SequenceOptions as EngineOptions;
+use crate::engine::option_rules::{
+    millis_up_to, wtimeout_millis, InitOptions as EngineInitOptions, InitSpec,
+    InsertOptions as EngineInsertOptions, MAX_CLOSE_TIMEOUT_MS, MAX_TIMEOUT_MS,
+};
 use crate::engine::text::format::Pattern;
 use crate::engine::text::validate::check_cache_size;
 
@@ -54,7 +54,7 @@ option_table! {
     #[doc = " Values stay unique across processes and ascend within one, but not across"]
     #[doc = " processes; values left unused when the process exits are lost (gaps)."]
     #[doc = " Batch calls larger than a block bypass the cache. From 1 to 1,000,000."]
-    cache "cache": Whole => |o, v| o.cache = Some(check_cache_size(v)?);
+    cache "cache": Number => |o, v| o.cache = Some(check_cache_size(v)?);
     #[doc = " Write concern of the counter writes, e.g. `{ w: 'majority', journal: true }`."]
     #[doc = " Default: the connection string's, else the server's (`w: 'majority'` on replica sets"]
     #[doc = " since MongoDB 5.0, `w: 1` on a standalone). `w` must acknowledge (at least 1)."]
@@ -74,7 +74,7 @@ option_table! {
     journal "journal": Flag => |o, v| o.journal = Some(v);
     #[doc = " Give up waiting for acknowledgement after this many milliseconds (the write may"]
     #[doc = " still have been applied: reported as `SERVER`)."]
-    wtimeout_ms "wtimeoutMS": Whole => |o, v| o.wtimeout_ms = Some(wtimeout_millis(v)?);
+    wtimeout_ms "wtimeoutMS": Number => |o, v| o.wtimeout_ms = Some(wtimeout_millis(v)?);
 }
 
 option_table! {
@@ -96,14 +96,14 @@ option_table! {
     #[doc = " As for `sequence()`. Default `true`."]
     coalesce "coalesce": Flag;
     #[doc = " As for `sequence()`."]
-    cache "cache": Whole;
+    cache "cache": Number;
     #[doc = " As for `sequence()`."]
     write_concern "writeConcern": WriteConcern;
     #[doc = " As for `sequence()`."]
     format "format": Text;
     #[doc = " The distance between the values of a plain counter (its `$inc` per value, not"]
     #[doc = " stored with the counter; not 0). Default `1`."]
-    step "step": Integer => |o, v| o.stride = v;
+    step "step": Integer => |o, v| o.step = v;
 }
 
 option_table! {
@@ -140,7 +140,7 @@ option_table! {
     #[doc = " As for the sequence functions."]
     coalesce "coalesce": Flag;
     #[doc = " As for the sequence functions."]
-    cache "cache": Whole;
+    cache "cache": Number;
     #[doc = " Increment the counter and insert the documents in one transaction, so a failed"]
     #[doc = " insert gives its numbers back (no gap). Serialises the writers of the counter and"]
     #[doc = " needs a replica set or sharded cluster (`TRANSACTIONS_UNSUPPORTED` otherwise). The"]
@@ -222,11 +222,11 @@ option_table! {
     keys "connect option" via [] only [];
     #[doc = " How long to wait for a suitable server before failing with `CONNECTION`"]
     #[doc = " (overrides the connection string; the driver's default is 30000)."]
-    server_selection_timeout_ms "serverSelectionTimeoutMS": Whole => |o, v|
+    server_selection_timeout_ms "serverSelectionTimeoutMS": Number => |o, v|
         o.server_selection_timeout_ms =
             Some(millis_up_to("serverSelectionTimeoutMS", v, MAX_TIMEOUT_MS)?);
     #[doc = " How long to wait for a TCP connection (overrides the connection string)."]
-    connect_timeout_ms "connectTimeoutMS": Whole => |o, v|
+    connect_timeout_ms "connectTimeoutMS": Number => |o, v|
         o.connect_timeout_ms = Some(millis_up_to("connectTimeoutMS", v, MAX_TIMEOUT_MS)?);
 }
 
@@ -236,7 +236,7 @@ option_table! {
     keys "close option" via [] only [];
     #[doc = " Longest wait for the driver to shut down, in milliseconds (default 5000). Pending"]
     #[doc = " calls reject with `CLIENT_CLOSED` at once either way."]
-    timeout_ms "timeoutMS": Whole => |o, v|
+    timeout_ms "timeoutMS": Number => |o, v|
         *o = Duration::from_millis(millis_up_to("timeoutMS", v, MAX_CLOSE_TIMEOUT_MS)?);
 }
 
@@ -409,7 +409,7 @@ mod tests {
             ],
             Kind::Flag => [OptionValue::Flag(true), OptionValue::Flag(false)],
             Kind::Integer => [OptionValue::Integer(7), OptionValue::Integer(9)],
-            Kind::Whole => [OptionValue::Whole(7.0), OptionValue::Whole(9.0)],
+            Kind::Number => [OptionValue::Number(7.0), OptionValue::Number(9.0)],
             Kind::Name => [name("a"), name("b")],
             Kind::WriteConcern => [concern(WriteAck::Nodes(1)), concern(WriteAck::Majority)],
             Kind::Ack => [

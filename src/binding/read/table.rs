@@ -229,7 +229,7 @@ macro_rules! typings {
     ($s:tt $n:ident $d:tt $doc:tt $f:ident $js:tt Flag $($r:tt)*) => {
         $crate::binding::read::table::typings!(@field $s $n $d $doc $f $js [bool] [] $($r)*);
     };
-    ($s:tt $n:ident $d:tt $doc:tt $f:ident $js:tt Whole $($r:tt)*) => {
+    ($s:tt $n:ident $d:tt $doc:tt $f:ident $js:tt Number $($r:tt)*) => {
         $crate::binding::read::table::typings!(@field $s $n $d $doc $f $js [f64] [] $($r)*);
     };
     ($s:tt $n:ident $d:tt $doc:tt $f:ident $js:tt Integer $($r:tt)*) => {

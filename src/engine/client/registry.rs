@@ -32,7 +32,7 @@ use crate::engine::client::connection::ConnectionTarget;
 use crate::engine::client::driver_error::from_driver;
 use crate::engine::error::{ErrorCode, SeqError, SeqResult};
 use crate::engine::store::counter_store::CounterRef;
-use crate::engine::store::mongo_store::{IndexMemo, MongoStore};
+use crate::engine::store::mongo_driver::{IndexMemo, MongoDriver};
 use crate::engine::text::validate::check_database;
 
 /// How long closing waits for the driver to shut down before leaving it to finish in the
@@ -133,11 +133,11 @@ impl ClientHandle {
     }
 
     /// The counters of database `name`.
-    pub fn store(&self, name: &str) -> SeqResult<MongoStore> {
+    pub fn driver(&self, name: &str) -> SeqResult<MongoDriver> {
         self.ensure_open()?;
         check_database(name)?;
         Ok(
-            MongoStore::new(self.client.database(name), self.secrets.clone())
+            MongoDriver::new(self.client.database(name), self.secrets.clone())
                 .with_index_memo(self.indexes.clone()),
         )
     }
@@ -334,6 +334,7 @@ pub struct ClientRegistry {
 
 impl ClientRegistry {
     /// A registry with these limits.
+    #[cfg(test)]
     pub fn with_limits(limits: Limits) -> Self {
         ClientRegistry {
             limits,
@@ -394,6 +395,7 @@ impl ClientRegistry {
     }
 
     /// Whether no client is open.
+    #[cfg(test)]
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
@@ -610,7 +612,7 @@ mod tests {
             registry.close_all(DEFAULT_CLOSE_TIMEOUT).await;
             assert!(registry.is_empty());
             assert!(z.is_closed());
-            assert_eq!(z.store("db").err().unwrap().code, ErrorCode::ClientClosed);
+            assert_eq!(z.driver("db").err().unwrap().code, ErrorCode::ClientClosed);
         });
     }
 

@@ -1,5 +1,5 @@
 //! The storage operations a sequence needs, as a trait: MongoDB implements it for real
-//! use (`mongo_store`), and unit tests implement it in memory.
+//! use (`driver_counters` over `mongo_driver`), and unit tests implement it in memory.
 
 use std::future::Future;
 
@@ -26,7 +26,7 @@ pub struct CounterRef {
     pub locator: Locator,
     /// Distance between the values a plain counter hands out (its `$inc` per value;
     /// not stored with the counter). 1 for the documented helper's counters.
-    pub stride: i64,
+    pub step: i64,
 }
 
 impl CounterRef {
@@ -38,14 +38,14 @@ impl CounterRef {
             label: name.label(),
             name,
             locator: Locator::ById,
-            stride: 1,
+            step: 1,
         }
     }
 
-    /// The same counter found by `locator`, handing out values `stride` apart.
-    pub fn located(mut self, locator: Locator, stride: i64) -> Self {
+    /// The same counter found by `locator`, handing out values `step` apart.
+    pub fn located(mut self, locator: Locator, step: i64) -> Self {
         self.locator = locator;
-        self.stride = stride;
+        self.step = step;
         self
     }
 
