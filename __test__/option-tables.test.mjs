@@ -105,3 +105,69 @@ test('insert refuses collection, pointing to counterCollection', async () => {
   const r = await seq.insertOne(env.db, 'nullish_collection', {}, { collection: undefined });
   assert.equal(r.insertedId, 1);
 });
+
+/** Valid values for each option of the handle-creating calls, by name. */
+const validValues = (fc) => ({
+  collection: fc.constantFrom('cnt', 'counters2'),
+  field: fc.constantFrom('val', 'seq'),
+  upsert: fc.boolean(),
+  start: fc.oneof(fc.integer({ min: -1000, max: 1000 }), fc.bigInt({ min: -1000n, max: 1000n })),
+  bigint: fc.boolean(),
+  coalesce: fc.boolean(),
+  cache: fc.integer({ min: 1, max: 1_000_000 }),
+  writeConcern: fc.record(
+    {
+      w: fc.oneof(fc.integer({ min: 1, max: 5 }), fc.constantFrom('majority', 'tagged')),
+      journal: fc.boolean(),
+      wtimeoutMS: fc.integer({ min: 0, max: 10_000 }),
+    },
+    { requiredKeys: [] },
+  ),
+  format: fc.constantFrom('A{seq}', 'ORD{YYYY}{seq:6}'),
+  step: fc.oneof(fc.integer({ min: 1, max: 1000 }), fc.integer({ min: -1000, max: -1 }), fc.bigInt({ min: 1n, max: 9n })),
+});
+
+test('randomized: a handle is made exactly when the typings allow every key and value', async () => {
+  const { default: fc } = await import('fast-check');
+  const valid = validValues(fc);
+  const wrong = fc.constantFrom(Symbol('wrong'), () => 1);
+  for (const [name, make] of [
+    ['SequenceOptions', (o) => seq.sequence(env.db, 'prop', o)],
+    ['LocatedOptions', (o) => seq.counterAt(env.db, { id: 'prop' }, o)],
+  ]) {
+    // `uri` would open another client: left out of the generated objects.
+    const fields = fieldsOf(name).filter((f) => f !== 'uri');
+    assert.deepEqual(fields.filter((f) => !(f in valid)), [], `a generator for each option of ${name}`);
+    const entry = fc.constantFrom(...fields).chain((key) =>
+      fc.oneof(
+        valid[key].map((value) => ({ key, value, ok: true })),
+        fc.constantFrom(undefined, null).map((value) => ({ key, value, ok: true })),
+        wrong.map((value) => ({ key, value, ok: false })),
+      ),
+    );
+    const unknownKey = fc.constantFrom('collections', 'Field', 'step_', 'wtimeoutMS', 'counters', 'sequence');
+    const options = fc.record({
+      entries: fc.uniqueArray(entry, { selector: (e) => e.key, maxLength: fields.length }),
+      extra: fc.option(unknownKey, { nil: undefined }),
+    });
+    fc.assert(
+      fc.property(options, ({ entries, extra }) => {
+        const object = Object.fromEntries(entries.map((e) => [e.key, e.value]));
+        let ok = entries.every((e) => e.ok);
+        if (extra !== undefined && !fields.includes(extra)) {
+          object[extra] = 1;
+          ok = false;
+        }
+        let error;
+        try {
+          make(object);
+        } catch (e) {
+          error = e;
+        }
+        if (ok) assert.equal(error, undefined, `${name} ${String(error?.message)}`);
+        else assert.equal(error?.code, 'INVALID_ARGUMENT', `${name}: ${String(error?.message)}`);
+      }),
+      { numRuns: 400, seed: 20261202 },
+    );
+  }
+});
