@@ -47,12 +47,11 @@ pub fn read_each<T: OptionTable>(
     refused: &[(&str, &str)],
 ) -> SeqResult<()> {
     for_each_property(object, "the options", |key, value| {
-        if is_nullish(&value) {
-            return check_known::<T>(key, refused, false);
+        let given = !is_nullish(&value);
+        match known::<T>(key, refused, given)? {
+            Some(kind) if given => T::set(target, key, read_value(key, kind, &value)?).map(|_| ()),
+            _ => Ok(()),
         }
-        check_known::<T>(key, refused, true)?;
-        let kind = kind_in::<T>(key).expect("checked above");
-        T::set(target, key, read_value(key, kind, &value)?).map(|_| ())
     })
 }
 
@@ -66,7 +65,7 @@ pub fn read_keys_first<T: OptionTable>(
     let keys = Object::keys(object)
         .map_err(|e| SeqError::invalid_argument(format!("cannot read the options: {e}")))?;
     for key in &keys {
-        check_known::<T>(key, &[], true)?;
+        known::<T>(key, &[], true)?;
     }
     for (key, kind) in T::SPEC {
         let value = property(object, key)?;
@@ -100,17 +99,22 @@ fn kind_in<T: OptionTable>(key: &str) -> Option<Kind> {
         .map(|(_, kind)| *kind)
 }
 
-/// Refuses `key` when `T` does not list it (or, when `given`, lists it as refused).
-fn check_known<T: OptionTable>(key: &str, refused: &[(&str, &str)], given: bool) -> SeqResult<()> {
+/// The kind `T` gives `key`; refuses `key` when `T` does not list it (or, when `given`,
+/// lists it in `refused`); `None` for a refused key not given.
+fn known<T: OptionTable>(
+    key: &str,
+    refused: &[(&str, &str)],
+    given: bool,
+) -> SeqResult<Option<Kind>> {
     if let Some((_, message)) = refused.iter().find(|(k, _)| *k == key) {
         return if given {
             Err(SeqError::invalid_argument(*message))
         } else {
-            Ok(())
+            Ok(None)
         };
     }
-    if kind_in::<T>(key).is_some() {
-        return Ok(());
+    if let Some(kind) = kind_in::<T>(key) {
+        return Ok(Some(kind));
     }
     if let Some(call) = T::ONLY_BY {
         if kind_in::<SequenceTable>(key).is_some() {
@@ -122,7 +126,7 @@ fn check_known<T: OptionTable>(key: &str, refused: &[(&str, &str)], given: bool)
             )));
         }
     }
-    check_keys(T::WHAT, &[key.to_string()], &[T::SPEC])
+    check_keys(T::WHAT, &[key.to_string()], &[T::SPEC]).map(|()| None)
 }
 
 /// Defines an option set: the typings struct `$typings` (with the options' doc comments,
