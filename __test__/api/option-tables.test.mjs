@@ -5,7 +5,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { setup, seq, rejectsWithCode, failure } from './helpers.mjs';
+import { setup, seq, rejectsWithCode, failure } from '../helpers.mjs';
 
 let env;
 before(async () => {
@@ -15,7 +15,7 @@ after(async () => {
   await env?.close();
 });
 
-const dts = readFileSync(new URL('../index.d.ts', import.meta.url), 'utf8');
+const dts = readFileSync(new URL('../../index.d.ts', import.meta.url), 'utf8');
 
 /** The option names of `export interface <name>` in index.d.ts. */
 function fieldsOf(name) {
