@@ -206,9 +206,9 @@ fn spawn_insert<'env>(
     let work = async move {
         match (ordered, gapless) {
             (Some(ordered), _) => ordered.await.map(|range| (range, None)),
-            (None, None) => Err(SeqError::internal("insert without a reservation")),
+            (None, None) => Err(SeqError::internal("insert without reserved values")),
             (None, Some((docs, collection, field))) => {
-                let reservation = named.clone().prepare(None).await?;
+                let prepared = named.clone().prepare(None).await?;
                 let (handle, database) = named.target.resolve().await?;
                 let numbered = NumberedInsert {
                     collection: &collection,
@@ -220,7 +220,7 @@ fn spawn_insert<'env>(
                 insert_gapless(
                     &handle,
                     &database,
-                    reservation.counter(),
+                    prepared.counter(),
                     named.options.policy(),
                     concern,
                     numbered,

@@ -11,7 +11,7 @@ use crate::binding::read::db::read_db;
 use crate::binding::read::js::required_string;
 use crate::binding::read::name::read_counter_name;
 use crate::binding::read::options::{read_used_options, ListTable, SyncTable};
-use crate::binding::reserve::values::{NamedCounter, ReservationSlot};
+use crate::binding::reserve::values::{NamedCounter, PreparedSlot};
 use crate::binding::spawn::promise;
 use crate::engine::alloc::prepared_counter::PreparedCounter;
 use crate::engine::error::SeqResult;
@@ -22,7 +22,7 @@ use crate::engine::text::validate::{check_collection, check_field, check_field_n
 pub fn admin_promise<'env, F, Fut>(
     env: &'env Env,
     named: SeqResult<NamedCounter>,
-    slot: Option<&ReservationSlot>,
+    slot: Option<&PreparedSlot>,
     op: F,
 ) -> napi::Result<PromiseRaw<'env, Output>>
 where
@@ -32,8 +32,8 @@ where
     let slot = slot.cloned();
     promise(env, async move {
         let named = named?;
-        let reservation = named.clone().prepare(slot).await?;
-        op(reservation, named).await
+        let prepared = named.clone().prepare(slot).await?;
+        op(prepared, named).await
     })
 }
 
@@ -44,16 +44,16 @@ where
 pub fn managed_promise<'env, F, Fut>(
     env: &'env Env,
     named: SeqResult<NamedCounter>,
-    slot: Option<&ReservationSlot>,
+    slot: Option<&PreparedSlot>,
     op: F,
 ) -> napi::Result<PromiseRaw<'env, Output>>
 where
     F: FnOnce(PreparedCounter, NamedCounter) -> Fut + Send + 'static,
     Fut: Future<Output = SeqResult<Output>> + Send + 'static,
 {
-    admin_promise(env, named, slot, |reservation, named| async move {
-        let state = reservation.state().clone();
-        state.managed(op(reservation, named)).await
+    admin_promise(env, named, slot, |prepared, named| async move {
+        let state = prepared.state().clone();
+        state.managed(op(prepared, named)).await
     })
 }
 
@@ -138,15 +138,15 @@ pub fn sync_to_max<'env>(
             Ok((named, source, field)) => (Ok(named), Some((source, field))),
             Err(e) => (Err(e), None),
         };
-        managed_promise(env, named, None, move |reservation, named| async move {
+        managed_promise(env, named, None, move |prepared, named| async move {
             let (source, field) = source.expect("read with the counter");
             let source = management::SourceField {
-                driver: reservation.driver(),
+                driver: prepared.driver(),
                 collection: source,
                 path: field,
             };
             let value =
-                management::sync_to_source(reservation.counters(), reservation.counter(), &source)
+                management::sync_to_source(prepared.counters(), prepared.counter(), &source)
                     .await?;
             Ok(Output::Single(Value::checked(
                 &named.label,

@@ -13,7 +13,7 @@ use crate::binding::output::{Output, Value};
 use crate::binding::read::kinds::read_integer;
 use crate::binding::read::options::read_init;
 use crate::binding::reserve::values::{
-    read_count, reserve_promise, NamedCounter, ReservationSlot, Shape,
+    read_count, reserve_promise, NamedCounter, PreparedSlot, Shape,
 };
 use crate::engine::alloc::prepared_counter::PreparedCounter;
 use crate::engine::error::SeqResult;
@@ -26,7 +26,7 @@ use crate::engine::text::validate::{MAX_BATCH_COUNT, MAX_RANGE_COUNT};
 #[napi]
 pub struct Sequence {
     counter: NamedCounter,
-    slot: ReservationSlot,
+    slot: PreparedSlot,
 }
 
 impl Sequence {

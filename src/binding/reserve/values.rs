@@ -30,8 +30,8 @@ use crate::engine::text::validate::check_count;
 /// How a block of values is returned to JavaScript.
 pub type Shape = fn(&str, IdRange, &CallOptions) -> SeqResult<Output>;
 
-/// A reservation prepared by an earlier call, kept to skip the preparation next time.
-pub type ReservationSlot = Arc<Mutex<Option<PreparedCounter>>>;
+/// A counter prepared by an earlier call, kept to skip the preparation next time.
+pub type PreparedSlot = Arc<Mutex<Option<PreparedCounter>>>;
 
 /// A counter named by JavaScript arguments, read and checked.
 #[derive(Clone)]
@@ -91,22 +91,24 @@ impl NamedCounter {
         }
     }
 
-    /// The reservation for this counter, kept in `slot` when given.
-    pub async fn prepare(self, slot: Option<ReservationSlot>) -> SeqResult<PreparedCounter> {
-        if let Some(reservation) = slot.as_ref().and_then(|s| kept(s, Clone::clone)) {
-            return Ok(reservation);
+    /// The prepared counter: the one kept in `slot` when it holds one, otherwise one
+    /// prepared now (and kept in `slot`, when given).
+    pub async fn prepare(self, slot: Option<PreparedSlot>) -> SeqResult<PreparedCounter> {
+        if let Some(prepared) = slot.as_ref().and_then(|s| kept(s, Clone::clone)) {
+            return Ok(prepared);
         }
         let (handle, database) = self.target.resolve().await?;
-        let reservation = PreparedCounter::new(&handle, &database, &self.name, &self.options)?;
+        let prepared = PreparedCounter::new(&handle, &database, &self.name, &self.options)?;
         if let Some(slot) = slot {
-            *lock(&slot) = Some(reservation.clone());
+            *lock(&slot) = Some(prepared.clone());
         }
-        Ok(reservation)
+        Ok(prepared)
     }
 }
 
-/// `use_it` applied to the reservation kept in `slot`, when it holds one for an open client.
-fn kept<T>(slot: &ReservationSlot, use_it: impl FnOnce(&PreparedCounter) -> T) -> Option<T> {
+/// `use_it` applied to the prepared counter kept in `slot`, when it holds one for an open
+/// client.
+fn kept<T>(slot: &PreparedSlot, use_it: impl FnOnce(&PreparedCounter) -> T) -> Option<T> {
     let kept = lock(slot);
     kept.as_ref().filter(|r| !r.is_closed()).map(use_it)
 }
@@ -142,25 +144,25 @@ pub fn function_promise<'env>(
     }
 }
 
-/// Submits the call at once when its reservation is at hand (kept in `slot`, or for a
+/// Submits the call at once when its counter is prepared (kept in `slot`, or for a
 /// client already open), so that calls keep the order in which JavaScript made them;
 /// `None` when the client must be opened first.
 fn submit_now(
     named: &NamedCounter,
     count: i64,
-    slot: Option<&ReservationSlot>,
+    slot: Option<&PreparedSlot>,
 ) -> Option<SeqResult<Submitted>> {
     if let Some(submitted) = slot.and_then(|s| kept(s, |r| r.submit(count))) {
         return Some(submitted);
     }
     let (handle, database) = named.target.resolve_now()?;
-    let reservation = match PreparedCounter::new(&handle, database, &named.name, &named.options) {
-        Ok(reservation) => reservation,
+    let prepared = match PreparedCounter::new(&handle, database, &named.name, &named.options) {
+        Ok(prepared) => prepared,
         Err(error) => return Some(Err(error)),
     };
-    let submitted = reservation.submit(count);
+    let submitted = prepared.submit(count);
     if let Some(slot) = slot {
-        *lock(slot) = Some(reservation);
+        *lock(slot) = Some(prepared);
     }
     Some(submitted)
 }
@@ -181,7 +183,7 @@ pub fn reserve_promise<'env>(
     counter: Result<&NamedCounter, &SeqError>,
     count: SeqResult<i64>,
     shape: Shape,
-    slot: Option<&ReservationSlot>,
+    slot: Option<&PreparedSlot>,
 ) -> napi::Result<PromiseRaw<'env, Output>> {
     if let (Ok(named), Ok(count), true) = (counter, &count, nobody_waiting()) {
         // In the runtime's context, so that a client of an ended runtime is recognised.
@@ -212,9 +214,9 @@ pub fn reserve_promise<'env>(
     promise(env, async move {
         let (named, count) = (counter?, count?);
         let (label, options) = (named.label.clone(), named.options.clone());
-        let reservation = named.prepare(slot).await;
+        let prepared = named.prepare(slot).await;
         ticket.my_turn().await;
-        let submitted = reservation?.submit(count);
+        let submitted = prepared?.submit(count);
         drop(ticket);
         shape(&label, submitted?.finish().await?, &options)
     })
@@ -239,9 +241,9 @@ pub fn reserve_in_order(named: &NamedCounter, count: i64) -> Reserved {
     let named = named.clone();
     let ticket = Ticket::take();
     Box::pin(async move {
-        let reservation = named.prepare(None).await;
+        let prepared = named.prepare(None).await;
         ticket.my_turn().await;
-        let submitted = reservation.and_then(|r| r.submit(count));
+        let submitted = prepared.and_then(|r| r.submit(count));
         drop(ticket);
         submitted?.finish().await
     })
