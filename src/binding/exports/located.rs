@@ -8,27 +8,19 @@ use crate::binding::error::OrThrow;
 use crate::binding::exports::sequence_handle::Sequence;
 use crate::binding::guard::{promise_call, sync_call};
 use crate::binding::output::{Output, Value};
-use crate::binding::read::bson::to_document;
 use crate::binding::read::db::read_db;
-use crate::binding::read::js::{describe, is_nullish, object};
-use crate::binding::read::kinds::read_integer;
+use crate::binding::read::kinds::{read_fields, read_integer};
 use crate::binding::read::options::{read_located_options, read_used_options, SetCountersTable};
 use crate::binding::reserve::values::NamedCounter;
 use crate::binding::spawn::promise;
 use crate::engine::counter::locator::{FieldsLocator, Locator};
-use crate::engine::error::{SeqError, SeqResult};
+use crate::engine::error::SeqResult;
 use crate::engine::option_rules::label_of;
 
 /// Reads a locator argument (`what` names it in messages) for a counter counting in
 /// `field`: a plain object of 1 to 8 equality fields.
 pub fn read_locator(value: &Unknown, what: &str, field: &str) -> SeqResult<FieldsLocator> {
-    if is_nullish(value) || object(value).is_none() {
-        return Err(SeqError::invalid_argument(format!(
-            "{what} must be an object of fields, e.g. {{ id: 'invoice', reference_value: null }}; got {}",
-            describe(value)
-        )));
-    }
-    FieldsLocator::new(to_document(value)?, field)
+    FieldsLocator::new(read_fields(what, value)?, field)
 }
 
 /// A `Sequence` handle on the counter document found by equality on `locator`'s fields

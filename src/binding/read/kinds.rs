@@ -110,17 +110,21 @@ pub fn read_value(label: &str, kind: Kind, value: &Unknown) -> SeqResult<OptionV
         } else {
             return Err(wrong_type(label, kind, value));
         }),
-        Kind::Fields => {
-            if is_nullish(value) || object(value).is_none() {
-                return Err(SeqError::invalid_argument(format!(
-                    "option '{label}' must be an object of fields, e.g. {{ id: 'invoice', \
-                     reference_value: null }}; got {}",
-                    describe(value)
-                )));
-            }
-            OptionValue::Fields(to_document(value)?)
-        }
+        Kind::Fields => OptionValue::Fields(read_fields(&format!("option '{label}'"), value)?),
     })
+}
+
+/// Equality fields locating counter documents (`what` names the argument in messages): a
+/// plain object, as a BSON document.
+pub fn read_fields(what: &str, value: &Unknown) -> SeqResult<Document> {
+    if is_nullish(value) || object(value).is_none() {
+        return Err(SeqError::invalid_argument(format!(
+            "{what} must be an object of fields, e.g. {{ id: 'invoice', reference_value: null }}; \
+             got {}",
+            describe(value)
+        )));
+    }
+    to_document(value)
 }
 
 /// A safe-integer number or a 64-bit BigInt.
