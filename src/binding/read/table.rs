@@ -256,7 +256,7 @@ macro_rules! typings {
     };
     ($s:tt $n:ident $d:tt $doc:tt $f:ident $js:tt Fields $($r:tt)*) => {
         $crate::binding::read::table::typings!(@field $s $n $d $doc $f $js
-            [std::collections::HashMap<String, napi::bindgen_prelude::Unknown<'static>>]
+            [std::collections::HashMap<String, napi::UnknownRef>]
             ["Record<string, unknown>"] $($r)*);
     };
 }
