@@ -4,7 +4,7 @@ use std::future::Future;
 
 use napi::bindgen_prelude::{Env, PromiseRaw, ToNapiValue};
 
-use crate::binding::js_error::to_js_error;
+use crate::binding::error::OrThrow;
 use crate::engine::error::SeqResult;
 use crate::engine::panic_safety::caught;
 
@@ -19,8 +19,8 @@ where
     env.spawn_future_with_callback(
         async move { Ok(caught("call", work).await) },
         |env, result| {
-            crate::binding::operations::after_settle(env);
-            result.map_err(|e| to_js_error(env, e))
+            crate::binding::exports::operations::after_settle(env);
+            result.or_throw(env)
         },
     )
 }

@@ -50,6 +50,7 @@ pub(crate) mod gapless;
 pub(crate) mod management;
 #[cfg(test)]
 mod model_tests;
+pub(crate) mod option_rules;
 pub(crate) mod panic_safety;
 pub(crate) mod stats;
 pub(crate) mod store;

@@ -8,8 +8,8 @@ use std::mem::ManuallyDrop;
 
 use napi::bindgen_prelude::{Env, Function, JsObjectValue, Object, ObjectRef, PromiseRaw};
 
+use crate::binding::exports::sequence_handle::Sequence;
 use crate::binding::guard::{promise_call, sync_call, take_exception};
-use crate::binding::sequence_handle::Sequence;
 use crate::binding::spawn::promise;
 use crate::engine::error::ErrorCode;
 use crate::engine::panic_safety::lock;
