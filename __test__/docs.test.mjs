@@ -1,5 +1,5 @@
-// The documentation as a tested contract: every fenced code block of README.md and
-// docs/*.md is run against this run's test server (or MONGODB_URI), or checked, and each
+// The documentation as a tested contract: every fenced code block of README.md, the
+// other top-level *.md files and docs/*.md is run against this run's test server (or MONGODB_URI), or checked, and each
 // result comment (`// → 1`, `// 1`) must hold, so that an example cannot drift from the
 // code. The rules (hidden setup lines, database names, result comments, shell sessions
 // compared byte for byte, sh blocks) are at the top of scripts/lib/doc-run.mjs and
@@ -12,14 +12,14 @@ import { fileURLToPath } from 'node:url';
 import { MongoClient } from 'mongodb';
 import { startServer } from '../scripts/lib/test-server.mjs';
 import { docFiles, extractBlocks } from '../scripts/lib/doc-blocks.mjs';
-import { classify, makeApp, removeApp, runScript, runSession, checkShell, SESSION_LANGS } from '../scripts/lib/doc-run.mjs';
+import { classify, makeApp, removeApp, runScript, runSession, checkShell, checkText, SESSION_LANGS, TEXT_LANGS } from '../scripts/lib/doc-run.mjs';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8'));
 
 // How many blocks the documentation has, by treatment. A block added, dropped, or no
 // longer run changes these numbers, so that nothing is skipped without anyone noticing.
-const EXPECTED = { run: 8, check: 3, 'not run': 0 };
+const EXPECTED = { run: 8, check: 4, 'not run': 0 };
 
 const extracted = docFiles(ROOT).map((path) => ({ path, ...extractBlocks(path, ROOT) }));
 const blocks = extracted.flatMap((e) => e.blocks);
@@ -64,6 +64,9 @@ blocks.forEach((block, index) => {
       outcomes.set(block, 'not run');
       t.diagnostic(`not run: ${block.notRun}`);
       return;
+    } else if (kind === 'check' && TEXT_LANGS.has(block.lang)) {
+      result = checkText(block, ROOT);
+      t.diagnostic(`paths checked: ${result.checked?.join(', ')}`);
     } else if (kind === 'check') {
       result = checkShell(block, pkg, ROOT);
     } else if (kind === 'run' && SESSION_LANGS.has(block.lang)) {
@@ -77,7 +80,7 @@ blocks.forEach((block, index) => {
     for (const name of result.databases ?? []) databases.add(name);
     outcomes.set(block, kind);
     if (result.expected !== undefined) assert.equal(result.actual, result.expected, `${block.file}:${block.line}: ${result.message}`);
-    assert.ok(result.ok, `${block.file}:${block.line}: ${result.message}`);
+    if (!result.ok) assert.fail(`${block.file}:${block.line}: ${result.message}`);
   });
 });
 

@@ -18,9 +18,13 @@
 import { readFileSync, readdirSync, existsSync } from 'node:fs';
 import { join, relative } from 'node:path';
 
-/** The documentation files of the package, README.md first, then docs/*.md by name. */
+/**
+ * The documentation files of the package: README.md, the other Markdown files at the
+ * top (ARCHITECTURE.md…), then docs/*.md, each group by name.
+ */
 export function docFiles(root) {
-  const files = [join(root, 'README.md')];
+  const top = readdirSync(root).filter((n) => n.endsWith('.md') && n !== 'README.md').sort();
+  const files = [join(root, 'README.md'), ...top.map((n) => join(root, n))];
   const docs = join(root, 'docs');
   if (existsSync(docs)) {
     for (const name of readdirSync(docs).sort()) if (name.endsWith('.md')) files.push(join(docs, name));

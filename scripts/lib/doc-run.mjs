@@ -23,6 +23,8 @@
 //   `npm run <script>` / `npm test` must name a script of package.json, and `npm
 //   install` must have a package.json to install from. Any other command fails the
 //   block unless it is annotated `not run: <reason>`.
+// - text blocks (diagrams, trees) are checked, not run: every file or folder path they
+//   name (`src/engine/`, `bin/x.js`, `index.js`) must exist in the repository.
 import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync, existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -37,12 +39,13 @@ export const JS_LANGS = new Set(['js', 'javascript', 'cjs', 'mjs']);
 export const TS_LANGS = new Set(['ts', 'typescript']);
 export const SESSION_LANGS = new Set(['console', 'shell-session']);
 export const SH_LANGS = new Set(['sh', 'bash', 'shell']);
+export const TEXT_LANGS = new Set(['text', 'txt']);
 
 /** How the harness treats a block: 'run' (js, ts, console), 'check' (sh) or 'not run'. */
 export function classify(block) {
   if (block.notRun) return 'not run';
   if (JS_LANGS.has(block.lang) || TS_LANGS.has(block.lang) || SESSION_LANGS.has(block.lang)) return 'run';
-  if (SH_LANGS.has(block.lang)) return 'check';
+  if (SH_LANGS.has(block.lang) || TEXT_LANGS.has(block.lang)) return 'check';
   return 'unknown';
 }
 
@@ -348,6 +351,16 @@ export function checkShell(block, pkg, root) {
   }
   if (!checked.length && !problems.length) problems.push('an sh block with no command');
   return { ok: problems.length === 0, message: problems.join('\n'), checked };
+}
+
+const PATH_TOKEN = /(?<![\w/.-])((?:[\w.-]+\/)+[\w.-]*|[\w-]+\.(?:js|mjs|cjs|ts|mts|rs|md|json|toml|ya?ml))(?![\w/-])/g;
+
+/** Checks a text block: the paths it names exist under `root`. */
+export function checkText(block, root) {
+  const paths = [...new Set([...block.code.matchAll(PATH_TOKEN)].map((m) => m[1]))];
+  const missing = paths.filter((p) => !existsSync(join(root, p)));
+  if (!paths.length) return { ok: false, message: 'a text block that names no path: nothing to check (annotate it `not run: <reason>`)' };
+  return { ok: missing.length === 0, message: `paths named but not in the repository: ${missing.join(', ')}`, checked: paths };
 }
 
 /** Removes an app folder. */
