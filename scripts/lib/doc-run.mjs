@@ -112,7 +112,14 @@ function splitComments(lines) {
   });
 }
 
-function parses(source) {
+// Whether `source` is a valid body of an async function (JavaScript, or TypeScript
+// when `typescript` is set, checked with the TypeScript parser).
+function parses(source, typescript = false) {
+  if (typescript) {
+    const ts = require('typescript');
+    const out = ts.transpileModule(`(async () => {\n${source}\n});`, { reportDiagnostics: true, compilerOptions: { target: ts.ScriptTarget.ES2022 } });
+    return out.diagnostics.length === 0;
+  }
   try {
     new AsyncFunction(source);
     return true;
@@ -164,23 +171,23 @@ export function resultComments(lines, where) {
  * Rewrites `lines` (the block) so that each result comment is checked; keeps the line
  * count. `where(i)` names line i for messages.
  */
-export function instrument(lines, where) {
+export function instrument(lines, where, { typescript = false } = {}) {
   const parts = splitComments(lines);
   const out = parts.map((p) => p.code);
   const comments = resultComments(lines, where);
   let floor = 0;
   for (const { index, expected } of comments) {
     let start = index;
-    while (start > floor && !parses(out.slice(start, index + 1).join('\n'))) start--;
+    while (start > floor && !parses(out.slice(start, index + 1).join('\n'), typescript)) start--;
     const span = out.slice(start, index + 1).join('\n');
-    if (!parses(span)) throw new Error(`${where(index)}: no complete statement ends on the line of this result comment`);
+    if (!parses(span, typescript)) throw new Error(`${where(index)}: no complete statement ends on the line of this result comment`);
     const loc = JSON.stringify(where(index));
-    const declared = /^\s*(?:const|let|var)\s+([A-Za-z_$][\w$]*)\s*=[^=>]/.exec(span);
+    const declared = /^\s*(?:const|let|var)\s+([A-Za-z_$][\w$]*)\s*(?::[^=]+)?=[^=>]/.exec(span);
     if (declared) {
       out[index] = `${out[index]}; __doctest.check(${loc}, ${JSON.stringify(declared[1])}, ${declared[1]}, () => (${expected.js}));`;
     } else {
       const expr = span.replace(/;\s*$/, '');
-      if (!parses(`return (${expr}\n);`)) throw new Error(`${where(index)}: a result comment must end an expression or a const/let declaration`);
+      if (!parses(`return (${expr}\n);`, typescript)) throw new Error(`${where(index)}: a result comment must end an expression or a const/let declaration`);
       out[start] = `__doctest.check(${loc}, ${JSON.stringify(expr.trim())}, (${out[start]}`;
       out[index] = `${out[index].replace(/;\s*$/, '')}), () => (${expected.js}));`;
     }
@@ -230,7 +237,7 @@ export async function runScript(block, context) {
     ...block.teardown.map((a) => ({ code: a.code, first: a.firstCodeLine })),
   ].map(({ code, first }) => {
     const plain = code.replace(/\n$/, '').split('\n');
-    return { plain, ...instrument(plain, (i) => `${block.file}:${first + i}`) };
+    return { plain, ...instrument(plain, (i) => `${block.file}:${first + i}`, { typescript: TS_LANGS.has(block.lang) }) };
   });
   const checks = pieces.flatMap((p) => p.checks);
   const esm = pieces.some((p) => p.plain.some((l) => /^\s*import\s/.test(l)));
@@ -277,7 +284,7 @@ async function typeCheck(source, context, base) {
   writeFileSync(
     join(context.app, config),
     JSON.stringify({
-      compilerOptions: { strict: true, noEmit: true, target: 'es2022', module: 'nodenext', moduleResolution: 'nodenext', types: ['node'], skipLibCheck: false },
+      compilerOptions: { strict: true, noEmit: true, target: 'es2022', module: 'nodenext', moduleResolution: 'nodenext', types: ['node'], skipLibCheck: true },
       files: [file],
     }),
   );
