@@ -28,6 +28,7 @@ const outcomes = new Map();
 const databases = new Set();
 let server;
 let app;
+let failed = false;
 
 before(async () => {
   server = await startServer();
@@ -35,7 +36,10 @@ before(async () => {
 });
 
 after(async () => {
-  if (app) removeApp(app);
+  // A failed block's generated module stays for reading, unless it may hold the
+  // credentials of a MONGODB_URI.
+  if (app && (!failed || process.env.MONGODB_URI)) removeApp(app);
+  else if (app) console.log(`# doc test modules kept in ${app}`);
   if (!server) return;
   const client = new MongoClient(server.uri, { serverSelectionTimeoutMS: 10_000 });
   try {
@@ -79,6 +83,7 @@ blocks.forEach((block, index) => {
     }
     for (const name of result.databases ?? []) databases.add(name);
     outcomes.set(block, kind);
+    if (!result.ok) failed = true;
     if (result.expected !== undefined) assert.equal(result.actual, result.expected, `${block.file}:${block.line}: ${result.message}`);
     if (!result.ok) assert.fail(`${block.file}:${block.line}: ${result.message}`);
   });

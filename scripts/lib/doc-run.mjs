@@ -222,6 +222,7 @@ function childEnv(app, extra = {}) {
   const env = { ...process.env, PATH: `${join(app, 'node_modules', '.bin')}:${process.env.PATH}`, ...extra };
   delete env.MONGODB_URI;
   delete env.NODE_OPTIONS;
+  delete env.NODE_TEST_CONTEXT;
   return env;
 }
 
