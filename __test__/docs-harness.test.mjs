@@ -103,6 +103,21 @@ ${FENCE}
   assert.match(result.message, /never reached: .*:3/);
 });
 
+test('a block that never finishes, or ends its process early, fails', { skip: onePass }, async () => {
+  const [pending, exits] = parse(`${FENCE}js
+await new Promise(() => {});
+${FENCE}
+${FENCE}js
+process.exit(0);
+${FENCE}
+`).blocks;
+  for (const block of [pending, exits]) {
+    const result = await run(block);
+    assert.equal(result.ok, false);
+    assert.match(result.message, /ended before the block did/);
+  }
+});
+
 test('a block that leaves a client open (the process does not end) fails', { skip: onePass }, async () => {
   const { blocks } = parse(`${FENCE}js
 const { MongoClient } = require('mongodb');

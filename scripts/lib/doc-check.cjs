@@ -65,14 +65,21 @@ function check(where, source, actual, expected) {
  * resolves lets the process end by itself, which it must (nothing left open).
  */
 function run(body) {
-  body().catch((e) => {
+  body().then(finish, (e) => {
     console.error(e && e.doctest ? e.message : e);
     process.exit(1);
   });
 }
 
+let finished = false;
+
+/** Marks the block as run to its end (a process that exits before has not run it all). */
+function finish() {
+  finished = true;
+}
+
 process.on('exit', () => {
-  if (process.env.DOCTEST_REPORT) writeFileSync(process.env.DOCTEST_REPORT, JSON.stringify({ checked }));
+  if (process.env.DOCTEST_REPORT) writeFileSync(process.env.DOCTEST_REPORT, JSON.stringify({ checked, finished }));
 });
 
-module.exports = { MORE, range, check, run, matches };
+module.exports = { MORE, range, check, run, finish, matches };

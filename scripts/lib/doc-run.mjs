@@ -254,7 +254,7 @@ export async function runScript(block, context) {
   }
   let source;
   if (esm) {
-    source = `import __doctest from ${JSON.stringify(CHECK)};\n${text}\n`;
+    source = `import __doctest from ${JSON.stringify(CHECK)};\n${text}\n__doctest.finish();\n`;
     file = join(context.app, `${base}.mjs`);
   } else {
     source = `const __doctest = require(${JSON.stringify(CHECK)});\n__doctest.run(async () => {\n${text}\n});\n`;
@@ -268,10 +268,11 @@ export async function runScript(block, context) {
     env: childEnv(context.app, { DOCTEST_REPORT: report }),
     timeoutMs: context.timeoutMs ?? 20_000,
   });
-  const reached = existsSync(report) ? JSON.parse(readFileSync(report, 'utf8')).checked : [];
+  const { checked: reached = [], finished = false } = existsSync(report) ? JSON.parse(readFileSync(report, 'utf8')) : {};
   const output = `${run.stdout}${run.stderr}`.trim();
   if (run.timedOut) return { ok: false, databases, checks, message: `did not exit within ${(context.timeoutMs ?? 20_000) / 1000} s (a client left open?)\n${output}\n(module: ${file})` };
   if (run.code !== 0) return { ok: false, databases, checks, message: `${output}\n(module: ${file})` };
+  if (!finished) return { ok: false, databases, checks, message: `the process ended before the block did (exit status ${run.code})\n${output}` };
   const missed = checks.filter((c) => !reached.includes(c));
   if (missed.length) return { ok: false, databases, checks, message: `result comments never reached: ${missed.join(', ')}` };
   return { ok: true, databases, checks, output };
