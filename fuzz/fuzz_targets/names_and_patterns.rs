@@ -3,10 +3,10 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use mongo_sequence::engine::counter_name::CounterName;
-use mongo_sequence::engine::format::Pattern;
-use mongo_sequence::engine::quote::quoted;
-use mongo_sequence::engine::validate::{
+use mongo_sequence::engine::counter::counter_name::CounterName;
+use mongo_sequence::engine::text::format::Pattern;
+use mongo_sequence::engine::text::quote::quoted;
+use mongo_sequence::engine::text::validate::{
     check_cache_size, check_collection, check_count, check_database, check_field,
     check_safe_integer,
 };

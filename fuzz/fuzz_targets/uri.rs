@@ -4,8 +4,8 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use mongo_sequence::engine::connection::parse;
-use mongo_sequence::engine::redact::{redact, uri_secrets};
+use mongo_sequence::engine::client::connection::parse;
+use mongo_sequence::engine::text::redact::{redact, uri_secrets};
 
 fuzz_target!(|data: &[u8]| {
     let uri = String::from_utf8_lossy(data);

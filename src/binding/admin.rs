@@ -15,10 +15,10 @@ use crate::binding::options::{read_integer, read_used_options};
 use crate::binding::output::{Listed, Output, Value};
 use crate::binding::spawn::promise;
 use crate::engine::admin;
+use crate::engine::alloc::prepared_counter::PreparedCounter;
+use crate::engine::counter::sequence_config::SequenceConfig;
 use crate::engine::error::{SeqError, SeqResult};
-use crate::engine::reserve::Reservation;
-use crate::engine::sequence_config::SequenceConfig;
-use crate::engine::validate::{check_collection, check_field, check_field_name, FieldUse};
+use crate::engine::text::validate::{check_collection, check_field, check_field_name, FieldUse};
 
 /// Runs `op` on the prepared counter of `named`.
 pub fn admin_promise<'env, F, Fut>(
@@ -28,7 +28,7 @@ pub fn admin_promise<'env, F, Fut>(
     op: F,
 ) -> napi::Result<PromiseRaw<'env, Output>>
 where
-    F: FnOnce(Reservation, NamedCounter) -> Fut + Send + 'static,
+    F: FnOnce(PreparedCounter, NamedCounter) -> Fut + Send + 'static,
     Fut: Future<Output = SeqResult<Output>> + Send + 'static,
 {
     let slot = slot.cloned();
@@ -50,7 +50,7 @@ pub fn managed_promise<'env, F, Fut>(
     op: F,
 ) -> napi::Result<PromiseRaw<'env, Output>>
 where
-    F: FnOnce(Reservation, NamedCounter) -> Fut + Send + 'static,
+    F: FnOnce(PreparedCounter, NamedCounter) -> Fut + Send + 'static,
     Fut: Future<Output = SeqResult<Output>> + Send + 'static,
 {
     admin_promise(env, named, slot, |reservation, named| async move {
@@ -149,7 +149,7 @@ pub fn list_sequences<'env>(
         promise(env, async move {
             let (target, options) = read?;
             let (handle, database) = target.resolve().await?;
-            let store = handle.store(&database)?;
+            let store = handle.driver(&database)?;
             let mut entries = Vec::new();
             for (id, value, config) in store.list(&options.collection, &options.field).await? {
                 let label = id.to_string();
@@ -201,7 +201,7 @@ pub fn sync_to_max<'env>(
         managed_promise(env, named, None, move |reservation, named| async move {
             let (source, field) = source.expect("read with the counter");
             let source = admin::SourceField {
-                store: reservation.store(),
+                driver: reservation.driver(),
                 collection: source,
                 path: field,
             };

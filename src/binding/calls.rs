@@ -19,19 +19,19 @@ use crate::binding::output::Output;
 use crate::binding::recent_counters;
 use crate::binding::settled::settled;
 use crate::binding::spawn::promise;
-use crate::engine::allocate::IdRange;
-use crate::engine::counter_name::CounterName;
-use crate::engine::counter_state::{Outcome, Submitted};
+use crate::engine::alloc::allocate::IdRange;
+use crate::engine::alloc::counter_state::{Outcome, Submitted};
+use crate::engine::alloc::prepared_counter::PreparedCounter;
+use crate::engine::call_options::CallOptions;
+use crate::engine::counter::counter_name::CounterName;
 use crate::engine::error::{SeqError, SeqResult};
-use crate::engine::options::SequenceOptions;
-use crate::engine::reserve::Reservation;
-use crate::engine::validate::check_count;
+use crate::engine::text::validate::check_count;
 
 /// How a block of values is returned to JavaScript.
-pub type Shape = fn(&str, IdRange, &SequenceOptions) -> SeqResult<Output>;
+pub type Shape = fn(&str, IdRange, &CallOptions) -> SeqResult<Output>;
 
 /// A reservation prepared by an earlier call, kept to skip the preparation next time.
-pub type ReservationSlot = Arc<Mutex<Option<Reservation>>>;
+pub type ReservationSlot = Arc<Mutex<Option<PreparedCounter>>>;
 
 /// A counter named by JavaScript arguments, read and checked.
 #[derive(Clone)]
@@ -43,7 +43,7 @@ pub struct NamedCounter {
     /// The name as shown in messages.
     pub label: String,
     /// The call's options.
-    pub options: SequenceOptions,
+    pub options: CallOptions,
 }
 
 impl NamedCounter {
@@ -64,7 +64,7 @@ impl NamedCounter {
         env: &Env,
         db: &Unknown,
         name: CounterName,
-        options: SequenceOptions,
+        options: CallOptions,
     ) -> SeqResult<NamedCounter> {
         options.counter(&name)?;
         let target = read_db(env, db, options.uri.as_deref())?;
@@ -75,14 +75,14 @@ impl NamedCounter {
     pub fn with_target(
         target: DbTarget,
         name: CounterName,
-        options: SequenceOptions,
+        options: CallOptions,
     ) -> SeqResult<NamedCounter> {
         options.counter(&name)?;
         Ok(NamedCounter::checked(target, name, options))
     }
 
     /// A counter whose `name` and `options` were checked together.
-    fn checked(target: DbTarget, name: CounterName, options: SequenceOptions) -> NamedCounter {
+    fn checked(target: DbTarget, name: CounterName, options: CallOptions) -> NamedCounter {
         NamedCounter {
             target,
             label: name.label(),
@@ -92,12 +92,12 @@ impl NamedCounter {
     }
 
     /// The reservation for this counter, kept in `slot` when given.
-    pub async fn prepare(self, slot: Option<ReservationSlot>) -> SeqResult<Reservation> {
+    pub async fn prepare(self, slot: Option<ReservationSlot>) -> SeqResult<PreparedCounter> {
         if let Some(reservation) = slot.as_ref().and_then(|s| kept(s, Clone::clone)) {
             return Ok(reservation);
         }
         let (handle, database) = self.target.resolve().await?;
-        let reservation = Reservation::new(&handle, &database, &self.name, &self.options)?;
+        let reservation = PreparedCounter::new(&handle, &database, &self.name, &self.options)?;
         if let Some(slot) = slot {
             *lock(&slot) = Some(reservation.clone());
         }
@@ -106,7 +106,7 @@ impl NamedCounter {
 }
 
 /// `use_it` applied to the reservation kept in `slot`, when it holds one for an open client.
-fn kept<T>(slot: &ReservationSlot, use_it: impl FnOnce(&Reservation) -> T) -> Option<T> {
+fn kept<T>(slot: &ReservationSlot, use_it: impl FnOnce(&PreparedCounter) -> T) -> Option<T> {
     let kept = lock(slot);
     kept.as_ref().filter(|r| !r.is_closed()).map(use_it)
 }
@@ -165,7 +165,7 @@ fn submit_now(
         return Some(submitted);
     }
     let (handle, database) = named.target.resolve_now()?;
-    let reservation = match Reservation::new(&handle, database, &named.name, &named.options) {
+    let reservation = match PreparedCounter::new(&handle, database, &named.name, &named.options) {
         Ok(reservation) => reservation,
         Err(error) => return Some(Err(error)),
     };

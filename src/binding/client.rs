@@ -10,9 +10,9 @@ use napi::bindgen_prelude::{Env, PromiseRaw, Unknown};
 use crate::binding::js_error::to_js_error;
 use crate::binding::js_read::{describe, is_nullish, object, property, required_string, string};
 use crate::binding::spawn::promise;
-use crate::engine::connection::ConnectionTarget;
+use crate::engine::client::connection::ConnectionTarget;
+use crate::engine::client::registry::ClientHandle;
 use crate::engine::error::{SeqError, SeqResult};
-use crate::engine::registry::ClientHandle;
 
 /// A connection to MongoDB opened by `connect(uri)`, independent of the Node driver.
 /// Get database handles with `db(name)`; call `close()` when done.
@@ -29,7 +29,7 @@ impl SequenceClient {
     pub fn db(&self, env: &Env, name: Unknown) -> napi::Result<SequenceDb> {
         sync_call(env, "SequenceClient.db", || {
             let name = required_string("database name", &name).map_err(|e| to_js_error(env, e))?;
-            self.handle.store(&name).map_err(|e| to_js_error(env, e))?;
+            self.handle.driver(&name).map_err(|e| to_js_error(env, e))?;
             Ok(SequenceDb {
                 handle: self.handle.clone(),
                 name,

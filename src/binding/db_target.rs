@@ -14,10 +14,10 @@ use crate::binding::js_read::{
     array_items, boolean, describe, for_each_property, number, object, object_property, string,
     string_property, type_of,
 };
-use crate::engine::connection::{derive_from_node_client_cached, ConnectionTarget};
+use crate::engine::client::connection::{derive_from_node_client_cached, ConnectionTarget};
+use crate::engine::client::node_options::{rule, NodeOptions, NodeValue, Rule};
+use crate::engine::client::registry::{ClientHandle, SHARED_CLIENTS};
 use crate::engine::error::{ErrorCode, SeqError, SeqResult};
-use crate::engine::node_options::{rule, NodeOptions, NodeValue, Rule};
-use crate::engine::registry::{ClientHandle, SHARED_CLIENTS};
 
 /// Where a call goes: a client and a database name.
 #[derive(Clone)]
@@ -112,7 +112,7 @@ mod options_memo {
     use napi::bindgen_prelude::{Env, Object};
 
     use crate::binding::object_memo::ObjectMemo;
-    use crate::engine::connection::ConnectionTarget;
+    use crate::engine::client::connection::ConnectionTarget;
 
     /// How many options objects are remembered per JavaScript thread.
     const CAPACITY: usize = 8;

@@ -8,7 +8,7 @@ use crate::binding::js_error::to_js_error;
 use crate::binding::js_read::{describe, is_nullish, number, required_string};
 use crate::binding::options::read_integer;
 use crate::engine::error::{SeqError, SeqResult};
-use crate::engine::format::{now_millis, Pattern};
+use crate::engine::text::format::{now_millis, Pattern};
 
 /// Formats a sequence value as a business number. Tokens: `{seq}` the value, `{seq:N}`
 /// zero-padded to at least N digits (never truncated), `{YYYY}`, `{YY}`, `{MM}`, `{DD}`

@@ -6,7 +6,7 @@ use napi::bindgen_prelude::{Env, PromiseRaw, Unknown};
 
 use crate::binding::calls::{function_promise, read_count, refuse_format, NamedCounter};
 use crate::binding::output::Output;
-use crate::engine::validate::{MAX_BATCH_COUNT, MAX_RANGE_COUNT};
+use crate::engine::text::validate::{MAX_BATCH_COUNT, MAX_RANGE_COUNT};
 
 /// Returns the next value of sequence `name`: a drop-in for the documented helper
 /// `getNextSequenceValue(db, sequenceName)`, which runs

@@ -19,13 +19,15 @@ use crate::binding::located::read_locator;
 use crate::binding::name::read_counter_name;
 use crate::binding::options::{read_integer, read_options_from};
 use crate::binding::output::Value;
-use crate::engine::allocate::IdRange;
-use crate::engine::counter_name::CounterName;
+use crate::engine::alloc::allocate::IdRange;
+use crate::engine::counter::counter_name::CounterName;
+use crate::engine::counter::locator::Locator;
 use crate::engine::error::{SeqError, SeqResult};
-use crate::engine::format::now_millis;
 use crate::engine::gapless::{insert_gapless, NumberedInsert};
-use crate::engine::locator::Locator;
-use crate::engine::validate::{check_collection, check_field_name, FieldUse, MAX_BATCH_COUNT};
+use crate::engine::text::format::now_millis;
+use crate::engine::text::validate::{
+    check_collection, check_field_name, FieldUse, MAX_BATCH_COUNT,
+};
 use mongodb::bson::{Bson, Document};
 
 /// Options of `insertOne` / `insertMany`.
@@ -111,7 +113,7 @@ fn read_insert(
             "upsert" => options.upsert = option_specs::flag(&key, &value)?,
             "gapless" => gapless = option_specs::flag(&key, &value)?,
             "counterLocator" => locator = Some(value),
-            "step" => options.stride = read_integer(&key, &value)?,
+            "step" => options.step = read_integer(&key, &value)?,
             _ => {
                 return Err(SeqError::invalid_argument(
                     "insertOne/insertMany take 'counters' for the counters collection, \

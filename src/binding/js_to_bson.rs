@@ -11,7 +11,7 @@ use crate::binding::js_read::{
     array_items, array_length, describe, number, object_or_array, property, string, type_of,
 };
 use crate::engine::error::{SeqError, SeqResult};
-use crate::engine::quote::quoted;
+use crate::engine::text::quote::quoted;
 
 /// Deepest nesting accepted (MongoDB's limit).
 pub const MAX_DEPTH: usize = 100;

@@ -15,10 +15,10 @@ use crate::binding::options::{read_integer, read_options_from};
 use crate::binding::output::{Output, Value};
 use crate::binding::sequence_handle::Sequence;
 use crate::binding::spawn::promise;
-use crate::engine::counter_name::CounterName;
+use crate::engine::call_options::CallOptions;
+use crate::engine::counter::counter_name::CounterName;
+use crate::engine::counter::locator::{FieldsLocator, Locator};
 use crate::engine::error::{SeqError, SeqResult};
-use crate::engine::locator::{FieldsLocator, Locator};
-use crate::engine::options::SequenceOptions;
 
 /// Options `counterAt` takes besides the common ones (`LocatedOptions`).
 pub const LOCATED: Spec = &[("step", Kind::Integer)];
@@ -41,10 +41,10 @@ fn label_of(located: &FieldsLocator) -> SeqResult<CounterName> {
 }
 
 /// Reads `options` (the common ones and `step`).
-fn read_located_options(options: Option<&Unknown>) -> SeqResult<SequenceOptions> {
+fn read_located_options(options: Option<&Unknown>) -> SeqResult<CallOptions> {
     let (mut read, extra) = read_options_from(options, &[LOCATED], &["step"])?;
     for (key, value) in extra {
-        read.stride = read_integer(&key, &value)?;
+        read.step = read_integer(&key, &value)?;
     }
     Ok(read)
 }
@@ -116,7 +116,7 @@ pub fn set_counters_where<'env>(
             let (target, options, counter, fields, value) = read?;
             let (handle, database) = target.resolve().await?;
             let store = handle
-                .store(&database)?
+                .driver(&database)?
                 .with_write_concern(options.write_concern.map(|w| w.to_driver()));
             let matched = store.set_where(&counter, fields, value).await?;
             Ok(Output::Single(Value::checked(

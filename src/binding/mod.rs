@@ -12,6 +12,7 @@ pub mod functions;
 pub mod guard;
 pub mod insert;
 pub mod js_error;
+pub mod js_number;
 pub mod js_read;
 pub mod js_to_bson;
 pub mod located;

@@ -1,12 +1,12 @@
 //! The `name` argument: a string, or a plain object of scalar fields (a scoped name).
 
-use crate::engine::quote::quoted;
+use crate::engine::text::quote::quoted;
 use napi::bindgen_prelude::{Object, Unknown};
 
 use crate::binding::js_read::{bigint_i64, boolean, describe, number, object, property, string};
-use crate::engine::counter_name::{CounterName, Scalar, MAX_SCOPE_FIELDS};
+use crate::engine::counter::counter_name::{CounterName, Scalar, MAX_SCOPE_FIELDS};
 use crate::engine::error::{SeqError, SeqResult};
-use crate::engine::validate::MAX_SAFE_INTEGER;
+use crate::engine::text::validate::MAX_SAFE_INTEGER;
 
 /// Reads a sequence name. Anything else than a string or a plain object of strings,
 /// numbers, booleans and BigInts is refused, so no value can turn `{ _id: name }` into a

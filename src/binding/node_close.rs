@@ -6,8 +6,8 @@
 use napi::bindgen_prelude::{Env, FnArgs, Function, JsObjectValue, Object, Unknown};
 
 use crate::binding::guard::take_exception;
-use crate::engine::connection::ConnectionTarget;
-use crate::engine::registry::SHARED_CLIENTS;
+use crate::engine::client::connection::ConnectionTarget;
+use crate::engine::client::registry::SHARED_CLIENTS;
 
 /// The symbol (from `Symbol.for`) that marks a Node driver client as watched.
 const WATCHED: &str = "mongodb-sequence.watched";

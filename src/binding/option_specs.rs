@@ -8,7 +8,7 @@ use napi::bindgen_prelude::Unknown;
 
 use crate::binding::js_read::{boolean, describe, number, string};
 use crate::engine::error::{SeqError, SeqResult};
-use crate::engine::quote::quoted;
+use crate::engine::text::quote::quoted;
 
 /// The type an option takes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

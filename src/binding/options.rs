@@ -8,12 +8,12 @@ use napi::bindgen_prelude::Unknown;
 use crate::binding::js_read::{
     bigint_i64, describe, for_each_property, is_nullish, number, object, property, string,
 };
+use crate::engine::call_options::CallOptions as EngineOptions;
+use crate::engine::client::write_concern::{WriteAck, WriteConcernSpec};
 use crate::engine::error::{SeqError, SeqResult};
-use crate::engine::format::Pattern;
-use crate::engine::options::SequenceOptions as EngineOptions;
-use crate::engine::quote::quoted;
-use crate::engine::validate::{check_cache_size, check_safe_integer};
-use crate::engine::write_concern::{WriteAck, WriteConcernSpec};
+use crate::engine::text::format::Pattern;
+use crate::engine::text::quote::quoted;
+use crate::engine::text::validate::{check_cache_size, check_safe_integer};
 
 /// Options of every sequence call (third argument; camelCase like the Node driver).
 #[napi(object)]

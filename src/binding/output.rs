@@ -5,12 +5,12 @@ use napi::sys;
 
 use mongodb::bson::Bson;
 
-use crate::engine::allocate::IdRange;
+use crate::binding::js_number::check_safe_range;
+use crate::engine::alloc::allocate::IdRange;
+use crate::engine::call_options::CallOptions;
+use crate::engine::counter::sequence_config::SequenceConfig;
 use crate::engine::error::SeqResult;
-use crate::engine::format::now_millis;
-use crate::engine::js_number::check_safe_range;
-use crate::engine::options::SequenceOptions;
-use crate::engine::sequence_config::SequenceConfig;
+use crate::engine::text::format::now_millis;
 
 /// What a call resolves with.
 pub enum Output {
@@ -56,7 +56,7 @@ pub struct Listed {
 /// A limit or step as a number when it is a safe integer (and `bigint` is off), else as
 /// a BigInt: never an error, never rounded.
 fn exact(v: i64, bigint: bool) -> Value {
-    let safe = v.unsigned_abs() <= crate::engine::validate::MAX_SAFE_INTEGER as u64;
+    let safe = v.unsigned_abs() <= crate::engine::text::validate::MAX_SAFE_INTEGER as u64;
     Value::new(v, bigint || !safe)
 }
 
@@ -96,7 +96,7 @@ fn checked(name: &str, range: &IdRange, bigint: bool) -> SeqResult<()> {
 
 impl Output {
     /// The first (only) value of a block, formatted when the options say so.
-    pub fn single(name: &str, range: IdRange, options: &SequenceOptions) -> SeqResult<Output> {
+    pub fn single(name: &str, range: IdRange, options: &CallOptions) -> SeqResult<Output> {
         if let Some(pattern) = &options.format {
             return Ok(Output::Text(pattern.format(range.first, now_millis())));
         }
@@ -105,7 +105,7 @@ impl Output {
     }
 
     /// Every value of a block, formatted when the options say so.
-    pub fn values(name: &str, range: IdRange, options: &SequenceOptions) -> SeqResult<Output> {
+    pub fn values(name: &str, range: IdRange, options: &CallOptions) -> SeqResult<Output> {
         if let Some(pattern) = &options.format {
             let now = now_millis();
             return Ok(Output::Texts(
@@ -120,7 +120,7 @@ impl Output {
     }
 
     /// A block as bounds (`format` does not apply; refused before any I/O).
-    pub fn range(name: &str, range: IdRange, options: &SequenceOptions) -> SeqResult<Output> {
+    pub fn range(name: &str, range: IdRange, options: &CallOptions) -> SeqResult<Output> {
         let bigint = options.bigint;
         checked(name, &range, bigint)?;
         Ok(Output::Range {

@@ -10,9 +10,9 @@ use std::sync::{Arc, Mutex};
 
 use crate::binding::calls::{NamedCounter, ReservationSlot};
 use crate::binding::db_target::DbTarget;
-use crate::engine::counter_name::CounterName;
+use crate::engine::call_options::CallOptions;
+use crate::engine::counter::counter_name::CounterName;
 use crate::engine::error::SeqResult;
-use crate::engine::options::SequenceOptions;
 
 /// Counters remembered per thread.
 const CAPACITY: usize = 32;
@@ -33,7 +33,7 @@ fn same_target(a: &DbTarget, b: &DbTarget) -> bool {
 }
 
 /// The counter prepared earlier for these arguments, if any.
-pub fn find(target: &DbTarget, name: &CounterName, options: &SequenceOptions) -> Option<Prepared> {
+pub fn find(target: &DbTarget, name: &CounterName, options: &CallOptions) -> Option<Prepared> {
     RECENT.with(|recent| {
         let recent = recent.borrow();
         recent
@@ -50,11 +50,7 @@ pub fn find(target: &DbTarget, name: &CounterName, options: &SequenceOptions) ->
 }
 
 /// The counter prepared for these arguments, from the last ones used or made now.
-pub fn prepared(
-    target: DbTarget,
-    name: CounterName,
-    options: SequenceOptions,
-) -> SeqResult<Prepared> {
+pub fn prepared(target: DbTarget, name: CounterName, options: CallOptions) -> SeqResult<Prepared> {
     if let Some(found) = find(&target, &name, &options) {
         return Ok(found);
     }

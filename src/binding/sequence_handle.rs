@@ -15,9 +15,9 @@ use crate::binding::js_error::to_js_error;
 use crate::binding::options::read_integer;
 use crate::binding::output::{Output, Value};
 use crate::engine::admin;
+use crate::engine::alloc::prepared_counter::PreparedCounter;
 use crate::engine::error::SeqResult;
-use crate::engine::reserve::Reservation;
-use crate::engine::validate::{MAX_BATCH_COUNT, MAX_RANGE_COUNT};
+use crate::engine::text::validate::{MAX_BATCH_COUNT, MAX_RANGE_COUNT};
 
 /// A handle on one sequence with fixed options, from `sequence(db, name, options)`.
 /// Its methods behave like the functions of the same purpose, with the same errors.
@@ -48,7 +48,7 @@ impl Sequence {
     ) -> napi::Result<PromiseRaw<'env, Output>>
     where
         A: Send + 'static,
-        F: FnOnce(Reservation, NamedCounter, A) -> Fut + Send + 'static,
+        F: FnOnce(PreparedCounter, NamedCounter, A) -> Fut + Send + 'static,
         Fut: std::future::Future<Output = SeqResult<Option<i64>>> + Send + 'static,
     {
         promise_call(env, call, || {
@@ -244,7 +244,7 @@ impl Sequence {
             || read_source(&source, &field),
             |r, _, (source, field)| async move {
                 let source = admin::SourceField {
-                    store: r.store(),
+                    driver: r.driver(),
                     collection: source,
                     path: field,
                 };

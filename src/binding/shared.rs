@@ -6,12 +6,12 @@ use std::time::Duration;
 use napi::bindgen_prelude::{Env, Object, PromiseRaw, Unknown};
 
 use crate::binding::js_read::{describe, is_nullish, number, object, property};
+use crate::engine::client::registry::DEFAULT_CLOSE_TIMEOUT;
 use crate::engine::error::{SeqError, SeqResult};
-use crate::engine::registry::DEFAULT_CLOSE_TIMEOUT;
 
 use crate::binding::spawn::promise;
-use crate::engine::live::live_counter_objects;
-use crate::engine::registry::SHARED_CLIENTS;
+use crate::engine::alloc::live::live_counter_objects;
+use crate::engine::client::registry::SHARED_CLIENTS;
 
 /// How many Rust driver clients this process holds for Node driver `Db` handles and
 /// `uri` options: one per distinct connection, however many calls are made.

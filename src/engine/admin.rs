@@ -10,32 +10,32 @@
 //!
 //! `raise_to` and `sync_to_source` only ever move a counter on in its own direction,
 //! never back over values it handed out: an ascending counter up to a larger value
-//! (`$max`), a descending one (negative step or stride) down to a smaller one (`$min`).
+//! (`$max`), a descending one (negative step) down to a smaller one (`$min`).
 
 use mongodb::bson::{doc, Bson, Document};
 
-use crate::engine::allocate::{contention, MAX_ATTEMPTS};
-use crate::engine::counter_value::integer_after_increment;
+use crate::engine::alloc::allocate::{contention, MAX_ATTEMPTS};
+use crate::engine::counter::counter_value::integer_after_increment;
+use crate::engine::counter::sequence_config::SequenceConfig;
 use crate::engine::error::{SeqError, SeqResult};
-use crate::engine::mongo_store::MongoStore;
-use crate::engine::sequence_config::SequenceConfig;
-use crate::engine::store::{CounterRef, CounterStore, Direction, NewCounter};
-use crate::engine::validate::check_field;
+use crate::engine::store::counter_store::{CounterRef, CounterStore, Direction, NewCounter};
+use crate::engine::store::mongo_driver::MongoDriver;
+use crate::engine::text::validate::check_field;
 
 fn value_of(counter: &CounterRef, value: Option<&Bson>) -> SeqResult<i64> {
     integer_after_increment(value)
         .map_err(|found| SeqError::invalid_counter(&counter.label, &counter.field, &found))
 }
 
-/// The value a plain counter stores so that its next value is `start`: one stride
+/// The value a plain counter stores so that its next value is `start`: one step
 /// before it (`start - 1` for the helper's counters, `start - step` for a `counterAt`
 /// handle with a `step`).
 fn before(start: i64, counter: &CounterRef) -> SeqResult<i64> {
-    start.checked_sub(counter.stride).ok_or_else(|| {
+    start.checked_sub(counter.step).ok_or_else(|| {
         SeqError::overflow(format!(
             "Sequence '{}' cannot start at {start} with a step of {}: the value before it \
              is outside the 64-bit range",
-            counter.label, counter.stride
+            counter.label, counter.step
         ))
     })
 }
@@ -103,7 +103,8 @@ pub async fn set<S: CounterStore>(
         if let Some(config) = &config {
             if value < config.min || value > config.max {
                 return Err(SeqError::invalid_argument(format!(
-                    "Sequence '{}' cannot be set to {value}: outside its minValue {} ..                      maxValue {}",
+                    "Sequence '{}' cannot be set to {value}: outside its minValue {} .. \
+                     maxValue {}",
                     counter.label, config.min, config.max
                 )));
             }
@@ -156,9 +157,9 @@ pub async fn drop_counter<S: CounterStore>(store: &S, counter: &CounterRef) -> S
 }
 
 /// The direction a counter hands out values in: its configured step's, else (plain
-/// counters, and missing ones, which a raise creates plain) the handle's stride's.
+/// counters, and missing ones, which a raise creates plain) the handle's step's.
 pub fn direction_of(counter: &CounterRef, config: Option<&SequenceConfig>) -> Direction {
-    Direction::of_step(config.map_or(counter.stride, |c| c.step))
+    Direction::of_step(config.map_or(counter.step, |c| c.step))
 }
 
 /// Moves the counter on to `value` along its direction (`$max` ascending, `$min`
@@ -336,7 +337,7 @@ pub fn extreme_of<'a>(
 /// The field `path` of the documents of collection `collection`, as a `syncToMax` source.
 pub struct SourceField<'a> {
     /// The database holding `collection`.
-    pub store: &'a MongoStore,
+    pub driver: &'a MongoDriver,
     /// The collection.
     pub collection: String,
     /// The (dotted) path of the values.
@@ -345,13 +346,13 @@ pub struct SourceField<'a> {
 
 impl SourceValues for SourceField<'_> {
     async fn extreme(&self, direction: Direction) -> SeqResult<Option<i64>> {
-        self.store
+        self.driver
             .extreme_in(&self.collection, &self.path, direction)
             .await
     }
 }
 
-impl MongoStore {
+impl MongoDriver {
     /// Every counter of `collection` whose `field` holds an integer: `(_id, value)`.
     pub async fn list(
         &self,
@@ -368,7 +369,9 @@ impl MongoStore {
             .database()
             .collection::<Document>(collection)
             .find(filter)
-            .projection(crate::engine::filters::value_and_config_projection(field))
+            .projection(crate::engine::store::filters::value_and_config_projection(
+                field,
+            ))
             .sort(doc! { "_id": 1 })
             .await
             .map_err(|e| self.error(&e))?;
@@ -470,11 +473,11 @@ impl MongoStore {
 mod tests {
     use super::*;
     use crate::engine::error::ErrorCode;
-    use crate::engine::memory_store::MemoryStore;
+    use crate::engine::store::memory_store::MemoryStore;
     use crate::engine::test_support::run;
 
     fn counter(name: &str) -> CounterRef {
-        let name = crate::engine::counter_name::CounterName::text(name).unwrap();
+        let name = crate::engine::counter::counter_name::CounterName::text(name).unwrap();
         CounterRef::new("counters", "seq", name)
     }
 
@@ -489,6 +492,21 @@ mod tests {
         assert_eq!(run(current(&store, &c)).unwrap(), 99);
         run(set(&store, &c, 150, false)).unwrap();
         assert_eq!(run(current(&store, &c)).unwrap(), 150);
+    }
+
+    #[test]
+    fn set_outside_the_limits_names_both_limits_in_one_phrase() {
+        let store = MemoryStore::default();
+        let c = counter("m");
+        let config = SequenceConfig::new(1, Some(100), Some(200), false).unwrap();
+        assert!(run(init(&store, &c, None, Some(config))).unwrap());
+        for value in [99, 201] {
+            let e = run(set(&store, &c, value, false)).unwrap_err();
+            assert_eq!(
+                e.message,
+                format!("Sequence 'm' cannot be set to {value}: outside its minValue 100 .. maxValue 200")
+            );
+        }
     }
 
     #[test]
@@ -569,30 +587,30 @@ mod tests {
         assert_eq!(extreme_of(&nested, "c.x", Up), Some(1));
     }
 
-    fn located(stride: i64) -> CounterRef {
-        use crate::engine::locator::{FieldsLocator, Locator};
+    fn located(step: i64) -> CounterRef {
+        use crate::engine::counter::locator::{FieldsLocator, Locator};
         use mongodb::bson::doc;
         let fields = doc! { "id": "loc", "reference_value": Bson::Null };
         counter("loc").located(
             Locator::ByFields(FieldsLocator::new(fields, "seq").unwrap()),
-            stride,
+            step,
         )
     }
 
     #[test]
-    fn init_and_reset_of_a_strided_counter_make_start_the_next_value() {
-        use crate::engine::allocate::{allocate, CreatePolicy};
-        for stride in [5, -5] {
+    fn init_and_reset_of_a_stepped_counter_make_start_the_next_value() {
+        use crate::engine::alloc::allocate::{allocate, CreatePolicy};
+        for step in [5, -5] {
             let store = MemoryStore::default();
-            let c = located(stride);
+            let c = located(step);
             assert!(run(init(&store, &c, Some(10), None)).unwrap());
-            assert_eq!(run(current(&store, &c)).unwrap(), 10 - stride);
+            assert_eq!(run(current(&store, &c)).unwrap(), 10 - step);
             let next = run(allocate(&store, &c, CreatePolicy::default(), 1)).unwrap();
-            assert_eq!(next.first, 10, "stride {stride}");
+            assert_eq!(next.first, 10, "step {step}");
             run(allocate(&store, &c, CreatePolicy::default(), 2)).unwrap();
             assert_eq!(run(reset(&store, &c, 1)).unwrap(), 10);
             let next = run(allocate(&store, &c, CreatePolicy::default(), 1)).unwrap();
-            assert_eq!(next.first, 10, "after reset, stride {stride}");
+            assert_eq!(next.first, 10, "after reset, step {step}");
         }
         let e = run(init(
             &MemoryStore::default(),

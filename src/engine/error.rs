@@ -183,7 +183,7 @@ impl SeqError {
 
     /// Removes every occurrence of each secret from the message.
     pub fn redacted(mut self, secrets: &[String]) -> Self {
-        self.message = crate::engine::redact::redact(&self.message, secrets);
+        self.message = crate::engine::text::redact::redact(&self.message, secrets);
         self
     }
 }

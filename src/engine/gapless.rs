@@ -10,15 +10,15 @@ use std::time::Duration;
 use mongodb::bson::{oid::ObjectId, Bson, Document};
 use mongodb::options::WriteConcern;
 
-use crate::engine::allocate::{allocate, CreatePolicy, IdRange};
-use crate::engine::counter_value::compact_integer;
-use crate::engine::driver_counters::DriverCounters;
-use crate::engine::driver_error::from_driver;
+use crate::engine::alloc::allocate::{allocate, CreatePolicy, IdRange};
+use crate::engine::client::driver_error::from_driver;
+use crate::engine::client::registry::ClientHandle;
+use crate::engine::counter::counter_value::compact_integer;
 use crate::engine::error::{ErrorCode, SeqError, SeqResult};
-use crate::engine::format::{now_millis, Pattern};
-use crate::engine::mongo_store::SessionStore;
-use crate::engine::registry::ClientHandle;
-use crate::engine::store::{CounterRef, CounterStore, NewCounter};
+use crate::engine::store::counter_store::{CounterRef, CounterStore, NewCounter};
+use crate::engine::store::driver_counters::DriverCounters;
+use crate::engine::store::mongo_driver::SessionDriver;
+use crate::engine::text::format::{now_millis, Pattern};
 
 /// Most attempts at one transaction that conflicts with others.
 pub const MAX_TRANSACTION_ATTEMPTS: u32 = 50;
@@ -79,7 +79,7 @@ pub async fn insert_gapless(
     write_concern: Option<WriteConcern>,
     mut insert: NumberedInsert<'_>,
 ) -> SeqResult<(IdRange, Vec<Bson>)> {
-    let store = handle.store(database)?;
+    let driver = handle.driver(database)?;
     if insert.field != "_id" {
         // Give every document its `_id` now, so a retried transaction writes the same
         // ones and the caller learns them (the driver's insertedIds).
@@ -98,10 +98,10 @@ pub async fn insert_gapless(
         // nothing, so it needs no rollback (and a counter found by other fields gets its
         // unique index here, never inside the transaction, where building it would wait
         // for the transaction itself).
-        let start_before = policy.start.checked_sub(counter.stride).ok_or_else(|| {
+        let start_before = policy.start.checked_sub(counter.step).ok_or_else(|| {
             SeqError::overflow("cannot start one step before the 64-bit range".to_string())
         })?;
-        DriverCounters(store.clone())
+        DriverCounters(driver.clone())
             .create(counter, NewCounter::plain(start_before))
             .await?;
     }
@@ -131,7 +131,7 @@ pub async fn insert_gapless(
             .map_err(|e| unsupported(from_driver(&e, secrets)))?;
         let outcome = async {
             let range = {
-                let in_session = DriverCounters(SessionStore::new(&store, &mut session));
+                let in_session = DriverCounters(SessionDriver::new(&driver, &mut session));
                 let no_create = CreatePolicy {
                     upsert: false,
                     ..policy
@@ -156,7 +156,7 @@ pub async fn insert_gapless(
                 .iter()
                 .map(|d| d.get("_id").cloned().unwrap_or(Bson::Null))
                 .collect();
-            store
+            driver
                 .database()
                 .collection::<Document>(insert.collection)
                 .insert_many(docs)

@@ -1,7 +1,7 @@
 //! Model-based tests: random histories of calls (next, batch, range) and management
 //! writes (set, reset, init, drop, raiseTo, syncToMax) on counters of every shape —
 //! plain, configured (step ±, limits, cycle, huge steps), found by `_id` or by other
-//! fields with a stride (±), near either end of the 64-bit range — served in every mode
+//! fields with a step (±), near either end of the 64-bit range — served in every mode
 //! (direct, coalesced, cached), against a plain sequential reference model written
 //! independently of the engine (in 128-bit arithmetic).
 //!
@@ -20,13 +20,13 @@ use mongodb::bson::{doc, Bson, Document};
 use proptest::prelude::*;
 
 use crate::engine::admin;
-use crate::engine::allocate::{CreatePolicy, IdRange};
-use crate::engine::counter_name::CounterName;
-use crate::engine::counter_state::{CounterState, Lane, Mode};
+use crate::engine::alloc::allocate::{CreatePolicy, IdRange};
+use crate::engine::alloc::counter_state::{CounterState, Lane, Mode};
+use crate::engine::counter::counter_name::CounterName;
+use crate::engine::counter::sequence_config::SequenceConfig;
 use crate::engine::error::{ErrorCode, SeqResult};
-use crate::engine::memory_store::MemoryStore;
-use crate::engine::sequence_config::SequenceConfig;
-use crate::engine::store::{CounterRef, Direction};
+use crate::engine::store::counter_store::{CounterRef, Direction};
+use crate::engine::store::memory_store::MemoryStore;
 
 /// 2^62: a step for which two values already move a counter by 2^63.
 const HUGE: i64 = 1 << 62;
@@ -131,7 +131,7 @@ fn fits(v: i128) -> Option<i64> {
 }
 
 impl Model {
-    fn take(&mut self, n: i64, policy: CreatePolicy, stride: i64) -> Answer {
+    fn take(&mut self, n: i64, policy: CreatePolicy, step: i64) -> Answer {
         let progression = |from: i128, step: i64| -> Option<Vec<i64>> {
             (0..n)
                 .map(|i| fits(from + i128::from(i) * i128::from(step)))
@@ -142,7 +142,7 @@ impl Model {
                 return Err(ErrorCode::SequenceNotFound);
             }
             let values =
-                progression(i128::from(policy.start), stride).ok_or(ErrorCode::SequenceOverflow)?;
+                progression(i128::from(policy.start), step).ok_or(ErrorCode::SequenceOverflow)?;
             *self = Model {
                 exists: true,
                 value: *values.last().unwrap(),
@@ -152,7 +152,7 @@ impl Model {
             return Ok(values);
         }
         let Some(c) = self.config else {
-            let values = progression(i128::from(self.value) + i128::from(stride), stride)
+            let values = progression(i128::from(self.value) + i128::from(step), step)
                 .ok_or(ErrorCode::SequenceOverflow)?;
             self.value = *values.last().unwrap();
             return Ok(values);
@@ -199,11 +199,11 @@ impl Model {
         Ok(())
     }
 
-    fn step(&self, stride: i64) -> i64 {
-        self.config.map_or(stride, |c| c.step)
+    fn step(&self, step: i64) -> i64 {
+        self.config.map_or(step, |c| c.step)
     }
 
-    fn reset(&mut self, default_start: i64, stride: i64) -> Result<i64, ErrorCode> {
+    fn reset(&mut self, default_start: i64, step: i64) -> Result<i64, ErrorCode> {
         if !self.exists {
             return Err(ErrorCode::SequenceNotFound);
         }
@@ -211,7 +211,7 @@ impl Model {
             .start
             .or(self.config.map(|c| c.restart()))
             .unwrap_or(default_start);
-        self.value = fits(i128::from(start) - i128::from(self.step(stride)))
+        self.value = fits(i128::from(start) - i128::from(self.step(step)))
             .ok_or(ErrorCode::SequenceOverflow)?;
         Ok(start)
     }
@@ -220,7 +220,7 @@ impl Model {
         &mut self,
         config: Option<Config>,
         start: Option<i64>,
-        stride: i64,
+        step: i64,
     ) -> Result<bool, ErrorCode> {
         // Arguments are checked before anything is read.
         let start = start.unwrap_or(config.map_or(1, |c| c.restart()));
@@ -229,7 +229,7 @@ impl Model {
                 return Err(ErrorCode::InvalidArgument);
             }
         }
-        let step = config.map_or(stride, |c| c.step);
+        let step = config.map_or(step, |c| c.step);
         let before =
             fits(i128::from(start) - i128::from(step)).ok_or(ErrorCode::SequenceOverflow)?;
         if self.exists {
@@ -244,18 +244,14 @@ impl Model {
         Ok(true)
     }
 
-    /// Whether the counter counts down (its step, else the handle's stride).
-    fn descending(&self, stride: i64) -> bool {
-        let step = if self.exists {
-            self.step(stride)
-        } else {
-            stride
-        };
+    /// Whether the counter counts down (its step, else the handle's step).
+    fn descending(&self, step: i64) -> bool {
+        let step = if self.exists { self.step(step) } else { step };
         step < 0
     }
 
     /// `raiseTo`: on in the counter's direction only, never back.
-    fn raise(&mut self, v: i64, stride: i64) -> Result<i64, ErrorCode> {
+    fn raise(&mut self, v: i64, step: i64) -> Result<i64, ErrorCode> {
         if !self.exists {
             *self = Model {
                 exists: true,
@@ -264,7 +260,7 @@ impl Model {
             };
             return Ok(v);
         }
-        let down = self.descending(stride);
+        let down = self.descending(step);
         if let Some(c) = self.config {
             if (!down && v > c.max) || (down && v < c.min) {
                 return Err(ErrorCode::InvalidArgument);
@@ -280,8 +276,8 @@ impl Model {
 
     /// `syncToMax`: past the used extreme of the source (its largest value for an
     /// ascending counter, smallest for a descending one, doubles rounded past).
-    fn sync(&mut self, docs: &[SourceDoc], stride: i64) -> Result<i64, ErrorCode> {
-        let down = self.descending(stride);
+    fn sync(&mut self, docs: &[SourceDoc], step: i64) -> Result<i64, ErrorCode> {
+        let down = self.descending(step);
         let usable = docs
             .iter()
             .flat_map(|d| d.values.iter())
@@ -296,9 +292,9 @@ impl Model {
             });
         let extreme = if down { usable.min() } else { usable.max() };
         match extreme {
-            Some(v) => self.raise(v, stride),
+            Some(v) => self.raise(v, step),
             None if self.exists => Ok(self.value),
-            None => self.raise(0, stride),
+            None => self.raise(0, step),
         }
     }
 }
@@ -409,24 +405,24 @@ fn mode_strategy() -> impl Strategy<Value = Mode> {
     ]
 }
 
-/// How the counter is found, and the stride of its plain values.
+/// How the counter is found, and the step of its plain values.
 #[derive(Debug, Clone, Copy, PartialEq)]
 struct Shape {
     located: bool,
-    stride: i64,
+    step: i64,
 }
 
 const PLAIN: Shape = Shape {
     located: false,
-    stride: 1,
+    step: 1,
 };
 
 fn shape_strategy() -> impl Strategy<Value = Shape> {
     prop_oneof![
         2 => Just(PLAIN),
         1 => (-3i64..=3)
-            .prop_filter("a stride is never 0", |s| *s != 0)
-            .prop_map(|stride| Shape { located: true, stride }),
+            .prop_filter("a step is never 0", |s| *s != 0)
+            .prop_map(|step| Shape { located: true, step }),
     ]
 }
 
@@ -462,15 +458,15 @@ impl Engine {
         }
     }
 
-    /// An engine on a counter of `shape`: found by `_id`, or by fields with its stride.
+    /// An engine on a counter of `shape`: found by `_id`, or by fields with its step.
     fn shaped(mode: Mode, policy: CreatePolicy, shape: Shape) -> Self {
-        use crate::engine::locator::{FieldsLocator, Locator};
+        use crate::engine::counter::locator::{FieldsLocator, Locator};
         let mut engine = Engine::new(mode, policy);
         if shape.located {
             let fields = doc! { "id": "model", "reference_value": { "shop": 1 } };
             engine.counter = engine.counter.clone().located(
                 Locator::ByFields(FieldsLocator::new(fields, "seq").unwrap()),
-                shape.stride,
+                shape.step,
             );
         }
         engine
@@ -530,7 +526,7 @@ fn answer(result: &SeqResult<IdRange>) -> Answer {
         .map_err(|e| e.code)
 }
 
-/// Runs `ops` through the engine and the model on a counter found by `_id`, stride 1.
+/// Runs `ops` through the engine and the model on a counter found by `_id`, step 1.
 fn check_history(mode: Mode, policy: CreatePolicy, initial: Option<Config>, ops: &[Op]) {
     check_shaped_history(mode, policy, PLAIN, initial, ops)
 }
@@ -545,7 +541,7 @@ fn check_shaped_history(
     ops: &[Op],
 ) {
     let engine = Engine::shaped(mode, policy, shape);
-    let stride = shape.stride;
+    let step = shape.step;
     let mut model = Model::default();
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -563,7 +559,7 @@ fn check_shaped_history(
             ))
             .await
             .map_err(|e| e.code);
-        assert_eq!(created, model.init(initial, None, stride));
+        assert_eq!(created, model.init(initial, None, step));
         // Cached mode: values seen since the last management write, for order; the
         // exact value the next call must give after a management write.
         let mut seen: HashSet<i64> = HashSet::new();
@@ -584,7 +580,7 @@ fn check_shaped_history(
                     }
                     if !matches!(mode, Mode::Cached(_)) {
                         for (n, result) in counts.iter().zip(&results) {
-                            let expected = model.take(*n, policy, stride);
+                            let expected = model.take(*n, policy, step);
                             assert_eq!(answer(result), expected, "call of {n}");
                         }
                         assert_eq!(engine.stored(), model.exists.then_some(model.value));
@@ -597,7 +593,7 @@ fn check_shaped_history(
                         if i == 0 {
                             if let Some(mut snapshot) = predicted.take() {
                                 if *n <= size {
-                                    let expected = snapshot.take(*n, policy, stride);
+                                    let expected = snapshot.take(*n, policy, step);
                                     assert_eq!(answer(result), expected, "first after a write");
                                 }
                             }
@@ -605,7 +601,7 @@ fn check_shaped_history(
                         let ordered = *n <= size;
                         check_cached(
                             &model,
-                            (*n, stride),
+                            (*n, step),
                             result,
                             &mut seen,
                             (ordered, &mut last_seen),
@@ -637,7 +633,7 @@ fn check_shaped_history(
                         .managed(admin::reset(&*engine.store, c, policy.start))
                         .await
                         .map_err(|e| e.code);
-                    assert_eq!(got, model.reset(policy.start, stride), "reset");
+                    assert_eq!(got, model.reset(policy.start, step), "reset");
                     (seen, last_seen, handed) = (HashSet::new(), None, HashSet::new());
                     predicted = Some(model.clone());
                 }
@@ -652,7 +648,7 @@ fn check_shaped_history(
                         ))
                         .await
                         .map_err(|e| e.code);
-                    assert_eq!(got, model.init(*config, *start, stride), "init");
+                    assert_eq!(got, model.init(*config, *start, step), "init");
                     (seen, last_seen, handed) = (HashSet::new(), None, HashSet::new());
                     predicted = Some(model.clone());
                 }
@@ -673,7 +669,7 @@ fn check_shaped_history(
                         .managed(admin::raise_to(&*engine.store, c, *v))
                         .await
                         .map_err(|e| e.code);
-                    assert_eq!(got, model.raise(*v, stride), "raiseTo {v}");
+                    assert_eq!(got, model.raise(*v, step), "raiseTo {v}");
                     assert_eq!(engine.stored(), model.exists.then_some(model.value));
                     predicted = Some(model.clone());
                 }
@@ -684,7 +680,7 @@ fn check_shaped_history(
                         .managed(admin::sync_to_source(&*engine.store, c, &source))
                         .await
                         .map_err(|e| e.code);
-                    assert_eq!(got, model.sync(docs, stride), "syncToMax {docs:?}");
+                    assert_eq!(got, model.sync(docs, step), "syncToMax {docs:?}");
                     assert_eq!(engine.stored(), model.exists.then_some(model.value));
                     predicted = Some(model.clone());
                 }
@@ -696,7 +692,7 @@ fn check_shaped_history(
 /// The invariants of one cached call of `n` values.
 fn check_cached(
     model: &Model,
-    (n, stride): (i64, i64),
+    (n, step): (i64, i64),
     result: &SeqResult<IdRange>,
     seen: &mut HashSet<i64>,
     (ordered, last_seen): (bool, &mut Option<i64>),
@@ -717,7 +713,7 @@ fn check_cached(
             (ErrorCode::SequenceOverflow, None) => {
                 // Only when the stored counter has no room for the call in 64 bits.
                 let stored = engine.stored().expect("exists");
-                let last = i128::from(stored) + i128::from(n) * i128::from(stride);
+                let last = i128::from(stored) + i128::from(n) * i128::from(step);
                 assert!(
                     fits(last).is_none(),
                     "overflow with room: stored {stored}, {n}"
@@ -743,9 +739,9 @@ fn check_cached(
             return;
         }
     } else {
-        assert_eq!(range.step, stride);
+        assert_eq!(range.step, step);
     }
-    let ascending = model.config.map_or(stride, |c| c.step) > 0;
+    let ascending = model.config.map_or(step, |c| c.step) > 0;
     for v in values {
         assert!(seen.insert(v), "{v} handed out twice");
         if !ordered {
@@ -919,28 +915,28 @@ fn located_op_strategy() -> impl Strategy<Value = LocatedOp> {
     ]
 }
 
-/// The reference for a plain counter handing out values `stride` apart: `None` when the
+/// The reference for a plain counter handing out values `step` apart: `None` when the
 /// document is missing, else the last value handed out.
-fn located_model(stored: &mut Option<i64>, n: i64, policy: CreatePolicy, stride: i64) -> Answer {
+fn located_model(stored: &mut Option<i64>, n: i64, policy: CreatePolicy, step: i64) -> Answer {
     let first = match *stored {
-        Some(v) => v + stride,
+        Some(v) => v + step,
         None if policy.upsert => policy.start,
         None => return Err(ErrorCode::SequenceNotFound),
     };
-    let values: Vec<i64> = (0..n).map(|i| first + i * stride).collect();
+    let values: Vec<i64> = (0..n).map(|i| first + i * step).collect();
     *stored = values.last().copied();
     Ok(values)
 }
 
-fn check_located_history(mode: Mode, policy: CreatePolicy, stride: i64, ops: &[LocatedOp]) {
-    use crate::engine::locator::{FieldsLocator, Locator};
-    use crate::engine::store::CounterStore;
+fn check_located_history(mode: Mode, policy: CreatePolicy, step: i64, ops: &[LocatedOp]) {
+    use crate::engine::counter::locator::{FieldsLocator, Locator};
+    use crate::engine::store::counter_store::CounterStore;
     use mongodb::bson::doc;
     let mut engine = Engine::new(mode, policy);
     let fields = doc! { "id": "model", "reference_value": { "shop": 1 } };
     engine.counter = engine.counter.clone().located(
         Locator::ByFields(FieldsLocator::new(fields, "seq").unwrap()),
-        stride,
+        step,
     );
     let mut stored: Option<i64> = None;
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -954,7 +950,7 @@ fn check_located_history(mode: Mode, policy: CreatePolicy, stride: i64, ops: &[L
                     let results = engine.calls(counts).await;
                     engine.settle().await;
                     for (n, result) in counts.iter().zip(&results) {
-                        let expected = located_model(&mut stored, *n, policy, stride);
+                        let expected = located_model(&mut stored, *n, policy, step);
                         assert_eq!(answer(result), expected, "call of {n}");
                     }
                 }
@@ -981,15 +977,15 @@ proptest! {
     })]
 
     #[test]
-    fn located_counters_with_a_stride_match_the_model(
+    fn located_counters_with_a_step_match_the_model(
         coalesce in any::<bool>(),
         upsert in any::<bool>(),
         start in -6i64..6,
-        stride in prop_oneof![-3i64..0, 1i64..4],
+        step in prop_oneof![-3i64..0, 1i64..4],
         ops in proptest::collection::vec(located_op_strategy(), 1..25),
     ) {
         let mode = if coalesce { Mode::Coalesce } else { Mode::Direct };
-        check_located_history(mode, CreatePolicy { upsert, start }, stride, &ops);
+        check_located_history(mode, CreatePolicy { upsert, start }, step, &ops);
     }
 }
 
@@ -1061,7 +1057,7 @@ fn regression_descending_counters_are_never_moved_back() {
     // mongoose-sequence { start_seq: 100, inc_amount: -1 }: 100, 99, 98 handed out.
     let shape = Shape {
         located: true,
-        stride: -1,
+        step: -1,
     };
     let policy = CreatePolicy {
         upsert: true,
@@ -1110,11 +1106,11 @@ fn regression_descending_counters_are_never_moved_back() {
 }
 
 #[test]
-fn regression_init_and_reset_of_a_strided_counter_start_at_start() {
-    for stride in [5, -5, 2] {
+fn regression_init_and_reset_of_a_stepped_counter_start_at_start() {
+    for step in [5, -5, 2] {
         let shape = Shape {
             located: true,
-            stride,
+            step,
         };
         check_shaped_history(
             Mode::Direct,

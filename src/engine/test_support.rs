@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::engine::allocate::IdRange;
+use crate::engine::alloc::allocate::IdRange;
 use crate::engine::error::{SeqError, SeqResult};
 
 /// Runs `f` on a multi-threaded tokio runtime.
@@ -91,9 +91,9 @@ pub fn values_of(blocks: &[(i64, IdRange)]) -> Vec<i64> {
 pub fn by_total<F, Fut>(
     fetch: F,
 ) -> impl Fn(
-    Vec<crate::engine::demand::Demand>,
+    Vec<crate::engine::alloc::demand::Demand>,
 ) -> std::pin::Pin<
-    Box<dyn std::future::Future<Output = crate::engine::coalesce::Grants> + Send>,
+    Box<dyn std::future::Future<Output = crate::engine::alloc::coalesce::Grants> + Send>,
 > + Send
        + Sync
        + 'static
@@ -102,10 +102,10 @@ where
     Fut: std::future::Future<Output = SeqResult<IdRange>> + Send + 'static,
 {
     move |demands| {
-        let fut = fetch(crate::engine::demand::total(&demands));
+        let fut = fetch(crate::engine::alloc::demand::total(&demands));
         Box::pin(async move {
             fut.await
-                .map(|range| crate::engine::demand::split(range, &demands))
+                .map(|range| crate::engine::alloc::demand::split(range, &demands))
         })
     }
 }

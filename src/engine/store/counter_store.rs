@@ -1,14 +1,14 @@
 //! The storage operations a sequence needs, as a trait: MongoDB implements it for real
-//! use (`mongo_store`), and unit tests implement it in memory.
+//! use (`driver_counters` over `mongo_driver`), and unit tests implement it in memory.
 
 use std::future::Future;
 
 use mongodb::bson::{doc, Bson, Document};
 
-use crate::engine::counter_name::CounterName;
+use crate::engine::counter::counter_name::CounterName;
+use crate::engine::counter::locator::Locator;
+use crate::engine::counter::sequence_config::SequenceConfig;
 use crate::engine::error::SeqResult;
-use crate::engine::locator::Locator;
-use crate::engine::sequence_config::SequenceConfig;
 
 /// Which counter: a document `{ _id: <name>, <field>: <value> }` in `collection`, or one
 /// found by other fields ([`Locator`]).
@@ -26,7 +26,7 @@ pub struct CounterRef {
     pub locator: Locator,
     /// Distance between the values a plain counter hands out (its `$inc` per value;
     /// not stored with the counter). 1 for the documented helper's counters.
-    pub stride: i64,
+    pub step: i64,
 }
 
 impl CounterRef {
@@ -38,14 +38,14 @@ impl CounterRef {
             label: name.label(),
             name,
             locator: Locator::ById,
-            stride: 1,
+            step: 1,
         }
     }
 
-    /// The same counter found by `locator`, handing out values `stride` apart.
-    pub fn located(mut self, locator: Locator, stride: i64) -> Self {
+    /// The same counter found by `locator`, handing out values `step` apart.
+    pub fn located(mut self, locator: Locator, step: i64) -> Self {
         self.locator = locator;
-        self.stride = stride;
+        self.step = step;
         self
     }
 

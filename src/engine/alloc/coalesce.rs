@@ -13,14 +13,14 @@ use std::sync::{Arc, Mutex};
 
 use tokio::sync::oneshot;
 
-use crate::engine::demand::Demand;
-use crate::engine::live::LiveToken;
-use crate::engine::waiter::Waiter;
+use crate::engine::alloc::demand::Demand;
+use crate::engine::alloc::live::LiveToken;
+use crate::engine::alloc::waiter::Waiter;
 
-use crate::engine::allocate::IdRange;
+use crate::engine::alloc::allocate::IdRange;
 use crate::engine::error::{ErrorCode, SeqError, SeqResult};
 use crate::engine::panic_safety::caught;
-use crate::engine::validate::MAX_RANGE_COUNT;
+use crate::engine::text::validate::MAX_RANGE_COUNT;
 
 /// The answer to each demand of one round trip, or the error that failed all of them.
 pub type Grants = SeqResult<Vec<SeqResult<IdRange>>>;
@@ -236,7 +236,7 @@ mod tests {
             if let Some(driver) = driver {
                 tokio::spawn(driver);
             }
-            crate::engine::waiter::receive(answer).await
+            crate::engine::alloc::waiter::receive(answer).await
         }
     }
 
@@ -337,7 +337,7 @@ mod tests {
         answer: tokio::sync::oneshot::Receiver<SeqResult<IdRange>>,
     ) {
         let limit = std::time::Duration::from_secs(5);
-        let got = tokio::time::timeout(limit, crate::engine::waiter::receive(answer)).await;
+        let got = tokio::time::timeout(limit, crate::engine::alloc::waiter::receive(answer)).await;
         let error = got.expect("the call was answered").unwrap_err();
         assert_eq!(error.code, crate::engine::error::ErrorCode::Internal);
         assert_eq!(coalescer.in_flight(), 0, "the lane is free");
@@ -483,9 +483,11 @@ mod tests {
                     answer
                 })
                 .collect();
-            let first = crate::engine::waiter::receive(first).await;
+            let first = crate::engine::alloc::waiter::receive(first).await;
             let queued = futures_util::future::join_all(
-                queued.into_iter().map(crate::engine::waiter::receive),
+                queued
+                    .into_iter()
+                    .map(crate::engine::alloc::waiter::receive),
             )
             .await;
             (first, queued, started.elapsed())
@@ -520,9 +522,9 @@ mod tests {
                     kept.push(answer);
                 } // the others give up: their receivers are dropped
             }
-            let first = crate::engine::waiter::receive(first).await;
+            let first = crate::engine::alloc::waiter::receive(first).await;
             let kept = futures_util::future::join_all(
-                kept.into_iter().map(crate::engine::waiter::receive),
+                kept.into_iter().map(crate::engine::alloc::waiter::receive),
             )
             .await;
             (first, kept)

@@ -8,8 +8,8 @@ use std::hash::{Hash, Hasher};
 use mongodb::bson::{Bson, Document};
 
 use crate::engine::error::{SeqError, SeqResult};
-use crate::engine::quote::quoted;
-use crate::engine::validate::{check_field_name, FieldUse};
+use crate::engine::text::quote::quoted;
+use crate::engine::text::validate::{check_field_name, FieldUse};
 
 /// Most fields a locator may name.
 pub const MAX_LOCATOR_FIELDS: usize = 8;

@@ -1,26 +1,26 @@
-//! The entry point of the engine: a counter prepared for calls ([`Reservation`]), which
-//! submits each call to the counter's one state in its client, directly, through the
-//! coalescer, or from the block cache, as the options say.
+//! The entry point of the engine: a counter prepared for calls ([`PreparedCounter`]),
+//! which submits each call to the counter's one state in its client, directly, through
+//! the coalescer, or from the block cache, as the options say.
 
 use std::sync::Arc;
 
-use crate::engine::allocate::IdRange;
-use crate::engine::block_cache::CacheSlot;
-use crate::engine::counter_name::CounterName;
-use crate::engine::counter_state::{CounterState, Lane, Mode, Outcome, Submitted};
-use crate::engine::driver_counters::DriverCounters;
+use crate::engine::alloc::allocate::IdRange;
+use crate::engine::alloc::block_cache::CacheSlot;
+use crate::engine::alloc::counter_state::{CounterState, Lane, Mode, Outcome, Submitted};
+use crate::engine::call_options::CallOptions;
+use crate::engine::client::registry::ClientHandle;
+use crate::engine::counter::counter_name::CounterName;
 use crate::engine::error::SeqResult;
-use crate::engine::mongo_store::MongoStore;
-use crate::engine::options::SequenceOptions;
-use crate::engine::registry::ClientHandle;
-use crate::engine::store::CounterRef;
+use crate::engine::store::counter_store::CounterRef;
+use crate::engine::store::driver_counters::DriverCounters;
+use crate::engine::store::mongo_driver::MongoDriver;
 
 /// A counter ready to reserve from: its client, store, state and cache slot. Reusable
 /// for many calls.
 #[derive(Clone)]
-pub struct Reservation {
+pub struct PreparedCounter {
     handle: Arc<ClientHandle>,
-    store: Arc<DriverCounters<MongoStore>>,
+    store: Arc<DriverCounters<MongoDriver>>,
     counter: CounterRef,
     state: Arc<CounterState>,
     lane: Lane,
@@ -28,17 +28,17 @@ pub struct Reservation {
     cache: Option<Arc<CacheSlot>>,
 }
 
-impl Reservation {
-    /// Prepares reservations of values of `name` in `database`.
+impl PreparedCounter {
+    /// Prepares the counter `name` in `database` for calls.
     pub fn new(
         handle: &Arc<ClientHandle>,
         database: &str,
         name: &CounterName,
-        options: &SequenceOptions,
-    ) -> SeqResult<Reservation> {
+        options: &CallOptions,
+    ) -> SeqResult<PreparedCounter> {
         let counter = options.counter(name)?;
-        let store = handle
-            .store(database)?
+        let driver = handle
+            .driver(database)?
             .with_write_concern(options.write_concern.as_ref().map(|w| w.to_driver()));
         let state = handle.counter_state(database, &counter);
         let lane = Lane {
@@ -51,9 +51,9 @@ impl Reservation {
             (None, false) => Mode::Direct,
         };
         let cache = options.cache.map(|size| state.cache_slot(&lane, size));
-        Ok(Reservation {
+        Ok(PreparedCounter {
             handle: handle.clone(),
-            store: Arc::new(DriverCounters(store)),
+            store: Arc::new(DriverCounters(driver)),
             counter,
             state,
             lane,
@@ -62,13 +62,13 @@ impl Reservation {
         })
     }
 
-    /// The store the counter lives in.
-    pub fn store(&self) -> &MongoStore {
+    /// The driver of the database the counter lives in.
+    pub fn driver(&self) -> &MongoDriver {
         &self.store.0
     }
 
     /// The store as the counter operations see it.
-    pub fn counters(&self) -> &DriverCounters<MongoStore> {
+    pub fn counters(&self) -> &DriverCounters<MongoDriver> {
         &self.store
     }
 

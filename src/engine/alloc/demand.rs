@@ -6,9 +6,9 @@
 //! (restarting whole on a cycling counter); a cache fill takes what is left before the
 //! limit. A call that cannot be served (exhausted, or larger than a cycle) fails alone.
 
+use crate::engine::counter::id_range::IdRange;
+use crate::engine::counter::sequence_config::SequenceConfig;
 use crate::engine::error::{ErrorCode, SeqError, SeqResult};
-use crate::engine::id_range::IdRange;
-use crate::engine::sequence_config::SequenceConfig;
 
 /// What one caller asks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -2,15 +2,15 @@
 //! object of scalar fields such as `{ type: 'invoice', year: 2025 }` — stored as a
 //! composite `_id` with its fields in a stable (sorted) order.
 
-use crate::engine::quote::quoted;
+use crate::engine::text::quote::quoted;
 use std::fmt;
 use std::hash::{Hash, Hasher};
 
 use mongodb::bson::{Bson, Document};
 
-use crate::engine::counter_value::compact_integer;
+use crate::engine::counter::counter_value::compact_integer;
 use crate::engine::error::{SeqError, SeqResult};
-use crate::engine::validate::{check_field_name, check_name, FieldUse, MAX_NAME_BYTES};
+use crate::engine::text::validate::{check_field_name, check_name, FieldUse, MAX_NAME_BYTES};
 
 /// Most fields in a scoped name.
 pub const MAX_SCOPE_FIELDS: usize = 16;

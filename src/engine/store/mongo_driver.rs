@@ -6,19 +6,19 @@ use mongodb::options::{CollectionOptions, IndexOptions, ReturnDocument, WriteCon
 use mongodb::{ClientSession, Collection, Database, IndexModel};
 use tokio::sync::Mutex;
 
-use crate::engine::driver_counters::CounterDriver;
-use crate::engine::driver_error::{
+use crate::engine::client::driver_error::{
     duplicate_on_other_index, from_driver, is_duplicate_key, is_duplicate_on,
 };
+use crate::engine::counter::locator::{FieldsLocator, Locator};
 use crate::engine::error::SeqError;
 use crate::engine::error::SeqResult;
-use crate::engine::filters;
-use crate::engine::locator::{FieldsLocator, Locator};
-use crate::engine::store::CounterRef;
+use crate::engine::store::counter_store::CounterRef;
+use crate::engine::store::driver_counters::CounterDriver;
+use crate::engine::store::filters;
 
 /// Counters in one database, with the secrets to keep out of error messages.
 #[derive(Clone)]
-pub struct MongoStore {
+pub struct MongoDriver {
     database: Database,
     secrets: std::sync::Arc<Vec<String>>,
     write_concern: Option<WriteConcern>,
@@ -28,10 +28,10 @@ pub struct MongoStore {
 /// The unique indexes (database, collection, index) this client has made sure of.
 pub type IndexMemo = std::sync::Arc<Mutex<std::collections::HashSet<(String, String, String)>>>;
 
-impl MongoStore {
-    /// A store over `database`; `secrets` are removed from every error message.
+impl MongoDriver {
+    /// A driver over `database`; `secrets` are removed from every error message.
     pub fn new(database: Database, secrets: std::sync::Arc<Vec<String>>) -> Self {
-        MongoStore {
+        MongoDriver {
             database,
             secrets,
             write_concern: None,
@@ -39,13 +39,13 @@ impl MongoStore {
         }
     }
 
-    /// The same store, remembering made indexes in `indexes` (shared by a client).
+    /// The same driver, remembering made indexes in `indexes` (shared by a client).
     pub fn with_index_memo(mut self, indexes: IndexMemo) -> Self {
         self.indexes = indexes;
         self
     }
 
-    /// The same store, writing with `concern` (the connection's default for `None`).
+    /// The same driver, writing with `concern` (the connection's default for `None`).
     pub fn with_write_concern(mut self, concern: Option<WriteConcern>) -> Self {
         self.write_concern = concern;
         self
@@ -61,7 +61,7 @@ impl MongoStore {
         from_driver(error, &self.secrets)
     }
 
-    /// The counters collection of `counter`, with this store's write concern (inside a
+    /// The counters collection of `counter`, with this driver's write concern (inside a
     /// transaction the transaction's own applies).
     pub fn counters(&self, counter: &CounterRef, in_session: bool) -> Collection<Document> {
         match &self.write_concern {
@@ -304,7 +304,7 @@ fn is_namespace_not_found(error: &mongodb::error::Error) -> bool {
     )
 }
 
-impl CounterDriver for MongoStore {
+impl CounterDriver for MongoDriver {
     async fn find_and_update(
         &self,
         counter: &CounterRef,
@@ -329,27 +329,27 @@ impl CounterDriver for MongoStore {
     }
 
     async fn ensure_unique_index(&self, counter: &CounterRef) -> SeqResult<()> {
-        MongoStore::ensure_unique_index(self, counter).await
+        MongoDriver::ensure_unique_index(self, counter).await
     }
 }
 
 /// The same counters, every operation inside the transaction of one session.
-pub struct SessionStore<'a> {
-    store: &'a MongoStore,
+pub struct SessionDriver<'a> {
+    driver: &'a MongoDriver,
     session: Mutex<&'a mut ClientSession>,
 }
 
-impl<'a> SessionStore<'a> {
-    /// `store`'s counters, read and written in `session`.
-    pub fn new(store: &'a MongoStore, session: &'a mut ClientSession) -> Self {
-        SessionStore {
-            store,
+impl<'a> SessionDriver<'a> {
+    /// `driver`'s counters, read and written in `session`.
+    pub fn new(driver: &'a MongoDriver, session: &'a mut ClientSession) -> Self {
+        SessionDriver {
+            driver,
             session: Mutex::new(session),
         }
     }
 }
 
-impl CounterDriver for SessionStore<'_> {
+impl CounterDriver for SessionDriver<'_> {
     async fn find_and_update(
         &self,
         counter: &CounterRef,
@@ -358,35 +358,35 @@ impl CounterDriver for SessionStore<'_> {
         upsert: bool,
     ) -> SeqResult<Option<Bson>> {
         let mut session = self.session.lock().await;
-        self.store
+        self.driver
             .find_and_update_in(Some(&mut **session), counter, filter, update, upsert)
             .await
     }
 
     async fn find_counter(&self, counter: &CounterRef) -> SeqResult<Option<Document>> {
         let mut session = self.session.lock().await;
-        self.store
+        self.driver
             .find_counter_in(Some(&mut **session), counter)
             .await
     }
 
     async fn insert_counter(&self, counter: &CounterRef, document: Document) -> SeqResult<bool> {
         let mut session = self.session.lock().await;
-        self.store
+        self.driver
             .insert_counter_in(Some(&mut **session), counter, document)
             .await
     }
 
     async fn delete_counter(&self, counter: &CounterRef) -> SeqResult<bool> {
         let mut session = self.session.lock().await;
-        self.store
+        self.driver
             .delete_counter_in(Some(&mut **session), counter)
             .await
     }
 
     async fn ensure_unique_index(&self, counter: &CounterRef) -> SeqResult<()> {
         // Outside the transaction: an index is not part of what it commits or aborts.
-        self.store.ensure_unique_index(counter).await
+        self.driver.ensure_unique_index(counter).await
     }
 }
 

@@ -1,13 +1,13 @@
 //! Options of a sequence call, with the documented helper's defaults.
 
-use crate::engine::allocate::CreatePolicy;
-use crate::engine::counter_name::CounterName;
+use crate::engine::alloc::allocate::CreatePolicy;
+use crate::engine::client::write_concern::WriteConcernSpec;
+use crate::engine::counter::counter_name::CounterName;
+use crate::engine::counter::locator::Locator;
 use crate::engine::error::SeqResult;
-use crate::engine::format::Pattern;
-use crate::engine::locator::Locator;
-use crate::engine::store::CounterRef;
-use crate::engine::validate::{check_collection, check_field};
-use crate::engine::write_concern::WriteConcernSpec;
+use crate::engine::store::counter_store::CounterRef;
+use crate::engine::text::format::Pattern;
+use crate::engine::text::validate::{check_collection, check_field};
 use std::borrow::Cow;
 
 /// Default collection of counter documents.
@@ -17,7 +17,7 @@ pub const DEFAULT_FIELD: &str = "sequence_value";
 
 /// The options every sequence call takes (all optional from JavaScript).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SequenceOptions {
+pub struct CallOptions {
     /// Collection of counter documents.
     pub collection: Cow<'static, str>,
     /// Field holding the value.
@@ -41,12 +41,12 @@ pub struct SequenceOptions {
     /// How the counter document is found (by `_id` unless a locator is given).
     pub locator: Locator,
     /// Distance between the values of a plain counter.
-    pub stride: i64,
+    pub step: i64,
 }
 
-impl Default for SequenceOptions {
+impl Default for CallOptions {
     fn default() -> Self {
-        SequenceOptions {
+        CallOptions {
             collection: Cow::Borrowed(DEFAULT_COLLECTION),
             field: Cow::Borrowed(DEFAULT_FIELD),
             upsert: false,
@@ -58,23 +58,23 @@ impl Default for SequenceOptions {
             write_concern: None,
             format: None,
             locator: Locator::ById,
-            stride: 1,
+            step: 1,
         }
     }
 }
 
-impl SequenceOptions {
+impl CallOptions {
     /// The counter `name` names under these options, validated.
     pub fn counter(&self, name: &CounterName) -> SeqResult<CounterRef> {
         check_collection(&self.collection)?;
         check_field(&self.field)?;
-        if self.stride == 0 {
+        if self.step == 0 {
             return Err(crate::engine::error::SeqError::invalid_argument(
                 "step must not be 0",
             ));
         }
         Ok(CounterRef::new(&self.collection, &self.field, name.clone())
-            .located(self.locator.clone(), self.stride))
+            .located(self.locator.clone(), self.step))
     }
 
     /// What to do when the counter is missing.
@@ -92,7 +92,7 @@ mod tests {
 
     #[test]
     fn defaults_are_the_documented_helper() {
-        let o = SequenceOptions::default();
+        let o = CallOptions::default();
         let c = o.counter(&CounterName::text("productId").unwrap()).unwrap();
         assert_eq!(
             (c.collection.as_str(), c.field.as_str()),
@@ -103,7 +103,7 @@ mod tests {
 
     #[test]
     fn invalid_parts_are_refused() {
-        let o = SequenceOptions {
+        let o = CallOptions {
             field: "$bad".into(),
             ..Default::default()
         };

@@ -12,16 +12,16 @@ use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use crate::engine::allocate::{allocate_demands, CreatePolicy, IdRange};
-use crate::engine::block_cache::CacheSlot;
-use crate::engine::coalesce::{Coalescer, Grants};
-use crate::engine::demand::Demand;
+use crate::engine::alloc::allocate::{allocate_demands, CreatePolicy, IdRange};
+use crate::engine::alloc::block_cache::CacheSlot;
+use crate::engine::alloc::coalesce::{Coalescer, Grants};
+use crate::engine::alloc::demand::Demand;
+use crate::engine::alloc::live::{LiveGroup, LiveToken};
+use crate::engine::alloc::waiter::receive;
+use crate::engine::client::write_concern::WriteConcernSpec;
+use crate::engine::counter::sequence_config::SequenceConfig;
 use crate::engine::error::{SeqError, SeqResult};
-use crate::engine::live::{LiveGroup, LiveToken};
-use crate::engine::sequence_config::SequenceConfig;
-use crate::engine::store::{CounterRef, CounterStore};
-use crate::engine::waiter::receive;
-use crate::engine::write_concern::WriteConcernSpec;
+use crate::engine::store::counter_store::{CounterRef, CounterStore};
 
 /// A future the caller must spawn on the runtime.
 pub type Background = Pin<Box<dyn Future<Output = ()> + Send + 'static>>;
@@ -387,8 +387,8 @@ mod tests {
     use std::sync::Weak;
 
     use crate::engine::admin;
-    use crate::engine::counter_name::CounterName;
-    use crate::engine::memory_store::MemoryStore;
+    use crate::engine::counter::counter_name::CounterName;
+    use crate::engine::store::memory_store::MemoryStore;
     use crate::engine::test_support::{run, Rng};
 
     fn lane() -> Lane {

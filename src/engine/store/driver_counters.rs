@@ -6,13 +6,13 @@ use std::future::Future;
 
 use mongodb::bson::{Bson, Document};
 
-use crate::engine::counter_value::compact_integer;
+use crate::engine::counter::counter_value::compact_integer;
+use crate::engine::counter::sequence_config::{ConfigFields, SequenceConfig};
 use crate::engine::error::SeqResult;
-use crate::engine::filters;
-use crate::engine::sequence_config::{ConfigFields, SequenceConfig};
-use crate::engine::store::{
+use crate::engine::store::counter_store::{
     CounterDoc, CounterRef, CounterStore, Direction, FieldGuard, NewCounter,
 };
+use crate::engine::store::filters;
 
 /// The primitive operations on a counters collection.
 pub trait CounterDriver: Send + Sync {

@@ -1,6 +1,6 @@
 //! Which server a call talks to: a connection string given by the user, or a
 //! connection derived from a Node driver client's effective options (see
-//! [`crate::engine::node_options`]), with the full configuration as the key that decides
+//! [`crate::engine::client::node_options`]), with the full configuration as the key that decides
 //! which calls share a driver client.
 
 use crate::engine::panic_safety::lock;
@@ -10,9 +10,9 @@ use std::time::Duration;
 
 use mongodb::options::{ClientOptions, ConnectionString};
 
+use crate::engine::client::node_options::{derive, DerivedConnection, NodeOptions};
 use crate::engine::error::{SeqError, SeqResult};
-use crate::engine::node_options::{derive, DerivedConnection, NodeOptions};
-use crate::engine::redact::{uri_secrets, without_user_info};
+use crate::engine::text::redact::{uri_secrets, without_user_info};
 
 /// Where a target's servers and settings come from.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -211,7 +211,9 @@ pub fn derive_from_node_client(options: &NodeOptions) -> SeqResult<ConnectionTar
         options
             .get(key)
             .and_then(|v| match v {
-                crate::engine::node_options::NodeValue::Number(bits) => Some(f64::from_bits(*bits)),
+                crate::engine::client::node_options::NodeValue::Number(bits) => {
+                    Some(f64::from_bits(*bits))
+                }
                 _ => None,
             })
             .filter(|n| n.is_finite() && *n >= 0.0)
@@ -228,8 +230,8 @@ pub fn derive_from_node_client(options: &NodeOptions) -> SeqResult<ConnectionTar
 mod tests {
     use super::*;
 
+    use crate::engine::client::node_options::NodeValue;
     use crate::engine::error::ErrorCode;
-    use crate::engine::node_options::NodeValue;
 
     fn options(host: &str) -> NodeOptions {
         let mut h = std::collections::BTreeMap::new();

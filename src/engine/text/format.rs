@@ -5,7 +5,7 @@
 //! `}}` literal braces. A pattern must contain the value at least once.
 
 use crate::engine::error::{SeqError, SeqResult};
-use crate::engine::quote::quoted;
+use crate::engine::text::quote::quoted;
 
 /// Widest zero padding accepted.
 pub const MAX_PAD: usize = 30;

@@ -3,14 +3,16 @@
 
 use mongodb::bson::Bson;
 
-use crate::engine::counter_value::{
+use crate::engine::alloc::demand::{plan_configured, split, total, Demand, Write};
+use crate::engine::counter::counter_value::{
     classify, integer_after_increment, StoredCounter, DOUBLE_EXACT_LIMIT,
 };
-use crate::engine::demand::{plan_configured, split, total, Demand, Write};
+use crate::engine::counter::locator::Locator;
+use crate::engine::counter::sequence_config::SequenceConfig;
 use crate::engine::error::{ErrorCode, SeqError, SeqResult};
-use crate::engine::locator::Locator;
-use crate::engine::sequence_config::SequenceConfig;
-use crate::engine::store::{CounterDoc, CounterRef, CounterStore, FieldGuard, NewCounter};
+use crate::engine::store::counter_store::{
+    CounterDoc, CounterRef, CounterStore, FieldGuard, NewCounter,
+};
 
 /// How many times a reservation starts over after losing a race (another caller created
 /// the counter, or changed it between a read and a guarded write).
@@ -39,7 +41,7 @@ impl Default for CreatePolicy {
     }
 }
 
-pub use crate::engine::id_range::IdRange;
+pub use crate::engine::counter::id_range::IdRange;
 
 /// What one round trip served: one result per demand, and the configuration the counter
 /// turned out to have (a hint for the next call).
@@ -87,11 +89,11 @@ pub async fn allocate_demands<S: CounterStore>(
     }
     // A span beyond 64 bits cannot be one `$inc`: such calls are served exactly below.
     let span = plain_span(counter, total);
-    // A counter found by other fields whose first value is its stride is created by the
+    // A counter found by other fields whose first value is its step is created by the
     // increment itself (one round trip from the first use on), once its unique index is
     // known to exist; a racing creation loses on that index and takes the next attempt.
     let mut upsert = policy.upsert
-        && policy.start == counter.stride
+        && policy.start == counter.step
         && matches!(counter.locator, Locator::ByFields(_));
     if upsert {
         store.prepare_upsert(counter).await?;
@@ -164,7 +166,7 @@ pub async fn allocate_demands<S: CounterStore>(
 }
 
 /// Serves `demands` from a plain counter holding an integer, planned in order as if each
-/// ran alone ([`plan_configured`] over the whole 64-bit range, in the counter's stride),
+/// ran alone ([`plan_configured`] over the whole 64-bit range, in the counter's step),
 /// written as the exact last value, guarded on the value read. `None` when the counter
 /// is not a plain integer one or changed meanwhile (the caller goes on as usual).
 async fn serve_plain_exactly<S: CounterStore>(
@@ -184,7 +186,7 @@ async fn serve_plain_exactly<S: CounterStore>(
         return Ok(None);
     };
     let whole_range = SequenceConfig {
-        step: counter.stride,
+        step: counter.step,
         min: i64::MIN,
         max: i64::MAX,
         cycle: false,
@@ -292,7 +294,7 @@ async fn serve_configured<S: CounterStore>(
                 let found = doc
                     .value
                     .as_ref()
-                    .map(|v| crate::engine::counter_value::type_name(v).to_string())
+                    .map(|v| crate::engine::counter::counter_value::type_name(v).to_string())
                     .unwrap_or_else(|| "no value".to_string());
                 return Err(SeqError::invalid_counter(
                     &counter.label,
@@ -354,11 +356,7 @@ async fn create_counter<S: CounterStore>(
             ))
         })?;
     if store.create(counter, NewCounter::plain(last)).await? {
-        Ok(Some(IdRange::stepped_ending_at(
-            last,
-            count,
-            counter.stride,
-        )?))
+        Ok(Some(IdRange::stepped_ending_at(last, count, counter.step)?))
     } else {
         Ok(None)
     }
@@ -377,7 +375,7 @@ async fn advance_unusual<S: CounterStore>(
         StoredCounter::Integer(_) => return Ok(None),
         StoredCounter::Missing => FieldGuard::Absent,
         StoredCounter::IntegralDouble(d) => {
-            if d + (count as f64) * (counter.stride as f64) >= DOUBLE_EXACT_LIMIT {
+            if d + (count as f64) * (counter.step as f64) >= DOUBLE_EXACT_LIMIT {
                 return Err(SeqError::overflow(format!(
                     "Sequence '{}' is stored as a double ({d}) and would pass 2^53, where \
                      doubles stop counting exactly; store it as a long to go further",
@@ -407,15 +405,15 @@ async fn advance_unusual<S: CounterStore>(
 fn block_from(counter: &CounterRef, after: Option<&Bson>, count: i64) -> SeqResult<IdRange> {
     let last = integer_after_increment(after)
         .map_err(|found| SeqError::invalid_counter(&counter.label, &counter.field, &found))?;
-    IdRange::stepped_ending_at(last, count, counter.stride)
+    IdRange::stepped_ending_at(last, count, counter.step)
 }
 
-/// How far `count` values move a plain counter: `count` strides.
+/// How far `count` values move a plain counter: `count` steps.
 fn plain_span(counter: &CounterRef, count: i64) -> SeqResult<i64> {
-    count.checked_mul(counter.stride).ok_or_else(|| {
+    count.checked_mul(counter.step).ok_or_else(|| {
         SeqError::overflow(format!(
             "Sequence '{}' cannot advance by {count} values of {}: beyond the 64-bit range",
-            counter.label, counter.stride
+            counter.label, counter.step
         ))
     })
 }
@@ -441,10 +439,10 @@ mod tests {
     use std::sync::atomic::Ordering;
 
     use super::*;
-    use crate::engine::memory_store::MemoryStore;
+    use crate::engine::store::memory_store::MemoryStore;
 
     fn counter(name: &str) -> CounterRef {
-        let name = crate::engine::counter_name::CounterName::text(name).unwrap();
+        let name = crate::engine::counter::counter_name::CounterName::text(name).unwrap();
         CounterRef::new("counters", "sequence_value", name)
     }
 
@@ -460,19 +458,19 @@ mod tests {
         start: 1,
     };
 
-    fn located(id: &str, stride: i64) -> CounterRef {
-        use crate::engine::locator::FieldsLocator;
+    fn located(id: &str, step: i64) -> CounterRef {
+        use crate::engine::counter::locator::FieldsLocator;
         use mongodb::bson::doc;
         let fields = doc! { "id": id, "reference_value": Bson::Null };
-        let name = crate::engine::counter_name::CounterName::text(id).unwrap();
+        let name = crate::engine::counter::counter_name::CounterName::text(id).unwrap();
         CounterRef::new("counters", "seq", name).located(
             Locator::ByFields(FieldsLocator::new(fields, "seq").unwrap()),
-            stride,
+            step,
         )
     }
 
     #[test]
-    fn strides_space_values_from_creation_on() {
+    fn steps_space_values_from_creation_on() {
         let store = MemoryStore::default();
         let c = located("stepped", 5);
         let policy = CreatePolicy {
@@ -490,7 +488,7 @@ mod tests {
     }
 
     #[test]
-    fn located_counters_whose_start_is_their_stride_are_created_by_the_increment() {
+    fn located_counters_whose_start_is_their_step_are_created_by_the_increment() {
         let store = MemoryStore::default();
         let c = located("one_trip", 1);
         let a = run(allocate(&store, &c, UPSERT, 2)).unwrap();
@@ -509,13 +507,13 @@ mod tests {
     }
 
     #[test]
-    fn a_stride_that_overflows_is_refused_before_writing() {
+    fn a_step_that_overflows_is_refused_before_writing() {
         let store = MemoryStore::default();
         let c = located("huge", i64::MAX / 2);
         let e = run(allocate(&store, &c, UPSERT, 4)).unwrap_err();
         assert_eq!(e.code, ErrorCode::SequenceOverflow);
         assert_eq!(store.get(&c), None);
-        // Three values of that stride from 1 still fit (the last is 2^63 - 1).
+        // Three values of that step from 1 still fit (the last is 2^63 - 1).
         let r = run(allocate(&store, &c, UPSERT, 3)).unwrap();
         assert_eq!(r.last, i64::MAX);
         let e = run(allocate(&store, &c, UPSERT, 1)).unwrap_err();
@@ -655,7 +653,7 @@ mod tests {
             ]
         );
         assert_eq!(store.get(&c), Some(Some(Bson::Int64(i64::MAX))));
-        // Descending strides meet the other end the same way.
+        // Descending steps meet the other end the same way.
         let down = located("down", -2);
         store.put(&down, Some(Bson::Int64(i64::MIN + 5)));
         let demands = [Demand::Exact(3), Demand::Exact(2), Demand::UpTo(10)];

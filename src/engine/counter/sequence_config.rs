@@ -7,7 +7,7 @@
 
 use mongodb::bson::{doc, Bson, Document};
 
-use crate::engine::counter_value::compact_integer;
+use crate::engine::counter::counter_value::compact_integer;
 use crate::engine::error::{SeqError, SeqResult};
 
 /// Step, limits and cycling of a configured counter.

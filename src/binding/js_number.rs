@@ -1,8 +1,8 @@
 //! Which values JavaScript can receive as a `number`.
 
-use crate::engine::allocate::IdRange;
+use crate::engine::alloc::allocate::IdRange;
 use crate::engine::error::{SeqError, SeqResult};
-use crate::engine::validate::MAX_SAFE_INTEGER;
+use crate::engine::text::validate::MAX_SAFE_INTEGER;
 
 /// True when `v` is exactly representable as a JavaScript number (|v| ≤ 2^53 - 1).
 pub fn is_safe(v: i64) -> bool {

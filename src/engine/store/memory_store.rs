@@ -7,17 +7,17 @@ use std::sync::Mutex;
 
 use mongodb::bson::Bson;
 
-use crate::engine::counter_value::compact_integer;
+use crate::engine::counter::counter_value::compact_integer;
+use crate::engine::counter::sequence_config::SequenceConfig;
 use crate::engine::error::{SeqError, SeqResult};
-use crate::engine::sequence_config::SequenceConfig;
-use crate::engine::store::{
+use crate::engine::store::counter_store::{
     CounterDoc, CounterRef, CounterStore, Direction, FieldGuard, NewCounter,
 };
 
 type Key = (
     String,
-    crate::engine::counter_name::CounterName,
-    crate::engine::locator::Locator,
+    crate::engine::counter::counter_name::CounterName,
+    crate::engine::counter::locator::Locator,
 );
 
 /// A stored counter: its field (`None`: document without the field) and configuration.

@@ -391,7 +391,7 @@ pub struct DerivedReadPreference {
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct DerivedWriteConcern {
     /// `w`.
-    pub w: Option<crate::engine::write_concern::WriteAck>,
+    pub w: Option<crate::engine::client::write_concern::WriteAck>,
     /// `journal`.
     pub journal: Option<bool>,
     /// `wtimeoutMS`.
@@ -714,7 +714,7 @@ fn derive_credential(
 }
 
 fn derive_write_concern(value: &NodeValue) -> SeqResult<Option<DerivedWriteConcern>> {
-    use crate::engine::write_concern::WriteAck;
+    use crate::engine::client::write_concern::WriteAck;
     if value.is_unset() {
         return Ok(None);
     }
@@ -940,9 +940,15 @@ impl DerivedConnection {
         cs.write_concern = self.write_concern.as_ref().map(|w| {
             let mut concern = WriteConcern::default();
             concern.w = w.w.as_ref().map(|w| match w {
-                crate::engine::write_concern::WriteAck::Nodes(n) => Acknowledgment::Nodes(*n),
-                crate::engine::write_concern::WriteAck::Majority => Acknowledgment::Majority,
-                crate::engine::write_concern::WriteAck::Tag(t) => Acknowledgment::Custom(t.clone()),
+                crate::engine::client::write_concern::WriteAck::Nodes(n) => {
+                    Acknowledgment::Nodes(*n)
+                }
+                crate::engine::client::write_concern::WriteAck::Majority => {
+                    Acknowledgment::Majority
+                }
+                crate::engine::client::write_concern::WriteAck::Tag(t) => {
+                    Acknowledgment::Custom(t.clone())
+                }
             });
             concern.journal = w.journal;
             concern.w_timeout = w.wtimeout_ms.map(Duration::from_millis);
@@ -1163,7 +1169,10 @@ mod tests {
         );
         let d = derive(&o, &no_files).unwrap();
         let w = d.write_concern.unwrap();
-        assert_eq!(w.w, Some(crate::engine::write_concern::WriteAck::Majority));
+        assert_eq!(
+            w.w,
+            Some(crate::engine::client::write_concern::WriteAck::Majority)
+        );
         assert_eq!(w.journal, Some(true));
         assert_eq!(d.read_preference.unwrap().mode, "secondaryPreferred");
         o.insert("writeConcern".into(), map(&[("w", NodeValue::number(0.0))]));

@@ -17,15 +17,15 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::oneshot;
 
-use crate::engine::coalesce::Grants;
-use crate::engine::demand::Demand;
-use crate::engine::live::LiveToken;
-use crate::engine::waiter::Waiter;
+use crate::engine::alloc::coalesce::Grants;
+use crate::engine::alloc::demand::Demand;
+use crate::engine::alloc::live::LiveToken;
+use crate::engine::alloc::waiter::Waiter;
 
-use crate::engine::allocate::IdRange;
+use crate::engine::alloc::allocate::IdRange;
 use crate::engine::error::{SeqError, SeqResult};
 use crate::engine::panic_safety::{caught, lock};
-use crate::engine::validate::MAX_RANGE_COUNT;
+use crate::engine::text::validate::MAX_RANGE_COUNT;
 
 /// Most blocks one fetch reserves when calls outpace round trips.
 pub const MAX_BLOCKS_PER_FETCH: i64 = 64;
@@ -357,7 +357,7 @@ mod tests {
             if let Some(fetching) = fetching {
                 tokio::spawn(fetching);
             }
-            crate::engine::waiter::receive(answer).await
+            crate::engine::alloc::waiter::receive(answer).await
         }
     }
 
@@ -567,7 +567,7 @@ mod tests {
         answer: tokio::sync::oneshot::Receiver<SeqResult<IdRange>>,
     ) {
         let limit = std::time::Duration::from_secs(5);
-        let got = tokio::time::timeout(limit, crate::engine::waiter::receive(answer)).await;
+        let got = tokio::time::timeout(limit, crate::engine::alloc::waiter::receive(answer)).await;
         let error = got.expect("the waiter was answered").unwrap_err();
         assert_eq!(error.code, crate::engine::error::ErrorCode::Internal);
         assert!(!cache.is_fetching(), "the slot is free for the next fetch");

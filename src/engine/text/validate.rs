@@ -1,7 +1,7 @@
 //! Checks on names, counts and options, done before any I/O.
 
 use crate::engine::error::{SeqError, SeqResult};
-use crate::engine::quote::quoted;
+use crate::engine::text::quote::quoted;
 
 /// Longest sequence name accepted, in UTF-8 bytes.
 pub const MAX_NAME_BYTES: usize = 1024;

@@ -3,8 +3,8 @@
 
 use tokio::sync::oneshot;
 
+use crate::engine::counter::id_range::IdRange;
 use crate::engine::error::{SeqError, SeqResult};
-use crate::engine::id_range::IdRange;
 
 /// A waiting call: how many values it wants and where to send them.
 pub struct Waiter {

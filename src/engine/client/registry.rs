@@ -27,13 +27,13 @@ use mongodb::Client;
 use tokio::runtime::{Handle, Id as RuntimeId};
 use tokio::sync::{watch, OnceCell};
 
-use crate::engine::connection::ConnectionTarget;
-use crate::engine::counter_state::{CounterState, CounterStates, Pending};
-use crate::engine::driver_error::from_driver;
+use crate::engine::alloc::counter_state::{CounterState, CounterStates, Pending};
+use crate::engine::client::connection::ConnectionTarget;
+use crate::engine::client::driver_error::from_driver;
 use crate::engine::error::{ErrorCode, SeqError, SeqResult};
-use crate::engine::mongo_store::{IndexMemo, MongoStore};
-use crate::engine::store::CounterRef;
-use crate::engine::validate::check_database;
+use crate::engine::store::counter_store::CounterRef;
+use crate::engine::store::mongo_driver::{IndexMemo, MongoDriver};
+use crate::engine::text::validate::check_database;
 
 /// How long closing waits for the driver to shut down before leaving it to finish in the
 /// background (pending calls are rejected at once either way).
@@ -133,11 +133,11 @@ impl ClientHandle {
     }
 
     /// The counters of database `name`.
-    pub fn store(&self, name: &str) -> SeqResult<MongoStore> {
+    pub fn driver(&self, name: &str) -> SeqResult<MongoDriver> {
         self.ensure_open()?;
         check_database(name)?;
         Ok(
-            MongoStore::new(self.client.database(name), self.secrets.clone())
+            MongoDriver::new(self.client.database(name), self.secrets.clone())
                 .with_index_memo(self.indexes.clone()),
         )
     }
@@ -560,9 +560,10 @@ mod tests {
 
     #[test]
     fn a_client_is_never_opened_from_other_tls_files_than_its_key() {
-        use crate::engine::connection::derive_from_node_client;
-        use crate::engine::node_options::{NodeOptions, NodeValue};
-        let dir = std::env::temp_dir().join(format!("mongodb-sequence-{}-open", std::process::id()));
+        use crate::engine::client::connection::derive_from_node_client;
+        use crate::engine::client::node_options::{NodeOptions, NodeValue};
+        let dir =
+            std::env::temp_dir().join(format!("mongodb-sequence-{}-open", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("ca.pem");
         std::fs::write(&path, b"alice's CA").unwrap();
@@ -609,7 +610,7 @@ mod tests {
             registry.close_all(DEFAULT_CLOSE_TIMEOUT).await;
             assert!(registry.is_empty());
             assert!(z.is_closed());
-            assert_eq!(z.store("db").err().unwrap().code, ErrorCode::ClientClosed);
+            assert_eq!(z.driver("db").err().unwrap().code, ErrorCode::ClientClosed);
         });
     }
 

@@ -3,9 +3,9 @@
 
 use mongodb::bson::{doc, Document};
 
-use crate::engine::counter_value::compact_integer;
-use crate::engine::sequence_config::{ConfigFields, SequenceConfig};
-use crate::engine::store::{CounterDoc, CounterRef, Direction, FieldGuard};
+use crate::engine::counter::counter_value::compact_integer;
+use crate::engine::counter::sequence_config::{ConfigFields, SequenceConfig};
+use crate::engine::store::counter_store::{CounterDoc, CounterRef, Direction, FieldGuard};
 
 fn plain(counter: &CounterRef, condition: Document) -> Document {
     let mut filter = configured_as(counter, None);
