@@ -1,17 +1,55 @@
 //! The napi-free core: sequence logic, client registry, value conversion and errors.
 //! Nothing here knows about JavaScript; `crate::binding` converts types at the edge.
+//!
+//! # Glossary
+//!
+//! - **sequence**: the public word: what a user names and takes numbers from.
+//! - **counter document**: the MongoDB document that stores one sequence; its **counter
+//!   field** (`sequence_value` by default) holds the last value handed out. A
+//!   **counter** in this code is that document as the engine sees it
+//!   ([`store::counter_store::CounterRef`]: collection, field, name, locator, step).
+//! - **name**: a string or a **scope** (an object of scalar fields), the counter
+//!   document's `_id` ([`counter::counter_name`]); its **label** is how messages show it.
+//! - **locator**: how the counter document is found: by `_id`, or by equality on other
+//!   fields under a unique index ([`counter::locator`]).
+//! - **step**: the distance between consecutive values (negative: descending). A
+//!   **configured** counter stores its step with its **limits** (`minValue`, `maxValue`)
+//!   and **cycle** flag ([`counter::sequence_config`]); a **plain** counter stores only
+//!   its value and takes its step from the call.
+//! - **start**: the first value of a counter created on first use or by `init`; `reset`
+//!   goes back to it.
+//! - **range**: values reserved in one write, `first, first + step, …, last`
+//!   ([`counter::id_range`]).
+//! - **call options**: what one call runs with ([`call_options::CallOptions`]).
+//! - **prepared counter**: a counter ready for calls: its client, store, state and cache
+//!   slot ([`alloc::prepared_counter::PreparedCounter`]).
+//! - **counter state**: everything this process knows about one counter of one client:
+//!   waiting calls, cached blocks ([`alloc::counter_state`]).
+//! - **coalescing**: concurrent calls for one counter merged into one round trip.
+//! - **block** / **cache**: with `cache: n`, a process reserves blocks of `n` values and
+//!   serves calls from them; values left in a block are never handed out (gaps).
+//! - **store**: the storage operations a sequence needs
+//!   ([`store::counter_store::CounterStore`]); a **driver** gives the primitive writes on
+//!   MongoDB ([`store::mongo_driver::MongoDriver`]), and
+//!   [`store::driver_counters::DriverCounters`] makes a store of a driver.
+//! - **client**: one shared driver client per connection target ([`client::registry`]).
+//! - **management**: operations that read or move a counter other than by taking values
+//!   (current, set, reset, init, drop, raise, sync) ([`management`]).
+//! - **gapless**: the increment and the insert of the numbered documents in one
+//!   transaction ([`gapless`]).
 
-pub mod admin;
-pub mod alloc;
-pub mod call_options;
+pub(crate) mod alloc;
+pub(crate) mod call_options;
 pub mod client;
 pub mod counter;
 pub mod error;
-pub mod gapless;
+pub(crate) mod gapless;
+pub(crate) mod management;
 #[cfg(test)]
 mod model_tests;
-pub mod panic_safety;
-pub mod store;
+pub(crate) mod option_rules;
+pub(crate) mod panic_safety;
+pub(crate) mod store;
 #[cfg(test)]
-pub mod test_support;
+pub(crate) mod test_support;
 pub mod text;

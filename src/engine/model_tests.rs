@@ -19,12 +19,12 @@ use std::sync::Arc;
 use mongodb::bson::{doc, Bson, Document};
 use proptest::prelude::*;
 
-use crate::engine::admin;
 use crate::engine::alloc::allocate::{CreatePolicy, IdRange};
 use crate::engine::alloc::counter_state::{CounterState, Lane, Mode};
 use crate::engine::counter::counter_name::CounterName;
 use crate::engine::counter::sequence_config::SequenceConfig;
 use crate::engine::error::{ErrorCode, SeqResult};
+use crate::engine::management;
 use crate::engine::store::counter_store::{CounterRef, Direction};
 use crate::engine::store::memory_store::MemoryStore;
 
@@ -429,9 +429,9 @@ fn shape_strategy() -> impl Strategy<Value = Shape> {
 /// `syncToMax` over documents in memory, read through the engine's own path walk.
 struct Source(Vec<Document>);
 
-impl admin::SourceValues for Source {
+impl management::SourceValues for Source {
     async fn extreme(&self, direction: Direction) -> SeqResult<Option<i64>> {
-        Ok(admin::extreme_of(&self.0, "a.b", direction))
+        Ok(management::extreme_of(&self.0, "a.b", direction))
     }
 }
 
@@ -551,7 +551,7 @@ fn check_shaped_history(
         let c = &engine.counter;
         let created = engine
             .state
-            .managed(admin::init(
+            .managed(management::init(
                 &*engine.store,
                 c,
                 None,
@@ -620,7 +620,7 @@ fn check_shaped_history(
                 Op::Set(v) => {
                     let got = engine
                         .state
-                        .managed(admin::set(&*engine.store, c, *v, policy.upsert))
+                        .managed(management::set(&*engine.store, c, *v, policy.upsert))
                         .await
                         .map_err(|e| e.code);
                     assert_eq!(got, model.set(*v, policy.upsert), "set {v}");
@@ -630,7 +630,7 @@ fn check_shaped_history(
                 Op::Reset => {
                     let got = engine
                         .state
-                        .managed(admin::reset(&*engine.store, c, policy.start))
+                        .managed(management::reset(&*engine.store, c, policy.start))
                         .await
                         .map_err(|e| e.code);
                     assert_eq!(got, model.reset(policy.start, step), "reset");
@@ -640,7 +640,7 @@ fn check_shaped_history(
                 Op::Init(config, start) => {
                     let got = engine
                         .state
-                        .managed(admin::init(
+                        .managed(management::init(
                             &*engine.store,
                             c,
                             *start,
@@ -655,7 +655,7 @@ fn check_shaped_history(
                 Op::Drop => {
                     let got = engine
                         .state
-                        .managed(admin::drop_counter(&*engine.store, c))
+                        .managed(management::drop_counter(&*engine.store, c))
                         .await
                         .map_err(|e| e.code);
                     assert_eq!(got, Ok(model.exists), "drop");
@@ -666,7 +666,7 @@ fn check_shaped_history(
                 Op::RaiseTo(v) => {
                     let got = engine
                         .state
-                        .managed(admin::raise_to(&*engine.store, c, *v))
+                        .managed(management::raise_to(&*engine.store, c, *v))
                         .await
                         .map_err(|e| e.code);
                     assert_eq!(got, model.raise(*v, step), "raiseTo {v}");
@@ -677,7 +677,7 @@ fn check_shaped_history(
                     let source = Source(docs.iter().map(SourceDoc::document).collect());
                     let got = engine
                         .state
-                        .managed(admin::sync_to_source(&*engine.store, c, &source))
+                        .managed(management::sync_to_source(&*engine.store, c, &source))
                         .await
                         .map_err(|e| e.code);
                     assert_eq!(got, model.sync(docs, step), "syncToMax {docs:?}");
@@ -854,7 +854,7 @@ fn regression_cache_on_short_cycles_and_bounded_counters() {
         .build()
         .unwrap();
     runtime.block_on(async {
-        admin::init(
+        management::init(
             &*engine.store,
             &engine.counter,
             None,

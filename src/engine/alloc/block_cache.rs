@@ -32,7 +32,8 @@ pub const MAX_BLOCKS_PER_FETCH: i64 = 64;
 /// A fetch not needed for this long halves the blocks per fetch.
 const SLOW_DEMAND: Duration = Duration::from_secs(1);
 
-struct Entry {
+/// What a [`CacheSlot`] holds, behind its lock.
+struct SlotContents {
     /// Reserved values not handed out yet, oldest block first.
     blocks: VecDeque<IdRange>,
     /// A block fetch is under way.
@@ -45,7 +46,7 @@ struct Entry {
     last_fetch: Option<Instant>,
 }
 
-impl Entry {
+impl SlotContents {
     fn available(&self) -> i64 {
         self.blocks.iter().map(IdRange::count).sum()
     }
@@ -107,7 +108,7 @@ pub struct CacheSlot {
     /// The counter's generation, moved on by every management write of this process:
     /// a fill fetched in an older generation is thrown away.
     generation: Arc<AtomicU64>,
-    entry: Mutex<Entry>,
+    contents: Mutex<SlotContents>,
     _live: LiveToken,
 }
 
@@ -123,7 +124,7 @@ impl CacheSlot {
             _live: live,
             size,
             generation,
-            entry: Mutex::new(Entry {
+            contents: Mutex::new(SlotContents {
                 blocks: VecDeque::new(),
                 fetching: false,
                 waiters: VecDeque::new(),
@@ -133,31 +134,31 @@ impl CacheSlot {
         }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Entry> {
-        lock(&self.entry)
+    fn lock(&self) -> std::sync::MutexGuard<'_, SlotContents> {
+        lock(&self.contents)
     }
 
     /// Throws away every cached value (after a management write: `set`, `reset`, `drop`,
     /// `init`, `syncToMax`). Calls waiting for a fetch keep waiting for it.
     pub fn discard(&self) {
-        let mut entry = self.lock();
-        entry.blocks.clear();
-        entry.blocks_per_fetch = 1;
+        let mut contents = self.lock();
+        contents.blocks.clear();
+        contents.blocks_per_fetch = 1;
     }
 
     /// Serves `count` values without waiting, or `None` when the blocks have too few (or
     /// calls are already waiting, so order is kept). With `Taken::prefetch`, less than
     /// half of a fetch is left and none is under way: the caller should start one.
     pub fn try_take(&self, count: i64) -> Option<Taken> {
-        let mut entry = self.lock();
-        if !entry.waiters.is_empty() {
+        let mut contents = self.lock();
+        if !contents.waiters.is_empty() {
             return None;
         }
-        let range = entry.take(count)?;
+        let range = contents.take(count)?;
         let prefetch =
-            !entry.fetching && entry.available() * 2 < self.size * entry.blocks_per_fetch;
+            !contents.fetching && contents.available() * 2 < self.size * contents.blocks_per_fetch;
         if prefetch {
-            entry.fetching = true;
+            contents.fetching = true;
         }
         Some(Taken { range, prefetch })
     }
@@ -181,9 +182,9 @@ impl CacheSlot {
     {
         let (waiter, answer) = Waiter::new(count);
         let start_fetch = {
-            let mut entry = self.lock();
-            entry.waiters.push_back(waiter);
-            !std::mem::replace(&mut entry.fetching, true)
+            let mut contents = self.lock();
+            contents.waiters.push_back(waiter);
+            !std::mem::replace(&mut contents.fetching, true)
         };
         (answer, start_fetch.then(|| self.clone().prefetch(fetch)))
     }
@@ -214,21 +215,23 @@ impl CacheSlot {
     {
         loop {
             let (demands, generation) = {
-                let mut entry = self.lock();
-                let idle = entry.last_fetch.is_some_and(|t| t.elapsed() > SLOW_DEMAND);
-                if idle && entry.waiters.is_empty() {
-                    entry.blocks_per_fetch = (entry.blocks_per_fetch / 2).max(1);
+                let mut contents = self.lock();
+                let idle = contents
+                    .last_fetch
+                    .is_some_and(|t| t.elapsed() > SLOW_DEMAND);
+                if idle && contents.waiters.is_empty() {
+                    contents.blocks_per_fetch = (contents.blocks_per_fetch / 2).max(1);
                 }
                 let mut demands: Vec<Demand> = Vec::new();
                 let mut total = 0;
-                for waiter in &entry.waiters {
+                for waiter in &contents.waiters {
                     if total + waiter.count > MAX_RANGE_COUNT {
                         break;
                     }
                     total += waiter.count;
                     demands.push(Demand::Exact(waiter.count));
                 }
-                let fill = (self.size * entry.blocks_per_fetch).min(MAX_RANGE_COUNT - total);
+                let fill = (self.size * contents.blocks_per_fetch).min(MAX_RANGE_COUNT - total);
                 if fill > 0 {
                     demands.push(Demand::UpTo(fill));
                 }
@@ -239,25 +242,25 @@ impl CacheSlot {
                 .filter(|d| matches!(d, Demand::Exact(_)))
                 .count();
             let result = caught("cache block fetch", fetch(demands)).await;
-            let mut entry = self.lock();
-            entry.last_fetch = Some(Instant::now());
+            let mut contents = self.lock();
+            contents.last_fetch = Some(Instant::now());
             let done = match result {
                 Ok(mut grants) => {
                     let fill = (grants.len() > served).then(|| grants.pop()).flatten();
                     for grant in grants {
-                        if let Some(waiter) = entry.waiters.pop_front() {
+                        if let Some(waiter) = contents.waiters.pop_front() {
                             waiter.answer(grant);
                         }
                     }
                     let current = self.generation.load(Ordering::SeqCst) == generation;
                     if let (Some(Ok(values)), true) = (fill, current) {
-                        entry.store(values, self.size);
+                        contents.store(values, self.size);
                     }
-                    let ran_dry = served > 0 || !entry.waiters.is_empty();
-                    let done = entry.serve_waiters();
+                    let ran_dry = served > 0 || !contents.waiters.is_empty();
+                    let done = contents.serve_waiters();
                     if done && ran_dry {
-                        entry.blocks_per_fetch =
-                            (entry.blocks_per_fetch * 2).min(MAX_BLOCKS_PER_FETCH);
+                        contents.blocks_per_fetch =
+                            (contents.blocks_per_fetch * 2).min(MAX_BLOCKS_PER_FETCH);
                     }
                     done
                 }
@@ -265,16 +268,16 @@ impl CacheSlot {
                     // Exactly the calls this round trip carried: those queued while it
                     // was under way get a round trip of their own.
                     for _ in 0..served {
-                        if let Some(waiter) = entry.waiters.pop_front() {
+                        if let Some(waiter) = contents.waiters.pop_front() {
                             waiter.answer(Err(error.clone()));
                         }
                     }
-                    entry.waiters.is_empty()
+                    contents.waiters.is_empty()
                 }
             };
             if done {
-                entry.fetching = false;
-                drop(entry);
+                contents.fetching = false;
+                drop(contents);
                 // The next fetch may already be under way: the release must not touch it.
                 release.disarm();
                 return;
@@ -320,9 +323,9 @@ impl Drop for FetchRelease {
         if !self.armed {
             return;
         }
-        let mut entry = self.slot.lock();
-        entry.fetching = false;
-        for waiter in entry.waiters.drain(..) {
+        let mut contents = self.slot.lock();
+        contents.fetching = false;
+        for waiter in contents.waiters.drain(..) {
             waiter.answer(Err(SeqError::internal("cache block fetch")));
         }
     }

@@ -358,16 +358,19 @@ impl<K: Eq + Hash + Clone> CounterStates<K> {
 
     /// How many per-counter objects of these states are alive (the states, their call
     /// queues and block caches), kept here or not.
+    #[cfg(test)]
     pub fn live(&self) -> usize {
         self.group.count()
     }
 
     /// How many states are kept.
+    #[cfg(test)]
     pub fn len(&self) -> usize {
         lock(&self.states).map.len()
     }
 
     /// Whether none is kept.
+    #[cfg(test)]
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
@@ -386,8 +389,8 @@ mod tests {
     use std::sync::atomic::{AtomicBool, AtomicI64, AtomicUsize};
     use std::sync::Weak;
 
-    use crate::engine::admin;
     use crate::engine::counter::counter_name::CounterName;
+    use crate::engine::management;
     use crate::engine::store::memory_store::MemoryStore;
     use crate::engine::test_support::{run, Rng};
 
@@ -600,7 +603,7 @@ mod tests {
                             let raised = round * 10_000_000;
                             let state = states.get(&name);
                             state
-                                .managed(admin::set(&*store, &counter(&name), raised, true))
+                                .managed(management::set(&*store, &counter(&name), raised, true))
                                 .await
                                 .unwrap();
                             drop(state);

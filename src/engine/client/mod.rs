@@ -2,7 +2,7 @@
 //! write concern, and the driver's errors turned into ours.
 
 pub mod connection;
-pub mod driver_error;
-pub mod node_options;
-pub mod registry;
-pub mod write_concern;
+pub(crate) mod driver_error;
+pub(crate) mod node_options;
+pub(crate) mod registry;
+pub(crate) mod write_concern;

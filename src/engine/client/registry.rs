@@ -334,6 +334,7 @@ pub struct ClientRegistry {
 
 impl ClientRegistry {
     /// A registry with these limits.
+    #[cfg(test)]
     pub fn with_limits(limits: Limits) -> Self {
         ClientRegistry {
             limits,
@@ -394,6 +395,7 @@ impl ClientRegistry {
     }
 
     /// Whether no client is open.
+    #[cfg(test)]
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }

@@ -2,7 +2,7 @@
 //! the value its field holds, and a block of values reserved from it.
 
 pub mod counter_name;
-pub mod counter_value;
-pub mod id_range;
-pub mod locator;
-pub mod sequence_config;
+pub(crate) mod counter_value;
+pub(crate) mod id_range;
+pub(crate) mod locator;
+pub(crate) mod sequence_config;

@@ -103,7 +103,7 @@ impl SequenceConfig {
     }
 
     /// The fields to store for this configuration.
-    pub fn to_fields(&self, field: &str) -> Document {
+    pub fn to_fields(self, field: &str) -> Document {
         let names = ConfigFields::of(field);
         doc! {
             names.step: compact_integer(self.step),

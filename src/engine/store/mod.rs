@@ -1,9 +1,9 @@
 //! Where counter documents live: the storage trait, the filters and updates of every
 //! counter write, its implementation on the MongoDB driver, and an in-memory one for tests.
 
-pub mod counter_store;
-pub mod driver_counters;
-pub mod filters;
+pub(crate) mod counter_store;
+pub(crate) mod driver_counters;
+pub(crate) mod filters;
 #[cfg(test)]
-pub mod memory_store;
-pub mod mongo_driver;
+pub(crate) mod memory_store;
+pub(crate) mod mongo_driver;
