@@ -10,12 +10,12 @@ import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { MongoClient } from 'mongodb';
-import { startServer } from '../scripts/lib/test-server.mjs';
-import { docFiles, extractBlocks } from '../scripts/lib/doc-blocks.mjs';
-import { classify, makeApp, removeApp, runScript, runSession, checkShell, checkText, SESSION_LANGS, TEXT_LANGS } from '../scripts/lib/doc-run.mjs';
+import { startServer } from '../../scripts/lib/test-server.mjs';
+import { docFiles, extractBlocks } from '../../scripts/lib/doc-blocks.mjs';
+import { classify, makeApp, removeApp, runScript, runSession, checkShell, checkText, SESSION_LANGS, TEXT_LANGS } from '../../scripts/lib/doc-run.mjs';
 
-const ROOT = fileURLToPath(new URL('..', import.meta.url));
-const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8'));
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8'));
 
 // How many blocks the documentation has, by treatment. A block added, dropped, or no
 // longer run changes these numbers, so that nothing is skipped without anyone noticing.

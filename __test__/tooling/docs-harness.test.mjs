@@ -9,12 +9,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createRequire } from 'node:module';
-import { startServer } from '../scripts/lib/test-server.mjs';
-import { extractBlocks } from '../scripts/lib/doc-blocks.mjs';
-import { makeApp, removeApp, runScript, runSession, checkShell, checkText, instrument } from '../scripts/lib/doc-run.mjs';
+import { startServer } from '../../scripts/lib/test-server.mjs';
+import { extractBlocks } from '../../scripts/lib/doc-blocks.mjs';
+import { makeApp, removeApp, runScript, runSession, checkShell, checkText, instrument } from '../../scripts/lib/doc-run.mjs';
 
 const require = createRequire(import.meta.url);
-const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8'));
 const FENCE = '```';
 // The harness does not depend on the server kind: it runs in the mongoeco pass only.
@@ -81,7 +81,7 @@ test('values: ranges, "and more", numbers are not BigInts, objects need all thei
   assert.match(probe('f()', '9007199254740993'), /9007199254740993n/);
   assert.equal(probe('f()', 'or: prose'), 'f(); ');
   assert.throws(() => instrument(['f(); // → ['], () => 'x'), /does not parse/);
-  const { matches, MORE } = require('../scripts/lib/doc-check.cjs');
+  const { matches, MORE } = require('../../scripts/lib/doc-check.cjs');
   assert.equal(matches({ a: 1, b: 2 }, { a: 1 }), false);
   assert.equal(matches({ a: 1 }, { a: 1, b: undefined }), false);
   assert.equal(matches([1, 2, 3], [1, 2, MORE]), true);
