@@ -18,9 +18,6 @@ where
 {
     env.spawn_future_with_callback(
         async move { Ok(caught("call", work).await) },
-        |env, result| {
-            crate::binding::exports::operations::after_settle(env);
-            result.or_throw(env)
-        },
+        |env, result| result.or_throw(env),
     )
 }

@@ -25,7 +25,6 @@ use crate::engine::alloc::prepared_counter::PreparedCounter;
 use crate::engine::call_options::CallOptions;
 use crate::engine::counter::counter_name::CounterName;
 use crate::engine::error::{SeqError, SeqResult};
-use crate::engine::stats::Stats;
 use crate::engine::text::validate::check_count;
 
 /// How a block of values is returned to JavaScript.
@@ -45,8 +44,6 @@ pub struct NamedCounter {
     pub label: String,
     /// The call's options.
     pub options: CallOptions,
-    /// The statistics of the `sequence()` handle this counter belongs to, if any.
-    pub stats: Option<Arc<Stats>>,
 }
 
 impl NamedCounter {
@@ -91,7 +88,6 @@ impl NamedCounter {
             label: name.label(),
             name,
             options,
-            stats: None,
         }
     }
 
@@ -102,8 +98,7 @@ impl NamedCounter {
             return Ok(prepared);
         }
         let (handle, database) = self.target.resolve().await?;
-        let prepared = PreparedCounter::new(&handle, &database, &self.name, &self.options)?
-            .recording(self.stats.clone());
+        let prepared = PreparedCounter::new(&handle, &database, &self.name, &self.options)?;
         if let Some(slot) = slot {
             *lock(&slot) = Some(prepared.clone());
         }
@@ -162,7 +157,7 @@ fn submit_now(
     }
     let (handle, database) = named.target.resolve_now()?;
     let prepared = match PreparedCounter::new(&handle, database, &named.name, &named.options) {
-        Ok(prepared) => prepared.recording(named.stats.clone()),
+        Ok(prepared) => prepared,
         Err(error) => return Some(Err(error)),
     };
     let submitted = prepared.submit(count);
@@ -204,10 +199,7 @@ pub fn reserve_promise<'env>(
                 napi::bindgen_prelude::spawn(background);
             }
             return match outcome {
-                Outcome::Now(range) => {
-                    crate::binding::exports::operations::after_quick_settle(env);
-                    settled(env, shape(&named.label, range, &named.options))
-                }
+                Outcome::Now(range) => settled(env, shape(&named.label, range, &named.options)),
                 Outcome::Later(pending) => {
                     let (label, options) = (named.label.clone(), named.options.clone());
                     promise(env, async move { shape(&label, pending.await?, &options) })
