@@ -124,7 +124,10 @@ export declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-was
 export declare class Sequence {
   /** The next value (as `getNextSequenceValue`). */
   next(): Promise<number | bigint | string>
-  /** `count` contiguous values, ascending (as `getNextSequenceBatch`). */
+  /**
+   * The next `count` values, in the order the counter hands them out (as
+   * `getNextSequenceBatch`): `step` apart, descending for a negative `step`.
+   */
   nextBatch(count: number): Promise<Array<number | bigint | string>>
   /** `count` contiguous values as `{ first, last, count }` (as `getNextSequenceRange`). */
   nextRange(count: number): Promise<{ first: number | bigint; last: number | bigint; count: number; step: number }>
@@ -283,9 +286,11 @@ export declare const ErrorCode: ErrorCodeTable
 export declare function formatSequence(value: number | bigint, pattern: string, date?: Date | number): string
 
 /**
- * Reserves `count` contiguous values of sequence `name` in one round trip
- * (`$inc: count`) and resolves with them ascending, as an array (at most 1,000,000;
- * use `getNextSequenceRange` for more). Same `db`, options and errors as
+ * Reserves the next `count` values of sequence `name` in one round trip (`$inc`) and
+ * resolves with them in the order the counter hands them out, as an array: ascending by
+ * 1 on a plain counter, `step` apart on a configured one (descending for a negative
+ * `step`: `[-1, -3, -5]` for `step: -2`). At most 1,000,000 values: use
+ * `getNextSequenceRange` for more. Same `db`, options and errors as
  * `getNextSequenceValue`.
  */
 export declare function getNextSequenceBatch<O extends SequenceOptions = {}>(db: SequenceDbLike, name: string | Record<string, string | number | boolean | bigint>, count: number, options?: O): Promise<Array<SequenceValue<O>>>
@@ -494,7 +499,7 @@ export interface SequenceOptions {
   /**
    * Connection string to use for a Node driver `Db` whose connection cannot be derived
    * from its client (one refused with `UNSUPPORTED_CLIENT`, for example a client with a
-   * proxy or an in-memory CA; see the README's Clients section).
+   * proxy or an in-memory CA; see docs/clients.md).
    */
   uri?: string
   /**

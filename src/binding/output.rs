@@ -16,7 +16,7 @@ use crate::engine::text::format::now_millis;
 pub enum Output {
     /// One value.
     Single(Value),
-    /// Every value of a block, ascending.
+    /// Every value of a block, in the counter's direction.
     Values(Vec<Value>),
     /// One business number.
     Text(String),

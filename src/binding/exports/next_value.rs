@@ -37,9 +37,11 @@ pub fn get_next_sequence_value<'env>(
     })
 }
 
-/// Reserves `count` contiguous values of sequence `name` in one round trip
-/// (`$inc: count`) and resolves with them ascending, as an array (at most 1,000,000;
-/// use `getNextSequenceRange` for more). Same `db`, options and errors as
+/// Reserves the next `count` values of sequence `name` in one round trip (`$inc`) and
+/// resolves with them in the order the counter hands them out, as an array: ascending by
+/// 1 on a plain counter, `step` apart on a configured one (descending for a negative
+/// `step`: `[-1, -3, -5]` for `step: -2`). At most 1,000,000 values: use
+/// `getNextSequenceRange` for more. Same `db`, options and errors as
 /// `getNextSequenceValue`.
 #[napi(
     ts_generic_types = "O extends SequenceOptions = {}",

@@ -90,7 +90,8 @@ impl Sequence {
         })
     }
 
-    /// `count` contiguous values, ascending (as `getNextSequenceBatch`).
+    /// The next `count` values, in the order the counter hands them out (as
+    /// `getNextSequenceBatch`): `step` apart, descending for a negative `step`.
     #[napi(
         ts_args_type = "count: number",
         ts_return_type = "Promise<Array<number | bigint | string>>"

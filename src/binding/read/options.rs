@@ -43,7 +43,7 @@ option_table! {
     bigint "bigint": Flag => |o, v| o.bigint = v;
     #[doc = " Connection string to use for a Node driver `Db` whose connection cannot be derived"]
     #[doc = " from its client (one refused with `UNSUPPORTED_CLIENT`, for example a client with a"]
-    #[doc = " proxy or an in-memory CA; see the README's Clients section)."]
+    #[doc = " proxy or an in-memory CA; see docs/clients.md)."]
     uri "uri": Text => |o, v| o.uri = Some(v);
     #[doc = " Merge concurrent calls for the same counter into one `$inc: <sum>` round trip, each"]
     #[doc = " caller getting its own contiguous slice in call order (no gap, no duplicate)."]

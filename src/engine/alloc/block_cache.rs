@@ -3,8 +3,10 @@
 //! next block before the current one runs out.
 //!
 //! Values stay unique across processes (every block is reserved atomically on the server)
-//! and ascend within a process, but not across processes; values left in a block when
-//! the process exits, or too few for a batch call, are never handed out (gaps). When calls
+//! and, within a process, follow the counter's direction (ascending; descending for a
+//! negative step, `step: -2` giving `-1, -3, -5`; starting over after a cycle), but are
+//! not ordered across processes; values left in a block when the process exits, or too
+//! few for a batch call, are never handed out (gaps). When calls
 //! outpace the round trips (the cache ran dry while a fetch was under way), one fetch
 //! reserves several blocks at once, doubling up to [`MAX_BLOCKS_PER_FETCH`]; it halves
 //! again when a fetch is not needed within a second.
