@@ -1,0 +1,118 @@
+// Sequential latency, one await at a time, with the sides taking turns (see turns.mjs):
+// the documented helper on the Node driver against our function form, a `sequence()`
+// handle and `coalesce: false`; and the mongoose plugin's `save()` against a plain
+// `save()` numbered by the helper. Used by `npm run bench`; runnable alone:
+//   node benches/latency.mjs [--server mongoeco|secantus] [--calls N] [--rounds R]
+import { createRequire } from 'node:module';
+import { pathToFileURL } from 'node:url';
+import { MongoClient } from 'mongodb';
+import { startServer } from '../scripts/lib/test-server.mjs';
+import { helperGetNextSequenceValue } from '../scripts/lib/documented-helper.mjs';
+import { takeTurns, latencyTable } from './turns.mjs';
+
+const require = createRequire(import.meta.url);
+const seq = require('../index.js');
+const mongoose = require('mongoose');
+const AutoIncrementFactory = require('../mongoose.js');
+/** Runs in this process: the plugin's counter ids are process-wide, so each run takes its own. */
+let runs = 0;
+
+/**
+ * Measures the counter calls on `uri`: `{ counters, mongoose }`, each the best round of
+ * every side (`{ p10, p50, p90, perSecond }` in ms and calls per second).
+ */
+export async function latencyRows({ uri, dbName, calls = 200, rounds = 6, progress = () => {} }) {
+  const client = new MongoClient(uri);
+  await client.connect();
+  const db = client.db(dbName);
+  const connection = mongoose.createConnection();
+  try {
+    const counters = db.collection('counters');
+    await counters.insertMany(['helper', 'function', 'handle', 'direct', 'save_helper'].map((_id) => ({ _id, sequence_value: 0 })));
+    const handle = seq.sequence(db, 'handle');
+    const counterRows = await takeTurns(
+      {
+        helper: () => helperGetNextSequenceValue(db, 'helper'),
+        function: () => seq.getNextSequenceValue(db, 'function'),
+        handle: () => handle.next(),
+        'coalesce: false': () => seq.getNextSequenceValue(db, 'direct', { coalesce: false }),
+      },
+      { calls, rounds, progress: (m) => progress(`counters: ${m}`) },
+    );
+
+    await connection.openUri(uri, { dbName });
+    const AutoIncrement = AutoIncrementFactory(connection);
+    const numbered = new mongoose.Schema({ _id: Number, i: Number });
+    numbered.plugin(AutoIncrement, { id: `latency_plugin_${++runs}`, collection_name: 'plugin_counters' });
+    const Plugin = connection.model('LatencyPlugin', numbered);
+    const Plain = connection.model('LatencyPlain', new mongoose.Schema({ _id: Number, i: Number }));
+    const Bare = connection.model('LatencyBare', new mongoose.Schema({ _id: Number, i: Number }));
+    const Stored = connection.model('LatencyStored', new mongoose.Schema({ _id: Number, i: Number }));
+    await Promise.all([Plugin.init(), Plain.init(), Bare.init(), Stored.init()]);
+    // A counter stored as the plugin stores its own (mongoose-sequence's layout, with its
+    // unique index), called directly: the plugin's one counter round trip.
+    const stored = seq.counterAt(db, { id: 'latency_direct', reference_value: null }, { collection: 'plugin_counters', field: 'seq', upsert: true });
+    let bare = 0;
+    const mongooseRows = await takeTurns(
+      {
+        'plugin save()': () => new Plugin({ i: 1 }).save(),
+        'helper + plain save()': async () => new Plain({ _id: await helperGetNextSequenceValue(db, 'save_helper'), i: 1 }).save(),
+        'counterAt (plugin storage) + plain save()': async () => new Stored({ _id: await stored.next(), i: 1 }).save(),
+        'plain save() alone': () => new Bare({ _id: ++bare, i: 1 }).save(),
+      },
+      { calls, rounds, progress: (m) => progress(`mongoose: ${m}`) },
+    );
+    return { counters: counterRows, mongoose: mongooseRows };
+  } finally {
+    await connection.close();
+    await db.dropDatabase();
+    await client.close();
+  }
+}
+
+/** The tables and goal checks of `latencyRows`'s result, as markdown. */
+export function latencyReport(kind, { counters, mongoose: m }) {
+  const goal = (ok) => (ok ? 'met' : 'NOT met');
+  const h = counters.helper.p50;
+  const bound = 1.1 * m['helper + plain save()'].p50;
+  const ownBound = 1.1 * m['counterAt (plugin storage) + plain save()'].p50;
+  return [
+    `sequential calls, ${kind}:`,
+    latencyTable(counters, 'helper'),
+    '',
+    `mongoose 9 save(), ${kind}:`,
+    latencyTable(m, 'helper + plain save()'),
+    '',
+    `goal p50 <= helper: function ${goal(counters.function.p50 <= h)}, handle ${goal(counters.handle.p50 <= h)}, ` +
+      `coalesce: false ${goal(counters['coalesce: false'].p50 <= h)}; coalesce: false <= function: ` +
+      `${goal(counters['coalesce: false'].p50 <= counters.function.p50)}; plugin save() p50 ` +
+      `${m['plugin save()'].p50.toFixed(3)} <= 1.1 x (helper + plain save()) = ${bound.toFixed(3)}: ` +
+      `${goal(m['plugin save()'].p50 <= bound)}; <= 1.1 x (its own counter's round trip + plain save()) = ` +
+      `${ownBound.toFixed(3)}: ${goal(m['plugin save()'].p50 <= ownBound)}`,
+  ].join('\n');
+}
+
+if (import.meta.url === pathToFileURL(process.argv[1]).href) {
+  const arg = (name, fallback) => {
+    const i = process.argv.indexOf(`--${name}`);
+    return i > 0 ? process.argv[i + 1] : fallback;
+  };
+  const progress = (msg) => process.stderr.write(`[latency] ${msg}\n`);
+  const kinds = arg('server') ? [arg('server')] : ['mongoeco', 'secantus'];
+  for (const kind of kinds) {
+    const server = await startServer({ kind, log: progress });
+    try {
+      const rows = await latencyRows({
+        uri: server.uri,
+        dbName: `mseq_latency_${process.pid}`,
+        calls: Number(arg('calls', 200)),
+        rounds: Number(arg('rounds', 6)),
+        progress,
+      });
+      console.log(`\n${latencyReport(kind, rows)}\n`);
+    } finally {
+      await seq.closeSharedClients();
+      await server.stop();
+    }
+  }
+}
