@@ -64,12 +64,6 @@ export type ListedSequence<O> = {
   cycle?: boolean
 }
 
-/** The options `listSequences` uses. */
-export type ListOptions = Pick<SequenceOptions, 'collection' | 'field' | 'bigint' | 'uri'>
-
-/** The options `syncToMax` uses. */
-export type SyncOptions = Pick<SequenceOptions, 'collection' | 'field' | 'bigint' | 'uri' | 'writeConcern'>
-
 /**
  * The id `insertOne`/`insertMany` report for document type `D` and options `O`: the
  * document's number when the sequence fills `_id` (no `field`, or `field: '_id'`),
@@ -91,13 +85,6 @@ export type InsertManyResult<O, D> = {
   insertedCount: number
   insertedIds: Record<number, InsertedId<O, D>>
 }
-
-/**
- * Options of `counterAt`: those of `sequence()`, and `step`, the distance between the
- * values of a plain counter (its `$inc` per value, not stored with the counter; not 0).
- * Default `1`.
- */
-export type LocatedOptions = SequenceOptions & { step?: number | bigint }
 
 /**
  * The `code` of every `Error` this package raises (the mongoose plugin's included). The
@@ -156,7 +143,7 @@ export declare class Sequence {
    * (else 1) and the counter stays a plain one. Never overwrites: resolves `true` when
    * it created the counter, `false` when it existed.
    */
-  init(options?: { start?: number | bigint; step?: number | bigint; minValue?: number | bigint; maxValue?: number | bigint; cycle?: boolean }): Promise<boolean>
+  init(options?: InitOptions): Promise<boolean>
   /**
    * Sets the counter so that the next value is `value + 1` (`value + step` for a
    * `counterAt` handle with a `step`), like PostgreSQL's `setval`
@@ -326,6 +313,23 @@ export declare function getNextSequenceRange<O extends SequenceOptions = {}>(db:
  */
 export declare function getNextSequenceValue<O extends SequenceOptions = {}>(db: SequenceDbLike, name: string | Record<string, string | number | boolean | bigint>, options?: O): Promise<SequenceValue<O>>
 
+/** Options of `Sequence.init`. */
+export interface InitOptions {
+  /**
+   * The first value. Default: the handle's `start` for a plain counter, the lower
+   * limit (ascending) or upper limit (descending) for a configured one.
+   */
+  start?: number | bigint
+  /** Distance between values (negative: descending; not 0). Default `1`. */
+  step?: number | bigint
+  /** Smallest value handed out. */
+  minValue?: number | bigint
+  /** Largest value handed out. */
+  maxValue?: number | bigint
+  /** Restart at the other end instead of failing with `SEQUENCE_EXHAUSTED`. */
+  cycle?: boolean
+}
+
 /**
  * Inserts `docs` into `collection` through the Node driver `db`, numbering them in array
  * order from one block of the sequence reserved in a single round trip; resolves with the
@@ -346,11 +350,24 @@ export declare function insertOne<D extends object, const O extends InsertOption
 export interface InsertOptions {
   /** Document field that receives the number. Default `'_id'`. */
   field?: string
-  /** Sequence name (string or scope object). Default: the collection name. */
+  /**
+   * Sequence name (string or scope object), as the `name` argument of the other calls.
+   * Default: the collection name.
+   */
+  name?: string | Record<string, string | number | boolean | bigint>
+  /** Older name of `name` (both given: they must be equal). */
   sequence?: string | Record<string, string | number | boolean | bigint>
-  /** Collection of counter documents. Default `'counters'`. */
+  /**
+   * Collection of counter documents, as the `collection` option of the other calls.
+   * Default `'counters'`.
+   */
+  counterCollection?: string
+  /** Older name of `counterCollection` (both given: they must be equal). */
   counters?: string
-  /** Field of the counter document. Default `'sequence_value'`. */
+  /**
+   * Field of the counter document, as the `field` option of the other calls. Default
+   * `'sequence_value'`.
+   */
   counterField?: string
   /** Create the counter on first use. Default `true` here. */
   upsert?: boolean
@@ -378,12 +395,24 @@ export interface InsertOptions {
   gapless?: boolean
   /**
    * Find the counter by these fields instead of by its name (as `counterAt`), e.g.
-   * mongoose-sequence's `{ id, reference_value }`; `sequence` then only names it in
+   * mongoose-sequence's `{ id, reference_value }`; `name` then only names it in
    * messages.
    */
   counterLocator?: Record<string, unknown>
   /** Distance between the values of a plain counter (as `counterAt`). Default `1`. */
   step?: number | bigint
+}
+
+/** The options `listSequences` uses. */
+export interface ListOptions {
+  /** Collection holding the counter documents. Default `'counters'`. */
+  collection?: string
+  /** Field holding the counter value. Default `'sequence_value'`. */
+  field?: string
+  /** Resolve with BigInt values. Default `false`. */
+  bigint?: boolean
+  /** As for `sequence()`. */
+  uri?: string
 }
 
 /**
@@ -393,6 +422,35 @@ export interface InsertOptions {
  * field is not an integer are left out. Options: `collection`, `field`, `bigint`, `uri`.
  */
 export declare function listSequences<O extends ListOptions = {}>(db: SequenceDbLike, options?: O): Promise<Array<ListedSequence<O>>>
+
+/** Options of `counterAt`: those of `sequence()`, and `step`. */
+export interface LocatedOptions {
+  /** As for `sequence()`: collection holding the counter documents. Default `'counters'`. */
+  collection?: string
+  /** As for `sequence()`: field holding the counter value. Default `'sequence_value'`. */
+  field?: string
+  /** As for `sequence()`: create the counter on first use. Default `false`. */
+  upsert?: boolean
+  /** As for `sequence()`: first value of a counter a call creates. Default `1`. */
+  start?: number | bigint
+  /** As for `sequence()`: resolve with BigInt values. Default `false`. */
+  bigint?: boolean
+  /** As for `sequence()`. */
+  uri?: string
+  /** As for `sequence()`. Default `true`. */
+  coalesce?: boolean
+  /** As for `sequence()`. */
+  cache?: number
+  /** As for `sequence()`. */
+  writeConcern?: WriteConcernOptions
+  /** As for `sequence()`. */
+  format?: string
+  /**
+   * The distance between the values of a plain counter (its `$inc` per value, not
+   * stored with the counter; not 0). Default `1`.
+   */
+  step?: number | bigint
+}
 
 /**
  * A handle on sequence `name` with fixed `options` (the same as the functions take).
@@ -466,6 +524,18 @@ export interface SequenceOptions {
   format?: string
 }
 
+/** The options `setCountersWhere` uses. */
+export interface SetCountersOptions {
+  /** Collection holding the counter documents. Default `'counters'`. */
+  collection?: string
+  /** Field holding the counter value. Default `'sequence_value'`. */
+  field?: string
+  /** As for `sequence()`. */
+  uri?: string
+  /** Write concern of the counter writes. */
+  writeConcern?: WriteConcernOptions
+}
+
 /**
  * Sets the counter field of every plain counter document matching `fields` (equality on
  * each) in `options.collection` to `value`, so that each hands out `value + step` next;
@@ -473,13 +543,27 @@ export interface SequenceOptions {
  * the counters of every reference value, `{ id, reference_value }` one of them. Counters
  * that do not exist stay absent. Options: `collection`, `field`, `uri`, `writeConcern`.
  */
-export declare function setCountersWhere(db: SequenceDbLike, fields: Record<string, unknown>, value: number | bigint, options?: Pick<SequenceOptions, 'collection' | 'field' | 'uri' | 'writeConcern'>): Promise<number>
+export declare function setCountersWhere(db: SequenceDbLike, fields: Record<string, unknown>, value: number | bigint, options?: SetCountersOptions): Promise<number>
 
 /**
  * How many Rust driver clients this process holds for Node driver `Db` handles and
  * `uri` options: one per distinct connection, however many calls are made.
  */
 export declare function sharedClientCount(): number
+
+/** The options `syncToMax` uses. */
+export interface SyncOptions {
+  /** Collection holding the counter documents. Default `'counters'`. */
+  collection?: string
+  /** Field holding the counter value. Default `'sequence_value'`. */
+  field?: string
+  /** Resolve with a BigInt value. Default `false`. */
+  bigint?: boolean
+  /** As for `sequence()`. */
+  uri?: string
+  /** Write concern of the counter write. */
+  writeConcern?: WriteConcernOptions
+}
 
 /**
  * Raises counter `name` to at least the largest integer that `field` (a dotted path;

@@ -101,6 +101,16 @@ export async function setup(label) {
   };
 }
 
+/** Runs `call` and returns the error it threw or rejected with (undefined when none). */
+export async function failure(call) {
+  try {
+    await call();
+  } catch (e) {
+    return e;
+  }
+  return undefined;
+}
+
 /** Asserts that `promise` rejects with an Error carrying `code` (and returns the error). */
 export async function rejectsWithCode(assert, promise, code, messagePattern) {
   let error;

@@ -64,12 +64,6 @@ export type ListedSequence<O> = {
   cycle?: boolean
 }
 
-/** The options `listSequences` uses. */
-export type ListOptions = Pick<SequenceOptions, 'collection' | 'field' | 'bigint' | 'uri'>
-
-/** The options `syncToMax` uses. */
-export type SyncOptions = Pick<SequenceOptions, 'collection' | 'field' | 'bigint' | 'uri' | 'writeConcern'>
-
 /**
  * The id `insertOne`/`insertMany` report for document type `D` and options `O`: the
  * document's number when the sequence fills `_id` (no `field`, or `field: '_id'`),
@@ -91,13 +85,6 @@ export type InsertManyResult<O, D> = {
   insertedCount: number
   insertedIds: Record<number, InsertedId<O, D>>
 }
-
-/**
- * Options of `counterAt`: those of `sequence()`, and `step`, the distance between the
- * values of a plain counter (its `$inc` per value, not stored with the counter; not 0).
- * Default `1`.
- */
-export type LocatedOptions = SequenceOptions & { step?: number | bigint }
 
 /**
  * The `code` of every `Error` this package raises (the mongoose plugin's included). The

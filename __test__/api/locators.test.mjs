@@ -5,7 +5,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { setup, seq, rejectsWithCode } from '../helpers.mjs';
+import { setup, seq, rejectsWithCode, failure } from '../helpers.mjs';
 
 let env;
 before(async () => {
@@ -22,16 +22,6 @@ const opts = { collection: 'counters', field: 'seq', upsert: true };
 async function snapshot(name = 'counters') {
   const docs = await env.db.collection(name).find({}, { projection: { _id: 0 } }).toArray();
   return docs.map((d) => JSON.stringify(d)).sort();
-}
-
-/** Runs `call` and returns the error it threw or rejected with. */
-async function failure(call) {
-  try {
-    await call();
-  } catch (e) {
-    return e;
-  }
-  return undefined;
 }
 
 test('operator objects in a locator, at any depth, are refused before any write', async () => {

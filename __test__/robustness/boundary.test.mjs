@@ -162,6 +162,17 @@ test('exceptions thrown while numbers are written back reject the promise', asyn
   }
 });
 
+test('db.collection made a value of the wrong type during the call rejects with INVALID_ARGUMENT', async () => {
+  // napi refuses the value by its status (a function, an object expected): an argument
+  // error, whatever the words of napi's message.
+  for (const replacement of ['not a function', () => 'not a collection', () => ({ insertOne: 42 })]) {
+    const db = replaceableDb();
+    const pending = seq.insertOne(db, 'wrong_types', { a: 1 });
+    db.collection = replacement;
+    await rejectsWithCode(assert, settles(pending), 'INVALID_ARGUMENT');
+  }
+});
+
 test('messages quote a short prefix of huge inputs', async () => {
   const huge = '\uD800'.repeat(2 ** 26);
   const formatError = (() => {

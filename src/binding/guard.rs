@@ -12,7 +12,7 @@ use std::sync::Once;
 use napi::bindgen_prelude::{Env, JsObjectValue, Object, PromiseRaw, ToNapiValue, Unknown};
 use napi::{sys, JsError, JsValue, Status};
 
-use crate::binding::js_error::{build, to_js_error};
+use crate::binding::error::{build, to_js_error};
 use crate::binding::settled::rejected_with;
 use crate::engine::error::{ErrorCode, SeqError};
 
@@ -61,7 +61,7 @@ pub fn promise_call<'env, V: ToNapiValue>(
 }
 
 /// The error a failed `body` leaves with: the user's exception wrapped, our own typed
-/// error as it is, and an untyped napi error given a code.
+/// error as it is, and an untyped napi error given a code by its napi status.
 fn typed(
     env: &Env,
     place: &str,
@@ -71,6 +71,7 @@ fn typed(
     if let Some(thrown) = thrown {
         return wrap_thrown(env, place, thrown);
     }
+    let code = code_of_status(&error.status);
     // SAFETY: as above; the value is inspected, then handed back as the error.
     let value = unsafe { JsError::from(error).into_value(env.raw()) };
     if has_known_code(env, value) {
@@ -80,22 +81,37 @@ fn typed(
         });
     }
     let message = text_of(env, value).unwrap_or_default();
-    let code = if message.contains("xpected") || message.contains("convert") {
-        ErrorCode::InvalidArgument
-    } else {
-        ErrorCode::Internal
-    };
     to_js_error(env, SeqError::new(code, format!("{place}: {message}")))
+}
+
+/// The code of an untyped napi error: `INVALID_ARGUMENT` when napi refused a value of the
+/// wrong type (a JavaScript value that is not what the call needs), `INTERNAL` otherwise.
+pub fn code_of_status(status: &Status) -> ErrorCode {
+    match status {
+        Status::InvalidArg
+        | Status::ObjectExpected
+        | Status::StringExpected
+        | Status::NameExpected
+        | Status::FunctionExpected
+        | Status::NumberExpected
+        | Status::BooleanExpected
+        | Status::ArrayExpected
+        | Status::BigintExpected
+        | Status::DateExpected
+        | Status::ArrayBufferExpected
+        | Status::DetachableArraybufferExpected => ErrorCode::InvalidArgument,
+        _ => ErrorCode::Internal,
+    }
 }
 
 /// Whether `value` is an object whose `code` is one of this package's codes.
 fn has_known_code(env: &Env, value: sys::napi_value) -> bool {
     // SAFETY: a live value of this env.
     let unknown = unsafe { Unknown::from_raw_unchecked(env.raw(), value) };
-    let Some(object) = crate::binding::js_read::object_or_array(&unknown) else {
+    let Some(object) = crate::binding::read::js::object_or_array(&unknown) else {
         return false;
     };
-    let code = crate::binding::js_read::string_property(&object, "code");
+    let code = crate::binding::read::js::string_property(&object, "code");
     take_exception(env);
     code.is_some_and(|c| ErrorCode::ALL.iter().any(|k| k.as_str() == c))
 }
@@ -170,4 +186,35 @@ fn install_panic_hook() {
              with code INTERNAL. Please report this bug."
         );
     }));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_code_comes_from_the_status_not_the_message() {
+        for status in [
+            Status::InvalidArg,
+            Status::ObjectExpected,
+            Status::FunctionExpected,
+            Status::NumberExpected,
+            Status::BigintExpected,
+        ] {
+            assert_eq!(
+                code_of_status(&status),
+                ErrorCode::InvalidArgument,
+                "{status}"
+            );
+        }
+        for status in [
+            Status::GenericFailure,
+            Status::PendingException,
+            Status::QueueFull,
+            Status::Closing,
+            Status::Unknown,
+        ] {
+            assert_eq!(code_of_status(&status), ErrorCode::Internal, "{status}");
+        }
+    }
 }

@@ -6,7 +6,7 @@ use std::ptr;
 use napi::bindgen_prelude::{Env, PromiseRaw, ToNapiValue, Unknown};
 use napi::{check_status, sys, JsValue};
 
-use crate::binding::js_error::build;
+use crate::binding::error::build;
 use crate::engine::error::SeqResult;
 
 /// How a promise made here settles.

@@ -4,7 +4,7 @@ use std::future::Future;
 
 use napi::bindgen_prelude::{Env, PromiseRaw, ToNapiValue};
 
-use crate::binding::js_error::to_js_error;
+use crate::binding::error::OrThrow;
 use crate::engine::error::SeqResult;
 use crate::engine::panic_safety::caught;
 
@@ -18,6 +18,6 @@ where
 {
     env.spawn_future_with_callback(
         async move { Ok(caught("call", work).await) },
-        |env, result| result.map_err(|e| to_js_error(env, e)),
+        |env, result| result.or_throw(env),
     )
 }

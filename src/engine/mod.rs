@@ -47,6 +47,7 @@ pub(crate) mod gapless;
 pub(crate) mod management;
 #[cfg(test)]
 mod model_tests;
+pub(crate) mod option_rules;
 pub(crate) mod panic_safety;
 pub(crate) mod store;
 #[cfg(test)]

@@ -2,21 +2,19 @@
 //! `Sequence`, and `listSequences`, `syncToMax`.
 
 use crate::binding::guard::promise_call;
-use crate::binding::option_specs::{self, check_keys, LIST_USES, SYNC_USES};
 use std::future::Future;
 
 use napi::bindgen_prelude::{Env, PromiseRaw, Unknown};
 
-use crate::binding::calls::{NamedCounter, ReservationSlot};
-use crate::binding::db_target::read_db;
-use crate::binding::js_read::{describe, is_nullish, object, property, required_string};
-use crate::binding::name::read_counter_name;
-use crate::binding::options::{read_integer, read_used_options};
 use crate::binding::output::{Listed, Output, Value};
+use crate::binding::read::db::read_db;
+use crate::binding::read::js::required_string;
+use crate::binding::read::name::read_counter_name;
+use crate::binding::read::options::{read_used_options, ListTable, SyncTable};
+use crate::binding::reserve::values::{NamedCounter, PreparedSlot};
 use crate::binding::spawn::promise;
 use crate::engine::alloc::prepared_counter::PreparedCounter;
-use crate::engine::counter::sequence_config::SequenceConfig;
-use crate::engine::error::{SeqError, SeqResult};
+use crate::engine::error::SeqResult;
 use crate::engine::management;
 use crate::engine::text::validate::{check_collection, check_field, check_field_name, FieldUse};
 
@@ -24,7 +22,7 @@ use crate::engine::text::validate::{check_collection, check_field, check_field_n
 pub fn admin_promise<'env, F, Fut>(
     env: &'env Env,
     named: SeqResult<NamedCounter>,
-    slot: Option<&ReservationSlot>,
+    slot: Option<&PreparedSlot>,
     op: F,
 ) -> napi::Result<PromiseRaw<'env, Output>>
 where
@@ -34,8 +32,8 @@ where
     let slot = slot.cloned();
     promise(env, async move {
         let named = named?;
-        let reservation = named.clone().prepare(slot).await?;
-        op(reservation, named).await
+        let prepared = named.clone().prepare(slot).await?;
+        op(prepared, named).await
     })
 }
 
@@ -46,75 +44,17 @@ where
 pub fn managed_promise<'env, F, Fut>(
     env: &'env Env,
     named: SeqResult<NamedCounter>,
-    slot: Option<&ReservationSlot>,
+    slot: Option<&PreparedSlot>,
     op: F,
 ) -> napi::Result<PromiseRaw<'env, Output>>
 where
     F: FnOnce(PreparedCounter, NamedCounter) -> Fut + Send + 'static,
     Fut: Future<Output = SeqResult<Output>> + Send + 'static,
 {
-    admin_promise(env, named, slot, |reservation, named| async move {
-        let state = reservation.state().clone();
-        state.managed(op(reservation, named)).await
+    admin_promise(env, named, slot, |prepared, named| async move {
+        let state = prepared.state().clone();
+        state.managed(op(prepared, named)).await
     })
-}
-
-/// What `init` creates: a start, and a configuration when any of step, limits or cycle
-/// was given.
-pub struct InitSpec {
-    /// The first value (`None`: the default).
-    pub start: Option<i64>,
-    /// Step and limits to store.
-    pub config: Option<SequenceConfig>,
-}
-
-/// Reads `{ start?, step?, minValue?, maxValue?, cycle? }` for `init`.
-pub fn read_init(value: Option<&Unknown>, default_start: i64) -> SeqResult<InitSpec> {
-    let mut spec = InitSpec {
-        start: None,
-        config: None,
-    };
-    let Some(value) = value.filter(|v| !is_nullish(v)) else {
-        spec.start = Some(default_start);
-        return Ok(spec);
-    };
-    let obj = object(value).ok_or_else(|| {
-        SeqError::invalid_argument(format!(
-            "init options must be an object; got {}",
-            describe(value)
-        ))
-    })?;
-    let keys = napi::bindgen_prelude::Object::keys(&obj)
-        .map_err(|e| SeqError::invalid_argument(e.to_string()))?;
-    check_keys("init option", &keys, &[option_specs::INIT])?;
-    let integer = |key: &str| -> SeqResult<Option<i64>> {
-        let v = property(&obj, key)?;
-        if is_nullish(&v) {
-            return Ok(None);
-        }
-        read_integer(key, &v).map(Some)
-    };
-    spec.start = integer("start")?;
-    let step = integer("step")?;
-    let min = integer("minValue")?;
-    let max = integer("maxValue")?;
-    let cycle_value = property(&obj, "cycle")?;
-    let cycle = if is_nullish(&cycle_value) {
-        None
-    } else {
-        Some(option_specs::flag("cycle", &cycle_value)?)
-    };
-    if step.is_some() || min.is_some() || max.is_some() || cycle.is_some() {
-        spec.config = Some(SequenceConfig::new(
-            step.unwrap_or(1),
-            min,
-            max,
-            cycle.unwrap_or(false),
-        )?);
-    } else if spec.start.is_none() {
-        spec.start = Some(default_start);
-    }
-    Ok(spec)
 }
 
 /// Reads the `source` collection and `field` (a path) arguments of a sync.
@@ -141,7 +81,7 @@ pub fn list_sequences<'env>(
     options: Option<Unknown<'env>>,
 ) -> napi::Result<PromiseRaw<'env, Output>> {
     promise_call(env, "listSequences", || {
-        let read = read_used_options(options.as_ref(), "listSequences", LIST_USES).and_then(|o| {
+        let read = read_used_options::<ListTable>(options.as_ref()).and_then(|o| {
             check_collection(&o.collection)?;
             check_field(&o.field)?;
             Ok((read_db(env, &db, o.uri.as_deref())?, o))
@@ -186,7 +126,7 @@ pub fn sync_to_max<'env>(
     promise_call(env, "syncToMax", || {
         let source = read_source(&source, &field);
         let named = source.and_then(|(source, field)| {
-            let options = read_used_options(options.as_ref(), "syncToMax", SYNC_USES)?;
+            let options = read_used_options::<SyncTable>(options.as_ref())?;
             let name = read_counter_name(&name)?;
             Ok((
                 NamedCounter::from_parts(env, &db, name, options)?,
@@ -198,15 +138,15 @@ pub fn sync_to_max<'env>(
             Ok((named, source, field)) => (Ok(named), Some((source, field))),
             Err(e) => (Err(e), None),
         };
-        managed_promise(env, named, None, move |reservation, named| async move {
+        managed_promise(env, named, None, move |prepared, named| async move {
             let (source, field) = source.expect("read with the counter");
             let source = management::SourceField {
-                driver: reservation.driver(),
+                driver: prepared.driver(),
                 collection: source,
                 path: field,
             };
             let value =
-                management::sync_to_source(reservation.counters(), reservation.counter(), &source)
+                management::sync_to_source(prepared.counters(), prepared.counter(), &source)
                     .await?;
             Ok(Output::Single(Value::checked(
                 &named.label,

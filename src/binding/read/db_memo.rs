@@ -6,8 +6,8 @@ use std::cell::RefCell;
 
 use napi::bindgen_prelude::{Env, Unknown};
 
-use crate::binding::db_target::DbTarget;
-use crate::binding::object_memo::ObjectMemo;
+use crate::binding::read::db::DbTarget;
+use crate::binding::read::object_memo::ObjectMemo;
 
 /// How many `Db` objects are remembered per JavaScript thread.
 const CAPACITY: usize = 16;

@@ -3,7 +3,20 @@
 use napi::bindgen_prelude::{Env, JsObjectValue, Object};
 use napi::{JsValue, Status};
 
-use crate::engine::error::SeqError;
+use crate::engine::error::{SeqError, SeqResult};
+
+/// Engine results as napi results: the error becomes the JavaScript `Error` of
+/// [`to_js_error`], so an export writes `result.or_throw(env)?`.
+pub trait OrThrow<T> {
+    /// The value, or the engine error as a JavaScript `Error` with its `code`.
+    fn or_throw(self, env: &Env) -> napi::Result<T>;
+}
+
+impl<T> OrThrow<T> for SeqResult<T> {
+    fn or_throw(self, env: &Env) -> napi::Result<T> {
+        self.map_err(|error| to_js_error(env, error))
+    }
+}
 
 /// Builds `Error(message)` with `code` (and `serverCode`, `codeName` for server errors),
 /// wrapped so that napi throws or rejects with this very object.

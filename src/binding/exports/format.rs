@@ -4,9 +4,9 @@ use crate::binding::guard::sync_call;
 use napi::bindgen_prelude::{Env, Unknown};
 use napi::{sys, JsValue};
 
-use crate::binding::js_error::to_js_error;
-use crate::binding::js_read::{describe, is_nullish, number, required_string};
-use crate::binding::options::read_integer;
+use crate::binding::error::OrThrow;
+use crate::binding::read::js::{describe, is_nullish, number, required_string};
+use crate::binding::read::kinds::read_integer;
 use crate::engine::error::{SeqError, SeqResult};
 use crate::engine::text::format::{now_millis, Pattern};
 
@@ -23,7 +23,7 @@ pub fn format_sequence(
     date: Option<Unknown>,
 ) -> napi::Result<String> {
     sync_call(env, "formatSequence", || {
-        read_and_format(env, &value, &pattern, date.as_ref()).map_err(|e| to_js_error(env, e))
+        read_and_format(env, &value, &pattern, date.as_ref()).or_throw(env)
     })
 }
 

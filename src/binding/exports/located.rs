@@ -4,49 +4,23 @@
 
 use napi::bindgen_prelude::{Env, PromiseRaw, Unknown};
 
-use crate::binding::calls::NamedCounter;
-use crate::binding::db_target::read_db;
+use crate::binding::error::OrThrow;
+use crate::binding::exports::sequence_handle::Sequence;
 use crate::binding::guard::{promise_call, sync_call};
-use crate::binding::js_error::to_js_error;
-use crate::binding::js_read::{describe, is_nullish, object};
-use crate::binding::js_to_bson::to_document;
-use crate::binding::option_specs::{self, Kind, Spec};
-use crate::binding::options::{read_integer, read_options_from};
 use crate::binding::output::{Output, Value};
-use crate::binding::sequence_handle::Sequence;
+use crate::binding::read::db::read_db;
+use crate::binding::read::kinds::{read_fields, read_integer};
+use crate::binding::read::options::{read_located_options, read_used_options, SetCountersTable};
+use crate::binding::reserve::values::NamedCounter;
 use crate::binding::spawn::promise;
-use crate::engine::call_options::CallOptions;
-use crate::engine::counter::counter_name::CounterName;
 use crate::engine::counter::locator::{FieldsLocator, Locator};
-use crate::engine::error::{SeqError, SeqResult};
-
-/// Options `counterAt` takes besides the common ones (`LocatedOptions`).
-pub const LOCATED: Spec = &[("step", Kind::Integer)];
+use crate::engine::error::SeqResult;
+use crate::engine::option_rules::label_of;
 
 /// Reads a locator argument (`what` names it in messages) for a counter counting in
 /// `field`: a plain object of 1 to 8 equality fields.
 pub fn read_locator(value: &Unknown, what: &str, field: &str) -> SeqResult<FieldsLocator> {
-    if is_nullish(value) || object(value).is_none() {
-        return Err(SeqError::invalid_argument(format!(
-            "{what} must be an object of fields, e.g. {{ id: 'invoice', reference_value: null }}; got {}",
-            describe(value)
-        )));
-    }
-    FieldsLocator::new(to_document(value)?, field)
-}
-
-/// The name shown in messages for a counter found by `located`.
-fn label_of(located: &FieldsLocator) -> SeqResult<CounterName> {
-    CounterName::text(&located.label())
-}
-
-/// Reads `options` (the common ones and `step`).
-fn read_located_options(options: Option<&Unknown>) -> SeqResult<CallOptions> {
-    let (mut read, extra) = read_options_from(options, &[LOCATED], &["step"])?;
-    for (key, value) in extra {
-        read.step = read_integer(&key, &value)?;
-    }
-    Ok(read)
+    FieldsLocator::new(read_fields(what, value)?, field)
 }
 
 /// A `Sequence` handle on the counter document found by equality on `locator`'s fields
@@ -76,7 +50,7 @@ pub fn counter_at<'env>(
             options.locator = Locator::ByFields(located);
             NamedCounter::from_parts(env, &db, name, options)
         };
-        let counter = read().map_err(|e| to_js_error(env, e))?;
+        let counter = read().or_throw(env)?;
         Ok(Sequence::new(counter))
     })
 }
@@ -87,7 +61,7 @@ pub fn counter_at<'env>(
 /// the counters of every reference value, `{ id, reference_value }` one of them. Counters
 /// that do not exist stay absent. Options: `collection`, `field`, `uri`, `writeConcern`.
 #[napi(
-    ts_args_type = "db: SequenceDbLike, fields: Record<string, unknown>, value: number | bigint, options?: Pick<SequenceOptions, 'collection' | 'field' | 'uri' | 'writeConcern'>",
+    ts_args_type = "db: SequenceDbLike, fields: Record<string, unknown>, value: number | bigint, options?: SetCountersOptions",
     ts_return_type = "Promise<number>"
 )]
 pub fn set_counters_where<'env>(
@@ -99,11 +73,7 @@ pub fn set_counters_where<'env>(
 ) -> napi::Result<PromiseRaw<'env, Output>> {
     promise_call(env, "setCountersWhere", || {
         let read = (|| -> SeqResult<_> {
-            let options = crate::binding::options::read_used_options(
-                options.as_ref(),
-                "setCountersWhere",
-                option_specs::SET_WHERE_USES,
-            )?;
+            let options = read_used_options::<SetCountersTable>(options.as_ref())?;
             // The same rules as a locator's fields.
             let located = read_locator(&fields, "fields", &options.field)?;
             let value = read_integer("value", &value)?;

@@ -8,9 +8,9 @@ use napi::bindgen_prelude::{
 };
 use napi::JsValue;
 
-use crate::binding::client::SequenceDb;
-use crate::binding::db_memo;
-use crate::binding::js_read::{
+use crate::binding::exports::client::SequenceDb;
+use crate::binding::read::db_memo;
+use crate::binding::read::js::{
     array_items, boolean, describe, for_each_property, number, object, object_property, string,
     string_property, type_of,
 };
@@ -111,7 +111,7 @@ mod options_memo {
 
     use napi::bindgen_prelude::{Env, Object};
 
-    use crate::binding::object_memo::ObjectMemo;
+    use crate::binding::read::object_memo::ObjectMemo;
     use crate::engine::client::connection::ConnectionTarget;
 
     /// How many options objects are remembered per JavaScript thread.
@@ -180,7 +180,7 @@ fn node_value(value: &Unknown, depth: usize) -> NodeValue {
                     NodeValue::List(items.iter().map(|v| node_value(v, depth + 1)).collect())
                 });
             }
-            let Some(obj) = crate::binding::js_read::object_or_array(value) else {
+            let Some(obj) = crate::binding::read::js::object_or_array(value) else {
                 return NodeValue::Other;
             };
             let mut map = std::collections::BTreeMap::new();

@@ -8,8 +8,8 @@ use std::cell::RefCell;
 use std::rc::Rc;
 use std::sync::{Arc, Mutex};
 
-use crate::binding::calls::{NamedCounter, ReservationSlot};
-use crate::binding::db_target::DbTarget;
+use crate::binding::read::db::DbTarget;
+use crate::binding::reserve::values::{NamedCounter, PreparedSlot};
 use crate::engine::call_options::CallOptions;
 use crate::engine::counter::counter_name::CounterName;
 use crate::engine::error::SeqResult;
@@ -18,7 +18,7 @@ use crate::engine::error::SeqResult;
 const CAPACITY: usize = 32;
 
 /// A counter prepared for the function form.
-pub type Prepared = Rc<(NamedCounter, ReservationSlot)>;
+pub type Prepared = Rc<(NamedCounter, PreparedSlot)>;
 
 thread_local! {
     static RECENT: RefCell<(Vec<Prepared>, usize)> = const { RefCell::new((Vec::new(), 0)) };

@@ -4,8 +4,9 @@
 use crate::binding::guard::promise_call;
 use napi::bindgen_prelude::{Env, PromiseRaw, Unknown};
 
-use crate::binding::calls::{function_promise, read_count, refuse_format, NamedCounter};
 use crate::binding::output::Output;
+use crate::binding::reserve::values::{function_promise, read_count, NamedCounter};
+use crate::engine::option_rules::refuse_format;
 use crate::engine::text::validate::{MAX_BATCH_COUNT, MAX_RANGE_COUNT};
 
 /// Returns the next value of sequence `name`: a drop-in for the documented helper
@@ -75,7 +76,7 @@ pub fn get_next_sequence_range<'env>(
 ) -> napi::Result<PromiseRaw<'env, Output>> {
     promise_call(env, "getNextSequenceRange", || {
         let count = |named: &NamedCounter| {
-            refuse_format(named)?;
+            refuse_format(&named.options)?;
             read_count(&count, MAX_RANGE_COUNT)
         };
         function_promise(env, &db, &name, options.as_ref(), count, Output::range)

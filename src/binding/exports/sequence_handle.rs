@@ -7,16 +7,18 @@ use std::sync::{Arc, Mutex};
 
 use napi::bindgen_prelude::{Env, PromiseRaw, Unknown};
 
-use crate::binding::admin::{admin_promise, managed_promise, read_init, read_source};
-use crate::binding::calls::{
-    read_count, refuse_format, reserve_promise, NamedCounter, ReservationSlot, Shape,
-};
-use crate::binding::js_error::to_js_error;
-use crate::binding::options::read_integer;
+use crate::binding::error::OrThrow;
+use crate::binding::exports::manage::{admin_promise, managed_promise, read_source};
 use crate::binding::output::{Output, Value};
+use crate::binding::read::kinds::read_integer;
+use crate::binding::read::options::read_init;
+use crate::binding::reserve::values::{
+    read_count, reserve_promise, NamedCounter, PreparedSlot, Shape,
+};
 use crate::engine::alloc::prepared_counter::PreparedCounter;
 use crate::engine::error::SeqResult;
 use crate::engine::management;
+use crate::engine::option_rules::refuse_format;
 use crate::engine::text::validate::{MAX_BATCH_COUNT, MAX_RANGE_COUNT};
 
 /// A handle on one sequence with fixed options, from `sequence(db, name, options)`.
@@ -24,7 +26,7 @@ use crate::engine::text::validate::{MAX_BATCH_COUNT, MAX_RANGE_COUNT};
 #[napi]
 pub struct Sequence {
     counter: NamedCounter,
-    slot: ReservationSlot,
+    slot: PreparedSlot,
 }
 
 impl Sequence {
@@ -114,7 +116,7 @@ impl Sequence {
         count: Unknown<'env>,
     ) -> napi::Result<PromiseRaw<'env, Output>> {
         promise_call(env, "Sequence.nextRange", || {
-            if let Err(e) = refuse_format(&self.counter) {
+            if let Err(e) = refuse_format(&self.counter.options) {
                 return reserve_promise(env, Err(&e), Ok(1), Output::range, None);
             }
             self.reserve(env, read_count(&count, MAX_RANGE_COUNT), Output::range)
@@ -151,7 +153,7 @@ impl Sequence {
     /// (else 1) and the counter stays a plain one. Never overwrites: resolves `true` when
     /// it created the counter, `false` when it existed.
     #[napi(
-        ts_args_type = "options?: { start?: number | bigint; step?: number | bigint; minValue?: number | bigint; maxValue?: number | bigint; cycle?: boolean }",
+        ts_args_type = "options?: InitOptions",
         ts_return_type = "Promise<boolean>"
     )]
     pub fn init<'env>(
@@ -316,8 +318,7 @@ pub fn sequence<'env>(
     options: Option<Unknown<'env>>,
 ) -> napi::Result<Sequence> {
     sync_call(env, "sequence", || {
-        let counter = NamedCounter::read(env, &db, &name, options.as_ref())
-            .map_err(|e| to_js_error(env, e))?;
+        let counter = NamedCounter::read(env, &db, &name, options.as_ref()).or_throw(env)?;
         Ok(Sequence {
             counter,
             slot: Arc::new(Mutex::new(None)),

@@ -9,14 +9,14 @@ use std::pin::Pin;
 
 use napi::bindgen_prelude::{within_runtime_if_available, Env, PromiseRaw, Unknown};
 
-use crate::binding::call_order::{nobody_waiting, Ticket};
-use crate::binding::db_memo;
-use crate::binding::db_target::{read_db, DbTarget};
-use crate::binding::js_read::{describe, number};
-use crate::binding::name::read_counter_name;
-use crate::binding::options::read_options;
 use crate::binding::output::Output;
-use crate::binding::recent_counters;
+use crate::binding::read::db::{read_db, DbTarget};
+use crate::binding::read::db_memo;
+use crate::binding::read::js::{describe, number};
+use crate::binding::read::name::read_counter_name;
+use crate::binding::read::options::read_options;
+use crate::binding::reserve::order::{nobody_waiting, Ticket};
+use crate::binding::reserve::recent;
 use crate::binding::settled::settled;
 use crate::binding::spawn::promise;
 use crate::engine::alloc::allocate::IdRange;
@@ -30,8 +30,8 @@ use crate::engine::text::validate::check_count;
 /// How a block of values is returned to JavaScript.
 pub type Shape = fn(&str, IdRange, &CallOptions) -> SeqResult<Output>;
 
-/// A reservation prepared by an earlier call, kept to skip the preparation next time.
-pub type ReservationSlot = Arc<Mutex<Option<PreparedCounter>>>;
+/// A counter prepared by an earlier call, kept to skip the preparation next time.
+pub type PreparedSlot = Arc<Mutex<Option<PreparedCounter>>>;
 
 /// A counter named by JavaScript arguments, read and checked.
 #[derive(Clone)]
@@ -91,22 +91,24 @@ impl NamedCounter {
         }
     }
 
-    /// The reservation for this counter, kept in `slot` when given.
-    pub async fn prepare(self, slot: Option<ReservationSlot>) -> SeqResult<PreparedCounter> {
-        if let Some(reservation) = slot.as_ref().and_then(|s| kept(s, Clone::clone)) {
-            return Ok(reservation);
+    /// The prepared counter: the one kept in `slot` when it holds one, otherwise one
+    /// prepared now (and kept in `slot`, when given).
+    pub async fn prepare(self, slot: Option<PreparedSlot>) -> SeqResult<PreparedCounter> {
+        if let Some(prepared) = slot.as_ref().and_then(|s| kept(s, Clone::clone)) {
+            return Ok(prepared);
         }
         let (handle, database) = self.target.resolve().await?;
-        let reservation = PreparedCounter::new(&handle, &database, &self.name, &self.options)?;
+        let prepared = PreparedCounter::new(&handle, &database, &self.name, &self.options)?;
         if let Some(slot) = slot {
-            *lock(&slot) = Some(reservation.clone());
+            *lock(&slot) = Some(prepared.clone());
         }
-        Ok(reservation)
+        Ok(prepared)
     }
 }
 
-/// `use_it` applied to the reservation kept in `slot`, when it holds one for an open client.
-fn kept<T>(slot: &ReservationSlot, use_it: impl FnOnce(&PreparedCounter) -> T) -> Option<T> {
+/// `use_it` applied to the prepared counter kept in `slot`, when it holds one for an open
+/// client.
+fn kept<T>(slot: &PreparedSlot, use_it: impl FnOnce(&PreparedCounter) -> T) -> Option<T> {
     let kept = lock(slot);
     kept.as_ref().filter(|r| !r.is_closed()).map(use_it)
 }
@@ -125,13 +127,13 @@ pub fn function_promise<'env>(
     let prepared = read_options(options).and_then(|options| {
         let name = read_counter_name(name)?;
         if options.uri.is_none() {
-            let find = |target: &DbTarget| recent_counters::find(target, &name, &options);
+            let find = |target: &DbTarget| recent::find(target, &name, &options);
             if let Some(found) = db_memo::recall_with(env, db, find).flatten() {
                 return Ok(found);
             }
         }
         let target = read_db(env, db, options.uri.as_deref())?;
-        recent_counters::prepared(target, name, options)
+        recent::prepared(target, name, options)
     });
     match prepared {
         Ok(prepared) => {
@@ -142,36 +144,25 @@ pub fn function_promise<'env>(
     }
 }
 
-/// Refuses `format` for calls that return bounds, before any I/O.
-pub fn refuse_format(counter: &NamedCounter) -> SeqResult<()> {
-    if counter.options.format.is_some() {
-        return Err(SeqError::invalid_argument(
-            "option 'format' does not apply to ranges; use getNextSequenceBatch or format the \
-             bounds with formatSequence",
-        ));
-    }
-    Ok(())
-}
-
-/// Submits the call at once when its reservation is at hand (kept in `slot`, or for a
+/// Submits the call at once when its counter is prepared (kept in `slot`, or for a
 /// client already open), so that calls keep the order in which JavaScript made them;
 /// `None` when the client must be opened first.
 fn submit_now(
     named: &NamedCounter,
     count: i64,
-    slot: Option<&ReservationSlot>,
+    slot: Option<&PreparedSlot>,
 ) -> Option<SeqResult<Submitted>> {
     if let Some(submitted) = slot.and_then(|s| kept(s, |r| r.submit(count))) {
         return Some(submitted);
     }
     let (handle, database) = named.target.resolve_now()?;
-    let reservation = match PreparedCounter::new(&handle, database, &named.name, &named.options) {
-        Ok(reservation) => reservation,
+    let prepared = match PreparedCounter::new(&handle, database, &named.name, &named.options) {
+        Ok(prepared) => prepared,
         Err(error) => return Some(Err(error)),
     };
-    let submitted = reservation.submit(count);
+    let submitted = prepared.submit(count);
     if let Some(slot) = slot {
-        *lock(slot) = Some(reservation);
+        *lock(slot) = Some(prepared);
     }
     Some(submitted)
 }
@@ -192,7 +183,7 @@ pub fn reserve_promise<'env>(
     counter: Result<&NamedCounter, &SeqError>,
     count: SeqResult<i64>,
     shape: Shape,
-    slot: Option<&ReservationSlot>,
+    slot: Option<&PreparedSlot>,
 ) -> napi::Result<PromiseRaw<'env, Output>> {
     if let (Ok(named), Ok(count), true) = (counter, &count, nobody_waiting()) {
         // In the runtime's context, so that a client of an ended runtime is recognised.
@@ -223,9 +214,9 @@ pub fn reserve_promise<'env>(
     promise(env, async move {
         let (named, count) = (counter?, count?);
         let (label, options) = (named.label.clone(), named.options.clone());
-        let reservation = named.prepare(slot).await;
+        let prepared = named.prepare(slot).await;
         ticket.my_turn().await;
-        let submitted = reservation?.submit(count);
+        let submitted = prepared?.submit(count);
         drop(ticket);
         shape(&label, submitted?.finish().await?, &options)
     })
@@ -250,9 +241,9 @@ pub fn reserve_in_order(named: &NamedCounter, count: i64) -> Reserved {
     let named = named.clone();
     let ticket = Ticket::take();
     Box::pin(async move {
-        let reservation = named.prepare(None).await;
+        let prepared = named.prepare(None).await;
         ticket.my_turn().await;
-        let submitted = reservation.and_then(|r| r.submit(count));
+        let submitted = prepared.and_then(|r| r.submit(count));
         drop(ticket);
         submitted?.finish().await
     })

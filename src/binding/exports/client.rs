@@ -2,13 +2,13 @@
 
 use crate::binding::guard::promise_call;
 use crate::binding::guard::sync_call;
-use crate::binding::option_specs::{self, check_keys};
+use crate::binding::read::options::{read_close_options, read_connect_options};
 use std::sync::Arc;
 
 use napi::bindgen_prelude::{Env, PromiseRaw, Unknown};
 
-use crate::binding::js_error::to_js_error;
-use crate::binding::js_read::{describe, is_nullish, object, property, required_string, string};
+use crate::binding::error::OrThrow;
+use crate::binding::read::js::{describe, required_string, string};
 use crate::binding::spawn::promise;
 use crate::engine::client::connection::ConnectionTarget;
 use crate::engine::client::registry::ClientHandle;
@@ -28,8 +28,8 @@ impl SequenceClient {
     #[napi(ts_args_type = "name: string")]
     pub fn db(&self, env: &Env, name: Unknown) -> napi::Result<SequenceDb> {
         sync_call(env, "SequenceClient.db", || {
-            let name = required_string("database name", &name).map_err(|e| to_js_error(env, e))?;
-            self.handle.driver(&name).map_err(|e| to_js_error(env, e))?;
+            let name = required_string("database name", &name).or_throw(env)?;
+            self.handle.driver(&name).or_throw(env)?;
             Ok(SequenceDb {
                 handle: self.handle.clone(),
                 name,
@@ -51,7 +51,7 @@ impl SequenceClient {
     ) -> napi::Result<PromiseRaw<'env, ()>> {
         promise_call(env, "SequenceClient.close", || {
             let handle = self.handle.clone();
-            let timeout = crate::binding::shared::read_close_options(options.as_ref());
+            let timeout = read_close_options(options.as_ref());
             promise(env, async move {
                 handle.close_within(timeout?).await;
                 Ok(())
@@ -94,21 +94,6 @@ impl SequenceDb {
     }
 }
 
-/// Options of `connect`.
-#[napi(object)]
-pub struct ConnectOptions {
-    /// How long to wait for a suitable server before failing with `CONNECTION`
-    /// (overrides the connection string; the driver's default is 30000).
-    #[napi(js_name = "serverSelectionTimeoutMS")]
-    pub server_selection_timeout_ms: Option<f64>,
-    /// How long to wait for a TCP connection (overrides the connection string).
-    #[napi(js_name = "connectTimeoutMS")]
-    pub connect_timeout_ms: Option<f64>,
-}
-
-/// Longest timeout accepted, in milliseconds (as for Node's timers: about 24.8 days).
-const MAX_TIMEOUT_MS: f64 = 2_147_483_647.0;
-
 fn read_connect_target(uri: &Unknown, options: Option<&Unknown>) -> SeqResult<ConnectionTarget> {
     let uri = string(uri).ok_or_else(|| {
         SeqError::invalid_argument(format!(
@@ -116,42 +101,7 @@ fn read_connect_target(uri: &Unknown, options: Option<&Unknown>) -> SeqResult<Co
             describe(uri)
         ))
     })?;
-    let mut target = ConnectionTarget::from_uri(&uri)?;
-    let Some(options) = options.filter(|o| !is_nullish(o)) else {
-        return Ok(target);
-    };
-    let obj = object(options).ok_or_else(|| {
-        SeqError::invalid_argument(format!(
-            "options must be an object; got {}",
-            describe(options)
-        ))
-    })?;
-    let keys = napi::bindgen_prelude::Object::keys(&obj)
-        .map_err(|e| SeqError::invalid_argument(format!("cannot read options: {e}")))?;
-    check_keys("connect option", &keys, &[option_specs::CONNECT])?;
-    for (key, slot) in [
-        (
-            "serverSelectionTimeoutMS",
-            &mut target.server_selection_timeout_ms,
-        ),
-        ("connectTimeoutMS", &mut target.connect_timeout_ms),
-    ] {
-        let v = property(&obj, key)?;
-        if is_nullish(&v) {
-            continue;
-        }
-        let millis = Some(option_specs::whole(key, &v)?)
-            .filter(|n| (0.0..=MAX_TIMEOUT_MS).contains(n) && n.fract() == 0.0)
-            .ok_or_else(|| {
-                SeqError::invalid_argument(format!(
-                    "option '{key}' must be a whole number of milliseconds from 0 to \
-                     {MAX_TIMEOUT_MS}; got {}",
-                    describe(&v)
-                ))
-            })?;
-        *slot = Some(millis as u64);
-    }
-    Ok(target)
+    read_connect_options(options, ConnectionTarget::from_uri(&uri)?)
 }
 
 /// Opens a Rust-backed client and checks that the server answers (`ping`).

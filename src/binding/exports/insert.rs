@@ -3,77 +3,25 @@
 //! the Node driver's own `db.collection(name).insertOne/insertMany`.
 
 use crate::binding::guard::{promise_call, sync_call};
-use crate::binding::option_specs;
 use crate::engine::panic_safety::caught;
 use napi::bindgen_prelude::{Env, Function, JsObjectValue, Object, ObjectRef, PromiseRaw, Unknown};
 use napi::{JsValue, ValueType};
 
-use crate::binding::calls::{reserve_in_order, NamedCounter};
-use crate::binding::js_error::to_js_error;
-use crate::binding::js_read::{
+use crate::binding::error::OrThrow;
+use crate::binding::output::Value;
+use crate::binding::read::bson::to_document;
+use crate::binding::read::js::{
     array_items, array_length, describe, element, is_nullish, object, object_or_array, property,
     required_string, type_of,
 };
-use crate::binding::js_to_bson::to_document;
-use crate::binding::located::read_locator;
-use crate::binding::name::read_counter_name;
-use crate::binding::options::{read_integer, read_options_from};
-use crate::binding::output::Value;
+use crate::binding::read::options::read_insert_options;
+use crate::binding::reserve::values::{reserve_in_order, NamedCounter};
 use crate::engine::alloc::allocate::IdRange;
-use crate::engine::counter::counter_name::CounterName;
-use crate::engine::counter::locator::Locator;
 use crate::engine::error::{SeqError, SeqResult};
 use crate::engine::gapless::{insert_gapless, NumberedInsert};
 use crate::engine::text::format::now_millis;
-use crate::engine::text::validate::{
-    check_collection, check_field_name, FieldUse, MAX_BATCH_COUNT,
-};
+use crate::engine::text::validate::{check_collection, MAX_BATCH_COUNT};
 use mongodb::bson::{Bson, Document};
-
-/// Options of `insertOne` / `insertMany`.
-#[napi(object)]
-pub struct InsertOptions {
-    /// Document field that receives the number. Default `'_id'`.
-    pub field: Option<String>,
-    /// Sequence name (string or scope object). Default: the collection name.
-    #[napi(ts_type = "string | Record<string, string | number | boolean | bigint>")]
-    pub sequence: Option<String>,
-    /// Collection of counter documents. Default `'counters'`.
-    pub counters: Option<String>,
-    /// Field of the counter document. Default `'sequence_value'`.
-    pub counter_field: Option<String>,
-    /// Create the counter on first use. Default `true` here.
-    pub upsert: Option<bool>,
-    /// First value of a counter created by the call. Default `1`.
-    #[napi(ts_type = "number | bigint")]
-    pub start: Option<f64>,
-    /// Store BigInt values (needed past 2^53 - 1).
-    pub bigint: Option<bool>,
-    /// Store business numbers formatted by this pattern (see `formatSequence`).
-    pub format: Option<String>,
-    /// Write concern of the counter write (the insert uses the driver's own settings).
-    pub write_concern: Option<crate::binding::options::WriteConcernOptions>,
-    /// As for the sequence functions.
-    pub uri: Option<String>,
-    /// As for the sequence functions.
-    pub coalesce: Option<bool>,
-    /// As for the sequence functions.
-    pub cache: Option<u32>,
-    /// Increment the counter and insert the documents in one transaction, so a failed
-    /// insert gives its numbers back (no gap). Serialises the writers of the counter and
-    /// needs a replica set or sharded cluster (`TRANSACTIONS_UNSUPPORTED` otherwise). The
-    /// package then inserts the documents itself (with the client of `db`); the driver's
-    /// `_id` is not written back to them. Default `false`.
-    pub gapless: Option<bool>,
-    /// Find the counter by these fields instead of by its name (as `counterAt`), e.g.
-    /// mongoose-sequence's `{ id, reference_value }`; `sequence` then only names it in
-    /// messages.
-    #[napi(ts_type = "Record<string, unknown>")]
-    pub counter_locator: Option<String>,
-    /// Distance between the values of a plain counter (as `counterAt`). Default `1`.
-    #[napi(ts_type = "number | bigint")]
-    pub step: Option<f64>,
-}
 
 /// An insert call whose arguments were read and checked.
 struct Insert {
@@ -96,40 +44,8 @@ fn read_insert(
 ) -> SeqResult<Insert> {
     let collection = required_string("collection", collection)?;
     check_collection(&collection)?;
-    let mut set_aside: Vec<&str> = option_specs::INSERT.iter().map(|(k, _)| *k).collect();
-    set_aside.push(option_specs::INSERT_REFUSED);
-    let (mut options, extra) = read_options_from(options, &[option_specs::INSERT], &set_aside)?;
-    let mut gapless = false;
-    let mut locator = None;
-    options.upsert = true;
-    let mut field = "_id".to_string();
-    let mut sequence = CounterName::text(&collection)?;
-    for (key, value) in extra {
-        match key.as_str() {
-            "field" => field = option_specs::text(&key, &value)?,
-            "sequence" => sequence = read_counter_name(&value)?,
-            "counters" => options.collection = option_specs::text(&key, &value)?.into(),
-            "counterField" => options.field = option_specs::text(&key, &value)?.into(),
-            "upsert" => options.upsert = option_specs::flag(&key, &value)?,
-            "gapless" => gapless = option_specs::flag(&key, &value)?,
-            "counterLocator" => locator = Some(value),
-            "step" => options.step = read_integer(&key, &value)?,
-            _ => {
-                return Err(SeqError::invalid_argument(
-                    "insertOne/insertMany take 'counters' for the counters collection, \
-                     not 'collection'",
-                ))
-            }
-        }
-    }
-    if let Some(fields) = locator {
-        options.locator = Locator::ByFields(read_locator(
-            &fields,
-            "option 'counterLocator'",
-            &options.field,
-        )?);
-    }
-    check_field_name("option 'field'", &field, FieldUse::NumberedDocument)?;
+    let settled = read_insert_options(options)?.settle(&collection)?;
+    let (field, gapless) = (settled.field, settled.gapless);
     for (index, doc) in docs.iter().enumerate() {
         let doc = object(doc).ok_or_else(|| {
             SeqError::invalid_argument(format!(
@@ -162,7 +78,7 @@ fn read_insert(
         None
     };
     Ok(Insert {
-        named: NamedCounter::from_parts(env, db, sequence, options)?,
+        named: NamedCounter::from_parts(env, db, settled.name, settled.options)?,
         collection,
         field,
         many,
@@ -203,20 +119,20 @@ fn number_docs(env: &Env, target: &Object, insert: &Insert, range: IdRange) -> n
         } else {
             Some(target.to_unknown())
         };
-        let mut doc = doc.as_ref().and_then(object).ok_or_else(|| {
-            to_js_error(
-                env,
+        let mut doc = doc
+            .as_ref()
+            .and_then(object)
+            .ok_or_else(|| {
                 SeqError::invalid_argument(format!(
                     "document {index} was replaced by something else than a plain object \
                      during the call; its number {v} is left unused"
-                )),
-            )
-        })?;
+                ))
+            })
+            .or_throw(env)?;
         match &options.format {
             Some(pattern) => doc.set_named_property(&insert.field, pattern.format(v, now))?,
             None => {
-                let value = Value::checked(&insert.named.label, v, options.bigint)
-                    .map_err(|e| to_js_error(env, e))?;
+                let value = Value::checked(&insert.named.label, v, options.bigint).or_throw(env)?;
                 doc.set_named_property(&insert.field, value)?
             }
         }
@@ -238,8 +154,7 @@ fn gapless_result<'env>(
         match id {
             Bson::Int32(v) => target.set_named_property(key, Value::Number(f64::from(*v))),
             Bson::Int64(v) => {
-                let value = Value::checked(&insert.named.label, *v, bigint)
-                    .map_err(|e| to_js_error(env, e))?;
+                let value = Value::checked(&insert.named.label, *v, bigint).or_throw(env)?;
                 target.set_named_property(key, value)
             }
             Bson::String(s) => target.set_named_property(key, s.as_str()),
@@ -273,7 +188,7 @@ fn spawn_insert<'env>(
         (Ok(insert), Some(db), Some(target)) => (insert, db, target),
         (Err(e), _, _) => {
             return env.spawn_future_with_callback(async { Ok(()) }, move |env, ()| {
-                Err::<Unknown, _>(to_js_error(env, e))
+                Err::<Unknown, _>(e).or_throw(env)
             })
         }
         _ => return Err(napi::Error::from_reason("db and documents must be objects")),
@@ -291,9 +206,9 @@ fn spawn_insert<'env>(
     let work = async move {
         match (ordered, gapless) {
             (Some(ordered), _) => ordered.await.map(|range| (range, None)),
-            (None, None) => Err(SeqError::internal("insert without a reservation")),
+            (None, None) => Err(SeqError::internal("insert without reserved values")),
             (None, Some((docs, collection, field))) => {
-                let reservation = named.clone().prepare(None).await?;
+                let prepared = named.clone().prepare(None).await?;
                 let (handle, database) = named.target.resolve().await?;
                 let numbered = NumberedInsert {
                     collection: &collection,
@@ -305,7 +220,7 @@ fn spawn_insert<'env>(
                 insert_gapless(
                     &handle,
                     &database,
-                    reservation.counter(),
+                    prepared.counter(),
                     named.options.policy(),
                     concern,
                     numbered,
@@ -322,7 +237,7 @@ fn spawn_insert<'env>(
             // throws rejects the promise instead of leaving it pending.
             let outcome = sync_call(env, "writing the numbers into the documents", || {
                 match (reserved, db_ref.get_value(env), target_ref.get_value(env)) {
-                    (Err(e), _, _) => Err(to_js_error(env, e)),
+                    (Err(e), _, _) => Err(e).or_throw(env),
                     (Ok((range, ids)), Ok(db), Ok(target)) => match ids {
                         None => insert_now(env, db, target, &insert, range),
                         Some(ids) => number_docs(env, &target, &insert, range)

@@ -7,7 +7,7 @@ use mongodb::bson::{oid::ObjectId, spec::BinarySubtype, Binary, Bson, Document, 
 use napi::bindgen_prelude::{BigInt, Buffer, FromNapiValue, JsObjectValue, Object, Unknown};
 use napi::{sys, JsValue, ValueType};
 
-use crate::binding::js_read::{
+use crate::binding::read::js::{
     array_items, array_length, describe, number, object_or_array, property, string, type_of,
 };
 use crate::engine::error::{SeqError, SeqResult};
@@ -161,7 +161,7 @@ fn to_bson(value: &Unknown, path: &str, depth: usize, conv: &mut Conversion) -> 
     let bson = match type_of(value) {
         ValueType::Null | ValueType::Undefined => Bson::Null,
         ValueType::Boolean => {
-            Bson::Boolean(crate::binding::js_read::boolean(value).unwrap_or(false))
+            Bson::Boolean(crate::binding::read::js::boolean(value).unwrap_or(false))
         }
         ValueType::String => {
             let text = string(value).ok_or_else(|| unsupported(path, describe(value)))?;

@@ -9,9 +9,9 @@ use std::ptr;
 use napi::bindgen_prelude::{Env, JsObjectValue, Object, ToNapiValue, Unknown};
 use napi::{check_status, sys, JsValue};
 
+use crate::binding::error::OrThrow;
 use crate::binding::guard::sync_call;
-use crate::binding::js_error::to_js_error;
-use crate::binding::js_read::required_string;
+use crate::binding::read::js::required_string;
 use crate::engine::client::connection;
 use crate::engine::error::ErrorCode as Code;
 
@@ -67,7 +67,7 @@ pub fn default_database(env: &Env, uri: Unknown) -> napi::Result<Option<String>>
     sync_call(env, "defaultDatabase", || {
         let read = required_string("uri", &uri)
             .and_then(|uri| connection::parse(&uri))
-            .map_err(|e| to_js_error(env, e))?;
+            .or_throw(env)?;
         Ok(read.default_database)
     })
 }

@@ -1,0 +1,95 @@
+// The behaviour the docs' prose describes with numbers (docs/caching-and-gaps.md,
+// docs/management-and-cli.md, docs/errors.md, the README's API table), so that a change of
+// behaviour shows up here and the text is changed with it. Closing with the Node client
+// is covered by client-release.test.mjs.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { setup, seq } from '../helpers.mjs';
+
+let env;
+before(async () => {
+  env = await setup('claims');
+});
+after(async () => {
+  await seq.closeSharedClients();
+  await env?.close();
+});
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+const stored = async (name) => (await env.db.collection('counters').findOne({ _id: name }))?.sequence_value;
+
+test('cache: a batch larger than the block bypasses it and takes values beyond every block', async () => {
+  const s = seq.sequence(env.db, 'claims_bypass', { cache: 10, upsert: true });
+  const a = await s.next();
+  const b = await s.next();
+  const batch = await s.nextBatch(11);
+  const c = await s.next();
+  // 12..31 are being fetched in the background by the second call: the batch lands
+  // after that fetch (32..42) or before it (12..22), and the cache then serves 3.
+  const from = batch[0] === 12 ? 12 : 32;
+  assert.deepEqual([a, b, batch, c], [1, 2, Array.from({ length: 11 }, (_, i) => from + i), 3]);
+});
+
+test('cache: when the next block is fetched, calls 1.2 s apart and back to back', async () => {
+  const apart = seq.sequence(env.db, 'claims_apart', { cache: 10, upsert: true });
+  const seen = [];
+  for (let i = 0; i < 4; i += 1) {
+    const value = await apart.next();
+    await sleep(300); // the background fetch a call started has landed
+    seen.push([value, await stored('claims_apart')]);
+    await sleep(1000);
+  }
+  // First call: its value and a block of 10. Second: a fetch at once (one fetch was two
+  // blocks after the first call waited), halved back to one block (more than 1 s idle).
+  // Then a fetch only when fewer than 5 are left.
+  assert.deepEqual(seen, [[1, 11], [2, 21], [3, 21], [4, 21]]);
+
+  const close = seq.sequence(env.db, 'claims_close', { cache: 10, upsert: true });
+  const first = await close.next();
+  const second = await close.next();
+  await sleep(200);
+  assert.deepEqual([first, second, await stored('claims_close')], [1, 2, 31]);
+});
+
+test('a batch follows the counter direction: step -2 gives -1, -3, -5', async () => {
+  const s = seq.sequence(env.db, 'claims_down');
+  await s.init({ step: -2 });
+  assert.deepEqual(await s.nextBatch(3), [-1, -3, -5]);
+  assert.deepEqual(await seq.getNextSequenceBatch(env.db, 'claims_down', 2), [-7, -9]);
+});
+
+test('reset: the start init stored, else the resetting handle\'s start option, else 1', async () => {
+  const made = seq.sequence(env.db, 'claims_reset', { upsert: true, start: 1000 });
+  assert.equal(await made.next(), 1000);
+  await made.next();
+  assert.equal(await made.reset(), 1000, 'the handle with start: 1000');
+  assert.equal(await made.next(), 1000);
+  assert.equal(await seq.sequence(env.db, 'claims_reset').reset(), 1, 'no start stored: 1');
+  assert.equal(await seq.getNextSequenceValue(env.db, 'claims_reset'), 1);
+
+  const init = seq.sequence(env.db, 'claims_init');
+  await init.init({ start: 1000 });
+  await init.next();
+  await init.next();
+  assert.equal(await seq.sequence(env.db, 'claims_init').reset(), 1000, 'init stored it');
+  assert.equal(await seq.getNextSequenceValue(env.db, 'claims_init'), 1000);
+});
+
+test('the calls that throw synchronously, counterAt(db, null) among them', () => {
+  const throwsNow = (f, what) => {
+    let error;
+    let returned;
+    try {
+      returned = f();
+    } catch (e) {
+      error = e;
+    }
+    if (returned && typeof returned.catch === 'function') returned.catch(() => {});
+    assert.ok(error instanceof Error, `${what} throws synchronously`);
+    assert.equal(error.code, 'INVALID_ARGUMENT', what);
+  };
+  throwsNow(() => seq.counterAt(env.db, null), 'counterAt(db, null)');
+  throwsNow(() => seq.counterAt(env.db, { $ne: 1 }), 'counterAt(db, { $ne: 1 })');
+  throwsNow(() => seq.sequence(env.db, null), 'sequence(db, null)');
+  throwsNow(() => seq.formatSequence(1, 5), 'formatSequence(1, 5)');
+});

@@ -1,0 +1,95 @@
+// The documentation's shape: the README stays short (what it is, install, quick start, the
+// API table, the guarantees, links), and every relative link in README.md, ARCHITECTURE.md
+// and docs/ points at a file that exists and, when it names a heading (`#anchor`), at a
+// heading of that file. Needs no server.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs';
+import { dirname, join, relative } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+
+/** The markdown files a user or contributor reads. */
+function docFiles() {
+  const docs = join(ROOT, 'docs');
+  const inDocs = existsSync(docs)
+    ? readdirSync(docs).filter((f) => f.endsWith('.md')).map((f) => join(docs, f))
+    : [];
+  return [join(ROOT, 'README.md'), join(ROOT, 'ARCHITECTURE.md'), ...inDocs].filter((f) => existsSync(f));
+}
+
+/** The text outside fenced code blocks (a link inside a code block is code, not a link). */
+function prose(markdown) {
+  let inFence = false;
+  return markdown
+    .split('\n')
+    .filter((line) => {
+      if (/^\s*(```|~~~)/.test(line)) {
+        inFence = !inFence;
+        return false;
+      }
+      return !inFence;
+    })
+    .join('\n');
+}
+
+/** GitHub's anchor for a heading: lower case, punctuation dropped, spaces to hyphens. */
+function slug(heading) {
+  return heading
+    .trim()
+    .toLowerCase()
+    .replace(/[^\p{L}\p{N} _-]/gu, '')
+    .replace(/ /g, '-');
+}
+
+/** Every anchor a markdown file offers (repeated headings get -1, -2, … as on GitHub). */
+function anchors(markdown) {
+  const seen = new Map();
+  const out = new Set();
+  for (const line of prose(markdown).split('\n')) {
+    const m = /^#{1,6}\s+(.*?)\s*#*\s*$/.exec(line);
+    if (!m) continue;
+    const base = slug(m[1]);
+    const n = seen.get(base) ?? 0;
+    seen.set(base, n + 1);
+    out.add(n === 0 ? base : `${base}-${n}`);
+  }
+  return out;
+}
+
+/** Relative link targets of a markdown file: `[text](target)` and `![alt](target)`. */
+function links(markdown) {
+  const text = prose(markdown).replace(/`[^`\n]*`/g, (code) => (code.includes('](') ? '' : code));
+  return [...text.matchAll(/!?\[[^\]\n]*\]\(([^)\s]+)(?:\s+"[^"]*")?\)/g)].map((m) => m[1]);
+}
+
+test('README.md is at most 15 KB', () => {
+  const size = statSync(join(ROOT, 'README.md')).size;
+  assert.ok(size <= 15 * 1024, `README.md is ${size} bytes; the rest belongs in docs/`);
+});
+
+test('every relative link in README.md, ARCHITECTURE.md and docs/ resolves', () => {
+  const broken = [];
+  let checked = 0;
+  for (const file of docFiles()) {
+    const here = relative(ROOT, file);
+    for (const target of links(readFileSync(file, 'utf8'))) {
+      if (/^[a-z][a-z0-9+.-]*:/i.test(target)) continue; // https:, mailto:
+      checked += 1;
+      const [path, anchor] = target.split('#');
+      const resolved = path ? join(dirname(file), decodeURIComponent(path)) : file;
+      if (!existsSync(resolved)) {
+        broken.push(`${here}: ${target} (no such file)`);
+        continue;
+      }
+      if (anchor !== undefined && resolved.endsWith('.md')) {
+        if (!anchors(readFileSync(resolved, 'utf8')).has(anchor)) {
+          broken.push(`${here}: ${target} (no such heading in ${relative(ROOT, resolved)})`);
+        }
+      }
+    }
+  }
+  assert.ok(checked > 0, 'no relative link found: the extraction is broken');
+  assert.deepEqual(broken, []);
+});

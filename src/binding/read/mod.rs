@@ -1,0 +1,12 @@
+//! Reading JavaScript arguments into engine values: options through one table per
+//! option set (`table`, `options`), and names, `db` handles and documents.
+
+pub mod bson;
+pub mod db;
+pub mod db_memo;
+pub mod js;
+pub mod kinds;
+pub mod name;
+pub mod object_memo;
+pub mod options;
+pub mod table;
