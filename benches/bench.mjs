@@ -202,6 +202,7 @@ if (CHECK) {
   console.log('');
   for (const [name, entry] of seen) console.log(verify(name, entry));
   for (const line of results.mongoose.checks) console.log(line);
+  for (const rows of Object.values(results.latency)) for (const line of rows.checks) console.log(line);
 }
 mkdirSync('bench-results', { recursive: true });
 writeFileSync('bench-results/bench.json', JSON.stringify(results, null, 2));

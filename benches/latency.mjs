@@ -18,8 +18,22 @@ const AutoIncrementFactory = require('../mongoose.js');
 let runs = 0;
 
 /**
- * Measures the counter calls on `uri`: `{ counters, mongoose }`, each the best round of
- * every side (`{ p10, p50, p90, perSecond }` in ms and calls per second).
+ * `values` (numbers handed out by one counter, nothing failing) are 1..n, each once.
+ * Returns a line saying so; throws otherwise.
+ */
+function contiguous(label, values) {
+  const sorted = values.map(Number).sort((a, b) => a - b);
+  sorted.forEach((v, i) => {
+    if (v !== i + 1) throw new Error(`${label}: expected ${i + 1} at position ${i}, got ${v}`);
+  });
+  return `${label}: ${sorted.length} values, 1..${sorted.length}, each once`;
+}
+
+/**
+ * Measures the counter calls on `uri`: `{ counters, mongoose, checks }`, each the best
+ * round of every side (`{ p10, p50, p90, perSecond, ratio }`, in ms and calls per
+ * second; `ratio` as `takeTurns` gives it), and lines saying that every side's numbers
+ * were 1..n, each once.
  */
 export async function latencyRows({ uri, dbName, calls = 200, rounds = 6, progress = () => {} }) {
   const client = new MongoClient(uri);
@@ -30,12 +44,14 @@ export async function latencyRows({ uri, dbName, calls = 200, rounds = 6, progre
     const counters = db.collection('counters');
     await counters.insertMany(['helper', 'function', 'handle', 'direct', 'save_helper'].map((_id) => ({ _id, sequence_value: 0 })));
     const handle = seq.sequence(db, 'handle');
+    const seen = { helper: [], function: [], handle: [], direct: [] };
+    const kept = (name, promise) => promise.then((v) => seen[name].push(v));
     const counterRows = await takeTurns(
       {
-        helper: () => helperGetNextSequenceValue(db, 'helper'),
-        function: () => seq.getNextSequenceValue(db, 'function'),
-        handle: () => handle.next(),
-        'coalesce: false': () => seq.getNextSequenceValue(db, 'direct', { coalesce: false }),
+        helper: () => kept('helper', helperGetNextSequenceValue(db, 'helper')),
+        function: () => kept('function', seq.getNextSequenceValue(db, 'function')),
+        handle: () => kept('handle', handle.next()),
+        'coalesce: false': () => kept('direct', seq.getNextSequenceValue(db, 'direct', { coalesce: false })),
       },
       { calls, rounds, progress: (m) => progress(`counters: ${m}`) },
     );
@@ -62,7 +78,12 @@ export async function latencyRows({ uri, dbName, calls = 200, rounds = 6, progre
       },
       { calls, rounds, progress: (m) => progress(`mongoose: ${m}`) },
     );
-    return { counters: counterRows, mongoose: mongooseRows };
+    const checks = Object.entries(seen).map(([name, values]) => contiguous(`latency / ${name}`, values));
+    for (const [label, Model] of [['plugin save()', Plugin], ['counterAt + plain save()', Stored], ['helper + plain save()', Plain]]) {
+      const ids = (await Model.find({}, { _id: 1 }).lean()).map((d) => d._id);
+      checks.push(contiguous(`latency / ${label}`, ids));
+    }
+    return { counters: counterRows, mongoose: mongooseRows, checks };
   } finally {
     await connection.close();
     await db.dropDatabase();
@@ -114,7 +135,7 @@ if (import.meta.url === pathToFileURL(process.argv[1]).href) {
         rounds: Number(arg('rounds', 6)),
         progress,
       });
-      console.log(`\n${latencyReport(kind, rows)}\n`);
+      console.log(`\n${latencyReport(kind, rows)}\n\n${rows.checks.join('\n')}\n`);
     } finally {
       await seq.closeSharedClients();
       await server.stop();
