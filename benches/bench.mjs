@@ -2,7 +2,7 @@
 // server, same run. Prints a table, writes bench-results/bench.json and
 // bench-results/throughput.svg. Not a test.
 //   --calls N       sequential calls per side per round (default 200)
-//   --rounds R      alternating sequential rounds (default 5)
+//   --rounds R      alternating sequential rounds (default 6)
 //   --seconds S     duration of each concurrency measurement (default 2)
 //   --check         verify every value handed out was unique, and contiguous where the
 //                   mode promises it (all but cached mode)
@@ -10,10 +10,11 @@ import { createRequire } from 'node:module';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import { MongoClient } from 'mongodb';
-import { startServer } from '../scripts/lib/test-server.mjs';
+import { startServer, SERVER_KINDS } from '../scripts/lib/test-server.mjs';
 import { helperGetNextSequenceValue } from '../scripts/lib/documented-helper.mjs';
 import { throughputSvg } from './plot.mjs';
 import { mongooseRows } from './mongoose.mjs';
+import { latencyRows, latencyReport } from './latency.mjs';
 
 const require = createRequire(import.meta.url);
 const seq = require('../index.js');
@@ -23,7 +24,7 @@ const arg = (name, fallback) => {
   return i > 0 ? Number(process.argv[i + 1]) : fallback;
 };
 const CALLS = arg('calls', 200);
-const ROUNDS = arg('rounds', 5);
+const ROUNDS = arg('rounds', 6);
 const SECONDS = arg('seconds', 2);
 const CHECK = process.argv.includes('--check');
 const LEVELS = [1, 8, 64, 256];
@@ -80,27 +81,24 @@ try {
     return 1;
   };
 
-  // 1. Sequential latency.
-  await init('seq_helper');
-  await init('seq_ours');
-  for (let i = 0; i < 20; i++) await Promise.all([helper('seq_helper')(), ours('seq_ours')()]);
-  let helperMs = 0;
-  let oursMs = 0;
-  for (let r = 1; r <= ROUNDS; r++) {
-    let t0 = performance.now();
-    for (let i = 0; i < CALLS; i++) await helper('seq_helper')();
-    helperMs += performance.now() - t0;
-    t0 = performance.now();
-    for (let i = 0; i < CALLS; i++) await ours('seq_ours')();
-    oursMs += performance.now() - t0;
-    progress(`sequential round ${r}/${ROUNDS}`);
+  // 1. Sequential latency, one await at a time, sides taking turns, on both servers
+  // (only the given one with MONGODB_URI).
+  const latencyKinds = server.kind === 'external' ? ['external'] : [server.kind, ...SERVER_KINDS.filter((k) => k !== server.kind)];
+  results.latency = {};
+  for (const kind of latencyKinds) {
+    const other = kind === server.kind ? server : await startServer({ kind, log: progress });
+    try {
+      results.latency[kind] = await latencyRows({ uri: other.uri, dbName: `${dbName}_latency`, calls: CALLS, rounds: ROUNDS, progress });
+    } finally {
+      if (other !== server) await other.stop();
+    }
   }
-  const n = CALLS * ROUNDS;
+  const sequential = results.latency[server.kind].counters;
   results.rows.push({
-    case: `sequential getNextSequenceValue, ${n} calls`,
-    helper: (n / helperMs) * 1000,
-    ours: (n / oursMs) * 1000,
-    note: `latency ratio ours/helper ${(oursMs / helperMs).toFixed(3)}`,
+    case: `sequential getNextSequenceValue, best of ${ROUNDS} rounds of ${CALLS} calls`,
+    helper: sequential.helper.perSecond,
+    ours: sequential.function.perSecond,
+    note: `p50 ${sequential.function.p50.toFixed(3)} ms vs ${sequential.helper.p50.toFixed(3)} ms`,
   });
 
   // 2. Concurrent callers on one name.
@@ -187,6 +185,7 @@ try {
   await server.stop();
 }
 
+for (const [kind, rows] of Object.entries(results.latency)) console.log(`\n${latencyReport(kind, rows)}`);
 console.log(`\nserver: ${results.server}, node ${results.node}, ${((performance.now() - started) / 1000).toFixed(0)} s`);
 console.log('| case | helper ids/s | ours ids/s | ours/helper | note |');
 console.log('|---|---:|---:|---:|---|');
@@ -203,6 +202,7 @@ if (CHECK) {
   console.log('');
   for (const [name, entry] of seen) console.log(verify(name, entry));
   for (const line of results.mongoose.checks) console.log(line);
+  for (const rows of Object.values(results.latency)) for (const line of rows.checks) console.log(line);
 }
 mkdirSync('bench-results', { recursive: true });
 writeFileSync('bench-results/bench.json', JSON.stringify(results, null, 2));
