@@ -62,6 +62,28 @@ export type ListedSequence<O> = {
   maxValue?: SequenceLimit<O>
   /** Whether a counter configured by `init` wraps around at its limit. */
   cycle?: boolean
+  /** The BSON type the value is stored as. */
+  storedType: 'int' | 'long' | 'double'
+  /**
+   * The last value the counter can reach: its `maxValue` (`minValue` when descending),
+   * else the end of its stored type (int32, double: 2^53, int64), and at most 2^53 - 1
+   * for values read as numbers (without `bigint`).
+   */
+  rangeEnd: SequenceLimit<O>
+  /** What sets `rangeEnd`. */
+  rangeKind: 'limit' | 'int32' | 'int64' | 'double' | 'number'
+  /** The share of the range already used, 0 to 100. */
+  usedPercent: number
+  /**
+   * `rangeEnd`, `rangeKind` and `usedPercent` for an application that reads the values as
+   * JavaScript numbers (the range ends at most at 2^53 - 1), whatever `bigint` says: what
+   * `mongodb-sequence check` grades without `--bigint`.
+   */
+  rangeEndAsNumber: SequenceLimit<O>
+  /** What sets `rangeEndAsNumber`. */
+  rangeKindAsNumber: 'limit' | 'int32' | 'int64' | 'double' | 'number'
+  /** The share of the range of JavaScript numbers already used, 0 to 100. */
+  usedPercentAsNumber: number
 }
 
 /**
@@ -122,6 +144,20 @@ export declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-was
  * Its methods behave like the functions of the same purpose, with the same errors.
  */
 export declare class Sequence {
+  /**
+   * Statistics of the calls made through this handle, and of the round trips they
+   * started (`discarded` and `givenBack` are counted for the process only).
+   */
+  stats(): SequenceStats
+  /**
+   * Gives back the unused tail of this counter's cached blocks in this process (in the
+   * client this handle's calls used; nothing before its first call), when the counter
+   * still holds exactly the value this process's last fetch left there (one
+   * conditional update); otherwise they are abandoned, as at process exit. The handle
+   * stays usable: its next call fetches again. `close()` and `closeSharedClients()`
+   * do the same for every counter of their clients.
+   */
+  release(): Promise<{ returned: number; abandoned: number }>
   /** The next value (as `getNextSequenceValue`). */
   next(): Promise<number | bigint | string>
   /**
@@ -268,6 +304,25 @@ export declare function counterStateCount(): number
  * string (the message never holds its password).
  */
 export declare function defaultDatabase(uri: string): string | null
+
+/** Cached values that were never handed out, by cause. */
+export interface DiscardedValues {
+  /**
+   * Thrown away by management writes of this process (`set`, `reset`, `init`,
+   * `drop`, `raiseTo`, `syncToMax`).
+   */
+  management: number
+  /**
+   * Abandoned at close or `release()` (the counter had moved on, so they could not be
+   * given back).
+   */
+  close: number
+  /**
+   * Dropped with counters no longer in use (more than 1024 idle ones) or with a
+   * client whose JavaScript environment ended without a close.
+   */
+  dropped: number
+}
 
 /**
  * Every error code this package gives the `code` of its errors, as a frozen object
@@ -457,6 +512,27 @@ export interface LocatedOptions {
   step?: number | bigint
 }
 
+/** What `release()` did with the handle's cached values. */
+export interface Released {
+  /** Values given back to the counter: the next call, in any process, gets the first. */
+  returned: number
+  /**
+   * Values left unused, because the counter had moved on since this process fetched
+   * them (another process took values, or a `set`), or because it cycles.
+   */
+  abandoned: number
+}
+
+/** Round-trip latency, in milliseconds (from buckets at most 19 % wide; `max` exact). */
+export interface RoundTripLatency {
+  /** Median. */
+  p50: number
+  /** 99th percentile. */
+  p99: number
+  /** Largest. */
+  max: number
+}
+
 /**
  * A handle on sequence `name` with fixed `options` (the same as the functions take).
  * Throws `INVALID_ARGUMENT` at once for a bad `db`, name or option. Prefer it for hot
@@ -529,6 +605,42 @@ export interface SequenceOptions {
   format?: string
 }
 
+/** Statistics of a `sequence()` handle or of the process (`stats()`). */
+export interface SequenceStats {
+  /** Calls made (`next`, `nextBatch`, `nextRange`, inserts, …), each counting one. */
+  calls: number
+  /** Values handed out to calls that succeeded. */
+  values: number
+  /** Calls served from the block cache at once. */
+  cacheHits: number
+  /**
+   * Round trips to MongoDB that reserved values (one per fetch, however many
+   * requests a race made it take).
+   */
+  roundTrips: number
+  /** Calls served per round trip, on average (merged calls count each). */
+  callsPerRoundTrip: number
+  /** Cache blocks fetched. */
+  blocksFetched: number
+  /** Attempts started over after another process changed the counter. */
+  retries: number
+  /** Calls that failed with `CONTENTION`. */
+  contention: number
+  /** Failed calls by error code. */
+  errors: Record<string, number>
+  /** Cached values never handed out, by cause (process-wide figures; 0 on a handle). */
+  discarded: DiscardedValues
+  /** Cached values given back at close or `release()` (process-wide; 0 on a handle). */
+  givenBack: number
+  /** Round-trip latency. */
+  latency: RoundTripLatency
+  /**
+   * Round-trip events dropped because the diagnostics channel's subscribers were not
+   * served in time (more than 4096 waiting; process-wide).
+   */
+  eventsDropped: number
+}
+
 /** The options `setCountersWhere` uses. */
 export interface SetCountersOptions {
   /** Collection holding the counter documents. Default `'counters'`. */
@@ -555,6 +667,13 @@ export declare function setCountersWhere(db: SequenceDbLike, fields: Record<stri
  * `uri` options: one per distinct connection, however many calls are made.
  */
 export declare function sharedClientCount(): number
+
+/**
+ * Statistics of the whole process: every call of every handle and function, every
+ * round trip, and the cached values discarded or given back. Counted with relaxed
+ * atomics; each figure is read on its own, so one snapshot may be a few calls apart.
+ */
+export declare function stats(): SequenceStats
 
 /** The options `syncToMax` uses. */
 export interface SyncOptions {

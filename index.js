@@ -854,4 +854,5 @@ module.exports.listSequences = nativeBinding.listSequences
 module.exports.sequence = nativeBinding.sequence
 module.exports.setCountersWhere = nativeBinding.setCountersWhere
 module.exports.sharedClientCount = nativeBinding.sharedClientCount
+module.exports.stats = nativeBinding.stats
 module.exports.syncToMax = nativeBinding.syncToMax

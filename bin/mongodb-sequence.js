@@ -13,7 +13,7 @@ const EXIT_ERROR = 1;
 const EXIT_USAGE = 2;
 
 /** The commands, in the order the help lists them. */
-const COMMANDS = Object.fromEntries(['list', 'current', 'next', 'init', 'set', 'reset', 'drop', 'sync'].map((name) => [name, require(`./commands/${name}.js`)]));
+const COMMANDS = Object.fromEntries(['list', 'check', 'current', 'next', 'init', 'set', 'reset', 'drop', 'sync'].map((name) => [name, require(`./commands/${name}.js`)]));
 
 function toolHelp() {
   const width = Math.max(...Object.keys(COMMANDS).map((c) => c.length));
@@ -76,10 +76,13 @@ function parse(argv) {
 
 async function main(argv) {
   const wantsJson = argv.includes('--json');
+  // A command may give its own exit code for a failure (check: 3, UNKNOWN, as monitoring
+  // plugins do, since 1 and 2 are its WARNING and CRITICAL).
+  const failureExitCode = Object.hasOwn(COMMANDS, argv[0] ?? '') ? COMMANDS[argv[0]].failureExitCode : undefined;
   const fail = (code, message, exitCode) => {
     if (wantsJson) process.stdout.write(`${toJson({ error: { code, message } })}\n`);
     else process.stderr.write(`error ${code}: ${message.replace(/\s*\n\s*/g, ' ')}\n`);
-    process.exitCode = exitCode;
+    process.exitCode = failureExitCode ?? exitCode;
   };
   try {
     const parsed = parse(argv);
@@ -95,6 +98,7 @@ async function main(argv) {
       await work.close();
     }
     process.stdout.write(`${wantsJson ? toJson(output.json) : output.text}\n`);
+    if (output.exitCode) process.exitCode = output.exitCode;
   } catch (e) {
     if (e instanceof UsageError) return fail('USAGE', e.message, EXIT_USAGE);
     const code = typeof e?.code === 'string' ? e.code : 'INTERNAL';

@@ -62,6 +62,28 @@ export type ListedSequence<O> = {
   maxValue?: SequenceLimit<O>
   /** Whether a counter configured by `init` wraps around at its limit. */
   cycle?: boolean
+  /** The BSON type the value is stored as. */
+  storedType: 'int' | 'long' | 'double'
+  /**
+   * The last value the counter can reach: its `maxValue` (`minValue` when descending),
+   * else the end of its stored type (int32, double: 2^53, int64), and at most 2^53 - 1
+   * for values read as numbers (without `bigint`).
+   */
+  rangeEnd: SequenceLimit<O>
+  /** What sets `rangeEnd`. */
+  rangeKind: 'limit' | 'int32' | 'int64' | 'double' | 'number'
+  /** The share of the range already used, 0 to 100. */
+  usedPercent: number
+  /**
+   * `rangeEnd`, `rangeKind` and `usedPercent` for an application that reads the values as
+   * JavaScript numbers (the range ends at most at 2^53 - 1), whatever `bigint` says: what
+   * `mongodb-sequence check` grades without `--bigint`.
+   */
+  rangeEndAsNumber: SequenceLimit<O>
+  /** What sets `rangeEndAsNumber`. */
+  rangeKindAsNumber: 'limit' | 'int32' | 'int64' | 'double' | 'number'
+  /** The share of the range of JavaScript numbers already used, 0 to 100. */
+  usedPercentAsNumber: number
 }
 
 /**

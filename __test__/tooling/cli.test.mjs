@@ -8,6 +8,7 @@ import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { createRequire } from 'node:module';
 import fc from 'fast-check';
+import { Long } from 'mongodb';
 import { setup, seq } from '../helpers.mjs';
 import { toJson } from '../../lib/json.js';
 import { findPython } from '../../scripts/lib/python-env.mjs';
@@ -56,7 +57,7 @@ async function ok(args, options) {
 
 test('help and version', async () => {
   const help = await ok(['--help'], { uri: null, db: null });
-  for (const command of ['list', 'current', 'next', 'init', 'set', 'reset', 'drop', 'sync']) assert.match(help, new RegExp(`\\n  ${command} `));
+  for (const command of ['list', 'check', 'current', 'next', 'init', 'set', 'reset', 'drop', 'sync']) assert.match(help, new RegExp(`\\n  ${command} `));
   const nextHelp = await ok(['next', '--help'], { uri: null, db: null });
   assert.match(nextHelp, /Example:\n  mongodb-sequence next/);
   assert.match(await ok(['--version'], { uri: null, db: null }), /^\d+\.\d+\.\d+$/);
@@ -66,7 +67,7 @@ test('help recommends MONGODB_URI over --uri and says why; no example puts a con
   const help = await ok(['--help'], { uri: null, db: null });
   assert.match(help, /MONGODB_URI/);
   assert.match(help, /ps\b[^]*history|history[^]*\bps\b/);
-  for (const command of ['list', 'current', 'next', 'init', 'set', 'reset', 'drop', 'sync']) {
+  for (const command of ['list', 'check', 'current', 'next', 'init', 'set', 'reset', 'drop', 'sync']) {
     const text = await ok([command, '--help'], { uri: null, db: null });
     const example = text.slice(text.indexOf('Example'));
     assert.doesNotMatch(example, /--uri/, command);
@@ -127,16 +128,19 @@ test('init, next, current, set, reset, list and drop, as text and as JSON', asyn
   assert.deepEqual(JSON.parse(await ok(['next', 'bulk', '--count', '2000', '--json'])), { name: 'bulk', first: 5001, last: 7000, count: 2000, step: 1 });
 
   const table = (await ok(['list'])).split('\n');
-  assert.match(table[0], /^NAME\s+VALUE\s+STEP\s+MIN\s+MAX\s+CYCLE$/);
+  assert.match(table[0], /^NAME\s+VALUE\s+STEP\s+MIN\s+MAX\s+CYCLE\s+USED\s+RANGE$/);
   const columnsAt = (line) => [...line.matchAll(/\S+/g)].map((m) => m.index + m[0].length);
   const tickets = table.find((l) => l.startsWith('tickets'));
-  assert.match(tickets, /^tickets\s+1000\s+1\s+1000\s+1005\s+yes$/);
+  assert.match(tickets, /^tickets\s+1000\s+1\s+1000\s+1005\s+yes\s+16\.7%\s+limit$/);
   const bulk = table.find((l) => l.startsWith('bulk'));
-  assert.match(bulk, /^bulk\s+7000\s+1\s+-\s+-\s+no$/);
+  assert.match(bulk, /^bulk\s+7000\s+1\s+-\s+-\s+no\s+0\.0%\s+int32$/);
   assert.deepEqual(columnsAt(tickets).slice(1, 2), columnsAt(bulk).slice(1, 2), 'values right-aligned in one column');
   const listed = JSON.parse(await ok(['list', '--json']));
-  assert.deepEqual(listed.find((s) => s.name === 'tickets'), { name: 'tickets', value: 1000, step: 1, minValue: 1000, maxValue: 1005, cycle: true });
-  assert.deepEqual(listed.find((s) => s.name === 'bulk'), { name: 'bulk', value: 7000 });
+  const capacity = ['storedType', 'rangeEnd', 'rangeKind', 'usedPercent', 'rangeEndAsNumber', 'rangeKindAsNumber', 'usedPercentAsNumber'];
+  const withoutCapacity = (s) => Object.fromEntries(Object.entries(s).filter(([k]) => !capacity.includes(k)));
+  assert.deepEqual(withoutCapacity(listed.find((s) => s.name === 'tickets')), { name: 'tickets', value: 1000, step: 1, minValue: 1000, maxValue: 1005, cycle: true });
+  assert.deepEqual(withoutCapacity(listed.find((s) => s.name === 'bulk')), { name: 'bulk', value: 7000 });
+  assert.equal(listed.find((s) => s.name === 'bulk').rangeKind, 'int32');
 
   assert.equal(await ok(['drop', 'tickets', '--yes']), 'dropped tickets');
   assert.equal(await ok(['drop', 'tickets', '--yes']), 'tickets did not exist');
@@ -148,6 +152,43 @@ test('init, next, current, set, reset, list and drop, as text and as JSON', asyn
   assert.deepEqual(JSON.parse(missingJson.stdout), {
     error: { code: 'SEQUENCE_NOT_FOUND', message: "Sequence 'tickets' not found. Please initialize it." },
   });
+});
+
+test('check: a counter at 81 % warns (exit 1), one at 96 % is critical (exit 2), else OK (exit 0)', async () => {
+  const counters = env.db.collection('capacity_check');
+  const on = ['--collection', 'capacity_check'];
+  await counters.insertOne({ _id: 'low', sequence_value: 5 });
+  const fine = await cli(['check', ...on]);
+  assert.equal(fine.code, 0, fine.stderr);
+  assert.match(fine.stdout, /^SEQUENCES OK: 0 of 1 counter\(s\) at or over 80 %/);
+  await counters.insertOne({ _id: 'orders', sequence_value: Math.floor((2 ** 31 - 1) * 0.81) + 1 });
+  const warned = await cli(['check', ...on, '--warn', '80', '--critical', '95']);
+  assert.equal(warned.code, 1, warned.stderr);
+  assert.match(warned.stdout, /^SEQUENCES WARNING: 1 of 2/);
+  assert.match(warned.stdout, /^WARNING orders: 81\.0 % used \(1739461755 of 2147483647, int32\)$/m);
+  await ok(['init', 'tickets', '--max', '100', ...on]);
+  await ok(['set', 'tickets', '96', ...on]);
+  const critical = await cli(['check', ...on, '--warn', '80', '--critical', '95']);
+  assert.equal(critical.code, 2, critical.stderr);
+  const lines = critical.stdout.trim().split('\n');
+  assert.equal(lines.length, 3, 'a line per counter over a threshold');
+  assert.match(lines[1], /^CRITICAL tickets: 96\.0 % used \(96 of 100, limit\)$/);
+  assert.match(lines[2], /^WARNING orders/);
+  const json = JSON.parse((await cli(['check', ...on, '--json'])).stdout);
+  assert.equal(json.status, 'CRITICAL');
+  assert.deepEqual(json.over, ['tickets', 'orders']);
+  assert.equal(json.counters.find((c) => c.name === 'low').state, 'OK');
+  // A long far below 2^63 is graded against 2^53 - 1 unless the application reads BigInts.
+  await counters.insertOne({ _id: 'big', sequence_value: Long.fromString('8800000000000000') });
+  const asNumbers = await cli(['check', ...on, '--warn', '85', '--critical', '97']);
+  assert.match(asNumbers.stdout, /CRITICAL big: 97\.7 % used \(8800000000000000 of 9007199254740991, number\)/);
+  const asBigInts = await cli(['check', ...on, '--warn', '85', '--critical', '97', '--bigint']);
+  assert.doesNotMatch(asBigInts.stdout, /big:/);
+  const usage = await cli(['check', ...on, '--warn', '90', '--critical', '80']);
+  assert.equal(usage.code, 3, 'UNKNOWN when the check cannot be made');
+  assert.match(usage.stderr, /--warn \(90\) must not be above --critical \(80\)/);
+  const unreachable = await cli(['check', '--timeout', '1'], { uri: 'mongodb://127.0.0.1:9/shop', db: null });
+  assert.equal(unreachable.code, 3);
 });
 
 test('values past 2^53 print exactly, in text and in JSON', async () => {

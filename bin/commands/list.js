@@ -7,7 +7,7 @@ const { show, nameText, table } = require('../../lib/cli.js');
 module.exports = {
   args: [],
   options: {},
-  summary: 'List the counters: name, value, step, min, max, cycle.',
+  summary: 'List the counters: name, value, step, min, max, cycle, share of the range used.',
   example: 'MONGODB_URI=mongodb://localhost:27017/shop mongodb-sequence list',
 
   /** No arguments of its own. */
@@ -18,8 +18,9 @@ module.exports = {
   /** Lists every counter; resolves with `{ text, json }`. */
   async run(_input, session) {
     const all = await seq.listSequences(await session.database(), session.options);
-    const rows = all.map((s) => [nameText(s.name), show(s.value), show(s.step ?? 1), s.minValue === undefined ? '-' : show(s.minValue), s.maxValue === undefined ? '-' : show(s.maxValue), s.cycle ? 'yes' : 'no']);
-    const text = rows.length ? table(rows, ['NAME', 'VALUE', 'STEP', 'MIN', 'MAX', 'CYCLE'], [1, 2, 3, 4]) : '(no sequences)';
+    // USED and RANGE as an application reading the values as JavaScript numbers sees them.
+    const rows = all.map((s) => [nameText(s.name), show(s.value), show(s.step ?? 1), s.minValue === undefined ? '-' : show(s.minValue), s.maxValue === undefined ? '-' : show(s.maxValue), s.cycle ? 'yes' : 'no', `${s.usedPercentAsNumber.toFixed(1)}%`, s.rangeKindAsNumber]);
+    const text = rows.length ? table(rows, ['NAME', 'VALUE', 'STEP', 'MIN', 'MAX', 'CYCLE', 'USED', 'RANGE'], [1, 2, 3, 4, 6]) : '(no sequences)';
     return { text, json: all };
   },
 };

@@ -1,5 +1,6 @@
 //! Reserved values as JavaScript numbers or BigInts.
 
+use crate::engine::counter::capacity::{Capacity, StoredType};
 use napi::bindgen_prelude::{BigInt, Env, JsObjectValue, Object, ToNapiValue};
 use napi::sys;
 
@@ -51,6 +52,12 @@ pub struct Listed {
     pub config: Option<SequenceConfig>,
     /// Whether values are BigInts.
     pub bigint: bool,
+    /// The type its value is stored as.
+    pub stored: StoredType,
+    /// The range it lives in and how much of it is used.
+    pub capacity: Capacity,
+    /// The same for a reader of JavaScript numbers (ends at most at 2^53 - 1).
+    pub capacity_as_number: Capacity,
 }
 
 /// A limit or step as a number when it is a safe integer (and `bigint` is off), else as
@@ -161,6 +168,18 @@ impl ToNapiValue for Output {
                         item.set_named_property("maxValue", exact(config.max, listed.bigint))?;
                         item.set_named_property("cycle", config.cycle)?;
                     }
+                    item.set_named_property("storedType", listed.stored.as_str())?;
+                    let capacity = listed.capacity;
+                    item.set_named_property("rangeEnd", exact(capacity.end, listed.bigint))?;
+                    item.set_named_property("rangeKind", capacity.kind.as_str())?;
+                    item.set_named_property("usedPercent", capacity.used_percent)?;
+                    let as_number = listed.capacity_as_number;
+                    item.set_named_property(
+                        "rangeEndAsNumber",
+                        exact(as_number.end, listed.bigint),
+                    )?;
+                    item.set_named_property("rangeKindAsNumber", as_number.kind.as_str())?;
+                    item.set_named_property("usedPercentAsNumber", as_number.used_percent)?;
                     items.push(item);
                 }
                 Vec::<Object>::to_napi_value(env, items)

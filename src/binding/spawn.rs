@@ -18,6 +18,9 @@ where
 {
     env.spawn_future_with_callback(
         async move { Ok(caught("call", work).await) },
-        |env, result| result.or_throw(env),
+        |env, result| {
+            crate::binding::exports::operations::after_settle(env);
+            result.or_throw(env)
+        },
     )
 }

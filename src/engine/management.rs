@@ -12,6 +12,7 @@
 //! never back over values it handed out: an ascending counter up to a larger value
 //! (`$max`), a descending one (negative step) down to a smaller one (`$min`).
 
+use crate::engine::counter::capacity::{capacity, Capacity, StoredType};
 use mongodb::bson::{doc, Bson, Document};
 
 use crate::engine::alloc::allocate::{contention, MAX_ATTEMPTS};
@@ -352,13 +353,30 @@ impl SourceValues for SourceField<'_> {
     }
 }
 
+/// One counter of a listing.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ListedCounter {
+    /// Its `_id`.
+    pub id: Bson,
+    /// Its value (the last handed out).
+    pub value: i64,
+    /// Step, limits and cycle, when configured.
+    pub config: Option<SequenceConfig>,
+    /// The type its value is stored as.
+    pub stored: StoredType,
+}
+
+impl ListedCounter {
+    /// The range it lives in and how much of it is used, for a caller taking values as
+    /// BigInts (`bigint`) or numbers ([`capacity`]).
+    pub fn capacity(&self, bigint: bool) -> Capacity {
+        capacity(self.value, self.stored, self.config.as_ref(), bigint)
+    }
+}
+
 impl MongoDriver {
-    /// Every counter of `collection` whose `field` holds an integer: `(_id, value)`.
-    pub async fn list(
-        &self,
-        collection: &str,
-        field: &str,
-    ) -> SeqResult<Vec<(Bson, i64, Option<SequenceConfig>)>> {
+    /// Every counter of `collection` whose `field` holds an integer, sorted by `_id`.
+    pub async fn list(&self, collection: &str, field: &str) -> SeqResult<Vec<ListedCounter>> {
         use futures_util::TryStreamExt;
         check_field(field)?;
         let filter = doc! { field: { "$type": ["int", "long", "double"] } };
@@ -380,9 +398,17 @@ impl MongoDriver {
             let Ok(value) = integer_after_increment(d.get(field)) else {
                 continue;
             };
+            let Some(stored) = d.get(field).and_then(StoredType::of) else {
+                continue;
+            };
             let config = SequenceConfig::from_doc(&d, field).ok().flatten();
             if let Some(id) = d.get("_id") {
-                listed.push((id.clone(), value, config));
+                listed.push(ListedCounter {
+                    id: id.clone(),
+                    value,
+                    config,
+                    stored,
+                });
             }
         }
         Ok(listed)

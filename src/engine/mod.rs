@@ -35,6 +35,9 @@
 //! - **client**: one shared driver client per connection target ([`client::registry`]).
 //! - **management**: operations that read or move a counter other than by taking values
 //!   (current, set, reset, init, drop, raise, sync) ([`management`]).
+//! - **give-back**: at close (or a handle's `release()`), the unused tail of a cache's
+//!   blocks is returned to the counter when it still holds the value this process left.
+//! - **stats**: counts of calls, values, round trips and discards ([`stats`]).
 //! - **gapless**: the increment and the insert of the numbered documents in one
 //!   transaction ([`gapless`]).
 
@@ -49,6 +52,7 @@ pub(crate) mod management;
 mod model_tests;
 pub(crate) mod option_rules;
 pub(crate) mod panic_safety;
+pub(crate) mod stats;
 pub(crate) mod store;
 #[cfg(test)]
 pub(crate) mod test_support;

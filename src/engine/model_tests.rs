@@ -112,6 +112,8 @@ enum Op {
     Drop,
     RaiseTo(i64),
     SyncToMax(Vec<SourceDoc>),
+    /// The process gives back its cached tails (a graceful close, or `release()`).
+    GiveBack,
 }
 
 /// The reference: one counter, changed one call at a time.
@@ -394,6 +396,7 @@ fn op_strategy() -> impl Strategy<Value = Op> {
         1 => Just(Op::Drop),
         1 => value_strategy().prop_map(Op::RaiseTo),
         1 => source_strategy().prop_map(Op::SyncToMax),
+        2 => Just(Op::GiveBack),
     ]
 }
 
@@ -568,9 +571,19 @@ fn check_shaped_history(
         // Every mode: values handed out since the last write that may move the counter
         // back (raiseTo and syncToMax never do), for uniqueness.
         let mut handed: HashSet<i64> = HashSet::new();
+        // Cached mode: since the last management write, every call took one value from
+        // the cache (a batch goes round it when larger than a block, and drops a block
+        // too short for it: a gap).
+        let mut cache_only = true;
         for op in ops {
+            if !matches!(op, Op::Calls(_) | Op::GiveBack) {
+                cache_only = true;
+            }
             match op {
                 Op::Calls(counts) => {
+                    if let Mode::Cached(size) = mode {
+                        cache_only &= counts.iter().all(|n| *n == 1 && *n <= size);
+                    }
                     let results = engine.calls(counts).await;
                     engine.settle().await;
                     if !model.config.is_some_and(|c| c.cycle) {
@@ -672,6 +685,51 @@ fn check_shaped_history(
                     assert_eq!(got, model.raise(*v, step), "raiseTo {v}");
                     assert_eq!(engine.stored(), model.exists.then_some(model.value));
                     predicted = Some(model.clone());
+                }
+                Op::GiveBack => {
+                    let before = engine.stored();
+                    let store = engine.store.clone();
+                    let outcome = engine.state.give_back(c, |_| store.clone()).await;
+                    let after = engine.stored();
+                    let cycles = model.config.is_some_and(|c| c.cycle);
+                    if !matches!(mode, Mode::Cached(_)) || cycles {
+                        assert_eq!(outcome.returned, 0, "nothing cached to give back");
+                        assert_eq!(after, before);
+                    }
+                    if outcome.returned == 0 {
+                        assert_eq!(after, before, "no write without a give-back");
+                    } else {
+                        let (before, after) = (before.unwrap(), after.unwrap());
+                        let step = model.config.map_or(step, |c| c.step);
+                        assert_eq!(
+                            i128::from(before) - i128::from(after),
+                            i128::from(outcome.returned) * i128::from(step),
+                            "moved back by exactly the values returned"
+                        );
+                        // Never behind a value handed out since the last write that
+                        // may move the counter back: the next value is a new one.
+                        for v in &handed {
+                            assert!(
+                                if step > 0 { *v <= after } else { *v >= after },
+                                "{v} handed out, and the counter given back to {after}"
+                            );
+                        }
+                        // Calls served only from the cache: it continues exactly after
+                        // the last value handed out.
+                        if cache_only {
+                            if let Some(last) = last_seen {
+                                assert_eq!(after, last, "continues after the last value");
+                            }
+                        }
+                    }
+                    if let Some(v) = after {
+                        model.value = v;
+                    }
+                    // The next call takes exactly the model's next value (a restarted
+                    // process continues where this one stopped).
+                    if outcome.returned > 0 {
+                        predicted = Some(model.clone());
+                    }
                 }
                 Op::SyncToMax(docs) => {
                     let source = Source(docs.iter().map(SourceDoc::document).collect());

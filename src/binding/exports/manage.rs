@@ -91,12 +91,15 @@ pub fn list_sequences<'env>(
             let (handle, database) = target.resolve().await?;
             let store = handle.driver(&database)?;
             let mut entries = Vec::new();
-            for (id, value, config) in store.list(&options.collection, &options.field).await? {
-                let label = id.to_string();
+            for counter in store.list(&options.collection, &options.field).await? {
+                let label = counter.id.to_string();
                 entries.push(Listed {
-                    value: Value::checked(&label, value, options.bigint)?,
-                    id,
-                    config,
+                    value: Value::checked(&label, counter.value, options.bigint)?,
+                    capacity: counter.capacity(options.bigint),
+                    capacity_as_number: counter.capacity(false),
+                    stored: counter.stored,
+                    id: counter.id,
+                    config: counter.config,
                     bigint: options.bigint,
                 });
             }

@@ -30,12 +30,23 @@ pub struct Sequence {
 }
 
 impl Sequence {
-    /// A handle on `counter`.
-    pub fn new(counter: NamedCounter) -> Sequence {
+    /// A handle on `counter`, with statistics of its own.
+    pub fn new(mut counter: NamedCounter) -> Sequence {
+        counter.stats = Some(Arc::default());
         Sequence {
             counter,
             slot: Arc::new(Mutex::new(None)),
         }
+    }
+
+    /// The counter, as read when the handle was made.
+    pub(crate) fn named(&self) -> &NamedCounter {
+        &self.counter
+    }
+
+    /// Where the handle keeps its prepared counter.
+    pub(crate) fn reservation_slot(&self) -> &PreparedSlot {
+        &self.slot
     }
 
     /// A management write of this counter with an argument read first (by `arg`, inside
@@ -320,9 +331,6 @@ pub fn sequence<'env>(
 ) -> napi::Result<Sequence> {
     sync_call(env, "sequence", || {
         let counter = NamedCounter::read(env, &db, &name, options.as_ref()).or_throw(env)?;
-        Ok(Sequence {
-            counter,
-            slot: Arc::new(Mutex::new(None)),
-        })
+        Ok(Sequence::new(counter))
     })
 }

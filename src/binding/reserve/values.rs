@@ -25,6 +25,7 @@ use crate::engine::alloc::prepared_counter::PreparedCounter;
 use crate::engine::call_options::CallOptions;
 use crate::engine::counter::counter_name::CounterName;
 use crate::engine::error::{SeqError, SeqResult};
+use crate::engine::stats::Stats;
 use crate::engine::text::validate::check_count;
 
 /// How a block of values is returned to JavaScript.
@@ -44,6 +45,8 @@ pub struct NamedCounter {
     pub label: String,
     /// The call's options.
     pub options: CallOptions,
+    /// The statistics of the `sequence()` handle this counter belongs to, if any.
+    pub stats: Option<Arc<Stats>>,
 }
 
 impl NamedCounter {
@@ -88,6 +91,7 @@ impl NamedCounter {
             label: name.label(),
             name,
             options,
+            stats: None,
         }
     }
 
@@ -98,7 +102,8 @@ impl NamedCounter {
             return Ok(prepared);
         }
         let (handle, database) = self.target.resolve().await?;
-        let prepared = PreparedCounter::new(&handle, &database, &self.name, &self.options)?;
+        let prepared = PreparedCounter::new(&handle, &database, &self.name, &self.options)?
+            .recording(self.stats.clone());
         if let Some(slot) = slot {
             *lock(&slot) = Some(prepared.clone());
         }
@@ -157,7 +162,7 @@ fn submit_now(
     }
     let (handle, database) = named.target.resolve_now()?;
     let prepared = match PreparedCounter::new(&handle, database, &named.name, &named.options) {
-        Ok(prepared) => prepared,
+        Ok(prepared) => prepared.recording(named.stats.clone()),
         Err(error) => return Some(Err(error)),
     };
     let submitted = prepared.submit(count);
@@ -199,7 +204,10 @@ pub fn reserve_promise<'env>(
                 napi::bindgen_prelude::spawn(background);
             }
             return match outcome {
-                Outcome::Now(range) => settled(env, shape(&named.label, range, &named.options)),
+                Outcome::Now(range) => {
+                    crate::binding::exports::operations::after_quick_settle(env);
+                    settled(env, shape(&named.label, range, &named.options))
+                }
                 Outcome::Later(pending) => {
                     let (label, options) = (named.label.clone(), named.options.clone());
                     promise(env, async move { shape(&label, pending.await?, &options) })

@@ -51,6 +51,16 @@ pub struct Allocation {
     pub grants: Vec<SeqResult<IdRange>>,
     /// The counter's step and limits, when it is configured.
     pub config: Option<SequenceConfig>,
+    /// Attempts started over after losing a race (for statistics).
+    pub retries: u32,
+}
+
+impl Allocation {
+    /// The same allocation, after `attempts` more attempts started over.
+    fn after_retries(mut self, attempts: u32) -> Allocation {
+        self.retries += attempts;
+        self
+    }
 }
 
 /// Reserves `count` contiguous values (count ≥ 1) from `counter` in as few round trips as
@@ -111,6 +121,7 @@ pub async fn allocate_demands<S: CounterStore>(
                 return Ok(Allocation {
                     grants: split(range, demands),
                     config: None,
+                    retries: attempt,
                 });
             }
             Ok(None) => {}
@@ -122,7 +133,7 @@ pub async fn allocate_demands<S: CounterStore>(
             // fails alone), exactly, like a configured counter at its limit.
             Err(e) if e.server_code == Some(BAD_VALUE) || e.code == ErrorCode::SequenceOverflow => {
                 match serve_plain_exactly(store, counter, demands).await {
-                    Ok(Some(served)) => return Ok(served),
+                    Ok(Some(served)) => return Ok(served.after_retries(attempt)),
                     Ok(None) => {}
                     // Inside a transaction the failed `$inc` aborted it, so the read
                     // cannot run: report the overflow itself.
@@ -149,7 +160,9 @@ pub async fn allocate_demands<S: CounterStore>(
                 ..
             }) => {
                 let _my_turn = turn.lock().await;
-                return serve_configured(store, counter, demands).await;
+                return serve_configured(store, counter, demands)
+                    .await
+                    .map(|served| served.after_retries(attempt));
             }
             Some(CounterDoc { value, .. }) => {
                 advance_unusual(store, counter, value.as_ref(), total).await?
@@ -159,6 +172,7 @@ pub async fn allocate_demands<S: CounterStore>(
             return Ok(Allocation {
                 grants: split(range, demands),
                 config: None,
+                retries: attempt,
             });
         }
     }
@@ -228,6 +242,7 @@ async fn serve_plain_exactly<S: CounterStore>(
     Ok(Some(Allocation {
         grants,
         config: None,
+        retries: 0,
     }))
 }
 
@@ -269,6 +284,7 @@ fn served_by_increment(
     Ok(Allocation {
         grants: split(range, demands),
         config: Some(*config),
+        retries: 0,
     })
 }
 
@@ -308,7 +324,8 @@ async fn serve_configured<S: CounterStore>(
             Write::Nothing => true,
             Write::Increment(count) => {
                 if let Some(after) = store.advance_configured(counter, &config, count).await? {
-                    return served_by_increment(counter, &config, after, demands);
+                    return served_by_increment(counter, &config, after, demands)
+                        .map(|served| served.after_retries(attempt));
                 }
                 false
             }
@@ -322,6 +339,7 @@ async fn serve_configured<S: CounterStore>(
             return Ok(Allocation {
                 grants: plan.grants,
                 config: Some(config),
+                retries: attempt,
             });
         }
     }
@@ -467,6 +485,31 @@ mod tests {
             Locator::ByFields(FieldsLocator::new(fields, "seq").unwrap()),
             step,
         )
+    }
+
+    #[test]
+    fn retries_add_up_across_nested_attempts_and_a_lost_creation_race_counts_one() {
+        let served = Allocation {
+            grants: Vec::new(),
+            config: None,
+            retries: 1,
+        };
+        assert_eq!(served.after_retries(2).retries, 3);
+        let store = MemoryStore::default();
+        let c = counter("raced-creation");
+        *store.race_create_with.lock().unwrap() = Some(10);
+        let turn = tokio::sync::Mutex::new(());
+        let served = run(allocate_demands(
+            &store,
+            &c,
+            UPSERT,
+            &[Demand::Exact(1)],
+            None,
+            &turn,
+        ))
+        .unwrap();
+        assert_eq!(served.grants[0].as_ref().unwrap().first, 11);
+        assert_eq!(served.retries, 1, "the lost creation started over once");
     }
 
     #[test]

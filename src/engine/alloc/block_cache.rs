@@ -142,10 +142,13 @@ impl CacheSlot {
 
     /// Throws away every cached value (after a management write: `set`, `reset`, `drop`,
     /// `init`, `syncToMax`). Calls waiting for a fetch keep waiting for it.
-    pub fn discard(&self) {
+    /// Returns how many values it threw away.
+    pub fn discard(&self) -> i64 {
         let mut contents = self.lock();
+        let thrown = contents.available();
         contents.blocks.clear();
         contents.blocks_per_fetch = 1;
+        thrown
     }
 
     /// Serves `count` values without waiting, or `None` when the blocks have too few (or
@@ -255,8 +258,13 @@ impl CacheSlot {
                         }
                     }
                     let current = self.generation.load(Ordering::SeqCst) == generation;
-                    if let (Some(Ok(values)), true) = (fill, current) {
-                        contents.store(values, self.size);
+                    match fill {
+                        Some(Ok(values)) if current => contents.store(values, self.size),
+                        // Fetched before a management write: thrown away.
+                        Some(Ok(values)) => {
+                            crate::engine::stats::discarded_by_writes(values.count())
+                        }
+                        _ => {}
                     }
                     let ran_dry = served > 0 || !contents.waiters.is_empty();
                     let done = contents.serve_waiters();
@@ -287,6 +295,20 @@ impl CacheSlot {
         }
     }
 
+    /// Takes every cached value out of the slot (none is handed out from them any more)
+    /// and returns its tail: the run of values at the end that continues, value after
+    /// value, up to the last value fetched (the one the fetch left in the counter).
+    /// Older blocks not adjoining it are dropped (a gap): the second number is how many
+    /// values they held. `None` when nothing was cached.
+    pub fn take_tail(&self) -> Option<(IdRange, i64)> {
+        let mut contents = self.lock();
+        contents.blocks_per_fetch = 1;
+        let held = contents.available();
+        let blocks = std::mem::take(&mut contents.blocks);
+        drop(contents);
+        tail_of(&blocks).map(|tail| (tail, held - tail.count()))
+    }
+
     /// Whether a block fetch is under way.
     pub fn is_fetching(&self) -> bool {
         self.lock().fetching
@@ -301,6 +323,32 @@ impl CacheSlot {
     pub fn blocks_per_fetch(&self) -> i64 {
         self.lock().blocks_per_fetch
     }
+}
+
+impl Drop for CacheSlot {
+    /// Values still cached when the slot goes (its counter state was pruned, or its
+    /// client ended without a close) are counted as dropped.
+    fn drop(&mut self) {
+        let left = self.lock().available();
+        if left > 0 {
+            crate::engine::stats::discarded_dropped(left);
+        }
+    }
+}
+
+/// The run of `blocks` at their end in which each value follows the one before by the
+/// blocks' step, as one range; `None` when there are no blocks.
+pub(crate) fn tail_of(blocks: &VecDeque<IdRange>) -> Option<IdRange> {
+    let mut tail = *blocks.back()?;
+    for block in blocks.iter().rev().skip(1) {
+        let adjoins =
+            block.step == tail.step && block.last.checked_add(block.step) == Some(tail.first);
+        if !adjoins {
+            break;
+        }
+        tail.first = block.first;
+    }
+    Some(tail)
 }
 
 /// Ends a fetch that stopped early (a panic outside the round trip, or the runtime
@@ -364,6 +412,74 @@ mod tests {
             }
             crate::engine::alloc::waiter::receive(answer).await
         }
+    }
+
+    #[test]
+    fn take_tail_keeps_the_run_up_to_the_last_fill_and_counts_older_blocks() {
+        let next = Arc::new(std::sync::atomic::AtomicI64::new(0));
+        let fetch = {
+            let next = next.clone();
+            move |total: i64| {
+                let next = next.clone();
+                async move {
+                    let last = next.fetch_add(total, Ordering::SeqCst) + total;
+                    IdRange::ending_at(last, total)
+                }
+            }
+        };
+        let cache = slot(10);
+        run(async {
+            let (answer, fetching) = cache.wait(1, by_total(fetch.clone()));
+            fetching.expect("the first call fetches").await;
+            let first = crate::engine::alloc::waiter::receive(answer).await;
+            assert_eq!(first.unwrap().first, 1);
+            let mut due = false;
+            while !due {
+                due = cache.try_take(1).expect("cached").prefetch;
+            }
+            // Another process moves the counter on before the next fill.
+            next.fetch_add(100, Ordering::SeqCst);
+            cache.clone().prefetch(by_total(fetch)).await;
+        });
+        let fill = cache.blocks_per_fetch() * 10;
+        let held = cache.available();
+        let (tail, dropped) = cache.take_tail().expect("a tail");
+        assert_eq!(tail.count(), fill, "the last fill, alone");
+        assert_eq!(tail.last, next.load(Ordering::SeqCst));
+        assert_eq!(
+            dropped,
+            held - fill,
+            "the older block is counted as dropped"
+        );
+        assert!(dropped > 0);
+        assert_eq!(cache.available(), 0, "nothing is served from them any more");
+        assert!(cache.take_tail().is_none());
+    }
+
+    #[test]
+    fn a_slot_dropped_with_values_counts_them_as_dropped() {
+        let cache = slot(10);
+        let counter = Arc::new(FakeCounter::default());
+        run(async {
+            let c = counter.clone();
+            cache
+                .clone()
+                .reserve(1, move |t| c.clone().fetch(t, 0))
+                .await
+                .unwrap();
+        });
+        let held = cache.available();
+        assert!(held > 0);
+        let before = crate::engine::stats::PROCESS.snapshot().discarded_dropped;
+        drop(cache);
+        let after = crate::engine::stats::PROCESS.snapshot().discarded_dropped;
+        assert!(after >= before + held as u64, "{before} + {held} > {after}");
+        let empty = slot(10);
+        let before = crate::engine::stats::PROCESS.snapshot().discarded_dropped;
+        assert_eq!(empty.discard(), 0);
+        drop(empty);
+        // Other tests may drop slots meanwhile: only a lower bound holds across threads.
+        assert!(crate::engine::stats::PROCESS.snapshot().discarded_dropped >= before);
     }
 
     #[test]

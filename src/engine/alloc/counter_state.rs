@@ -12,7 +12,7 @@ use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use crate::engine::alloc::allocate::{allocate_demands, CreatePolicy, IdRange};
+use crate::engine::alloc::allocate::{allocate_demands, Allocation, CreatePolicy, IdRange};
 use crate::engine::alloc::block_cache::CacheSlot;
 use crate::engine::alloc::coalesce::{Coalescer, Grants};
 use crate::engine::alloc::demand::Demand;
@@ -21,6 +21,7 @@ use crate::engine::alloc::waiter::receive;
 use crate::engine::client::write_concern::WriteConcernSpec;
 use crate::engine::counter::sequence_config::SequenceConfig;
 use crate::engine::error::{SeqError, SeqResult};
+use crate::engine::stats::{self, Recorder, RoundTripEvent};
 use crate::engine::store::counter_store::{CounterRef, CounterStore};
 
 /// A future the caller must spawn on the runtime.
@@ -82,6 +83,17 @@ pub struct Submitted {
     pub background: Option<Background>,
 }
 
+/// One call as submitted: how it is served, the cache slot of its mode when the caller
+/// kept it, and how many values it takes.
+pub struct Call<'a> {
+    /// How it is served.
+    pub mode: Mode,
+    /// The cache slot of `mode`, when the caller kept it.
+    pub slot: Option<&'a Arc<CacheSlot>>,
+    /// Values it takes.
+    pub count: i64,
+}
+
 /// What this process holds for one counter of one client.
 pub struct CounterState {
     /// The configuration the counter had at its last call, tried first (every write is
@@ -91,6 +103,9 @@ pub struct CounterState {
     generation: Arc<AtomicU64>,
     /// Serialises the read-then-write path of configured counters in this process.
     turn: tokio::sync::Mutex<()>,
+    /// Makes management writes and give-backs of this process take turns, so that a
+    /// give-back never undoes a `set` to the very value it expects.
+    management_turn: tokio::sync::Mutex<()>,
     /// One gapless transaction at a time per counter in this process.
     gapless_turn: Arc<tokio::sync::Mutex<()>>,
     lanes: Arc<Coalescer<Lane>>,
@@ -114,6 +129,7 @@ impl CounterState {
             hint: Mutex::default(),
             generation: Arc::default(),
             turn: tokio::sync::Mutex::default(),
+            management_turn: tokio::sync::Mutex::default(),
             gapless_turn: Arc::default(),
             lanes: Arc::new(Coalescer::tracked(group.token())),
             caches: Mutex::default(),
@@ -138,7 +154,7 @@ impl CounterState {
         self.remember(None);
         let slots: Vec<Arc<CacheSlot>> = lock(&self.caches).values().cloned().collect();
         for slot in slots {
-            slot.discard();
+            stats::discarded_by_writes(slot.discard());
         }
     }
 
@@ -146,10 +162,47 @@ impl CounterState {
     /// before and after it (as PostgreSQL's `setval` discards the session's cache): a
     /// call made after it resolves sees the counter as `op` left it.
     pub async fn managed<T>(&self, op: impl Future<Output = T>) -> T {
+        let _turn = self.management_turn.lock().await;
         self.invalidate();
         self.settle_fetches().await;
         let outcome = op.await;
         self.invalidate();
+        outcome
+    }
+
+    /// Gives back the unused tail of every cached block of this counter: each tail is
+    /// taken out of its cache (never handed out here any more), then the counter is put
+    /// back to the value before the tail with one conditional update, guarded on the
+    /// counter still holding exactly the last value of the tail (the value this process's
+    /// fetch left there) and on its configuration. Anything else means the counter moved
+    /// on (another process, a `set`), and the tail is abandoned (a gap, as without a
+    /// give-back). Waits first (bounded) for block fetches in flight, so that their
+    /// fills are given back too. `store_of` gives the store of a lane's writes.
+    pub async fn give_back<S, F>(&self, counter: &CounterRef, store_of: F) -> GivenBack
+    where
+        S: CounterStore,
+        F: Fn(&Lane) -> Arc<S>,
+    {
+        let _turn = self.management_turn.lock().await;
+        self.settle_fetches().await;
+        let slots: Vec<(Lane, Arc<CacheSlot>)> = lock(&self.caches)
+            .iter()
+            .map(|((lane, _), slot)| (lane.clone(), slot.clone()))
+            .collect();
+        let config = self.hint();
+        let mut outcome = GivenBack::default();
+        for (lane, slot) in slots {
+            let Some((tail, dropped)) = slot.take_tail() else {
+                continue;
+            };
+            outcome.abandoned += dropped;
+            let count = tail.count();
+            match give_back_tail(&*store_of(&lane), counter, config, tail).await {
+                Ok(true) => outcome.returned += count,
+                _ => outcome.abandoned += count,
+            }
+        }
+        stats::gave_back(outcome.returned, outcome.abandoned);
         outcome
     }
 
@@ -204,11 +257,13 @@ impl CounterState {
 
     /// The demand-serving round trip for `counter` over `store`, remembering the
     /// configuration it finds.
+    /// Each round trip is recorded by `recorder` (and as an event while someone listens).
     pub fn fetcher<S>(
         self: &Arc<Self>,
         store: Arc<S>,
         counter: CounterRef,
         policy: CreatePolicy,
+        recorder: Recorder,
     ) -> impl Fn(Vec<Demand>) -> Pin<Box<dyn Future<Output = Grants> + Send>> + Send + Sync + 'static
     where
         S: CounterStore + 'static,
@@ -216,11 +271,14 @@ impl CounterState {
         let state = self.clone();
         move |demands| {
             let (state, store, counter) = (state.clone(), store.clone(), counter.clone());
+            let recorder = recorder.clone();
             Box::pin(async move {
                 let hint = state.hint();
+                let started = std::time::Instant::now();
                 let served =
-                    allocate_demands(&*store, &counter, policy, &demands, hint, &state.turn)
-                        .await?;
+                    allocate_demands(&*store, &counter, policy, &demands, hint, &state.turn).await;
+                record_round_trip(&recorder, &counter, &demands, &served, started.elapsed());
+                let served = served?;
                 if served.config != hint {
                     state.remember(served.config);
                 }
@@ -244,6 +302,23 @@ impl CounterState {
     where
         S: CounterStore + 'static,
     {
+        let call = Call { mode, slot, count };
+        self.submit_recorded(store, counter, lane, call, &Recorder::default())
+    }
+
+    /// [`CounterState::submit`], its round trips recorded by `recorder`.
+    pub fn submit_recorded<S>(
+        self: &Arc<Self>,
+        store: &Arc<S>,
+        counter: &CounterRef,
+        lane: &Lane,
+        call: Call<'_>,
+        recorder: &Recorder,
+    ) -> Submitted
+    where
+        S: CounterStore + 'static,
+    {
+        let Call { mode, slot, count } = call;
         match mode {
             Mode::Cached(size) if count <= size => {
                 let owned;
@@ -256,7 +331,12 @@ impl CounterState {
                 };
                 if let Some(taken) = slot.try_take(count) {
                     let background = taken.prefetch.then(|| {
-                        let fetch = self.fetcher(store.clone(), counter.clone(), lane.policy);
+                        let fetch = self.fetcher(
+                            store.clone(),
+                            counter.clone(),
+                            lane.policy,
+                            recorder.clone(),
+                        );
                         Box::pin(slot.clone().prefetch(fetch)) as Background
                     });
                     return Submitted {
@@ -264,7 +344,12 @@ impl CounterState {
                         background,
                     };
                 }
-                let fetch = self.fetcher(store.clone(), counter.clone(), lane.policy);
+                let fetch = self.fetcher(
+                    store.clone(),
+                    counter.clone(),
+                    lane.policy,
+                    recorder.clone(),
+                );
                 let (answer, fetching) = slot.wait(count, fetch);
                 Submitted {
                     outcome: Outcome::Later(Box::pin(receive(answer))),
@@ -272,7 +357,12 @@ impl CounterState {
                 }
             }
             Mode::Direct => {
-                let fetch = self.fetcher(store.clone(), counter.clone(), lane.policy);
+                let fetch = self.fetcher(
+                    store.clone(),
+                    counter.clone(),
+                    lane.policy,
+                    recorder.clone(),
+                );
                 let pending = async move {
                     let mut grants = fetch(vec![Demand::Exact(count)]).await?;
                     grants.pop().unwrap_or_else(|| {
@@ -286,7 +376,12 @@ impl CounterState {
             }
             // Coalesced, or a batch larger than the cache's blocks.
             _ => {
-                let fetch = self.fetcher(store.clone(), counter.clone(), lane.policy);
+                let fetch = self.fetcher(
+                    store.clone(),
+                    counter.clone(),
+                    lane.policy,
+                    recorder.clone(),
+                );
                 let (answer, driver) = self.lanes.submit(lane.clone(), count, fetch);
                 Submitted {
                     outcome: Outcome::Later(Box::pin(receive(answer))),
@@ -295,6 +390,86 @@ impl CounterState {
             }
         }
     }
+}
+
+/// Records one round trip that served `demands` and took `took` ([`Recorder`], and a
+/// [`RoundTripEvent`] while events are on).
+fn record_round_trip(
+    recorder: &Recorder,
+    counter: &CounterRef,
+    demands: &[Demand],
+    served: &SeqResult<Allocation>,
+    took: std::time::Duration,
+) {
+    let calls = demands
+        .iter()
+        .filter(|d| matches!(d, Demand::Exact(_)))
+        .count();
+    let (blocks, retries, values, error) = match served {
+        Ok(served) => {
+            let fills = demands
+                .iter()
+                .zip(&served.grants)
+                .filter(|(d, g)| matches!(d, Demand::UpTo(_)) && g.is_ok())
+                .count() as u64;
+            let values = served.grants.iter().flatten().map(IdRange::count).sum();
+            (fills, served.retries, values, None)
+        }
+        Err(e) => (0, 0, 0, Some(e.code)),
+    };
+    recorder.round_trip(took, calls, blocks, retries);
+    if stats::events_on() {
+        stats::record_event(RoundTripEvent {
+            collection: counter.collection.clone(),
+            counter: counter.label.clone(),
+            values,
+            calls,
+            duration: took,
+            error,
+            retries,
+        });
+    }
+}
+
+/// What giving back a counter's cached tails did ([`CounterState::give_back`]).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct GivenBack {
+    /// Values returned to the counter: the next call, in any process, gets the first.
+    pub returned: i64,
+    /// Values left unused (the counter had moved on, it cycles, or the write failed).
+    pub abandoned: i64,
+}
+
+impl GivenBack {
+    /// The sum of two outcomes.
+    pub fn plus(self, other: GivenBack) -> GivenBack {
+        GivenBack {
+            returned: self.returned + other.returned,
+            abandoned: self.abandoned + other.abandoned,
+        }
+    }
+}
+
+/// Puts `counter` back from the last value of `tail` to the value before its first, in
+/// one conditional update: only when it holds exactly `tail.last` and is configured as
+/// `config`. `false` (nothing written) when it does not, when the counter cycles (a
+/// cycling counter back at the same value after a full cycle cannot be told from one
+/// nobody moved), or when the value before the tail lies outside 64 bits.
+pub async fn give_back_tail<S: CounterStore>(
+    store: &S,
+    counter: &CounterRef,
+    config: Option<SequenceConfig>,
+    tail: IdRange,
+) -> SeqResult<bool> {
+    if config.is_some_and(|c| c.cycle) {
+        return Ok(false);
+    }
+    let Some(before) = tail.first.checked_sub(tail.step) else {
+        return Ok(false);
+    };
+    store
+        .compare_and_set(counter, config.as_ref(), Some(tail.last), before)
+        .await
 }
 
 /// How many counter states a client keeps before it drops idle ones.
@@ -375,9 +550,16 @@ impl<K: Eq + Hash + Clone> CounterStates<K> {
         self.len() == 0
     }
 
-    /// Drops every state (the client closed).
+    /// Drops every state.
+    #[cfg(test)]
     pub fn clear(&self) {
         lock(&self.states).map.clear();
+    }
+
+    /// Takes out every state with its key (the client closes: their tails are given
+    /// back, then they are dropped).
+    pub fn drain(&self) -> Vec<(K, Arc<CounterState>)> {
+        lock(&self.states).map.drain().collect()
     }
 }
 
@@ -389,10 +571,12 @@ mod tests {
     use std::sync::atomic::{AtomicBool, AtomicI64, AtomicUsize};
     use std::sync::Weak;
 
+    use crate::engine::alloc::block_cache::tail_of;
     use crate::engine::counter::counter_name::CounterName;
     use crate::engine::management;
     use crate::engine::store::memory_store::MemoryStore;
     use crate::engine::test_support::{run, Rng};
+    use std::collections::VecDeque;
 
     fn lane() -> Lane {
         Lane {
@@ -655,6 +839,318 @@ mod tests {
             let recreated: usize = lock(&seen).len();
             assert_eq!(recreated, HOT);
         }
+    }
+
+    /// Processes (each its own state) take cached values from one counter while some of
+    /// them close (give back) and restart, with calls of the closing process still in
+    /// flight, and `set` moving the counter on: no value is handed out twice, the counter
+    /// never ends behind a value handed out, and a lone process that closes and restarts
+    /// continues right after its last value.
+    #[test]
+    fn processes_racing_a_give_back_never_hand_out_a_value_twice() {
+        for seed in 1..=8u64 {
+            let store = Arc::new(MemoryStore::default());
+            let c = counter("raced");
+            let values = run(async {
+                let workers: Vec<_> = (0..4u64)
+                    .map(|process| {
+                        let (store, c) = (store.clone(), c.clone());
+                        tokio::spawn(async move {
+                            let mut rng = Rng::new(seed * 10 + process);
+                            let mut state = Arc::new(CounterState::default());
+                            let mut got = Vec::new();
+                            for _ in 0..300 {
+                                let size = 1 + rng.below(9) as i64;
+                                let count = 1 + rng.below(size as u64) as i64;
+                                let calls: Vec<_> = (0..1 + rng.below(4))
+                                    .map(|_| {
+                                        state.submit(
+                                            &store,
+                                            &c,
+                                            &lane(),
+                                            Mode::Cached(size),
+                                            None,
+                                            count,
+                                        )
+                                    })
+                                    .collect();
+                                let closing = rng.below(5) == 0;
+                                let in_flight: Vec<_> = calls
+                                    .into_iter()
+                                    .map(|s| tokio::spawn(s.finish()))
+                                    .collect();
+                                if closing {
+                                    let give_store = store.clone();
+                                    state.give_back(&c, |_| give_store.clone()).await;
+                                    state = Arc::new(CounterState::default());
+                                }
+                                for call in in_flight {
+                                    if let Ok(range) = call.await.unwrap() {
+                                        got.extend(range.values());
+                                    }
+                                }
+                                if rng.below(50) == 0 {
+                                    // Moves the counter on, as another process's set may.
+                                    let floor = store_value(&store, &c) + 1_000;
+                                    state
+                                        .managed(management::raise_to(&*store, &c, floor))
+                                        .await
+                                        .unwrap();
+                                }
+                                if rng.below(3) == 0 {
+                                    tokio::task::yield_now().await;
+                                }
+                            }
+                            let give_store = store.clone();
+                            state.give_back(&c, |_| give_store.clone()).await;
+                            got
+                        })
+                    })
+                    .collect();
+                let mut all = Vec::new();
+                for w in workers {
+                    all.extend(w.await.unwrap());
+                }
+                all
+            });
+            let mut sorted = values.clone();
+            sorted.sort_unstable();
+            sorted.dedup();
+            assert_eq!(
+                sorted.len(),
+                values.len(),
+                "seed {seed}: a value handed out twice"
+            );
+            let last = *sorted.last().unwrap();
+            assert!(
+                store_value(&store, &c) >= last,
+                "seed {seed}: counter behind {last}"
+            );
+        }
+        // Alone: close, restart, continue right after the last value, several times.
+        let store = Arc::new(MemoryStore::default());
+        let c = counter("alone");
+        run(async {
+            let mut expected = 1;
+            for size in [5i64, 1, 7, 3, 100] {
+                let state = Arc::new(CounterState::default());
+                for _ in 0..(size + 2) {
+                    let range = state
+                        .submit(&store, &c, &lane(), Mode::Cached(size), None, 1)
+                        .finish()
+                        .await
+                        .unwrap();
+                    assert_eq!(range.first, expected, "continues where it stopped");
+                    expected += 1;
+                }
+                let give_store = store.clone();
+                let outcome = state.give_back(&c, |_| give_store.clone()).await;
+                assert_eq!(outcome.abandoned, 0);
+                assert_eq!(store_value(&store, &c), expected - 1);
+            }
+        });
+    }
+
+    #[test]
+    fn a_give_back_counts_what_it_returns_and_what_it_abandons() {
+        let store = Arc::new(MemoryStore::default());
+        let c = counter("counted");
+        let cached = |state: &Arc<CounterState>| {
+            state
+                .submit(&store, &c, &lane(), Mode::Cached(10), None, 1)
+                .finish()
+        };
+        run(async {
+            let state = Arc::new(CounterState::default());
+            assert_eq!(cached(&state).await.unwrap().first, 1);
+            assert_eq!(cached(&state).await.unwrap().first, 2);
+            state.settle_fetches().await;
+            let reserved = store_value(&store, &c);
+            let give = store.clone();
+            let outcome = state.give_back(&c, |_| give.clone()).await;
+            let expected = GivenBack {
+                returned: reserved - 2,
+                abandoned: 0,
+            };
+            assert_eq!(outcome, expected);
+            assert_eq!(store_value(&store, &c), 2);
+            let state = Arc::new(CounterState::default());
+            assert_eq!(cached(&state).await.unwrap().first, 3);
+            state.settle_fetches().await;
+            let reserved = store_value(&store, &c);
+            // Another process moves the counter on.
+            store.put(&c, Some(mongodb::bson::Bson::Int64(reserved + 100)));
+            let give = store.clone();
+            let outcome = state.give_back(&c, |_| give.clone()).await;
+            let expected = GivenBack {
+                returned: 0,
+                abandoned: reserved - 3,
+            };
+            assert_eq!(outcome, expected);
+            assert_eq!(store_value(&store, &c), reserved + 100);
+        });
+        let sum = GivenBack {
+            returned: 1,
+            abandoned: 2,
+        }
+        .plus(GivenBack {
+            returned: 3,
+            abandoned: 5,
+        });
+        assert_eq!(
+            sum,
+            GivenBack {
+                returned: 4,
+                abandoned: 7
+            }
+        );
+    }
+
+    #[test]
+    fn round_trips_are_recorded_with_their_calls_and_fills() {
+        let store = Arc::new(MemoryStore::default());
+        let c = counter("recorded");
+        let stats = Arc::new(crate::engine::stats::Stats::default());
+        let recorder = Recorder::new(Some(stats.clone()));
+        run(async {
+            let state = Arc::new(CounterState::default());
+            let call = |mode, count| Call {
+                mode,
+                slot: None,
+                count,
+            };
+            state
+                .submit_recorded(&store, &c, &lane(), call(Mode::Direct, 3), &recorder)
+                .finish()
+                .await
+                .unwrap();
+            state
+                .submit_recorded(&store, &c, &lane(), call(Mode::Cached(5), 1), &recorder)
+                .finish()
+                .await
+                .unwrap();
+        });
+        let s = stats.snapshot();
+        assert_eq!(s.round_trips, 2);
+        assert_eq!(s.merged_calls, 2, "one call each");
+        assert_eq!(s.blocks_fetched, 1, "the cached call's fill");
+        assert!(s.latency_max_us > 0 || s.latency_p50_us == 0);
+    }
+
+    #[test]
+    fn a_client_closing_drains_every_state_with_its_key() {
+        let states = CounterStates::<usize>::default();
+        let first = states.get(&1);
+        states.get(&2);
+        let mut drained = states.drain();
+        drained.sort_by_key(|(key, _)| *key);
+        assert_eq!(drained.len(), 2);
+        assert_eq!(drained[0].0, 1);
+        assert!(Arc::ptr_eq(&drained[0].1, &first));
+        assert!(states.is_empty());
+    }
+
+    fn store_value(store: &MemoryStore, c: &CounterRef) -> i64 {
+        match store.get(c).flatten() {
+            Some(mongodb::bson::Bson::Int32(v)) => i64::from(v),
+            Some(mongodb::bson::Bson::Int64(v)) => v,
+            _ => 0,
+        }
+    }
+
+    #[test]
+    fn a_tail_is_the_run_of_blocks_that_adjoins_the_last_one() {
+        let blocks = |bs: &[(i64, i64, i64)]| -> VecDeque<IdRange> {
+            bs.iter()
+                .map(|&(first, last, step)| IdRange { first, last, step })
+                .collect()
+        };
+        assert_eq!(tail_of(&blocks(&[])), None);
+        assert_eq!(
+            tail_of(&blocks(&[(1, 3, 1), (5, 9, 1), (10, 12, 1)])),
+            Some(IdRange::contiguous(5, 12)),
+            "a block not adjoining is left out"
+        );
+        assert_eq!(
+            tail_of(&blocks(&[(-1, -3, -1), (-4, -9, -1)])),
+            Some(IdRange {
+                first: -1,
+                last: -9,
+                step: -1
+            }),
+            "descending"
+        );
+        assert_eq!(
+            tail_of(&blocks(&[
+                (i64::MAX - 1, i64::MAX - 1, 1),
+                (i64::MAX, i64::MAX, 1)
+            ])),
+            Some(IdRange::contiguous(i64::MAX - 1, i64::MAX))
+        );
+        assert_eq!(
+            tail_of(&blocks(&[(i64::MAX, i64::MAX, 1), (i64::MIN, i64::MIN, 1)])),
+            Some(IdRange::contiguous(i64::MIN, i64::MIN)),
+            "no wrap past the 64-bit end"
+        );
+        assert_eq!(
+            tail_of(&blocks(&[(1, 3, 1), (4, 4, 2)])),
+            Some(IdRange {
+                first: 4,
+                last: 4,
+                step: 2
+            }),
+            "another step does not adjoin"
+        );
+    }
+
+    #[test]
+    fn a_tail_is_not_given_back_past_the_64_bit_end_or_on_a_cycling_counter() {
+        let store = MemoryStore::default();
+        let c = counter("ends");
+        run(async {
+            store.put(&c, Some(mongodb::bson::Bson::Int64(i64::MIN + 2)));
+            let tail = IdRange::contiguous(i64::MIN, i64::MIN + 2);
+            assert!(!give_back_tail(&store, &c, None, tail).await.unwrap());
+            assert_eq!(store_value(&store, &c), i64::MIN + 2);
+            let down = IdRange {
+                first: i64::MAX,
+                last: i64::MAX - 2,
+                step: -1,
+            };
+            store.put(&c, Some(mongodb::bson::Bson::Int64(i64::MAX - 2)));
+            assert!(!give_back_tail(&store, &c, None, down).await.unwrap());
+            let cycling = SequenceConfig::new(1, Some(1), Some(10), true).unwrap();
+            store.put_configured(&c, 8, cycling);
+            let tail = IdRange::contiguous(5, 8);
+            assert!(!give_back_tail(&store, &c, Some(cycling), tail)
+                .await
+                .unwrap());
+            assert_eq!(store_value(&store, &c), 8);
+            let bounded = SequenceConfig::new(1, Some(1), Some(10), false).unwrap();
+            store.put_configured(&c, 8, bounded);
+            assert!(
+                !give_back_tail(&store, &c, None, tail).await.unwrap(),
+                "a plain guard does not match a configured counter"
+            );
+            assert!(give_back_tail(&store, &c, Some(bounded), tail)
+                .await
+                .unwrap());
+            assert_eq!(store_value(&store, &c), 4);
+            assert!(
+                !give_back_tail(&store, &c, Some(bounded), tail)
+                    .await
+                    .unwrap(),
+                "only while it holds the tail's last value"
+            );
+            let down = IdRange {
+                first: -3,
+                last: -6,
+                step: -1,
+            };
+            store.put(&c, Some(mongodb::bson::Bson::Int32(-6)));
+            assert!(give_back_tail(&store, &c, None, down).await.unwrap());
+            assert_eq!(store_value(&store, &c), -2, "descending: back up");
+        });
     }
 
     #[test]

@@ -6,11 +6,14 @@ use std::sync::Arc;
 
 use crate::engine::alloc::allocate::IdRange;
 use crate::engine::alloc::block_cache::CacheSlot;
-use crate::engine::alloc::counter_state::{CounterState, Lane, Mode, Outcome, Submitted};
+use crate::engine::alloc::counter_state::{
+    Call, CounterState, GivenBack, Lane, Mode, Outcome, Submitted,
+};
 use crate::engine::call_options::CallOptions;
 use crate::engine::client::registry::ClientHandle;
 use crate::engine::counter::counter_name::CounterName;
 use crate::engine::error::SeqResult;
+use crate::engine::stats::{Recorder, Stats};
 use crate::engine::store::counter_store::CounterRef;
 use crate::engine::store::driver_counters::DriverCounters;
 use crate::engine::store::mongo_driver::MongoDriver;
@@ -26,6 +29,7 @@ pub struct PreparedCounter {
     lane: Lane,
     mode: Mode,
     cache: Option<Arc<CacheSlot>>,
+    recorder: Recorder,
 }
 
 impl PreparedCounter {
@@ -59,7 +63,14 @@ impl PreparedCounter {
             lane,
             mode,
             cache,
+            recorder: Recorder::default(),
         })
+    }
+
+    /// The same counter, its calls also counted in `stats` (a handle's statistics).
+    pub fn recording(mut self, stats: Option<Arc<Stats>>) -> Self {
+        self.recorder = Recorder::new(stats);
+        self
     }
 
     /// The driver of the database the counter lives in.
@@ -93,26 +104,62 @@ impl PreparedCounter {
     /// client's call timeout from now, and at once with `CLIENT_CLOSED` if the client
     /// closes. `CLIENT_CLOSED` once the client is closed.
     pub fn submit(&self, count: i64) -> SeqResult<Submitted> {
-        self.handle.ensure_open()?;
+        if let Err(error) = self.handle.ensure_open() {
+            self.recorder.call();
+            self.recorder.settled(Err(error.code));
+            return Err(error);
+        }
+        let call = Call {
+            mode: self.mode,
+            slot: self.cache.as_ref(),
+            count,
+        };
         let Submitted {
             outcome,
             background,
-        } = self.state.submit(
+        } = self.state.submit_recorded(
             &self.store,
             &self.counter,
             &self.lane,
-            self.mode,
-            self.cache.as_ref(),
-            count,
+            call,
+            &self.recorder,
         );
         let outcome = match outcome {
-            Outcome::Later(pending) => Outcome::Later(self.handle.guard(pending)),
-            now => now,
+            Outcome::Later(pending) => {
+                self.recorder.call();
+                let guarded = self.handle.guard(pending);
+                let recorder = self.recorder.clone();
+                Outcome::Later(Box::pin(async move {
+                    let outcome = guarded.await;
+                    recorder.settled(outcome.as_ref().map(IdRange::count).map_err(|e| e.code));
+                    outcome
+                }))
+            }
+            Outcome::Now(range) => {
+                self.recorder.cache_hit(range.count());
+                Outcome::Now(range)
+            }
         };
         Ok(Submitted {
             outcome,
             background,
         })
+    }
+
+    /// Gives back the unused tails of this counter's cached blocks in this client
+    /// ([`CounterState::give_back`]); the counter stays usable (a later call fetches
+    /// again). `CLIENT_CLOSED` once the client is closed (its close gave them back).
+    pub async fn give_back(&self) -> SeqResult<GivenBack> {
+        self.handle.ensure_open()?;
+        let database = self.store.0.database().clone();
+        let secrets: Arc<Vec<String>> = Arc::new(self.handle.secrets().to_vec());
+        let store_of = |lane: &Lane| {
+            let concern = lane.write_concern.as_ref().map(|w| w.to_driver());
+            Arc::new(DriverCounters(
+                MongoDriver::new(database.clone(), secrets.clone()).with_write_concern(concern),
+            ))
+        };
+        Ok(self.state.give_back(&self.counter, store_of).await)
     }
 
     /// Reserves `count` values, spawning background work on the current runtime.

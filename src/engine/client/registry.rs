@@ -27,11 +27,12 @@ use mongodb::Client;
 use tokio::runtime::{Handle, Id as RuntimeId};
 use tokio::sync::{watch, OnceCell};
 
-use crate::engine::alloc::counter_state::{CounterState, CounterStates, Pending};
+use crate::engine::alloc::counter_state::{CounterState, CounterStates, GivenBack, Lane, Pending};
 use crate::engine::client::connection::ConnectionTarget;
 use crate::engine::client::driver_error::from_driver;
 use crate::engine::error::{ErrorCode, SeqError, SeqResult};
 use crate::engine::store::counter_store::CounterRef;
+use crate::engine::store::driver_counters::DriverCounters;
 use crate::engine::store::mongo_driver::{IndexMemo, MongoDriver};
 use crate::engine::text::validate::check_database;
 
@@ -53,6 +54,9 @@ static EPOCH: LazyLock<Instant> = LazyLock::new(Instant::now);
 fn now_millis() -> u64 {
     EPOCH.elapsed().as_millis() as u64
 }
+
+/// The counter states a client held, by database and counter.
+type HeldStates = Vec<((String, CounterRef), Arc<CounterState>)>;
 
 /// An open driver client with the secrets of its connection string.
 pub struct ClientHandle {
@@ -194,17 +198,53 @@ impl ClientHandle {
     }
 
     /// Marks the client closed and rejects its pending calls, without shutting the driver
-    /// down. True for the caller that closed it.
-    fn mark_closed(&self) -> bool {
+    /// down. For the caller that closed it, the counter states it held (to give back
+    /// their cached tails before the driver shuts down).
+    fn mark_closed(&self) -> Option<HeldStates> {
         if self.closed.swap(true, Ordering::SeqCst) {
-            return false;
+            return None;
         }
         self.closing.send_replace(true);
-        self.counters.clear();
-        true
+        Some(self.counters.drain())
     }
 
-    /// Refuses further calls, rejects pending ones with `CLIENT_CLOSED` and closes the
+    /// Gives back the cached tails of `states` ([`CounterState::give_back`]), all
+    /// counters at once, through this client's driver (closed to calls, still open).
+    async fn give_back(&self, states: HeldStates) -> GivenBack {
+        if self.is_stale() {
+            return GivenBack::default();
+        }
+        let giving = states.into_iter().map(|((database, counter), state)| {
+            let database = self.client.database(&database);
+            async move {
+                let store_of = |lane: &Lane| {
+                    let concern = lane.write_concern.as_ref().map(|w| w.to_driver());
+                    Arc::new(DriverCounters(
+                        MongoDriver::new(database.clone(), self.secrets.clone())
+                            .with_write_concern(concern),
+                    ))
+                };
+                state.give_back(&counter, store_of).await
+            }
+        });
+        futures_util::future::join_all(giving)
+            .await
+            .into_iter()
+            .fold(GivenBack::default(), GivenBack::plus)
+    }
+
+    /// Gives back the tails of `states` within `timeout` (values whose give-back did not
+    /// finish in time are abandoned), then shuts the driver down within what is left of
+    /// it; true when the shutdown finished in time.
+    async fn give_back_and_shut_down(&self, states: HeldStates, timeout: Duration) -> bool {
+        let started = Instant::now();
+        let _ = tokio::time::timeout(timeout, self.give_back(states)).await;
+        self.shut_down_within(timeout.saturating_sub(started.elapsed()))
+            .await
+    }
+
+    /// Refuses further calls, rejects pending ones with `CLIENT_CLOSED`, gives back the
+    /// unused tails of cached blocks ([`CounterState::give_back`]) and closes the
     /// connections, waiting at most [`DEFAULT_CLOSE_TIMEOUT`]. Idempotent.
     pub async fn close(&self) {
         self.close_within(DEFAULT_CLOSE_TIMEOUT).await;
@@ -215,10 +255,10 @@ impl ClientHandle {
     /// server that stopped answering); past it, the shutdown goes on in the background.
     /// True when the shutdown finished in time (or was not this call's to make).
     pub async fn close_within(&self, timeout: Duration) -> bool {
-        if !self.mark_closed() {
+        let Some(states) = self.mark_closed() else {
             return true;
-        }
-        self.shut_down_within(timeout).await
+        };
+        self.give_back_and_shut_down(states, timeout).await
     }
 
     /// Shuts the driver down (after [`ClientHandle::mark_closed`]), waiting at most
@@ -494,9 +534,15 @@ impl ClientRegistry {
     fn release_unused(&self, keep: Option<&ConnectionTarget>) -> usize {
         for handle in self.take_unused(keep) {
             // Closed at once (calls holding it prepare again), shut down in the background.
-            handle.mark_closed();
+            let Some(states) = handle.mark_closed() else {
+                continue;
+            };
             if !handle.is_stale() {
-                tokio::spawn(async move { handle.shut_down_within(DEFAULT_CLOSE_TIMEOUT).await });
+                tokio::spawn(async move {
+                    handle
+                        .give_back_and_shut_down(states, DEFAULT_CLOSE_TIMEOUT)
+                        .await
+                });
             }
         }
         self.len()

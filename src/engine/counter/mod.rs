@@ -1,6 +1,8 @@
 //! What a counter is: its name, where its document is found, its stored configuration,
-//! the value its field holds, and a block of values reserved from it.
+//! the value its field holds, a block of values reserved from it, and how much of its
+//! range it has used.
 
+pub(crate) mod capacity;
 pub mod counter_name;
 pub(crate) mod counter_value;
 pub(crate) mod id_range;

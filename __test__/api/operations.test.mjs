@@ -1,0 +1,230 @@
+// Running in production: capacity in listSequences, statistics that add up, a handle's
+// release() and the close that gives cached values back, raced by processes, and
+// round-trip events on the diagnostics channel.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import diagnostics from 'node:diagnostics_channel';
+import fc from 'fast-check';
+import { Long } from 'mongodb';
+import { setup, seq } from '../helpers.mjs';
+
+let env;
+before(async () => {
+  env = await setup('operations');
+});
+after(async () => {
+  await seq.closeSharedClients();
+  await env?.close();
+});
+
+const INT32_MAX = 2 ** 31 - 1;
+
+test('listSequences: range and share used per counter (81 % warns, 96 % is critical)', async () => {
+  const counters = env.db.collection('capacity');
+  await counters.insertMany([
+    { _id: 'int32-81', sequence_value: Math.floor(INT32_MAX * 0.81) + 1 },
+    { _id: 'int32-96', sequence_value: Math.floor(INT32_MAX * 0.96) + 1 },
+    { _id: 'long-small', sequence_value: Long.fromNumber(5) },
+    { _id: 'double', sequence_value: 2 ** 51 },
+  ]);
+  const limited = seq.sequence(env.db, 'limited-81', { collection: 'capacity' });
+  await limited.init({ maxValue: 100 });
+  await limited.set(81);
+  const listed = await seq.listSequences(env.db, { collection: 'capacity' });
+  const by = Object.fromEntries(listed.map((c) => [c.name, c]));
+  assert.equal(by['int32-81'].storedType, 'int');
+  assert.equal(by['int32-81'].rangeKind, 'int32');
+  assert.equal(by['int32-81'].rangeEnd, INT32_MAX);
+  assert.ok(by['int32-81'].usedPercent > 81 && by['int32-81'].usedPercent < 81.1, `${by['int32-81'].usedPercent}`);
+  assert.ok(by['int32-96'].usedPercent > 96 && by['int32-96'].usedPercent < 96.1);
+  assert.equal(by['long-small'].storedType, 'long');
+  assert.equal(by['long-small'].rangeKind, 'number', 'as numbers, a long ends at 2^53 - 1');
+  assert.equal(by['long-small'].rangeEnd, Number.MAX_SAFE_INTEGER);
+  assert.equal(by.double.storedType, 'double');
+  assert.equal(by['limited-81'].rangeKind, 'limit');
+  assert.equal(by['limited-81'].rangeEnd, 100);
+  assert.equal(by['limited-81'].usedPercent, 81);
+  const big = await seq.listSequences(env.db, { collection: 'capacity', bigint: true });
+  const long = big.find((c) => c.name === 'long-small');
+  assert.equal(long.rangeKind, 'int64');
+  assert.equal(long.rangeEnd, 2n ** 63n - 1n);
+  assert.equal(long.rangeKindAsNumber, 'number', 'what a reader of numbers has');
+  assert.equal(long.rangeEndAsNumber, BigInt(Number.MAX_SAFE_INTEGER));
+  const int32 = big.find((c) => c.name === 'int32-81');
+  assert.equal(int32.usedPercentAsNumber, int32.usedPercent);
+});
+
+test('stats add up to the values handed out, in a randomized history', async () => {
+  let round = 0;
+  await fc.assert(
+    fc.asyncProperty(
+      fc.record({
+        mode: fc.constantFrom('direct', 'coalesce', 'cache'),
+        cache: fc.integer({ min: 1, max: 12 }),
+        calls: fc.array(
+          fc.record({
+            kind: fc.constantFrom('next', 'batch', 'range'),
+            count: fc.integer({ min: 1, max: 15 }),
+            together: fc.boolean(),
+          }),
+          { minLength: 1, maxLength: 30 },
+        ),
+      }),
+      async ({ mode, cache, calls }) => {
+        const options =
+          mode === 'cache' ? { cache } : mode === 'coalesce' ? { coalesce: true } : { coalesce: false };
+        options.upsert = true;
+        const handle = seq.sequence(env.db, `stats-${round++}`, options);
+        const before = seq.stats();
+        let handed = 0;
+        let pending = [];
+        const take = async ({ kind, count }) => {
+          if (kind === 'next') return [await handle.next()].length;
+          if (kind === 'batch') return (await handle.nextBatch(count)).length;
+          return (await handle.nextRange(count)).count;
+        };
+        for (const call of calls) {
+          pending.push(take(call));
+          if (!call.together) {
+            for (const n of await Promise.all(pending)) handed += n;
+            pending = [];
+          }
+        }
+        for (const n of await Promise.all(pending)) handed += n;
+        const mine = handle.stats();
+        assert.equal(mine.calls, calls.length, 'one call each');
+        assert.equal(mine.values, handed, 'values add up');
+        assert.deepEqual(mine.errors, {});
+        assert.ok(mine.cacheHits <= mine.calls);
+        if (mode !== 'cache') assert.equal(mine.cacheHits, 0);
+        assert.ok(mine.roundTrips >= 1);
+        assert.ok(mine.latency.max >= mine.latency.p99 && mine.latency.p99 >= mine.latency.p50);
+        assert.ok(mine.latency.max > 0);
+        if (mode === 'direct') assert.equal(mine.callsPerRoundTrip, 1);
+        const after = seq.stats();
+        assert.equal(after.values - before.values, handed, 'the process counts them too');
+        assert.equal(after.calls - before.calls, calls.length);
+      },
+    ),
+    { numRuns: 25, seed: 21 },
+  );
+});
+
+test('stats count errors by code', async () => {
+  const handle = seq.sequence(env.db, 'absent', { upsert: false });
+  await assert.rejects(handle.next(), { code: 'SEQUENCE_NOT_FOUND' });
+  await assert.rejects(handle.next(), { code: 'SEQUENCE_NOT_FOUND' });
+  const s = handle.stats();
+  assert.equal(s.calls, 2);
+  assert.equal(s.values, 0);
+  assert.deepEqual(s.errors, { SEQUENCE_NOT_FOUND: 2 });
+  assert.ok(seq.stats().errors.SEQUENCE_NOT_FOUND >= 2);
+});
+
+test('release() gives the cached tail back: the next handle continues right after', async () => {
+  const first = seq.sequence(env.db, 'released', { cache: 10, upsert: true });
+  assert.deepEqual([await first.next(), await first.next(), await first.next()], [1, 2, 3]);
+  const before = seq.stats().givenBack;
+  const outcome = await first.release();
+  assert.equal(outcome.abandoned, 0);
+  assert.ok(outcome.returned >= 7, `returned ${outcome.returned}`);
+  assert.equal(seq.stats().givenBack - before, outcome.returned);
+  const plain = seq.sequence(env.db, 'released');
+  assert.equal(await plain.current(), 3, 'the counter holds the last value handed out');
+  assert.equal(await first.next(), 4, 'the handle stays usable and continues');
+  assert.equal(await plain.next() > 4, true);
+  assert.deepEqual(await seq.sequence(env.db, 'nothing-cached').release(), { returned: 0, abandoned: 0 });
+});
+
+test('release() abandons the tail when another process moved the counter on', async () => {
+  const mine = seq.sequence(env.db, 'moved', { cache: 10, upsert: true });
+  assert.equal(await mine.next(), 1);
+  await env.db.collection('counters').updateOne({ _id: 'moved' }, { $inc: { sequence_value: 5 } });
+  const outcome = await mine.release();
+  assert.equal(outcome.returned, 0);
+  assert.ok(outcome.abandoned >= 9);
+  const doc = await env.db.collection('counters').findOne({ _id: 'moved' });
+  assert.ok(doc.sequence_value >= 15, 'never moved back under the other process');
+});
+
+test('a graceful close gives back; a restarted process continues where it stopped', async () => {
+  for (let restart = 0; restart < 3; restart++) {
+    const client = await seq.connect(env.uri);
+    const handle = seq.sequence(client.db(env.dbName), 'restarts', { cache: 50, upsert: true });
+    const got = [await handle.next(), await handle.next()];
+    assert.deepEqual(got, [restart * 2 + 1, restart * 2 + 2]);
+    await client.close();
+  }
+});
+
+const WORKER = fileURLToPath(new URL('../fixtures/give-back-worker.cjs', import.meta.url));
+
+function run(vars) {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [WORKER], {
+      env: { ...process.env, URI: env.uri, DB: env.dbName, ...vars },
+    });
+    let out = '';
+    let err = '';
+    child.stdout.on('data', (d) => (out += d));
+    child.stderr.on('data', (d) => (err += d));
+    child.on('exit', (code) => (code === 0 ? resolve(JSON.parse(out)) : reject(new Error(`worker failed: ${err}`))));
+  });
+}
+
+test('two processes racing closes: no value twice, every gap an abandoned tail', async () => {
+  const runs = await Promise.all([1, 2].map((seed) => run({ NAME: 'raced', ROUNDS: '25', SEED: String(seed * 7919) })));
+  const values = runs.flatMap((r) => r.values);
+  assert.equal(new Set(values).size, values.length, 'no value handed out twice');
+  const doc = await env.db.collection('counters').findOne({ _id: 'raced' });
+  const last = Number(doc.sequence_value);
+  const abandoned = runs.reduce((n, r) => n + r.stats.discarded.close + r.stats.discarded.dropped, 0);
+  const givenBack = runs.reduce((n, r) => n + r.stats.givenBack, 0);
+  assert.ok(values.every((v) => v <= last), 'the counter is never behind a value handed out');
+  // Every value up to the counter was handed out once, or left in a tail another
+  // process had already moved past (abandoned): none was lost otherwise.
+  assert.equal(values.length + abandoned, last, `handed ${values.length}, abandoned ${abandoned}, counter ${last}`);
+  assert.ok(givenBack > 0, 'closes gave values back');
+});
+
+test('round trips are published on the diagnostics channel only while subscribed', async () => {
+  const channel = diagnostics.channel('mongodb-sequence:round-trip');
+  const seen = [];
+  const listener = (message) => seen.push(message);
+  const handle = seq.sequence(env.db, 'traced', { upsert: true });
+  await handle.next(); // no subscriber: nothing recorded
+  diagnostics.subscribe('mongodb-sequence:round-trip', listener);
+  try {
+    await handle.next(); // notices the subscriber
+    await handle.nextBatch(3);
+    await handle.next();
+  } finally {
+    diagnostics.unsubscribe('mongodb-sequence:round-trip', listener);
+  }
+  assert.ok(channel.hasSubscribers === false);
+  assert.ok(seen.length >= 2, `${seen.length} events`);
+  const last = seen.at(-1);
+  assert.equal(last.counter, 'traced');
+  assert.equal(last.collection, 'counters');
+  assert.equal(last.outcome, 'ok');
+  assert.equal(last.values, 1);
+  assert.equal(last.calls, 1);
+  assert.ok(last.durationMs > 0);
+  assert.ok(seen.some((e) => e.values === 3), 'the batch');
+  const count = seen.length;
+  await handle.next();
+  await handle.next();
+  assert.equal(seen.length, count, 'nothing after unsubscribing');
+  const failing = seq.sequence(env.db, 'traced-missing', { upsert: false });
+  diagnostics.subscribe('mongodb-sequence:round-trip', listener);
+  try {
+    await handle.next();
+    await assert.rejects(failing.next(), { code: 'SEQUENCE_NOT_FOUND' });
+    await handle.next();
+  } finally {
+    diagnostics.unsubscribe('mongodb-sequence:round-trip', listener);
+  }
+  assert.ok(seen.some((e) => e.outcome === 'error' && e.code === 'SEQUENCE_NOT_FOUND' && e.counter === 'traced-missing'));
+});

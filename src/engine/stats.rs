@@ -1,0 +1,480 @@
+//! Statistics an operator can watch: per `sequence()` handle and for the whole process,
+//! counted with relaxed atomics (a handful of uncontended adds per call, nothing more).
+//!
+//! Calls, values handed out and cache hits are counted where a call is submitted and
+//! where it settles ([`crate::engine::alloc::prepared_counter::PreparedCounter`]); round
+//! trips (one per fetch, however many server requests it took), the calls merged into
+//! them, blocks fetched, retries and round-trip latency where the fetch runs
+//! ([`crate::engine::alloc::counter_state::CounterState::fetcher`]); values discarded and
+//! given back where the cache lets them go. Counts are monotonic; a snapshot reads each
+//! counter on its own, so the figures of one snapshot may be a few calls apart.
+//!
+//! The same place publishes round-trip events ([`RoundTripEvent`]) while someone listens
+//! ([`set_events`]); otherwise it only reads one flag.
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::sync::{Arc, LazyLock, Mutex};
+use std::time::Duration;
+
+use crate::engine::error::ErrorCode;
+use crate::engine::panic_safety::lock;
+
+/// Latency buckets: exact below 4 µs, then four per power of two (at most 19 % wide).
+const BUCKETS: usize = 4 + 4 * 62;
+
+/// The bucket of a latency of `micros`.
+fn bucket(micros: u64) -> usize {
+    if micros < 4 {
+        return micros as usize;
+    }
+    let exponent = 63 - micros.leading_zeros() as usize;
+    let sub = ((micros >> (exponent - 2)) & 3) as usize;
+    4 + (exponent - 2) * 4 + sub
+}
+
+/// The largest latency in bucket `index`, in microseconds.
+fn bucket_top(index: usize) -> u64 {
+    if index < 4 {
+        return index as u64;
+    }
+    let exponent = (index - 4) / 4 + 2;
+    let sub = ((index - 4) % 4) as u64;
+    let low = (4 + sub) << (exponent - 2);
+    low + ((1u64 << (exponent - 2)) - 1)
+}
+
+/// Counters of one handle or of the process.
+pub struct Stats {
+    /// Calls not served from the cache at once (a cache hit counts only as a hit, one
+    /// add fewer on the fastest path).
+    calls: AtomicU64,
+    values: AtomicU64,
+    cache_hits: AtomicU64,
+    round_trips: AtomicU64,
+    merged_calls: AtomicU64,
+    blocks_fetched: AtomicU64,
+    retries: AtomicU64,
+    discarded_by_writes: AtomicU64,
+    discarded_at_close: AtomicU64,
+    discarded_dropped: AtomicU64,
+    given_back: AtomicU64,
+    errors: [AtomicU64; ErrorCode::ALL.len()],
+    latency: [AtomicU64; BUCKETS],
+    latency_max: AtomicU64,
+}
+
+impl Stats {
+    /// All counters at zero (a `const fn`: the process's statistics need no lazy
+    /// initialisation, so a cached call reaches them without a check).
+    pub const fn new() -> Self {
+        Stats {
+            calls: AtomicU64::new(0),
+            values: AtomicU64::new(0),
+            cache_hits: AtomicU64::new(0),
+            round_trips: AtomicU64::new(0),
+            merged_calls: AtomicU64::new(0),
+            blocks_fetched: AtomicU64::new(0),
+            retries: AtomicU64::new(0),
+            discarded_by_writes: AtomicU64::new(0),
+            discarded_at_close: AtomicU64::new(0),
+            discarded_dropped: AtomicU64::new(0),
+            given_back: AtomicU64::new(0),
+            errors: [const { AtomicU64::new(0) }; ErrorCode::ALL.len()],
+            latency: [const { AtomicU64::new(0) }; BUCKETS],
+            latency_max: AtomicU64::new(0),
+        }
+    }
+}
+
+impl Default for Stats {
+    fn default() -> Self {
+        Stats::new()
+    }
+}
+
+/// The statistics of the whole process.
+pub static PROCESS: Stats = Stats::new();
+
+/// A plain copy of [`Stats`] at one moment.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Snapshot {
+    /// Calls submitted (each `next`, batch or range call counts one).
+    pub calls: u64,
+    /// Values handed out to calls that succeeded.
+    pub values: u64,
+    /// Calls served from the block cache without waiting.
+    pub cache_hits: u64,
+    /// Round trips (one per fetch of values, however many requests it took).
+    pub round_trips: u64,
+    /// Calls served by those round trips (merged ones count each).
+    pub merged_calls: u64,
+    /// Cache blocks fetched (fills that returned values).
+    pub blocks_fetched: u64,
+    /// Attempts started over after losing a race (another process changed the counter).
+    pub retries: u64,
+    /// Cached values thrown away by management writes of this process.
+    pub discarded_by_writes: u64,
+    /// Cached values abandoned at close (the counter had moved on).
+    pub discarded_at_close: u64,
+    /// Cached values dropped with counters no longer in use (pruned states, ended
+    /// runtimes).
+    pub discarded_dropped: u64,
+    /// Cached values given back at close or `release()`.
+    pub given_back: u64,
+    /// Failed calls by error code (codes never seen are left out).
+    pub errors: Vec<(&'static str, u64)>,
+    /// Round-trip latency percentiles and maximum, in microseconds (0 without trips).
+    pub latency_p50_us: u64,
+    /// 99th percentile.
+    pub latency_p99_us: u64,
+    /// Largest.
+    pub latency_max_us: u64,
+}
+
+impl Snapshot {
+    /// Failed calls with `code`.
+    pub fn errors_of(&self, code: ErrorCode) -> u64 {
+        self.errors
+            .iter()
+            .find(|(name, _)| *name == code.as_str())
+            .map_or(0, |(_, n)| *n)
+    }
+}
+
+impl Stats {
+    /// A copy of the counters now.
+    pub fn snapshot(&self) -> Snapshot {
+        let latency: Vec<u64> = self.latency.iter().map(|b| b.load(Relaxed)).collect();
+        let max = self.latency_max.load(Relaxed);
+        let percentile = |p: f64| -> u64 {
+            let total: u64 = latency.iter().sum();
+            if total == 0 {
+                return 0;
+            }
+            let rank = ((total as f64) * p).ceil().max(1.0) as u64;
+            let mut seen = 0;
+            for (index, n) in latency.iter().enumerate() {
+                seen += n;
+                if seen >= rank {
+                    return bucket_top(index).min(max);
+                }
+            }
+            max
+        };
+        Snapshot {
+            calls: self.calls.load(Relaxed) + self.cache_hits.load(Relaxed),
+            values: self.values.load(Relaxed),
+            cache_hits: self.cache_hits.load(Relaxed),
+            round_trips: self.round_trips.load(Relaxed),
+            merged_calls: self.merged_calls.load(Relaxed),
+            blocks_fetched: self.blocks_fetched.load(Relaxed),
+            retries: self.retries.load(Relaxed),
+            discarded_by_writes: self.discarded_by_writes.load(Relaxed),
+            discarded_at_close: self.discarded_at_close.load(Relaxed),
+            discarded_dropped: self.discarded_dropped.load(Relaxed),
+            given_back: self.given_back.load(Relaxed),
+            errors: ErrorCode::ALL
+                .iter()
+                .zip(&self.errors)
+                .map(|(code, n)| (code.as_str(), n.load(Relaxed)))
+                .filter(|(_, n)| *n > 0)
+                .collect(),
+            latency_p50_us: percentile(0.50),
+            latency_p99_us: percentile(0.99),
+            latency_max_us: max,
+        }
+    }
+}
+
+fn code_index(code: ErrorCode) -> usize {
+    ErrorCode::ALL
+        .iter()
+        .position(|c| *c == code)
+        .expect("every code is listed")
+}
+
+/// Where a call's figures go: the process's statistics, and its handle's when it has
+/// one. Cheap to clone.
+#[derive(Clone, Default)]
+pub struct Recorder {
+    handle: Option<Arc<Stats>>,
+}
+
+impl Recorder {
+    /// Records into the process's statistics and, when given, `handle`'s.
+    pub fn new(handle: Option<Arc<Stats>>) -> Self {
+        Recorder { handle }
+    }
+
+    fn each(&self, f: impl Fn(&Stats)) {
+        f(&PROCESS);
+        if let Some(handle) = &self.handle {
+            f(handle);
+        }
+    }
+
+    /// A call was submitted that the cache did not serve at once.
+    pub fn call(&self) {
+        self.each(|s| {
+            s.calls.fetch_add(1, Relaxed);
+        });
+    }
+
+    /// A call was served from the cache at once with `values` values.
+    pub fn cache_hit(&self, values: i64) {
+        self.each(|s| {
+            s.cache_hits.fetch_add(1, Relaxed);
+            s.values.fetch_add(values as u64, Relaxed);
+        });
+    }
+
+    /// A call settled later: with `values` values, or failed with `code`.
+    pub fn settled(&self, outcome: Result<i64, ErrorCode>) {
+        self.each(|s| match outcome {
+            Ok(values) => {
+                s.values.fetch_add(values as u64, Relaxed);
+            }
+            Err(code) => {
+                s.errors[code_index(code)].fetch_add(1, Relaxed);
+            }
+        });
+    }
+
+    /// A round trip took `took`, serving `calls` calls, fetching `blocks` cache fills,
+    /// after `retries` attempts started over.
+    pub fn round_trip(&self, took: Duration, calls: usize, blocks: u64, retries: u32) {
+        let micros = u64::try_from(took.as_micros()).unwrap_or(u64::MAX);
+        let index = bucket(micros).min(BUCKETS - 1);
+        self.each(|s| {
+            s.round_trips.fetch_add(1, Relaxed);
+            s.merged_calls.fetch_add(calls as u64, Relaxed);
+            s.blocks_fetched.fetch_add(blocks, Relaxed);
+            s.retries.fetch_add(u64::from(retries), Relaxed);
+            s.latency[index].fetch_add(1, Relaxed);
+            s.latency_max.fetch_max(micros, Relaxed);
+        });
+    }
+}
+
+/// Cached values thrown away by a management write of this process.
+pub fn discarded_by_writes(values: i64) {
+    PROCESS
+        .discarded_by_writes
+        .fetch_add(values.max(0) as u64, Relaxed);
+}
+
+/// Cached values dropped with a counter state no longer in use.
+pub fn discarded_dropped(values: i64) {
+    PROCESS
+        .discarded_dropped
+        .fetch_add(values.max(0) as u64, Relaxed);
+}
+
+/// A close or `release()` gave back `returned` cached values and abandoned `abandoned`.
+pub fn gave_back(returned: i64, abandoned: i64) {
+    PROCESS
+        .given_back
+        .fetch_add(returned.max(0) as u64, Relaxed);
+    PROCESS
+        .discarded_at_close
+        .fetch_add(abandoned.max(0) as u64, Relaxed);
+}
+
+/// One round trip, for tracing: published on the `mongodb-sequence:round-trip`
+/// diagnostics channel while it has subscribers.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RoundTripEvent {
+    /// The counter's collection.
+    pub collection: String,
+    /// The counter's name as shown in messages.
+    pub counter: String,
+    /// Values the round trip reserved (for calls and cache fills).
+    pub values: i64,
+    /// Calls it served.
+    pub calls: usize,
+    /// How long it took.
+    pub duration: Duration,
+    /// `None` when it succeeded, else the error code of its failure.
+    pub error: Option<ErrorCode>,
+    /// Attempts started over.
+    pub retries: u32,
+}
+
+/// Events kept until JavaScript takes them; older ones are dropped past it.
+const EVENTS_KEPT: usize = 4096;
+
+static EVENTS_ON: AtomicBool = AtomicBool::new(false);
+static EVENTS: LazyLock<Mutex<VecDeque<RoundTripEvent>>> = LazyLock::new(Mutex::default);
+static EVENTS_DROPPED: AtomicU64 = AtomicU64::new(0);
+
+/// Turns recording of round-trip events on (someone subscribed) or off (nobody does:
+/// the queue is emptied).
+pub fn set_events(on: bool) {
+    EVENTS_ON.store(on, Relaxed);
+    if !on {
+        lock(&EVENTS).clear();
+    }
+}
+
+/// Whether round trips are recorded as events.
+pub fn events_on() -> bool {
+    EVENTS_ON.load(Relaxed)
+}
+
+/// Records `event` while events are on.
+pub fn record_event(event: RoundTripEvent) {
+    if !events_on() {
+        return;
+    }
+    let mut events = lock(&EVENTS);
+    if events.len() >= EVENTS_KEPT {
+        events.pop_front();
+        EVENTS_DROPPED.fetch_add(1, Relaxed);
+    }
+    events.push_back(event);
+}
+
+/// Takes the recorded events, oldest first.
+pub fn take_events() -> Vec<RoundTripEvent> {
+    if !events_on() {
+        return Vec::new();
+    }
+    lock(&EVENTS).drain(..).collect()
+}
+
+/// Events dropped because nobody took them in time.
+pub fn events_dropped() -> u64 {
+    EVENTS_DROPPED.load(Relaxed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn buckets_cover_every_latency_in_order_and_tops_bound_them() {
+        let mut last = 0;
+        for micros in (0..5_000u64).chain([1 << 20, (1 << 40) + 3, u64::MAX / 2, u64::MAX]) {
+            let index = bucket(micros);
+            assert!(index < BUCKETS, "{micros}");
+            assert!(index >= last || micros > 5_000, "monotonic at {micros}");
+            last = index;
+            assert!(bucket_top(index) >= micros, "{micros} above its bucket");
+            if index > 0 {
+                assert!(bucket_top(index - 1) < micros, "{micros} in a later bucket");
+            }
+            if micros >= 4 {
+                assert!(
+                    bucket_top(index) as f64 <= micros as f64 * 1.25 + 1.0,
+                    "{micros}: bucket too wide"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn percentiles_come_from_the_recorded_trips() {
+        let stats = Arc::new(Stats::default());
+        let recorder = Recorder::new(Some(stats.clone()));
+        for micros in 1..=100u64 {
+            recorder.round_trip(Duration::from_micros(micros * 100), 2, 1, 0);
+        }
+        recorder.round_trip(Duration::from_millis(50), 1, 0, 3);
+        let s = stats.snapshot();
+        assert_eq!(s.round_trips, 101);
+        assert_eq!(s.merged_calls, 201);
+        assert_eq!(s.blocks_fetched, 100);
+        assert_eq!(s.retries, 3);
+        assert_eq!(s.latency_max_us, 50_000);
+        assert!(
+            (5_000..=6_300).contains(&s.latency_p50_us),
+            "{}",
+            s.latency_p50_us
+        );
+        assert!(
+            (9_900..=12_300).contains(&s.latency_p99_us),
+            "{}",
+            s.latency_p99_us
+        );
+        assert_eq!(Stats::default().snapshot().latency_p99_us, 0);
+    }
+
+    #[test]
+    fn events_are_kept_only_while_on_and_bounded() {
+        let event = |counter: &str| RoundTripEvent {
+            collection: "counters".into(),
+            counter: counter.into(),
+            values: 1,
+            calls: 1,
+            duration: Duration::from_micros(7),
+            error: None,
+            retries: 0,
+        };
+        set_events(false);
+        record_event(event("off"));
+        assert!(take_events().is_empty(), "nothing while off");
+        set_events(true);
+        record_event(event("on"));
+        let dropped = events_dropped();
+        for _ in 0..EVENTS_KEPT {
+            record_event(event("filler"));
+        }
+        assert!(events_dropped() > dropped, "past the bound, the oldest go");
+        let taken = take_events();
+        // At least as many were recorded as are kept (other tests' round trips may add).
+        assert_eq!(taken.len(), EVENTS_KEPT, "the queue is full, never beyond");
+        assert!(
+            !taken.iter().any(|e| e.counter == "on"),
+            "the oldest went first"
+        );
+        record_event(event("kept"));
+        set_events(true);
+        let kept = take_events();
+        assert!(
+            kept.iter().any(|e| e.counter == "kept"),
+            "turning on again keeps what is queued"
+        );
+        record_event(event("again"));
+        set_events(false);
+        assert!(take_events().is_empty(), "nothing is taken while off");
+        set_events(true);
+        let after = take_events();
+        set_events(false);
+        assert!(
+            !after.iter().any(|e| e.counter == "again"),
+            "turning off emptied the queue"
+        );
+    }
+
+    #[test]
+    fn discards_and_give_backs_count_in_the_process() {
+        // Other tests add too: only increases of at least these amounts can be asserted.
+        let before = PROCESS.snapshot();
+        discarded_by_writes(7);
+        discarded_dropped(5);
+        gave_back(11, 13);
+        let after = PROCESS.snapshot();
+        assert!(after.discarded_by_writes >= before.discarded_by_writes + 7);
+        assert!(after.discarded_dropped >= before.discarded_dropped + 5);
+        assert!(after.given_back >= before.given_back + 11);
+        assert!(after.discarded_at_close >= before.discarded_at_close + 13);
+    }
+
+    #[test]
+    fn calls_values_and_errors_add_up() {
+        let stats = Arc::new(Stats::default());
+        let recorder = Recorder::new(Some(stats.clone()));
+        recorder.cache_hit(1);
+        recorder.call();
+        recorder.settled(Ok(5));
+        recorder.call();
+        recorder.settled(Err(ErrorCode::Contention));
+        let s = stats.snapshot();
+        assert_eq!((s.calls, s.values, s.cache_hits), (3, 6, 1));
+        assert_eq!(s.errors_of(ErrorCode::Contention), 1);
+        assert_eq!(s.errors, vec![("CONTENTION", 1)]);
+        assert_eq!(s.errors_of(ErrorCode::Connection), 0);
+        assert!(PROCESS.snapshot().calls >= 3, "the process counts too");
+    }
+}
