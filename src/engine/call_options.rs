@@ -89,6 +89,10 @@ impl CallOptions {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engine::counter::locator::FieldsLocator;
+    use crate::engine::error::ErrorCode;
+    use mongodb::bson::doc;
+    use proptest::prelude::*;
 
     #[test]
     fn defaults_are_the_documented_helper() {
@@ -108,6 +112,63 @@ mod tests {
             ..Default::default()
         };
         assert!(o.counter(&CounterName::text("x").unwrap()).is_err());
+        for collection in ["", "system.x", "a$b"] {
+            let o = CallOptions {
+                collection: collection.into(),
+                ..Default::default()
+            };
+            let e = o.counter(&CounterName::text("x").unwrap()).unwrap_err();
+            assert_eq!(e.code, ErrorCode::InvalidArgument, "{collection}");
+        }
         assert!(CounterName::text("").is_err());
+    }
+
+    #[test]
+    fn the_counter_and_the_policy_carry_the_options() {
+        let located = Locator::ByFields(FieldsLocator::new(doc! { "id": "x" }, "n").unwrap());
+        let o = CallOptions {
+            collection: "seqs".into(),
+            field: "n".into(),
+            upsert: true,
+            start: -5,
+            locator: located.clone(),
+            step: -3,
+            ..Default::default()
+        };
+        let name = CounterName::text("a").unwrap();
+        let c = o.counter(&name).unwrap();
+        assert_eq!(
+            (c.collection.as_str(), c.field.as_str(), c.step),
+            ("seqs", "n", -3)
+        );
+        assert_eq!((c.name, c.locator), (name, located));
+        assert_eq!(
+            o.policy(),
+            CreatePolicy {
+                upsert: true,
+                start: -5
+            }
+        );
+    }
+
+    proptest! {
+        /// A plain model: the counter takes the step unless it is 0 (refused), and the
+        /// policy is exactly `upsert` and `start`.
+        #[test]
+        fn step_and_policy_follow_the_model(
+            step in prop_oneof![Just(0i64), -3i64..4, any::<i64>()],
+            upsert in any::<bool>(),
+            start in any::<i64>(),
+        ) {
+            let o = CallOptions { step, upsert, start, ..Default::default() };
+            match o.counter(&CounterName::text("x").unwrap()) {
+                Ok(c) => prop_assert!(step != 0 && c.step == step),
+                Err(e) => {
+                    prop_assert_eq!(step, 0);
+                    prop_assert_eq!(e.code, ErrorCode::InvalidArgument);
+                }
+            }
+            prop_assert_eq!(o.policy(), CreatePolicy { upsert, start });
+        }
     }
 }

@@ -197,12 +197,28 @@ pub fn wtimeout_millis(ms: f64) -> SeqResult<u64> {
     ))
 }
 
-/// A number as a message shows it (`NaN`, `Infinity` and fractions included).
+/// A number as a message shows it: as JavaScript's `String(n)` does, since the caller
+/// wrote it in JavaScript (`NaN`, `Infinity`, `-0` as `0`, and exponent notation below
+/// 1e-6 and from 1e21 on, like `1e+21`).
 fn shown_number(n: f64) -> String {
-    if n.is_finite() && n.fract() == 0.0 && n.abs() < 1e21 {
-        format!("{}", n as i128)
-    } else {
+    if n.is_nan() {
+        "NaN".to_string()
+    } else if n == f64::INFINITY {
+        "Infinity".to_string()
+    } else if n == f64::NEG_INFINITY {
+        "-Infinity".to_string()
+    } else if n == 0.0 {
+        "0".to_string()
+    } else if (1e-6..1e21).contains(&n.abs()) {
+        // Shortest digits that read back as `n`, without an exponent: as JavaScript.
         format!("{n}")
+    } else {
+        let shown = format!("{n:e}");
+        if shown.contains("e-") {
+            shown
+        } else {
+            shown.replacen('e', "e+", 1)
+        }
     }
 }
 
@@ -226,7 +242,10 @@ pub fn label_of(located: &FieldsLocator) -> SeqResult<CounterName> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engine::error::ErrorCode;
+    use crate::engine::text::format::Pattern;
     use mongodb::bson::doc;
+    use proptest::prelude::*;
 
     #[test]
     fn insert_defaults() {
@@ -327,5 +346,212 @@ mod tests {
         assert_eq!(millis_up_to("t", 0.0, 10.0).unwrap(), 0);
         assert!(millis_up_to("t", 11.0, 10.0).is_err());
         assert!(millis_up_to("t", f64::NAN, 10.0).is_err());
+    }
+
+    #[test]
+    fn init_is_configured_by_any_one_of_step_limits_cycle() {
+        let config = |o: InitOptions| o.settle(7).unwrap().config;
+        let min_only = config(InitOptions {
+            min: Some(5),
+            ..Default::default()
+        });
+        assert_eq!(
+            min_only,
+            Some(SequenceConfig::new(1, Some(5), None, false).unwrap())
+        );
+        let max_only = config(InitOptions {
+            max: Some(5),
+            ..Default::default()
+        });
+        assert_eq!(max_only.map(|c| (c.min, c.max)), Some((1, 5)));
+        let cycle_only = config(InitOptions {
+            cycle: Some(false),
+            ..Default::default()
+        });
+        assert_eq!(cycle_only.map(|c| (c.step, c.cycle)), Some((1, false)));
+        let start_only = InitOptions {
+            start: Some(3),
+            ..Default::default()
+        };
+        assert_eq!(
+            start_only.settle(7).unwrap(),
+            InitSpec {
+                start: Some(3),
+                config: None
+            }
+        );
+    }
+
+    /// `init`'s rule as a plain model: configured exactly when any of step, limits or
+    /// cycle is given, with step 1 and PostgreSQL's limits by direction unless given.
+    fn init_model(o: &InitOptions, default_start: i64) -> Option<InitSpec> {
+        if o.step.is_none() && o.min.is_none() && o.max.is_none() && o.cycle.is_none() {
+            return Some(InitSpec {
+                start: Some(o.start.unwrap_or(default_start)),
+                config: None,
+            });
+        }
+        let step = o.step.unwrap_or(1);
+        let (low, high) = if step > 0 {
+            (1, i64::MAX)
+        } else {
+            (i64::MIN, -1)
+        };
+        let (min, max) = (o.min.unwrap_or(low), o.max.unwrap_or(high));
+        (step != 0 && min < max).then_some(InitSpec {
+            start: o.start,
+            config: Some(SequenceConfig {
+                step,
+                min,
+                max,
+                cycle: o.cycle.unwrap_or(false),
+            }),
+        })
+    }
+
+    /// A JavaScript number as the binding may pass it: small whole numbers, fractions,
+    /// `-0`, `NaN`, the infinities, and any `f64`.
+    fn js_number() -> impl Strategy<Value = f64> {
+        prop_oneof![
+            (-5i64..15).prop_map(|n| n as f64),
+            (-50i64..150).prop_map(|n| n as f64 / 10.0),
+            Just(-0.0),
+            Just(f64::NAN),
+            Just(f64::INFINITY),
+            Just(f64::NEG_INFINITY),
+            Just(MAX_TIMEOUT_MS),
+            Just(MAX_TIMEOUT_MS + 1.0),
+            any::<f64>(),
+        ]
+    }
+
+    proptest! {
+        #[test]
+        fn init_follows_the_model(
+            start in proptest::option::of(-10i64..10),
+            step in proptest::option::of(-3i64..4),
+            min in proptest::option::of(-6i64..6),
+            max in proptest::option::of(-6i64..6),
+            cycle in proptest::option::of(any::<bool>()),
+            default_start in -10i64..10,
+        ) {
+            let options = InitOptions { start, step, min, max, cycle };
+            let expected = init_model(&options, default_start);
+            match options.settle(default_start) {
+                Ok(spec) => prop_assert_eq!(Some(spec), expected),
+                Err(e) => {
+                    prop_assert_eq!(e.code, ErrorCode::InvalidArgument);
+                    prop_assert_eq!(expected, None);
+                }
+            }
+        }
+
+        #[test]
+        fn one_of_follows_the_model(
+            a in proptest::option::of(0u8..3),
+            b in proptest::option::of(0u8..3),
+        ) {
+            match one_of("name", a, "sequence", b) {
+                Ok(v) => {
+                    prop_assert!(a.is_none() || b.is_none() || a == b);
+                    prop_assert_eq!(v, a.or(b));
+                }
+                Err(e) => {
+                    prop_assert!(a.is_some() && b.is_some() && a != b);
+                    prop_assert_eq!(e.code, ErrorCode::InvalidArgument);
+                    prop_assert!(e.message.contains("'name' and 'sequence'"), "{}", e.message);
+                }
+            }
+        }
+
+        #[test]
+        fn milliseconds_follow_the_model(
+            ms in js_number(),
+            max in prop_oneof![Just(0.0), Just(10.0), Just(MAX_TIMEOUT_MS), Just(MAX_CLOSE_TIMEOUT_MS)],
+        ) {
+            let whole = ms == ms.trunc();
+            let expected = (whole && ms >= 0.0 && ms <= max).then_some(ms as u64);
+            match millis_up_to("timeoutMS", ms, max) {
+                Ok(v) => prop_assert_eq!(Some(v), expected),
+                Err(e) => {
+                    prop_assert_eq!(expected, None);
+                    prop_assert_eq!(e.code, ErrorCode::InvalidArgument);
+                    let tail = format!("from 0 to {max}; got {}", shown_number(ms));
+                    prop_assert!(e.message.starts_with("option 'timeoutMS' "), "{}", e.message);
+                    prop_assert!(e.message.ends_with(&tail), "{}", e.message);
+                }
+            }
+            let expected = (whole && ms >= 0.0 && ms.is_finite()).then_some(ms as u64);
+            match wtimeout_millis(ms) {
+                Ok(v) => prop_assert_eq!(Some(v), expected),
+                Err(e) => {
+                    prop_assert_eq!(expected, None);
+                    prop_assert_eq!(e.code, ErrorCode::InvalidArgument);
+                }
+            }
+        }
+
+        /// A shown number reads back as the same number (`-0` as `0`), and is in
+        /// exponent notation exactly where JavaScript uses it.
+        #[test]
+        fn shown_numbers_read_back(n in js_number()) {
+            let shown = shown_number(n);
+            let back: f64 = shown.parse().unwrap();
+            prop_assert!(back == n || (n.is_nan() && back.is_nan()), "{} {}", n, shown);
+            prop_assert_ne!(shown.as_str(), "-0");
+            let exponent = n.is_finite() && n != 0.0 && !(1e-6..1e21).contains(&n.abs());
+            prop_assert_eq!(shown.contains('e'), exponent, "{}", shown);
+        }
+    }
+
+    #[test]
+    fn numbers_are_shown_as_javascript_shows_them() {
+        // Each right-hand side is what Node's `String(n)` gives.
+        for (n, js) in [
+            (0.5, "0.5"),
+            (-0.0, "0"),
+            (-3.0, "-3"),
+            (f64::NAN, "NaN"),
+            (f64::INFINITY, "Infinity"),
+            (f64::NEG_INFINITY, "-Infinity"),
+            (1e21, "1e+21"),
+            (-1e21, "-1e+21"),
+            (2f64.powi(70), "1.1805916207174113e+21"),
+            (2f64.powi(60), "1152921504606847000"),
+            (123456789012345680000.0, "123456789012345680000"),
+            (2147483648.0, "2147483648"),
+            (1e-7, "1e-7"),
+            (1.5e-7, "1.5e-7"),
+            (1e-6, "0.000001"),
+            (-2.5e-8, "-2.5e-8"),
+            (0.1 + 0.2, "0.30000000000000004"),
+            (1e300, "1e+300"),
+            (5e-324, "5e-324"),
+        ] {
+            assert_eq!(shown_number(n), js, "{n:?}");
+        }
+        let e = millis_up_to("connectTimeoutMS", f64::INFINITY, MAX_TIMEOUT_MS).unwrap_err();
+        assert_eq!(
+            e.message,
+            "option 'connectTimeoutMS' must be a whole number of milliseconds from 0 to \
+             2147483647; got Infinity"
+        );
+    }
+
+    #[test]
+    fn ranges_refuse_format_and_located_counters_are_labelled() {
+        assert!(refuse_format(&CallOptions::default()).is_ok());
+        let formatted = CallOptions {
+            format: Some(Pattern::parse("INV-{seq}").unwrap()),
+            ..Default::default()
+        };
+        let e = refuse_format(&formatted).unwrap_err();
+        assert_eq!(e.code, ErrorCode::InvalidArgument);
+        assert!(e.message.contains("'format'"), "{}", e.message);
+        let located = FieldsLocator::new(doc! { "id": "x", "reference_value": 2 }, "seq").unwrap();
+        assert_eq!(
+            label_of(&located).unwrap(),
+            CounterName::text(r#"{"id":"x","reference_value":2}"#).unwrap()
+        );
     }
 }
