@@ -781,7 +781,11 @@ mod tests {
             run(cache.clone().reserve(1, move |t| c.clone().fetch(t, 0))).unwrap()
         };
         assert_eq!(take(&cache), IdRange::contiguous(1, 1));
-        assert_eq!(cache.blocks_per_fetch(), 1, "the first call found nothing to run out of");
+        assert_eq!(
+            cache.blocks_per_fetch(),
+            1,
+            "the first call found nothing to run out of"
+        );
         assert_eq!(counter.value(), 11, "its value and one block");
         // The second call finds 9 left of a fetch of 10: no fetch yet.
         let second = cache.try_take(1).expect("served from the block");
@@ -791,7 +795,36 @@ mod tests {
         assert_eq!(take(&cache).first, 12);
         assert_eq!(cache.blocks_per_fetch(), 1);
         assert_eq!(counter.value(), 22);
-        // (Calls that run a filled cache dry do raise it: the next test.)
+    }
+
+    #[test]
+    fn one_call_waiting_on_a_filled_cache_run_dry_raises_the_blocks_per_fetch() {
+        let cache = slot(10);
+        let counter = Arc::new(FakeCounter::default());
+        let c = counter.clone();
+        let fetch = move |t| c.clone().fetch(t, 0);
+        let failing = |_| async { Err(SeqError::internal("no round trip")) };
+        let waited = run(async {
+            assert_eq!(
+                cache.clone().reserve(1, fetch.clone()).await.unwrap().first,
+                1
+            );
+            // Take the block, every background fetch it asks for failing: the cache is
+            // then empty with no fetch under way.
+            for expected in 2..=11 {
+                let taken = cache.try_take(1).expect("cached");
+                assert_eq!(taken.range.first, expected);
+                if taken.prefetch {
+                    cache.clone().prefetch(by_total(failing)).await;
+                }
+            }
+            assert!(!cache.is_fetching());
+            assert_eq!(cache.blocks_per_fetch(), 1);
+            // One call, alone, waits for a fetch: it outpaced the round trips.
+            cache.clone().reserve(1, fetch).await.unwrap()
+        });
+        assert_eq!(waited.first, 12);
+        assert_eq!(cache.blocks_per_fetch(), 2);
     }
 
     #[test]
