@@ -31,9 +31,9 @@ export type SequenceNumber<O> = O extends { bigint: true }
 export type SequenceOf<O> = Omit<Sequence, 'next' | 'nextBatch' | 'nextRange' | 'current' | 'reset' | 'raiseTo' | 'syncToMax'> & {
   /** The next value (as `getNextSequenceValue`). */
   next(): Promise<SequenceValue<O>>
-  /** `count` contiguous values, ascending (as `getNextSequenceBatch`). */
+  /** The next `count` values in the order the counter hands them out, `step` apart (as `getNextSequenceBatch`). */
   nextBatch(count: number): Promise<Array<SequenceValue<O>>>
-  /** `count` contiguous values as `{ first, last, count }` (as `getNextSequenceRange`). */
+  /** The next `count` values as `{ first, last, count, step }`: `first` to `last`, `step` apart (as `getNextSequenceRange`). */
   nextRange(count: number): Promise<{ first: SequenceNumber<O>; last: SequenceNumber<O>; count: number; step: number }>
   /** The counter's value, without advancing it. */
   current(): Promise<SequenceNumber<O>>
@@ -165,7 +165,10 @@ export declare class Sequence {
    * `getNextSequenceBatch`): `step` apart, descending for a negative `step`.
    */
   nextBatch(count: number): Promise<Array<number | bigint | string>>
-  /** `count` contiguous values as `{ first, last, count }` (as `getNextSequenceRange`). */
+  /**
+   * The next `count` values as `{ first, last, count, step }`: `first` to `last`, `step`
+   * apart (as `getNextSequenceRange`).
+   */
   nextRange(count: number): Promise<{ first: number | bigint; last: number | bigint; count: number; step: number }>
   /**
    * The counter's value — the last value handed out — without advancing it.
@@ -351,9 +354,11 @@ export declare function formatSequence(value: number | bigint, pattern: string, 
 export declare function getNextSequenceBatch<O extends SequenceOptions = {}>(db: SequenceDbLike, name: string | Record<string, string | number | boolean | bigint>, count: number, options?: O): Promise<Array<SequenceValue<O>>>
 
 /**
- * Reserves `count` contiguous values (up to 2^31 - 1) in one round trip and resolves
- * with their bounds `{ first, last, count }`, without allocating an array. Same `db`,
- * options and errors as `getNextSequenceValue`.
+ * Reserves the next `count` values (up to 2^31 - 1) in one round trip and resolves with
+ * their bounds `{ first, last, count, step }`, without allocating an array: the values
+ * run from `first` to `last`, `step` apart (1 on a plain counter; the counter's `step`
+ * on a configured one, negative when descending). Same `db`, options and errors as
+ * `getNextSequenceValue`.
  */
 export declare function getNextSequenceRange<O extends SequenceOptions = {}>(db: SequenceDbLike, name: string | Record<string, string | number | boolean | bigint>, count: number, options?: O): Promise<{ first: SequenceNumber<O>; last: SequenceNumber<O>; count: number; step: number }>
 

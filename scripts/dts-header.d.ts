@@ -31,9 +31,9 @@ export type SequenceNumber<O> = O extends { bigint: true }
 export type SequenceOf<O> = Omit<Sequence, 'next' | 'nextBatch' | 'nextRange' | 'current' | 'reset' | 'raiseTo' | 'syncToMax'> & {
   /** The next value (as `getNextSequenceValue`). */
   next(): Promise<SequenceValue<O>>
-  /** `count` contiguous values, ascending (as `getNextSequenceBatch`). */
+  /** The next `count` values in the order the counter hands them out, `step` apart (as `getNextSequenceBatch`). */
   nextBatch(count: number): Promise<Array<SequenceValue<O>>>
-  /** `count` contiguous values as `{ first, last, count }` (as `getNextSequenceRange`). */
+  /** The next `count` values as `{ first, last, count, step }`: `first` to `last`, `step` apart (as `getNextSequenceRange`). */
   nextRange(count: number): Promise<{ first: SequenceNumber<O>; last: SequenceNumber<O>; count: number; step: number }>
   /** The counter's value, without advancing it. */
   current(): Promise<SequenceNumber<O>>

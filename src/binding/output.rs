@@ -29,7 +29,7 @@ pub enum Output {
     Nothing,
     /// Counters as `[{ name, value, step?, minValue?, maxValue?, cycle? }]`.
     Listing(Vec<Listed>),
-    /// A block as `{ first, last, count }`.
+    /// A block as `{ first, last, count, step }`.
     Range {
         /// First value.
         first: Value,

@@ -61,9 +61,11 @@ pub fn get_next_sequence_batch<'env>(
     })
 }
 
-/// Reserves `count` contiguous values (up to 2^31 - 1) in one round trip and resolves
-/// with their bounds `{ first, last, count }`, without allocating an array. Same `db`,
-/// options and errors as `getNextSequenceValue`.
+/// Reserves the next `count` values (up to 2^31 - 1) in one round trip and resolves with
+/// their bounds `{ first, last, count, step }`, without allocating an array: the values
+/// run from `first` to `last`, `step` apart (1 on a plain counter; the counter's `step`
+/// on a configured one, negative when descending). Same `db`, options and errors as
+/// `getNextSequenceValue`.
 #[napi(
     ts_generic_types = "O extends SequenceOptions = {}",
     ts_args_type = "db: SequenceDbLike, name: string | Record<string, string | number | boolean | bigint>, count: number, options?: O",

@@ -117,7 +117,8 @@ impl Sequence {
         })
     }
 
-    /// `count` contiguous values as `{ first, last, count }` (as `getNextSequenceRange`).
+    /// The next `count` values as `{ first, last, count, step }`: `first` to `last`, `step`
+    /// apart (as `getNextSequenceRange`).
     #[napi(
         ts_args_type = "count: number",
         ts_return_type = "Promise<{ first: number | bigint; last: number | bigint; count: number; step: number }>"

@@ -148,6 +148,7 @@ impl CacheSlot {
         let thrown = contents.available();
         contents.blocks.clear();
         contents.blocks_per_fetch = 1;
+        contents.last_fetch = None;
         thrown
     }
 
@@ -248,7 +249,9 @@ impl CacheSlot {
                 .count();
             let result = caught("cache block fetch", fetch(demands)).await;
             let mut contents = self.lock();
-            contents.last_fetch = Some(Instant::now());
+            // A cache never filled (a first call, or the first after a management write)
+            // had nothing to run out of: its waiting calls say nothing about demand.
+            let primed = contents.last_fetch.replace(Instant::now()).is_some();
             let done = match result {
                 Ok(mut grants) => {
                     let fill = (grants.len() > served).then(|| grants.pop()).flatten();
@@ -266,7 +269,7 @@ impl CacheSlot {
                         }
                         _ => {}
                     }
-                    let ran_dry = served > 0 || !contents.waiters.is_empty();
+                    let ran_dry = primed && (served > 0 || !contents.waiters.is_empty());
                     let done = contents.serve_waiters();
                     if done && ran_dry {
                         contents.blocks_per_fetch =
@@ -767,6 +770,61 @@ mod tests {
                     .unwrap();
             }
         });
+    }
+
+    #[test]
+    fn the_first_fill_of_an_empty_cache_does_not_raise_the_blocks_per_fetch() {
+        let cache = slot(10);
+        let counter = Arc::new(FakeCounter::default());
+        let take = |cache: &Arc<CacheSlot>| {
+            let c = counter.clone();
+            run(cache.clone().reserve(1, move |t| c.clone().fetch(t, 0))).unwrap()
+        };
+        assert_eq!(take(&cache), IdRange::contiguous(1, 1));
+        assert_eq!(
+            cache.blocks_per_fetch(),
+            1,
+            "the first call found nothing to run out of"
+        );
+        assert_eq!(counter.value(), 11, "its value and one block");
+        // The second call finds 9 left of a fetch of 10: no fetch yet.
+        let second = cache.try_take(1).expect("served from the block");
+        assert_eq!((second.range.first, second.prefetch), (2, false));
+        // After a management write the cache is empty again: its first fill is a first one.
+        cache.discard();
+        assert_eq!(take(&cache).first, 12);
+        assert_eq!(cache.blocks_per_fetch(), 1);
+        assert_eq!(counter.value(), 22);
+    }
+
+    #[test]
+    fn one_call_waiting_on_a_filled_cache_run_dry_raises_the_blocks_per_fetch() {
+        let cache = slot(10);
+        let counter = Arc::new(FakeCounter::default());
+        let c = counter.clone();
+        let fetch = move |t| c.clone().fetch(t, 0);
+        let failing = |_| async { Err(SeqError::internal("no round trip")) };
+        let waited = run(async {
+            assert_eq!(
+                cache.clone().reserve(1, fetch.clone()).await.unwrap().first,
+                1
+            );
+            // Take the block, every background fetch it asks for failing: the cache is
+            // then empty with no fetch under way.
+            for expected in 2..=11 {
+                let taken = cache.try_take(1).expect("cached");
+                assert_eq!(taken.range.first, expected);
+                if taken.prefetch {
+                    cache.clone().prefetch(by_total(failing)).await;
+                }
+            }
+            assert!(!cache.is_fetching());
+            assert_eq!(cache.blocks_per_fetch(), 1);
+            // One call, alone, waits for a fetch: it outpaced the round trips.
+            cache.clone().reserve(1, fetch).await.unwrap()
+        });
+        assert_eq!(waited.first, 12);
+        assert_eq!(cache.blocks_per_fetch(), 2);
     }
 
     #[test]
