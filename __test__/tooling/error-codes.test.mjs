@@ -40,6 +40,24 @@ function engineList() {
   return [...body[1].matchAll(/^\s*[A-Z][A-Za-z0-9]* => ([A-Z][A-Z0-9_]*),$/gm)].map((m) => m[1]);
 }
 
+test('ErrorCode is frozen in every environment that loads the addon (worker threads)', async () => {
+  // The export is napi's string enum object, frozen by the addon's module_exports hook,
+  // which runs for each environment the addon is registered in.
+  const { Worker } = await import('node:worker_threads');
+  const source = `const { parentPort } = require('node:worker_threads');
+    const { ErrorCode } = require(${JSON.stringify(join(ROOT, 'index.js'))});
+    parentPort.postMessage({ frozen: Object.isFrozen(ErrorCode), codes: Object.keys(ErrorCode) });`;
+  const seen = await Promise.all([0, 1].map(() => new Promise((resolve, reject) => {
+    const worker = new Worker(source, { eval: true });
+    worker.once('message', resolve);
+    worker.once('error', reject);
+  })));
+  for (const { frozen, codes: inWorker } of seen) {
+    assert.equal(frozen, true);
+    assert.deepEqual(inWorker, codes);
+  }
+});
+
 test('the typings list exactly the codes of the table, in its order', () => {
   const typings = read('index.d.ts');
   assert.deepEqual(unionOf(typings), codes);
