@@ -58,6 +58,9 @@ with_error_codes!(define_error_code_export);
 /// Runs once every export is registered: freezes the `ErrorCode` export (napi makes a
 /// string enum's object with writable properties), so that no code can be changed, added
 /// or removed at run time: `error.code === ErrorCode.SEQUENCE_NOT_FOUND` stays true.
+/// napi runs it for every environment that loads the addon (worker threads too). An addon
+/// has one such function (napi keeps the last one registered): other work at load time
+/// belongs here.
 #[napi(module_exports)]
 pub fn freeze_exports(exports: Object, env: Env) -> napi::Result<()> {
     let table: Unknown = exports.get_named_property("ErrorCode")?;
