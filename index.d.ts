@@ -108,28 +108,16 @@ export type InsertManyResult<O, D> = {
   insertedIds: Record<number, InsertedId<O, D>>
 }
 
-/**
- * The `code` of every `Error` this package raises (the mongoose plugin's included). The
- * `ErrorCode` export holds each of them under its own name.
- */
-export type ErrorCode =
-  | 'SEQUENCE_NOT_FOUND'
-  | 'INVALID_ARGUMENT'
-  | 'INVALID_COUNTER'
-  | 'SEQUENCE_OVERFLOW'
-  | 'CONNECTION'
-  | 'SERVER'
-  | 'CLIENT_CLOSED'
-  | 'UNSUPPORTED_CLIENT'
-  | 'CONTENTION'
-  | 'TRANSACTIONS_UNSUPPORTED'
-  | 'SEQUENCE_EXHAUSTED'
-  | 'INTERNAL'
-  | 'INDEX_CONFLICT'
-  | 'GAPLESS_UNSUPPORTED_OPERATION'
-
 /** The type of the `ErrorCode` export: a frozen object mapping each code to itself. */
 export type ErrorCodeTable = { readonly [C in ErrorCode]: C }
+
+/**
+ * Every error code this package gives the `code` of its errors, as a frozen object
+ * mapping each code to itself: compare `error.code === ErrorCode.SEQUENCE_NOT_FOUND`.
+ * The mongoose plugin's errors use the same codes. (The `ErrorCode` union type itself
+ * is generated from the Rust enum, below.)
+ */
+export declare const ErrorCode: ErrorCodeTable
 
 /**
  * Which binding artifact the generated loader actually loaded: `'native'` for
@@ -328,11 +316,10 @@ export interface DiscardedValues {
 }
 
 /**
- * Every error code this package gives the `code` of its errors, as a frozen object
- * mapping each code to itself: compare `error.code === ErrorCode.SEQUENCE_NOT_FOUND`.
- * The mongoose plugin's errors use the same codes.
+ * The `code` of every `Error` this package raises (the mongoose plugin's included).
+ * The `ErrorCode` export holds each of them under its own name.
  */
-export declare const ErrorCode: ErrorCodeTable
+export type ErrorCode = 'SEQUENCE_NOT_FOUND' | 'INVALID_ARGUMENT' | 'INVALID_COUNTER' | 'SEQUENCE_OVERFLOW' | 'CONNECTION' | 'SERVER' | 'CLIENT_CLOSED' | 'UNSUPPORTED_CLIENT' | 'CONTENTION' | 'TRANSACTIONS_UNSUPPORTED' | 'SEQUENCE_EXHAUSTED' | 'INTERNAL' | 'INDEX_CONFLICT' | 'GAPLESS_UNSUPPORTED_OPERATION'
 
 /**
  * Formats a sequence value as a business number. Tokens: `{seq}` the value, `{seq:N}`

@@ -5,80 +5,73 @@
 
 use std::fmt;
 
-/// Stable, machine-readable error codes (the `code` property seen from JavaScript).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum ErrorCode {
-    /// The counter document does not exist and `upsert` is off.
-    SequenceNotFound,
-    /// An argument or option is of the wrong type or out of range; nothing was sent.
-    InvalidArgument,
-    /// The stored counter is not an integer (string, null, object, fractional double…).
-    InvalidCounter,
-    /// The value does not fit: beyond 2^53-1 as a number, or beyond the 64-bit range.
-    SequenceOverflow,
-    /// The server could not be reached (selection timeout, network, DNS, authentication).
-    Connection,
-    /// The server answered with an error; its numeric code is kept.
-    Server,
-    /// The client this call used has been closed.
-    ClientClosed,
-    /// A Node driver client with an option the derived connection cannot carry (named in the message).
-    UnsupportedClient,
-    /// The counter kept changing under a bounded number of attempts.
-    Contention,
-    /// Gapless mode was asked of a server without transactions (a standalone).
-    TransactionsUnsupported,
-    /// A configured counter reached its limit and does not cycle.
-    SequenceExhausted,
-    /// A bug in this package (a panic caught at the boundary); the call did nothing more.
-    Internal,
-    /// Another unique index of the counters collection refuses the counter document
-    /// (e.g. mongoose-sequence's `id_1_reference_value_1` next to helper-style counters).
-    IndexConflict,
-    /// (mongoose plugin, `gapless: true`) an operation that cannot join the numbering
-    /// transaction: `doc.save()` of a new document, a `bulkWrite` insert, an upsert.
-    GaplessUnsupportedOperation,
-}
-
-impl ErrorCode {
-    /// Every code.
-    pub const ALL: [ErrorCode; 14] = [
-        ErrorCode::SequenceNotFound,
-        ErrorCode::InvalidArgument,
-        ErrorCode::InvalidCounter,
-        ErrorCode::SequenceOverflow,
-        ErrorCode::Connection,
-        ErrorCode::Server,
-        ErrorCode::ClientClosed,
-        ErrorCode::UnsupportedClient,
-        ErrorCode::Contention,
-        ErrorCode::TransactionsUnsupported,
-        ErrorCode::SequenceExhausted,
-        ErrorCode::Internal,
-        ErrorCode::IndexConflict,
-        ErrorCode::GaplessUnsupportedOperation,
-    ];
-
-    /// The string exposed to JavaScript.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ErrorCode::SequenceNotFound => "SEQUENCE_NOT_FOUND",
-            ErrorCode::InvalidArgument => "INVALID_ARGUMENT",
-            ErrorCode::InvalidCounter => "INVALID_COUNTER",
-            ErrorCode::SequenceOverflow => "SEQUENCE_OVERFLOW",
-            ErrorCode::Connection => "CONNECTION",
-            ErrorCode::Server => "SERVER",
-            ErrorCode::ClientClosed => "CLIENT_CLOSED",
-            ErrorCode::UnsupportedClient => "UNSUPPORTED_CLIENT",
-            ErrorCode::Contention => "CONTENTION",
-            ErrorCode::TransactionsUnsupported => "TRANSACTIONS_UNSUPPORTED",
-            ErrorCode::SequenceExhausted => "SEQUENCE_EXHAUSTED",
-            ErrorCode::Internal => "INTERNAL",
-            ErrorCode::IndexConflict => "INDEX_CONFLICT",
-            ErrorCode::GaplessUnsupportedOperation => "GAPLESS_UNSUPPORTED_OPERATION",
+/// Hands every error code, in order, to the macro named `$then`: each code's doc comment,
+/// its Rust variant and its JavaScript string (written as an identifier, exactly as
+/// JavaScript sees it). This list is the one definition of the codes: [`ErrorCode`] below
+/// and the binding's `ErrorCode` export and typings (the string union of `index.d.ts`)
+/// are all expanded from it, so a code added here reaches each of them with no second edit.
+macro_rules! with_error_codes {
+    ($then:ident) => {
+        $then! {
+            /// The counter document does not exist and `upsert` is off.
+            SequenceNotFound => SEQUENCE_NOT_FOUND,
+            /// An argument or option is of the wrong type or out of range; nothing was sent.
+            InvalidArgument => INVALID_ARGUMENT,
+            /// The stored counter is not an integer (string, null, object, fractional double…).
+            InvalidCounter => INVALID_COUNTER,
+            /// The value does not fit: beyond 2^53-1 as a number, or beyond the 64-bit range.
+            SequenceOverflow => SEQUENCE_OVERFLOW,
+            /// The server could not be reached (selection timeout, network, DNS, authentication).
+            Connection => CONNECTION,
+            /// The server answered with an error; its numeric code is kept.
+            Server => SERVER,
+            /// The client this call used has been closed.
+            ClientClosed => CLIENT_CLOSED,
+            /// A Node driver client with an option the derived connection cannot carry (named in the message).
+            UnsupportedClient => UNSUPPORTED_CLIENT,
+            /// The counter kept changing under a bounded number of attempts.
+            Contention => CONTENTION,
+            /// Gapless mode was asked of a server without transactions (a standalone).
+            TransactionsUnsupported => TRANSACTIONS_UNSUPPORTED,
+            /// A configured counter reached its limit and does not cycle.
+            SequenceExhausted => SEQUENCE_EXHAUSTED,
+            /// A bug in this package (a panic caught at the boundary); the call did nothing more.
+            Internal => INTERNAL,
+            /// Another unique index of the counters collection refuses the counter document
+            /// (e.g. mongoose-sequence's `id_1_reference_value_1` next to helper-style counters).
+            IndexConflict => INDEX_CONFLICT,
+            /// (mongoose plugin, `gapless: true`) an operation that cannot join the numbering
+            /// transaction: `doc.save()` of a new document, a `bulkWrite` insert, an upsert.
+            GaplessUnsupportedOperation => GAPLESS_UNSUPPORTED_OPERATION,
         }
-    }
+    };
 }
+pub(crate) use with_error_codes;
+
+/// Defines [`ErrorCode`], [`ErrorCode::ALL`] and [`ErrorCode::as_str`] from the list of
+/// [`with_error_codes!`].
+macro_rules! define_error_code {
+    ($( $(#[doc = $doc:tt])* $variant:ident => $js:ident, )*) => {
+        /// Stable, machine-readable error codes (the `code` property seen from JavaScript).
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        pub enum ErrorCode {
+            $( $(#[doc = $doc])* $variant, )*
+        }
+
+        impl ErrorCode {
+            /// Every code, in the order of the list.
+            pub const ALL: [ErrorCode; [$(stringify!($js)),*].len()] = [$(ErrorCode::$variant),*];
+
+            /// The string exposed to JavaScript.
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $(ErrorCode::$variant => stringify!($js),)*
+                }
+            }
+        }
+    };
+}
+with_error_codes!(define_error_code);
 
 /// A failure with a stable code, a message safe to show (no passwords), and for server
 /// errors the server's own numeric code and code name.
@@ -224,6 +217,20 @@ mod tests {
         let e = SeqError::server(2, Some(String::new()), "bad");
         assert_eq!(e.server_code_name, None);
         assert!(e.message.contains("error 2: bad"));
+    }
+
+    #[test]
+    fn each_code_is_its_variant_in_screaming_snake_case() {
+        for code in ErrorCode::ALL {
+            let mut expected = String::new();
+            for (i, c) in format!("{code:?}").chars().enumerate() {
+                if c.is_ascii_uppercase() && i > 0 {
+                    expected.push('_');
+                }
+                expected.push(c.to_ascii_uppercase());
+            }
+            assert_eq!(code.as_str(), expected);
+        }
     }
 
     #[test]
