@@ -758,7 +758,8 @@ mod tests {
             let timed_out = handle.guard(Box::pin(std::future::pending())).await;
             let took = started.elapsed();
             assert_eq!(timed_out.unwrap_err().code, ErrorCode::Connection);
-            assert!(took >= Duration::from_millis(300) && took < Duration::from_millis(600));
+            // Its own 300 ms, not the driver's 30 s (loose above: a loaded machine is slow).
+            assert!(took >= Duration::from_millis(300) && took < Duration::from_secs(3));
 
             let pending = handle.guard(Box::pin(std::future::pending()));
             let closer = async {
@@ -768,7 +769,9 @@ mod tests {
             let started = Instant::now();
             let (outcome, _) = tokio::join!(pending, closer);
             assert_eq!(outcome.unwrap_err().code, ErrorCode::ClientClosed);
-            assert!(started.elapsed() < Duration::from_millis(250));
+            // The code already tells the close from the 300 ms timeout; the bound only
+            // catches a call left hanging.
+            assert!(started.elapsed() < Duration::from_secs(3));
             assert_eq!(handle.busy(), 0);
         });
     }
