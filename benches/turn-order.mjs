@@ -36,5 +36,5 @@ for (let r = 0; r < rounds; r++) {
 }
 const med = (xs) => { const s = [...xs].sort((a, b) => a - b); return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2; };
 const upper = (xs) => quantile(Float64Array.from(xs).sort(), 0.5);
-console.log(`order=${process.env.ORDER || 'balanced'} ${kind} 4th=${fourth} rounds=${rounds}: 4th/function upper-median(as turns.mjs) ${upper(all).toFixed(3)} true median ${med(all).toFixed(3)} | even rounds (old order: 4th last) median ${med(even).toFixed(3)} | odd rounds (old order: 4th first) median ${med(odd).toFixed(3)}`);
+console.log(`order=${process.env.ORDER || 'balanced'} ${kind} 4th=${fourth} rounds=${rounds}: 4th/function upper median (as turns.mjs took it before) ${upper(all).toFixed(3)} true median ${med(all).toFixed(3)} | even rounds (old order: 4th last) median ${med(even).toFixed(3)} | odd rounds (old order: 4th first) median ${med(odd).toFixed(3)}`);
 await client.close(); await seq.closeSharedClients(); await server.stop();
