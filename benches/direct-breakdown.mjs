@@ -3,7 +3,8 @@
 // so each awaited call splits into out (JS call -> request at the relay), server (request
 // -> reply at the relay) and in (reply -> promise settled). Both sides use the same
 // counter document; a third side (the default on a second document) is the control: the
-// same code path, so its differences from the default are the noise of the run. Sides
+// same code path, so its differences from the default are the noise of the run; a fourth
+// passes `{ coalesce: true }`, which reads an options object as `coalesce: false` does. Sides
 // take turns (turns.mjs's `roundOrder`); for each part, the median over rounds of the
 // per-round difference of p50s (side minus default) is reported, in microseconds.
 //   node benches/direct-breakdown.mjs [--server mongoeco|secantus] [--calls N] [--rounds R]
@@ -75,6 +76,7 @@ for (const kind of kinds) {
       default: () => seq.getNextSequenceValue(db, 'a'),
       'coalesce: false': () => seq.getNextSequenceValue(db, 'a', { coalesce: false }),
       'control: default, other document': () => seq.getNextSequenceValue(db, 'b'),
+      'default, with an options object': () => seq.getNextSequenceValue(db, 'a', { coalesce: true }),
     };
     const names = Object.keys(sides);
     for (const name of names) for (let i = 0; i < 20; i++) await sides[name]();
