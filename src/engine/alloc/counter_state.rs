@@ -1104,6 +1104,34 @@ mod tests {
         });
     }
 
+    /// A failed direct round trip, now run as background work, fails exactly its call with
+    /// the server's error (not a lost answer), takes no values, and the next call works.
+    #[test]
+    fn a_failed_direct_round_trip_fails_its_call_with_the_error() {
+        let store = Arc::new(MemoryStore::default());
+        let c = counter("direct-fails");
+        run(async {
+            let state = Arc::new(CounterState::default());
+            store.fail_next.store(1, Ordering::SeqCst);
+            let failed = state
+                .submit(&store, &c, &lane(), Mode::Direct, None, 2)
+                .finish()
+                .await
+                .unwrap_err();
+            assert_ne!(
+                failed.code,
+                crate::engine::error::ErrorCode::Internal,
+                "{failed:?}"
+            );
+            let next = state
+                .submit(&store, &c, &lane(), Mode::Direct, None, 2)
+                .finish()
+                .await
+                .unwrap();
+            assert_eq!((next.first, next.last), (1, 2));
+        });
+    }
+
     #[test]
     fn a_client_closing_drains_every_state_with_its_key() {
         let states = CounterStates::<usize>::default();
