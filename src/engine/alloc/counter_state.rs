@@ -367,9 +367,16 @@ impl CounterState {
                     lane.policy,
                     recorder.clone(),
                 );
-                let (waiter, answer) = Waiter::new(count);
+                let (mut waiter, answer) = Waiter::new(count);
                 let round_trip = async move {
-                    let served = caught("round trip", fetch(vec![Demand::Exact(count)])).await;
+                    let served = tokio::select! {
+                        biased;
+                        // The caller gave up (its deadline passed, its client closed):
+                        // the round trip stops with it, as it did when it ran inside the
+                        // call (values already taken are left unused, a gap).
+                        () = waiter.reply.closed() => return,
+                        served = caught("round trip", fetch(vec![Demand::Exact(count)])) => served,
+                    };
                     waiter.answer(served.and_then(|mut grants| {
                         grants.pop().unwrap_or_else(|| {
                             Err(SeqError::internal("a round trip answered no demand"))
@@ -1129,6 +1136,26 @@ mod tests {
                 .await
                 .unwrap();
             assert_eq!((next.first, next.last), (1, 2));
+        });
+    }
+
+    /// A direct call whose caller has given up (its outcome dropped: the deadline
+    /// passed, the client closed) does not start or finish its round trip, as when the
+    /// round trip ran inside the call.
+    #[test]
+    fn a_direct_round_trip_stops_when_its_caller_gives_up() {
+        let store = Arc::new(MemoryStore::default());
+        let c = counter("direct-given-up");
+        run(async {
+            let state = Arc::new(CounterState::default());
+            let Submitted {
+                outcome,
+                background,
+            } = state.submit(&store, &c, &lane(), Mode::Direct, None, 5);
+            drop(outcome);
+            background.expect("a direct call's round trip").await;
+            assert_eq!(store.round_trips.load(Ordering::SeqCst), 0);
+            assert_eq!(store_value(&store, &c), 0);
         });
     }
 
