@@ -5,7 +5,7 @@
 // form: the upper median (as turns.mjs took it before) and the true median, and the
 // medians of even and odd rounds (with ORDER=old: the rounds where the fourth side ran
 // last, and first).
-//   [ORDER=old] node benches/turn-order.mjs mongoeco|secantus function|direct [rounds]
+//   [ORDER=old] [SWAP=1] node benches/turn-order.mjs mongoeco|secantus function|direct [rounds]
 import { createRequire } from 'node:module';
 import { MongoClient } from 'mongodb';
 import { startServer } from '../scripts/lib/test-server.mjs';
@@ -19,11 +19,14 @@ const client = await new MongoClient(server.uri).connect();
 const db = client.db(`pos_${process.pid}`);
 await db.collection('counters').insertMany(['helper', 'function', 'handle', 'direct', 'save_helper'].map((_id) => ({ _id, sequence_value: 0 })));
 const handle = seq.sequence(db, 'handle');
+// SWAP=1: the function form on the document of the fourth side and the other way round.
+const swap = process.env.SWAP === '1';
+const other = swap ? 'function' : 'direct';
 const sides = {
   helper: () => helperGetNextSequenceValue(db, 'helper'),
-  function: () => seq.getNextSequenceValue(db, 'function'),
+  function: () => seq.getNextSequenceValue(db, swap ? 'direct' : 'function'),
   handle: () => handle.next(),
-  fourth: fourth === 'direct' ? () => seq.getNextSequenceValue(db, 'direct', { coalesce: false }) : () => seq.getNextSequenceValue(db, 'direct'),
+  fourth: fourth === 'direct' ? () => seq.getNextSequenceValue(db, other, { coalesce: false }) : () => seq.getNextSequenceValue(db, other),
 };
 const names = Object.keys(sides);
 for (const n of names) for (let i = 0; i < 20; i++) await sides[n]();
@@ -36,5 +39,5 @@ for (let r = 0; r < rounds; r++) {
 }
 const med = (xs) => { const s = [...xs].sort((a, b) => a - b); return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2; };
 const upper = (xs) => quantile(Float64Array.from(xs).sort(), 0.5);
-console.log(`order=${process.env.ORDER || 'balanced'} ${kind} 4th=${fourth} rounds=${rounds}: 4th/function upper median (as turns.mjs took it before) ${upper(all).toFixed(3)} true median ${med(all).toFixed(3)} | even rounds (old order: 4th last) median ${med(even).toFixed(3)} | odd rounds (old order: 4th first) median ${med(odd).toFixed(3)}`);
+console.log(`order=${process.env.ORDER || 'balanced'}${swap ? ' swapped documents' : ''} ${kind} 4th=${fourth} rounds=${rounds}: 4th/function upper median (as turns.mjs took it before) ${upper(all).toFixed(3)} true median ${med(all).toFixed(3)} | even rounds (old order: 4th last) median ${med(even).toFixed(3)} | odd rounds (old order: 4th first) median ${med(odd).toFixed(3)}`);
 await client.close(); await seq.closeSharedClients(); await server.stop();
