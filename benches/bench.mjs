@@ -2,7 +2,7 @@
 // server, same run. Prints a table, writes bench-results/bench.json and
 // bench-results/throughput.svg. Not a test.
 //   --calls N       sequential calls per side per round (default 200)
-//   --rounds R      alternating sequential rounds (default 6)
+//   --rounds R      sequential rounds, sides taking turns (default 8)
 //   --seconds S     duration of each concurrency measurement (default 2)
 //   --check         verify every value handed out was unique, and contiguous where the
 //                   mode promises it (all but cached mode)
@@ -24,7 +24,7 @@ const arg = (name, fallback) => {
   return i > 0 ? Number(process.argv[i + 1]) : fallback;
 };
 const CALLS = arg('calls', 200);
-const ROUNDS = arg('rounds', 6);
+const ROUNDS = arg('rounds', 8);
 const SECONDS = arg('seconds', 2);
 const CHECK = process.argv.includes('--check');
 const LEVELS = [1, 8, 64, 256];

@@ -35,7 +35,7 @@ function contiguous(label, values) {
  * second; `ratio` as `takeTurns` gives it), and lines saying that every side's numbers
  * were 1..n, each once.
  */
-export async function latencyRows({ uri, dbName, calls = 200, rounds = 6, progress = () => {} }) {
+export async function latencyRows({ uri, dbName, calls = 200, rounds = 8, progress = () => {} }) {
   const client = new MongoClient(uri);
   await client.connect();
   const db = client.db(dbName);
@@ -132,7 +132,7 @@ if (import.meta.url === pathToFileURL(process.argv[1]).href) {
         uri: server.uri,
         dbName: `mseq_latency_${process.pid}`,
         calls: Number(arg('calls', 200)),
-        rounds: Number(arg('rounds', 6)),
+        rounds: Number(arg('rounds', 8)),
         progress,
       });
       console.log(`\n${latencyReport(kind, rows)}\n\n${rows.checks.join('\n')}\n`);

@@ -1,6 +1,9 @@
 // Sides taking turns: the test servers slow down as a run goes on, so a benchmark that
 // runs one side after the other favours whoever goes first. Each round runs every side
-// once, in an order that alternates (A B C, C B A, A B C, ...); each side keeps its best
+// once; over 2 × (number of sides) rounds every side runs twice in every position (see
+// `roundOrder`), since a side's place in the round moves its p50 by
+// more than the differences measured here (on a loaded machine, the last side of a round
+// came out 30–40 % slower than when the same code ran first). Each side keeps its best
 // round (lowest p50), and ratios are also taken round by round (paired).
 import { performance } from 'node:perf_hooks';
 
@@ -8,6 +11,30 @@ import { performance } from 'node:perf_hooks';
 export function quantile(sorted, q) {
   if (sorted.length === 0) return NaN;
   return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))];
+}
+
+/**
+ * The median of `values`: the middle one, or the mean of the two middle ones when their
+ * number is even (`quantile(…, 0.5)` takes the upper of the two, which leans towards one
+ * kind of round when the rounds alternate).
+ */
+export function median(values) {
+  const sorted = Float64Array.from(values).sort();
+  const n = sorted.length;
+  if (n === 0) return NaN;
+  return n % 2 === 1 ? sorted[(n - 1) / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
+}
+
+/**
+ * The order of `names` in round `round`: rotated by the round's number, and reversed in
+ * every other block of `names.length` rounds. Over `2 * names.length` rounds each side runs
+ * in every position twice, and as often right after a given neighbour as right before it.
+ */
+export function roundOrder(names, round) {
+  const n = names.length;
+  const shift = round % n;
+  const rotated = [...names.slice(shift), ...names.slice(0, shift)];
+  return Math.floor(round / n) % 2 === 0 ? rotated : rotated.reverse();
 }
 
 /**
@@ -28,7 +55,8 @@ export async function sequentialRound(call, calls) {
 }
 
 /**
- * Runs `sides` (`{ name: () => Promise }`) for `rounds` alternating rounds of `calls`
+ * Runs `sides` (`{ name: () => Promise }`) for `rounds` rounds (in the orders of
+ * `roundOrder`; a multiple of twice the number of sides balances the positions) of `calls`
  * sequential calls each, after `warmup` untimed calls per side. Resolves with each
  * side's best round, `{ name: { p10, p50, p90, perSecond, ratio } }`, where `ratio` maps
  * each other side to the median over rounds of (its p50 / this side's p50 in the same
@@ -41,7 +69,7 @@ export async function takeTurns(sides, { calls = 200, rounds = 6, warmup = 20, p
   const best = {};
   const all = [];
   for (let round = 0; round < rounds; round++) {
-    const order = round % 2 === 0 ? names : [...names].reverse();
+    const order = roundOrder(names, round);
     const got = {};
     for (const name of order) {
       got[name] = await sequentialRound(sides[name], calls);
@@ -53,8 +81,7 @@ export async function takeTurns(sides, { calls = 200, rounds = 6, warmup = 20, p
   for (const name of names) {
     best[name].ratio = {};
     for (const other of names) {
-      const ratios = Float64Array.from(all.map((got) => got[other].p50 / got[name].p50)).sort();
-      best[name].ratio[other] = quantile(ratios, 0.5);
+      best[name].ratio[other] = median(all.map((got) => got[other].p50 / got[name].p50));
     }
   }
   return best;

@@ -17,10 +17,11 @@ use crate::engine::alloc::block_cache::CacheSlot;
 use crate::engine::alloc::coalesce::{Coalescer, Grants};
 use crate::engine::alloc::demand::Demand;
 use crate::engine::alloc::live::{LiveGroup, LiveToken};
-use crate::engine::alloc::waiter::receive;
+use crate::engine::alloc::waiter::{receive, Waiter};
 use crate::engine::client::write_concern::WriteConcernSpec;
 use crate::engine::counter::sequence_config::SequenceConfig;
 use crate::engine::error::{SeqError, SeqResult};
+use crate::engine::panic_safety::caught;
 use crate::engine::stats::{self, Recorder, RoundTripEvent};
 use crate::engine::store::counter_store::{CounterRef, CounterStore};
 
@@ -45,7 +46,7 @@ const SETTLE_LIMIT: std::time::Duration = std::time::Duration::from_secs(5);
 /// How a call is served.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mode {
-    /// One round trip of its own.
+    /// One round trip of its own, started when the call is submitted.
     Direct,
     /// Merged with concurrent calls into one round trip.
     Coalesce,
@@ -356,6 +357,9 @@ impl CounterState {
                     background: fetching.map(|f| Box::pin(f) as Background),
                 }
             }
+            // A round trip of its own, started at once like the coalescer's: the caller
+            // spawns it before it sets up the promise, so the request does not wait for
+            // that, and the outcome only receives the answer (as a coalesced call does).
             Mode::Direct => {
                 let fetch = self.fetcher(
                     store.clone(),
@@ -363,15 +367,25 @@ impl CounterState {
                     lane.policy,
                     recorder.clone(),
                 );
-                let pending = async move {
-                    let mut grants = fetch(vec![Demand::Exact(count)]).await?;
-                    grants.pop().unwrap_or_else(|| {
-                        Err(SeqError::internal("a round trip answered no demand"))
-                    })
+                let (mut waiter, answer) = Waiter::new(count);
+                let round_trip = async move {
+                    let served = tokio::select! {
+                        biased;
+                        // The caller gave up (its deadline passed, its client closed):
+                        // the round trip stops with it, as it did when it ran inside the
+                        // call (values already taken are left unused, a gap).
+                        () = waiter.reply.closed() => return,
+                        served = caught("round trip", fetch(vec![Demand::Exact(count)])) => served,
+                    };
+                    waiter.answer(served.and_then(|mut grants| {
+                        grants.pop().unwrap_or_else(|| {
+                            Err(SeqError::internal("a round trip answered no demand"))
+                        })
+                    }));
                 };
                 Submitted {
-                    outcome: Outcome::Later(Box::pin(pending)),
-                    background: None,
+                    outcome: Outcome::Later(Box::pin(receive(answer))),
+                    background: Some(Box::pin(round_trip)),
                 }
             }
             // Coalesced, or a batch larger than the cache's blocks.
@@ -1035,6 +1049,114 @@ mod tests {
         assert_eq!(s.merged_calls, 2, "one call each");
         assert_eq!(s.blocks_fetched, 1, "the cached call's fill");
         assert!(s.latency_max_us > 0 || s.latency_p50_us == 0);
+    }
+
+    /// A `coalesce: false` call starts its round trip as soon as it is submitted, as the
+    /// default path does, not when its outcome is first polled: the binding spawns the
+    /// background work before it creates the promise, so the request leaves without
+    /// waiting for the promise's setup on the JavaScript thread. Concurrent direct calls
+    /// still get distinct values, each its own contiguous range.
+    #[test]
+    fn a_direct_call_starts_its_round_trip_before_its_outcome_is_awaited() {
+        let store = Arc::new(MemoryStore::default());
+        let c = counter("direct-at-once");
+        run(async {
+            let state = Arc::new(CounterState::default());
+            let Submitted {
+                outcome,
+                background,
+            } = state.submit(&store, &c, &lane(), Mode::Direct, None, 3);
+            if let Some(background) = background {
+                tokio::spawn(background);
+            }
+            // The outcome is not polled while the round trip runs on its own.
+            let started = std::time::Instant::now();
+            while store_value(&store, &c) == 0 {
+                assert!(
+                    started.elapsed() < std::time::Duration::from_secs(5),
+                    "the round trip did not start before its outcome was awaited"
+                );
+                tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+            }
+            assert_eq!(store_value(&store, &c), 3);
+            let Outcome::Later(pending) = outcome else {
+                panic!("a direct call is served by a round trip");
+            };
+            let range = pending.await.unwrap();
+            assert_eq!((range.first, range.last), (1, 3));
+
+            // Many at once, through `finish` (the path of calls awaited on the runtime):
+            // distinct contiguous ranges that together cover the counter exactly.
+            let calls: Vec<_> = (1..=40i64)
+                .map(|count| {
+                    let submitted = state.submit(&store, &c, &lane(), Mode::Direct, None, count);
+                    tokio::spawn(async move { (count, submitted.finish().await.unwrap()) })
+                })
+                .collect();
+            let mut ranges = Vec::new();
+            for call in calls {
+                let (count, range) = call.await.unwrap();
+                assert_eq!(range.count(), count);
+                assert_eq!(range.last - range.first + 1, count);
+                ranges.push((range.first, range.last));
+            }
+            ranges.sort();
+            let mut next = 4;
+            for (first, last) in ranges {
+                assert_eq!(first, next, "no value twice, none skipped");
+                next = last + 1;
+            }
+            assert_eq!(next - 1, 3 + 40 * 41 / 2);
+            assert_eq!(store_value(&store, &c), next - 1);
+        });
+    }
+
+    /// A failed direct round trip, now run as background work, fails exactly its call with
+    /// the server's error (not a lost answer), takes no values, and the next call works.
+    #[test]
+    fn a_failed_direct_round_trip_fails_its_call_with_the_error() {
+        let store = Arc::new(MemoryStore::default());
+        let c = counter("direct-fails");
+        run(async {
+            let state = Arc::new(CounterState::default());
+            store.fail_next.store(1, Ordering::SeqCst);
+            let failed = state
+                .submit(&store, &c, &lane(), Mode::Direct, None, 2)
+                .finish()
+                .await
+                .unwrap_err();
+            assert_ne!(
+                failed.code,
+                crate::engine::error::ErrorCode::Internal,
+                "{failed:?}"
+            );
+            let next = state
+                .submit(&store, &c, &lane(), Mode::Direct, None, 2)
+                .finish()
+                .await
+                .unwrap();
+            assert_eq!((next.first, next.last), (1, 2));
+        });
+    }
+
+    /// A direct call whose caller has given up (its outcome dropped: the deadline
+    /// passed, the client closed) does not start or finish its round trip, as when the
+    /// round trip ran inside the call.
+    #[test]
+    fn a_direct_round_trip_stops_when_its_caller_gives_up() {
+        let store = Arc::new(MemoryStore::default());
+        let c = counter("direct-given-up");
+        run(async {
+            let state = Arc::new(CounterState::default());
+            let Submitted {
+                outcome,
+                background,
+            } = state.submit(&store, &c, &lane(), Mode::Direct, None, 5);
+            drop(outcome);
+            background.expect("a direct call's round trip").await;
+            assert_eq!(store.round_trips.load(Ordering::SeqCst), 0);
+            assert_eq!(store_value(&store, &c), 0);
+        });
     }
 
     #[test]
