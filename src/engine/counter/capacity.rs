@@ -136,7 +136,10 @@ pub fn capacity(
     let used_percent = if way == 0 {
         100.0
     } else {
-        (gone as f64 / way as f64 * 100.0).clamp(0.0, 100.0)
+        // Scaled before the one division, so that a counter exactly at a whole
+        // percentage reports exactly it (0.57 * 100 would be 56.99999999999999 and
+        // miss a threshold of 57).
+        ((gone * 100) as f64 / way as f64).clamp(0.0, 100.0)
     };
     Capacity {
         end,
@@ -213,6 +216,25 @@ mod tests {
         let c = config(1, 1, MAX_SAFE_INTEGER);
         let at = capacity(10, StoredType::Int64, Some(&c), false);
         assert_eq!((at.end, at.kind), (MAX_SAFE_INTEGER, RangeKind::Limit));
+    }
+
+    #[test]
+    fn a_counter_exactly_at_a_whole_percentage_reports_exactly_that_percentage() {
+        // `check --warn 57` must warn at a counter exactly 57 % along: a percentage
+        // computed as a share first (0.57 * 100 = 56.99999999999999) falls short of it.
+        let c = config(1, 1, 100);
+        for p in 0..=100 {
+            assert_eq!(
+                capacity(p, StoredType::Int32, Some(&c), false).used_percent,
+                p as f64,
+                "{p} of 100"
+            );
+        }
+        let d = config(-1, -100, -1);
+        for p in 0..=100i64 {
+            let at = capacity(-p, StoredType::Int32, Some(&d), false).used_percent;
+            assert_eq!(at, p as f64, "-{p} of -100");
+        }
     }
 
     #[test]
