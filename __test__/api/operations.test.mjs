@@ -228,3 +228,57 @@ test('round trips are published on the diagnostics channel only while subscribed
   }
   assert.ok(seen.some((e) => e.outcome === 'error' && e.code === 'SEQUENCE_NOT_FOUND' && e.counter === 'traced-missing'));
 });
+
+test('a worker thread without subscribers does not silence the main thread\'s events', { timeout: 120_000 }, async () => {
+  const { Worker } = await import('node:worker_threads');
+  const addon = fileURLToPath(new URL('../../index.js', import.meta.url));
+  // The worker draws values as fast as it can, with nobody subscribed in its thread.
+  const worker = new Worker(
+    `const { parentPort, workerData } = require('node:worker_threads');
+     const { MongoClient } = require('mongodb');
+     const seq = require(workerData.addon);
+     (async () => {
+       const client = new MongoClient(workerData.uri);
+       const db = client.db(workerData.dbName);
+       let stop = false;
+       parentPort.on('message', () => { stop = true; });
+       let calls = 0;
+       while (!stop) {
+         await seq.getNextSequenceValue(db, 'worker-busy', { upsert: true });
+         calls += 1;
+         if (calls === 20) parentPort.postMessage('busy');
+       }
+       await client.close();
+       await seq.closeSharedClients();
+       parentPort.postMessage({ calls });
+       parentPort.close();
+     })();`,
+    { eval: true, workerData: { addon, uri: env.uri, dbName: env.dbName } },
+  );
+  const exited = new Promise((resolve) => worker.once('exit', resolve));
+  const messages = [];
+  const next = () => new Promise((resolve) => worker.once('message', resolve));
+  messages.push(await next()); // 'busy'
+  const seen = [];
+  const listener = (message) => {
+    if (message.counter === 'traced-main') seen.push(message);
+  };
+  const handle = seq.sequence(env.db, 'traced-main', { upsert: true, coalesce: false });
+  diagnostics.subscribe('mongodb-sequence:round-trip', listener);
+  try {
+    await handle.next(); // notices the subscriber
+    for (let i = 0; i < 40; i += 1) await handle.next();
+    await handle.next(); // publishes what the last call recorded
+  } finally {
+    diagnostics.unsubscribe('mongodb-sequence:round-trip', listener);
+    worker.postMessage('stop');
+  }
+  const done = await next();
+  assert.ok(done.calls >= 20, `the worker made ${done.calls} calls`);
+  // Each of the 40 calls after the first was a round trip of its own, recorded while the
+  // main thread listened, whatever the worker's threads saw.
+  assert.ok(seen.length >= 40, `${seen.length} of 40 round trips of the main thread published`);
+  const code = await Promise.race([exited, new Promise((r) => setTimeout(() => r('still running'), 15_000))]);
+  if (code === 'still running') await worker.terminate();
+  assert.equal(code, 0, 'the worker ended by itself');
+});

@@ -9,11 +9,11 @@
 //! given back where the cache lets them go. Counts are monotonic; a snapshot reads each
 //! counter on its own, so the figures of one snapshot may be a few calls apart.
 //!
-//! The same place publishes round-trip events ([`RoundTripEvent`]) while someone listens
-//! ([`set_events`]); otherwise it only reads one flag.
+//! The same place records round-trip events ([`RoundTripEvent`]) while a JavaScript
+//! thread listens ([`thread_listening`]); otherwise it only reads one counter.
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed, Ordering::SeqCst};
 use std::sync::{Arc, LazyLock, Mutex};
 use std::time::Duration;
 
@@ -304,22 +304,31 @@ pub struct RoundTripEvent {
 /// Events kept until JavaScript takes them; older ones are dropped past it.
 const EVENTS_KEPT: usize = 4096;
 
-static EVENTS_ON: AtomicBool = AtomicBool::new(false);
+/// JavaScript threads whose round-trip channel has subscribers (each diagnostics channel
+/// belongs to one thread; the queue is the process's).
+static LISTENING_THREADS: AtomicUsize = AtomicUsize::new(0);
 static EVENTS: LazyLock<Mutex<VecDeque<RoundTripEvent>>> = LazyLock::new(Mutex::default);
 static EVENTS_DROPPED: AtomicU64 = AtomicU64::new(0);
 
-/// Turns recording of round-trip events on (someone subscribed) or off (nobody does:
-/// the queue is emptied).
-pub fn set_events(on: bool) {
-    EVENTS_ON.store(on, Relaxed);
-    if !on {
+/// A JavaScript thread's channel gained subscribers (`true`) or lost them, or the
+/// thread ended while it had some (`false`); called once per change by that thread.
+/// Round trips are recorded while at least one thread listens; when the last one stops,
+/// the queue is emptied. A thread without subscribers thus never turns off the events
+/// another thread listens to.
+pub fn thread_listening(on: bool) {
+    if on {
+        LISTENING_THREADS.fetch_add(1, SeqCst);
+    } else if LISTENING_THREADS
+        .fetch_update(SeqCst, SeqCst, |n| n.checked_sub(1))
+        .is_ok_and(|before| before == 1)
+    {
         lock(&EVENTS).clear();
     }
 }
 
-/// Whether round trips are recorded as events.
+/// Whether round trips are recorded as events: a JavaScript thread listens.
 pub fn events_on() -> bool {
-    EVENTS_ON.load(Relaxed)
+    LISTENING_THREADS.load(Relaxed) > 0
 }
 
 /// Records `event` while events are on.
@@ -401,7 +410,7 @@ mod tests {
     }
 
     #[test]
-    fn events_are_kept_only_while_on_and_bounded() {
+    fn events_are_kept_while_a_thread_listens_and_bounded() {
         let event = |counter: &str| RoundTripEvent {
             collection: "counters".into(),
             counter: counter.into(),
@@ -411,10 +420,12 @@ mod tests {
             error: None,
             retries: 0,
         };
-        set_events(false);
+        // The only test that changes the listening count.
+        assert!(!events_on(), "nobody listens at first");
         record_event(event("off"));
-        assert!(take_events().is_empty(), "nothing while off");
-        set_events(true);
+        assert!(take_events().is_empty(), "nothing while nobody listens");
+        thread_listening(true); // the main thread
+        thread_listening(true); // a worker
         record_event(event("on"));
         let dropped = events_dropped();
         for _ in 0..EVENTS_KEPT {
@@ -429,21 +440,28 @@ mod tests {
             "the oldest went first"
         );
         record_event(event("kept"));
-        set_events(true);
+        thread_listening(false); // the worker stops listening (or ends)
+        assert!(events_on(), "the main thread still listens");
         let kept = take_events();
         assert!(
             kept.iter().any(|e| e.counter == "kept"),
-            "turning on again keeps what is queued"
+            "one thread stopping keeps what another listens to"
         );
         record_event(event("again"));
-        set_events(false);
-        assert!(take_events().is_empty(), "nothing is taken while off");
-        set_events(true);
+        thread_listening(false);
+        assert!(!events_on());
+        assert!(
+            take_events().is_empty(),
+            "nothing is taken while nobody listens"
+        );
+        thread_listening(false); // one too many (never called so): stays at zero
+        assert!(!events_on());
+        thread_listening(true);
         let after = take_events();
-        set_events(false);
+        thread_listening(false);
         assert!(
             !after.iter().any(|e| e.counter == "again"),
-            "turning off emptied the queue"
+            "the last thread stopping emptied the queue"
         );
     }
 

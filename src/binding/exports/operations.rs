@@ -175,6 +175,17 @@ thread_local! {
     static CHANNEL: RefCell<Option<ManuallyDrop<Option<ObjectRef>>>> = const { RefCell::new(None) };
     /// Settles at once since the subscribers were last looked at.
     static QUICK_SETTLES: Cell<u32> = const { Cell::new(0) };
+    /// Whether this thread's channel had subscribers when last looked at (counted by
+    /// the engine among the listening threads).
+    static LISTENING: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Records whether this thread's channel has subscribers, telling the engine when that
+/// changes.
+fn set_listening(now: bool) {
+    if LISTENING.with(|l| l.replace(now)) != now {
+        stats::thread_listening(now);
+    }
 }
 
 /// How many promises settled at once (from the cache) between two looks at the
@@ -198,6 +209,14 @@ fn channel(env: &Env) -> Option<Object<'_>> {
         if cell.is_none() {
             let opened = open_channel(env).and_then(|c| c.create_ref()).ok();
             if opened.is_none() {
+                take_exception(env);
+            }
+            // A thread that ends while it listens stops counting among the listeners
+            // (the hook runs on this thread, at its environment's teardown).
+            if env
+                .add_env_cleanup_hook((), |()| set_listening(false))
+                .is_err()
+            {
                 take_exception(env);
             }
             *cell = Some(ManuallyDrop::new(opened));
@@ -234,11 +253,10 @@ fn publish(env: &Env) -> napi::Result<()> {
         return Ok(());
     };
     let listening: bool = channel.get_named_property("hasSubscribers")?;
+    set_listening(listening);
     if !listening {
-        stats::set_events(false);
         return Ok(());
     }
-    stats::set_events(true);
     let events = stats::take_events();
     if events.is_empty() {
         return Ok(());
