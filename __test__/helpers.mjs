@@ -1,5 +1,6 @@
 // Shared set-up for the test files: one server per file (or MONGODB_URI), a fresh
 // database per file, and the addon loaded through the package entry point.
+import { spawn } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { randomBytes } from 'node:crypto';
 import { MongoClient } from 'mongodb';
@@ -124,4 +125,19 @@ export async function rejectsWithCode(assert, promise, code, messagePattern) {
   assert.equal(error.code, code, `code of: ${error.message}`);
   if (messagePattern) assert.match(error.message, messagePattern);
   return error;
+}
+
+/**
+ * Runs the Node script `path` in a process of its own with `vars` added to its
+ * environment; resolves with the JSON it prints, rejects with its stderr if it fails.
+ */
+export function runScript(path, vars) {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [path], { env: { ...process.env, ...vars } });
+    let out = '';
+    let err = '';
+    child.stdout.on('data', (d) => (out += d));
+    child.stderr.on('data', (d) => (err += d));
+    child.on('exit', (code) => (code === 0 ? resolve(JSON.parse(out)) : reject(new Error(`${path} failed: ${err}`))));
+  });
 }

@@ -13,7 +13,7 @@ import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 import { MongoClient } from 'mongodb';
 import { startServer } from '../scripts/lib/test-server.mjs';
-import { quantile, median, roundOrder } from './turns.mjs';
+import { median, roundOrder, hopMedians } from './turns.mjs';
 
 const require = createRequire(import.meta.url);
 const seq = require(process.env.MSEQ_ADDON || '../index.js');
@@ -50,17 +50,7 @@ async function round(relay, call) {
     calls.push([t0, now()]);
   }
   const stamps = await relay.take();
-  if (stamps.length !== calls.length) throw new Error(`relay saw ${stamps.length} findAndModify for ${calls.length} calls`);
-  const ms = (a, b) => Number(b - a) / 1e6;
-  const parts = { total: [], out: [], server: [], in: [] };
-  calls.forEach(([t0, t3], i) => {
-    const [t1, t2] = stamps[i];
-    parts.total.push(ms(t0, t3));
-    parts.out.push(ms(t0, t1));
-    parts.server.push(ms(t1, t2));
-    parts.in.push(ms(t2, t3));
-  });
-  return Object.fromEntries(Object.entries(parts).map(([k, v]) => [k, quantile(Float64Array.from(v).sort(), 0.5)]));
+  return hopMedians(calls, stamps);
 }
 
 const kinds = arg('server') ? [arg('server')] : ['mongoeco', 'secantus'];

@@ -92,7 +92,7 @@ if (process.argv[2] === '--relay') {
   const { MongoClient } = await import('mongodb');
   const { startServer } = await import('../scripts/lib/test-server.mjs');
   const { helperGetNextSequenceValue } = await import('../scripts/lib/documented-helper.mjs');
-  const { quantile } = await import('./turns.mjs');
+  const { quantile, hopMedians } = await import('./turns.mjs');
 
   const arg = (name, fallback) => {
     const i = process.argv.indexOf(`--${name}`);
@@ -141,17 +141,7 @@ if (process.argv[2] === '--relay') {
     }
     // A whole-round side warms up in the same process: its first requests are not timed.
     const stamps = (await relay.take()).slice(-calls.length);
-    if (stamps.length !== calls.length) throw new Error(`relay saw ${stamps.length} findAndModify for ${calls.length} calls`);
-    const ms = (a, b) => Number(b - a) / 1e6;
-    const parts = { total: [], out: [], server: [], in: [] };
-    calls.forEach(([t0, t3], i) => {
-      const [t1, t2] = stamps[i];
-      parts.total.push(ms(t0, t3));
-      parts.out.push(ms(t0, t1));
-      parts.server.push(ms(t1, t2));
-      parts.in.push(ms(t2, t3));
-    });
-    return Object.fromEntries(Object.entries(parts).map(([k, v]) => [k, quantile(Float64Array.from(v).sort(), 0.5)]));
+    return hopMedians(calls, stamps);
   }
 
   // The thread hops alone: a promise of ours that does no I/O (closeSharedClients with no

@@ -3,12 +3,11 @@
 // round-trip events on the diagnostics channel.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import diagnostics from 'node:diagnostics_channel';
 import fc from 'fast-check';
 import { Long } from 'mongodb';
-import { setup, seq } from '../helpers.mjs';
+import { setup, seq, runScript } from '../helpers.mjs';
 
 let env;
 before(async () => {
@@ -161,18 +160,7 @@ test('a graceful close gives back; a restarted process continues where it stoppe
 
 const WORKER = fileURLToPath(new URL('../fixtures/give-back-worker.cjs', import.meta.url));
 
-function run(vars) {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [WORKER], {
-      env: { ...process.env, URI: env.uri, DB: env.dbName, ...vars },
-    });
-    let out = '';
-    let err = '';
-    child.stdout.on('data', (d) => (out += d));
-    child.stderr.on('data', (d) => (err += d));
-    child.on('exit', (code) => (code === 0 ? resolve(JSON.parse(out)) : reject(new Error(`worker failed: ${err}`))));
-  });
-}
+const run = (vars) => runScript(WORKER, { URI: env.uri, DB: env.dbName, ...vars });
 
 test('two processes racing closes: no value twice, every gap an abandoned tail', async () => {
   const runs = await Promise.all([1, 2].map((seed) => run({ NAME: 'raced', ROUNDS: '25', SEED: String(seed * 7919) })));

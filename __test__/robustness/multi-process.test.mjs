@@ -2,9 +2,8 @@
 // without a cache, nothing skipped.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { setup } from '../helpers.mjs';
+import { setup, runScript } from '../helpers.mjs';
 
 let env;
 before(async () => {
@@ -16,18 +15,7 @@ after(async () => {
 
 const WORKER = fileURLToPath(new URL('../fixtures/draw-worker.cjs', import.meta.url));
 
-function draw(vars) {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [WORKER], {
-      env: { ...process.env, URI: env.uri, DB: env.dbName, ...vars },
-    });
-    let out = '';
-    let err = '';
-    child.stdout.on('data', (d) => (out += d));
-    child.stderr.on('data', (d) => (err += d));
-    child.on('exit', (code) => (code === 0 ? resolve(JSON.parse(out)) : reject(new Error(`worker failed: ${err}`))));
-  });
-}
+const draw = (vars) => runScript(WORKER, { URI: env.uri, DB: env.dbName, ...vars });
 
 async function drawFromProcesses(name, extra = {}) {
   const runs = [1, 2, 3, 4].map((seed) =>
