@@ -1087,6 +1087,7 @@ mod tests {
 
             // Many at once, through `finish` (the path of calls awaited on the runtime):
             // distinct contiguous ranges that together cover the counter exactly.
+            let trips_before = store.round_trips.load(Ordering::SeqCst);
             let calls: Vec<_> = (1..=40i64)
                 .map(|count| {
                     let submitted = state.submit(&store, &c, &lane(), Mode::Direct, None, count);
@@ -1108,6 +1109,9 @@ mod tests {
             }
             assert_eq!(next - 1, 3 + 40 * 41 / 2);
             assert_eq!(store_value(&store, &c), next - 1);
+            // Each its own round trip: none merged with the calls made beside it.
+            let trips = store.round_trips.load(Ordering::SeqCst) - trips_before;
+            assert!(trips >= 40, "{trips} round trips for 40 direct calls");
         });
     }
 
