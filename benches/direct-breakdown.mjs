@@ -8,12 +8,11 @@
 // take turns (turns.mjs's `roundOrder`); for each part, the median over rounds of the
 // per-round difference of p50s (side minus default) is reported, in microseconds.
 //   node benches/direct-breakdown.mjs [--server mongoeco|secantus] [--calls N] [--rounds R]
-import { fork } from 'node:child_process';
 import { createRequire } from 'node:module';
-import { fileURLToPath } from 'node:url';
 import { MongoClient } from 'mongodb';
 import { startServer } from '../scripts/lib/test-server.mjs';
-import { median, roundOrder, hopMedians } from './turns.mjs';
+import { median, roundOrder } from './turns.mjs';
+import { startRelay, hopMedians } from './relay-stamps.mjs';
 
 const require = createRequire(import.meta.url);
 const seq = require(process.env.MSEQ_ADDON || '../index.js');
@@ -24,21 +23,6 @@ const arg = (name, fallback) => {
 const CALLS = Number(arg('calls', 200));
 const ROUNDS = Number(arg('rounds', 24));
 const now = () => process.hrtime.bigint();
-
-async function startRelay(address) {
-  const script = fileURLToPath(new URL('./latency-breakdown.mjs', import.meta.url));
-  const child = fork(script, ['--relay', address], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
-  const { port } = await new Promise((resolve) => child.once('message', resolve));
-  return {
-    port,
-    take: () =>
-      new Promise((resolve) => {
-        child.once('message', (m) => resolve(m.stamps.map(([a, b]) => [BigInt(a), BigInt(b)])));
-        child.send('take');
-      }),
-    stop: () => child.kill(),
-  };
-}
 
 /** One round: the p50 (ms) of total, out, server and in over CALLS awaited calls. */
 async function round(relay, call) {

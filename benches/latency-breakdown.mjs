@@ -14,7 +14,7 @@
 // findAndModify from a plain Rust program: the driver without napi, the engine or any
 // thread hop of ours.
 //   node benches/latency-breakdown.mjs [--server mongoeco|secantus] [--calls N] [--rounds R]
-import { fork, execFileSync } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { createServer, connect } from 'node:net';
@@ -92,7 +92,8 @@ if (process.argv[2] === '--relay') {
   const { MongoClient } = await import('mongodb');
   const { startServer } = await import('../scripts/lib/test-server.mjs');
   const { helperGetNextSequenceValue } = await import('../scripts/lib/documented-helper.mjs');
-  const { quantile, hopMedians } = await import('./turns.mjs');
+  const { quantile } = await import('./turns.mjs');
+  const { startRelay, hopMedians } = await import('./relay-stamps.mjs');
 
   const arg = (name, fallback) => {
     const i = process.argv.indexOf(`--${name}`);
@@ -101,21 +102,6 @@ if (process.argv[2] === '--relay') {
   const CALLS = Number(arg('calls', 200));
   const ROUNDS = Number(arg('rounds', 4));
   const progress = (msg) => process.stderr.write(`[breakdown] ${msg}\n`);
-
-  /** Starts the relay in front of `address`; resolves with `{ port, take(), stop() }`. */
-  async function startRelay(address) {
-    const child = fork(fileURLToPath(import.meta.url), ['--relay', address], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
-    const { port } = await new Promise((resolve) => child.once('message', resolve));
-    return {
-      port,
-      take: () =>
-        new Promise((resolve) => {
-          child.once('message', (m) => resolve(m.stamps.map(([a, b]) => [BigInt(a), BigInt(b)])));
-          child.send('take');
-        }),
-      stop: () => child.kill(),
-    };
-  }
 
   /** The example program, when built: runs CALLS calls, resolves with their [before, after]. */
   const target = process.env.CARGO_TARGET_DIR || join(fileURLToPath(new URL('..', import.meta.url)), 'target');

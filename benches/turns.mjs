@@ -104,21 +104,3 @@ export function latencyTable(best, baseline) {
   return lines.join('\n');
 }
 
-/**
- * The median of each hop of `calls` (`[sent, settled]` hrtime stamps, in call order) and
- * the relay's `stamps` for them (`[request seen, reply seen]`), in ms: `total`, `out`
- * (call to request), `server` (request to reply), `in` (reply to settled).
- */
-export function hopMedians(calls, stamps) {
-  if (stamps.length !== calls.length) throw new Error(`relay saw ${stamps.length} findAndModify for ${calls.length} calls`);
-  const ms = (a, b) => Number(b - a) / 1e6;
-  const parts = { total: [], out: [], server: [], in: [] };
-  calls.forEach(([t0, t3], i) => {
-    const [t1, t2] = stamps[i];
-    parts.total.push(ms(t0, t3));
-    parts.out.push(ms(t0, t1));
-    parts.server.push(ms(t1, t2));
-    parts.in.push(ms(t2, t3));
-  });
-  return Object.fromEntries(Object.entries(parts).map(([k, v]) => [k, quantile(Float64Array.from(v).sort(), 0.5)]));
-}
