@@ -236,14 +236,15 @@ pub fn after_settle(env: &Env) {
 }
 
 /// Where a cached call's promise settles at once: publishes what is recorded while
-/// events are on, and looks at the subscribers only every so often.
+/// this thread listens, and looks at the subscribers only every so often (a thread that
+/// does not listen only looks, even while another thread listens).
 pub fn after_quick_settle(env: &Env) {
     let look = QUICK_SETTLES.with(|n| {
         let seen = n.get() + 1;
         n.set(seen % QUICK_SETTLES_PER_LOOK);
         seen >= QUICK_SETTLES_PER_LOOK
     });
-    if look || stats::events_on() {
+    if look || LISTENING.with(Cell::get) {
         after_settle(env);
     }
 }
