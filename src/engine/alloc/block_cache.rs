@@ -161,17 +161,33 @@ impl CacheSlot {
             return None;
         }
         let range = contents.take(count)?;
-        let prefetch =
+        let prefetch = self.prefetch_due(&mut contents);
+        Some(Taken { range, prefetch })
+    }
+
+    /// After a take: whether less than half of a fetch is left and no fetch is under way,
+    /// in which case the caller must start one (`fetching` is set for it).
+    fn prefetch_due(&self, contents: &mut SlotContents) -> bool {
+        let due =
             !contents.fetching && contents.available() * 2 < self.size * contents.blocks_per_fetch;
-        if prefetch {
+        if due {
             contents.fetching = true;
         }
-        Some(Taken { range, prefetch })
+        due
     }
 
     /// Queues a call for `count` values (at most the block size) that [`try_take`] could
     /// not serve, at once so that calls keep their order. Returns where its values will
-    /// arrive and, when no fetch is under way, the fetch to spawn.
+    /// arrive and the fetch to spawn, if any: the one that serves the call when no fetch
+    /// is under way.
+    ///
+    /// A fetch may have landed since [`try_take`] found too few values (it runs on
+    /// another thread, and the two calls take the lock one after the other): when no
+    /// call waits and the blocks now hold enough, the call is served from them at once
+    /// (its answer is ready; the fetch returned is then a prefetch, when one is due).
+    /// Queueing it instead would start a fetch of its own, which reaches the counter
+    /// after the one that landed and hands this call a value beyond the cached ones,
+    /// which later calls then get: values out of order.
     ///
     /// [`try_take`]: CacheSlot::try_take
     pub fn wait<F, Fut>(
@@ -189,8 +205,20 @@ impl CacheSlot {
         let (waiter, answer) = Waiter::new(count);
         let start_fetch = {
             let mut contents = self.lock();
-            contents.waiters.push_back(waiter);
-            !std::mem::replace(&mut contents.fetching, true)
+            let landed = match contents.waiters.is_empty() {
+                true => contents.take(count),
+                false => None,
+            };
+            match landed {
+                Some(range) => {
+                    waiter.answer(Ok(range));
+                    self.prefetch_due(&mut contents)
+                }
+                None => {
+                    contents.waiters.push_back(waiter);
+                    !std::mem::replace(&mut contents.fetching, true)
+                }
+            }
         };
         (answer, start_fetch.then(|| self.clone().prefetch(fetch)))
     }
@@ -415,6 +443,51 @@ mod tests {
             }
             crate::engine::alloc::waiter::receive(answer).await
         }
+    }
+
+    /// The CI failure `…, 300, 301, 602, 302, 303, …`: a call finds the cache empty while
+    /// a prefetch is under way, and the prefetch lands before the call queues (the engine
+    /// takes and queues under two locks). The call must then be served from the block
+    /// that just arrived, not start a fetch of its own that reaches the server after the
+    /// prefetch and hands it a value beyond the cached ones.
+    #[test]
+    fn a_call_queued_just_after_a_prefetch_landed_is_served_from_it_in_order() {
+        let cache = slot(10);
+        let counter = Arc::new(FakeCounter::default());
+        let fetch = {
+            let counter = counter.clone();
+            move |t| counter.clone().fetch(t, 0)
+        };
+        let mut got = Vec::new();
+        run(async {
+            got.push(cache.clone().reserve(1, fetch.clone()).await.unwrap().first);
+            let mut prefetch = None;
+            // Empty the block; the prefetch it asks for is held, not yet run.
+            while let Some(taken) = cache.try_take(1) {
+                got.push(taken.range.first);
+                if taken.prefetch {
+                    prefetch = Some(cache.clone().prefetch(by_total(fetch.clone())));
+                }
+            }
+            assert!(cache.is_fetching(), "the prefetch is under way");
+            // The next call found nothing cached; before it queues, the prefetch lands.
+            prefetch.expect("a prefetch came due").await;
+            let (answer, fetching) = cache.wait(1, by_total(fetch.clone()));
+            if let Some(fetching) = fetching {
+                tokio::spawn(fetching);
+            }
+            got.push(
+                crate::engine::alloc::waiter::receive(answer)
+                    .await
+                    .unwrap()
+                    .first,
+            );
+            for _ in 0..3 {
+                got.push(cache.clone().reserve(1, fetch.clone()).await.unwrap().first);
+            }
+        });
+        assert_eq!(got, (1..=15).collect::<Vec<_>>(), "ascending, without gaps");
+        assert_eq!(counter.value(), 21, "no round trip beyond the prefetch");
     }
 
     #[test]

@@ -351,9 +351,15 @@ impl CounterState {
                     lane.policy,
                     recorder.clone(),
                 );
-                let (answer, fetching) = slot.wait(count, fetch);
+                let (mut answer, fetching) = slot.wait(count, fetch);
+                // A fill that landed since `try_take` served the call at once.
+                let outcome = match answer.try_recv() {
+                    Ok(Ok(range)) => Outcome::Now(range),
+                    Ok(Err(error)) => Outcome::Later(Box::pin(async move { Err(error) })),
+                    Err(_) => Outcome::Later(Box::pin(receive(answer))),
+                };
                 Submitted {
-                    outcome: Outcome::Later(Box::pin(receive(answer))),
+                    outcome,
                     background: fetching.map(|f| Box::pin(f) as Background),
                 }
             }
@@ -963,6 +969,56 @@ mod tests {
                 assert_eq!(store_value(&store, &c), expected - 1);
             }
         });
+    }
+
+    /// One caller at a time takes cached values (each call awaited before the next, as
+    /// in `for (;;) await s.next()`) while the block fetches take random times on another
+    /// thread, so that fills land at every point of a call, also between finding the
+    /// cache empty and queueing: every value is the one after the last, up to the limit.
+    /// (The CI failure `…, 300, 301, 602, 302, …` was a call served by a fetch of its own
+    /// that reached the counter after the prefetch whose block it then skipped.)
+    #[test]
+    fn sequential_cached_calls_get_each_value_in_order_whenever_fills_land() {
+        let mut failures = Vec::new();
+        for seed in 1..=64u64 {
+            let store = Arc::new(MemoryStore::default());
+            let c = counter(&format!("sequential-{seed}"));
+            let mut rng = Rng::new(seed);
+            let size = 2 + rng.below(7) as i64;
+            let max = 400 + rng.below(200) as i64;
+            let config = SequenceConfig::new(1, Some(1), Some(max), false).unwrap();
+            let bounded = seed % 2 == 0;
+            if bounded {
+                store.put_configured(&c, 0, config);
+            }
+            let limit = if bounded { max } else { 600 };
+            store.max_spin_us.store(1 + rng.below(40), Ordering::SeqCst);
+            let got = run(async {
+                let state = Arc::new(CounterState::default());
+                let mut got = Vec::new();
+                // One more call than there are values: on a bounded counter it fails.
+                while (got.len() as i64) <= limit {
+                    let call = state.submit(&store, &c, &lane(), Mode::Cached(size), None, 1);
+                    got.push(call.finish().await.map(|r| r.first).map_err(|e| e.code));
+                    for _ in 0..rng.below(3) {
+                        tokio::task::yield_now().await;
+                    }
+                }
+                got
+            });
+            let mut expected: Vec<_> = (1..=limit).map(Ok).collect();
+            expected.push(match bounded {
+                true => Err(crate::engine::error::ErrorCode::SequenceExhausted),
+                false => Ok(limit + 1),
+            });
+            if got != expected {
+                let at = got.iter().zip(&expected).position(|(g, e)| g != e);
+                let from = at.unwrap_or(0).saturating_sub(2);
+                let around = &got[from..(from + 6).min(got.len())];
+                failures.push(format!("seed {seed} (size {size}): at {at:?}, {around:?}"));
+            }
+        }
+        assert!(failures.is_empty(), "out of order: {failures:#?}");
     }
 
     #[test]

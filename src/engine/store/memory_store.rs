@@ -2,7 +2,7 @@
 //! hooks to inject failures and races.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use mongodb::bson::Bson;
@@ -41,6 +41,12 @@ pub struct MemoryStore {
     /// Fail this many upcoming reads with a server error (a transaction aborted by a
     /// failed write refuses the reads after it).
     pub fail_reads: AtomicUsize,
+    /// Every operation first spins for a pseudo-random time below this many
+    /// microseconds (0: none), on its own thread: a round trip of varying latency at a
+    /// finer grain than the runtime's timers.
+    pub max_spin_us: AtomicU64,
+    /// The state of the spin times' pseudo-random source.
+    spin_seed: AtomicU64,
 }
 
 fn key(counter: &CounterRef) -> Key {
@@ -81,7 +87,25 @@ impl MemoryStore {
             .map(|e| e.value.clone())
     }
 
+    /// Spins for up to [`MemoryStore::max_spin_us`].
+    fn spin(&self) {
+        let max = self.max_spin_us.load(Ordering::Relaxed);
+        if max == 0 {
+            return;
+        }
+        let seed = self
+            .spin_seed
+            .fetch_add(0x9E37_79B9_7F4A_7C15, Ordering::Relaxed)
+            .wrapping_mul(0x2545_F491_4F6C_DD1D);
+        let until =
+            std::time::Instant::now() + std::time::Duration::from_micros((seed >> 33) % max);
+        while std::time::Instant::now() < until {
+            std::hint::spin_loop();
+        }
+    }
+
     fn begin(&self) -> SeqResult<()> {
+        self.spin();
         self.round_trips.fetch_add(1, Ordering::SeqCst);
         let injected = self
             .fail_next
