@@ -900,6 +900,45 @@ mod tests {
         assert_eq!(cache.blocks_per_fetch(), 2);
     }
 
+    /// A prefetch comes due at the first take that leaves less than half of a fetch
+    /// (`size × blocks per fetch`): with blocks of 10, at 4 left of one block, and at the
+    /// first take (9 left of 10) once a fetch takes two blocks.
+    #[test]
+    fn a_prefetch_comes_due_below_half_a_fetch_and_not_before() {
+        let cache = slot(10);
+        let counter = Arc::new(FakeCounter::default());
+        let c = counter.clone();
+        let fetch = move |t| c.clone().fetch(t, 0);
+        let failing = |_| async { Err(SeqError::internal("no round trip")) };
+        let (one_block, two_blocks) = run(async {
+            cache.clone().reserve(1, fetch.clone()).await.unwrap();
+            let mut left_when_due = Vec::new();
+            while let Some(taken) = cache.try_take(1) {
+                if taken.prefetch {
+                    left_when_due.push(cache.available());
+                    cache.clone().prefetch(by_total(failing)).await;
+                }
+            }
+            // A call outpaces the round trips: the next fetch takes two blocks.
+            cache.clone().reserve(1, fetch).await.unwrap();
+            assert_eq!(cache.blocks_per_fetch(), 2);
+            let mut left = Vec::new();
+            while let Some(taken) = cache.try_take(1) {
+                if taken.prefetch {
+                    left.push(cache.available());
+                    break;
+                }
+            }
+            (left_when_due, left)
+        });
+        assert_eq!(
+            one_block.first(),
+            Some(&4),
+            "due at 4 of 10 left: {one_block:?}"
+        );
+        assert_eq!(two_blocks, vec![9], "due at 9 left, under half of 20");
+    }
+
     #[test]
     fn running_dry_fetches_more_blocks_at_once_in_ascending_blocks() {
         let cache = slot(10);
