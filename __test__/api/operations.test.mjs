@@ -122,6 +122,76 @@ test('stats count errors by code', async () => {
   assert.ok(seq.stats().errors.SEQUENCE_NOT_FOUND >= 2);
 });
 
+test('stats count what callers receive: a value a number cannot hold is an error, not a value', async () => {
+  // Counters a few values below 2^53 - 1, read as numbers: calls past it reserve values
+  // in MongoDB and reject with SEQUENCE_OVERFLOW. The oracle is what the calls saw.
+  let round = 0;
+  let overflows = 0;
+  await fc.assert(
+    fc.asyncProperty(
+      fc.record({
+        mode: fc.constantFrom('direct', 'coalesce', 'cache'),
+        cache: fc.integer({ min: 1, max: 6 }),
+        below: fc.integer({ min: 0, max: 8 }),
+        calls: fc.array(
+          fc.record({
+            kind: fc.constantFrom('next', 'batch', 'range'),
+            count: fc.integer({ min: 1, max: 4 }),
+            together: fc.boolean(),
+          }),
+          { minLength: 1, maxLength: 12 },
+        ),
+      }),
+      async ({ mode, cache, below, calls }) => {
+        const name = `overflow-${round++}`;
+        const start = Number.MAX_SAFE_INTEGER - below;
+        await env.db.collection('counters').insertOne({ _id: name, sequence_value: Long.fromNumber(start) });
+        const options = mode === 'cache' ? { cache } : { coalesce: mode === 'coalesce' };
+        const handle = seq.sequence(env.db, name, options);
+        const before = seq.stats();
+        const received = [];
+        const codes = {};
+        const take = async ({ kind, count }) => {
+          try {
+            if (kind === 'next') received.push(await handle.next());
+            else if (kind === 'batch') received.push(...(await handle.nextBatch(count)));
+            else {
+              const r = await handle.nextRange(count);
+              for (let v = r.first; v <= r.last; v += 1) received.push(v);
+            }
+          } catch (e) {
+            codes[e.code] = (codes[e.code] ?? 0) + 1;
+          }
+        };
+        let pending = [];
+        for (const call of calls) {
+          pending.push(take(call));
+          if (!call.together) {
+            await Promise.all(pending);
+            pending = [];
+          }
+        }
+        await Promise.all(pending);
+        overflows += codes.SEQUENCE_OVERFLOW ?? 0;
+        assert.deepEqual(Object.keys(codes).filter((c) => c !== 'SEQUENCE_OVERFLOW'), []);
+        assert.ok(received.every((v) => v > start && v <= Number.MAX_SAFE_INTEGER));
+        assert.equal(new Set(received).size, received.length, 'no value twice');
+        const mine = handle.stats();
+        assert.equal(mine.calls, calls.length, 'one call each');
+        assert.equal(mine.values, received.length, 'values are the values callers received');
+        assert.deepEqual(mine.errors, codes, 'each rejection counted under its code');
+        const after = seq.stats();
+        assert.equal(after.calls - before.calls, calls.length);
+        assert.equal(after.values - before.values, received.length, 'the process counts the same');
+        const overflowed = (s) => s.errors.SEQUENCE_OVERFLOW ?? 0;
+        assert.equal(overflowed(after) - overflowed(before), codes.SEQUENCE_OVERFLOW ?? 0);
+      },
+    ),
+    { numRuns: 20, seed: 53 },
+  );
+  assert.ok(overflows > 0, 'some calls went past 2^53 - 1');
+});
+
 test('release() gives the cached tail back: the next handle continues right after', async () => {
   const first = seq.sequence(env.db, 'released', { cache: 10, upsert: true });
   assert.deepEqual([await first.next(), await first.next(), await first.next()], [1, 2, 3]);
