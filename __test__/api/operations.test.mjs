@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { fileURLToPath } from 'node:url';
 import diagnostics from 'node:diagnostics_channel';
 import fc from 'fast-check';
-import { Long } from 'mongodb';
+import { Long, MongoClient } from 'mongodb';
 import { setup, seq, runScript } from '../helpers.mjs';
 
 let env;
@@ -190,6 +190,41 @@ test('stats count what callers receive: a value a number cannot hold is an error
     { numRuns: 20, seed: 53 },
   );
   assert.ok(overflows > 0, 'some calls went past 2^53 - 1');
+});
+
+test('stats count calls that fail before a round trip: a client that cannot open, a bad argument', async () => {
+  // A host name that cannot resolve fails while the shared client opens (the SRV lookup),
+  // before any request; an unreachable port fails on the request itself.
+  const nowhere = new MongoClient('mongodb+srv://nowhere.invalid/?serverSelectionTimeoutMS=500');
+  const closed = new MongoClient('mongodb://127.0.0.1:9/?serverSelectionTimeoutMS=500');
+  try {
+    const before = seq.stats();
+    const unresolved = seq.sequence(nowhere.db('x'), 'unresolved', { upsert: true });
+    await assert.rejects(unresolved.next(), { code: 'CONNECTION' });
+    await assert.rejects(unresolved.nextBatch(2), { code: 'CONNECTION' });
+    await assert.rejects(seq.getNextSequenceValue(nowhere.db('x'), 'unresolved-fn'), { code: 'CONNECTION' });
+    const unreachable = seq.sequence(closed.db('x'), 'unreachable', { upsert: true, cache: 5 });
+    await assert.rejects(unreachable.next(), { code: 'CONNECTION' });
+    const args = seq.sequence(env.db, 'bad-arguments', { upsert: true, format: 'A-{seq}' });
+    await assert.rejects(args.nextBatch(0), { code: 'INVALID_ARGUMENT' });
+    await assert.rejects(args.nextRange(2), { code: 'INVALID_ARGUMENT' }, 'format does not apply to a range');
+    await assert.rejects(seq.getNextSequenceBatch(env.db, 'bad-arguments', -1), { code: 'INVALID_ARGUMENT' });
+    const after = seq.stats();
+    const { calls, values, errors } = unresolved.stats();
+    assert.deepEqual({ calls, values, errors }, { calls: 2, values: 0, errors: { CONNECTION: 2 } });
+    assert.deepEqual(unreachable.stats().errors, { CONNECTION: 1 });
+    assert.equal(unreachable.stats().calls, 1);
+    assert.deepEqual(args.stats().errors, { INVALID_ARGUMENT: 2 });
+    assert.equal(args.stats().calls, 2);
+    const delta = (code) => (after.errors[code] ?? 0) - (before.errors[code] ?? 0);
+    assert.equal(after.calls - before.calls, 7, 'every call made counts');
+    assert.equal(delta('CONNECTION'), 4);
+    assert.equal(delta('INVALID_ARGUMENT'), 3);
+    assert.equal(after.values, before.values);
+  } finally {
+    await nowhere.close();
+    await closed.close();
+  }
 });
 
 test('release() gives the cached tail back: the next handle continues right after', async () => {
