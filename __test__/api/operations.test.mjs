@@ -6,6 +6,7 @@ import assert from 'node:assert/strict';
 import { fileURLToPath } from 'node:url';
 import diagnostics from 'node:diagnostics_channel';
 import fc from 'fast-check';
+import net from 'node:net';
 import { Long, MongoClient } from 'mongodb';
 import { setup, seq, runScript } from '../helpers.mjs';
 
@@ -224,6 +225,86 @@ test('stats count calls that fail before a round trip: a client that cannot open
   } finally {
     await nowhere.close();
     await closed.close();
+  }
+});
+
+/**
+ * A TCP proxy to `address` (`host:port`) that can stall: from `stall()` on, it holds
+ * what clients send and drops what the server answers, as a server that stops answering
+ * does; `deliver()` sends the held requests on late (a request stuck in a network path).
+ */
+async function stallingProxy(address) {
+  const [host, port] = address.split(':');
+  const sockets = new Set();
+  const held = [];
+  let stalled = false;
+  const server = net.createServer((client) => {
+    const upstream = net.connect({ host, port: Number(port) });
+    for (const s of [client, upstream]) {
+      sockets.add(s);
+      s.on('error', () => {});
+    }
+    client.on('data', (chunk) => (stalled ? held.push([upstream, chunk]) : upstream.write(chunk)));
+    upstream.on('data', (chunk) => stalled || client.write(chunk));
+    client.on('close', () => stalled || upstream.destroy());
+    upstream.on('close', () => client.destroy());
+  });
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    port: server.address().port,
+    stall: () => (stalled = true),
+    held: () => held.length,
+    deliver: () => {
+      for (const [upstream, chunk] of held.splice(0)) upstream.write(chunk);
+    },
+    async close() {
+      for (const s of sockets) s.destroy();
+      await new Promise((resolve) => server.close(resolve));
+    },
+  };
+}
+
+test('a close that times out on a stalled server counts its tail as abandoned, never as given back', async () => {
+  const proxy = await stallingProxy(env.address);
+  const counters = env.db.collection('counters');
+  try {
+    const client = await seq.connect(`mongodb://127.0.0.1:${proxy.port}/?directConnection=true&serverSelectionTimeoutMS=3000`);
+    const handle = seq.sequence(client.db(env.dbName), 'stalled-close', { cache: 20, upsert: true });
+    const first = [await handle.next(), await handle.next()];
+    assert.deepEqual(first, [1, 2]);
+    const reserved = Number((await counters.findOne({ _id: 'stalled-close' })).sequence_value);
+    assert.ok(reserved > 2, `the cache holds values up to ${reserved}`);
+    proxy.stall();
+    const before = seq.stats();
+    const started = Date.now();
+    await client.close({ timeoutMS: 500 });
+    assert.ok(Date.now() - started < 3000, 'the close kept its time limit');
+    const after = seq.stats();
+    assert.ok(proxy.held() > 0, 'the give-back was sent and stalled');
+    assert.equal(after.givenBack - before.givenBack, 0, 'nothing is claimed given back');
+    assert.equal(
+      after.discarded.close - before.discarded.close,
+      reserved - 2,
+      'the whole cached tail is counted as abandoned',
+    );
+    assert.equal(Number((await counters.findOne({ _id: 'stalled-close' })).sequence_value), reserved);
+    // A restarted process continues after the tail; the stalled give-back, delivered
+    // late, finds the counter moved on and changes nothing.
+    const again = await seq.connect(env.uri);
+    try {
+      const restarted = seq.sequence(again.db(env.dbName), 'stalled-close', { cache: 20, upsert: true });
+      const next = [await restarted.next(), await restarted.next()];
+      assert.deepEqual(next, [reserved + 1, reserved + 2]);
+      proxy.deliver();
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      const plain = await seq.getNextSequenceValue(env.db, 'stalled-close');
+      assert.ok(plain > reserved + 2, `a third process gets ${plain}, after every value handed out`);
+      assert.equal(await restarted.next(), reserved + 3);
+    } finally {
+      await again.close();
+    }
+  } finally {
+    await proxy.close();
   }
 });
 

@@ -41,6 +41,8 @@ pub struct MemoryStore {
     /// Fail this many upcoming reads with a server error (a transaction aborted by a
     /// failed write refuses the reads after it).
     pub fail_reads: AtomicUsize,
+    /// Never answer a `compare_and_set` (a server that stopped answering).
+    pub stall_compare_and_set: std::sync::atomic::AtomicBool,
 }
 
 fn key(counter: &CounterRef) -> Key {
@@ -274,6 +276,9 @@ impl CounterStore for MemoryStore {
         expected: Option<i64>,
         value: i64,
     ) -> SeqResult<bool> {
+        if self.stall_compare_and_set.load(Ordering::SeqCst) {
+            std::future::pending::<()>().await;
+        }
         self.begin()?;
         let mut docs = self.docs.lock().unwrap();
         let Some(entry) = docs
