@@ -56,6 +56,27 @@ test('listSequences: range and share used per counter (81 % warns, 96 % is criti
   assert.equal(int32.usedPercentAsNumber, int32.usedPercent);
 });
 
+test('listSequences: a cycling counter shows how far it is through its cycle; numbers may end first', async () => {
+  const on = { collection: 'capacity_cycle' };
+  const full = seq.sequence(env.db, 'cycling-full', on);
+  await full.init({ maxValue: 100, cycle: true });
+  await full.set(100);
+  const wide = seq.sequence(env.db, 'cycling-wide', on);
+  await wide.init({ cycle: true }); // up to 2^63 - 1
+  await wide.set(Number.MAX_SAFE_INTEGER - 1);
+  const by = Object.fromEntries((await seq.listSequences(env.db, on)).map((c) => [c.name, c]));
+  const pick = ({ cycle, rangeKind, usedPercent, rangeKindAsNumber }) => ({ cycle, rangeKind, usedPercent, rangeKindAsNumber });
+  assert.deepEqual(pick(by['cycling-full']), { cycle: true, rangeKind: 'limit', usedPercent: 100, rangeKindAsNumber: 'limit' });
+  assert.equal(await full.next(), 1, 'at 100 % of its cycle it starts over');
+  // Read as numbers, the wide one ends at 2^53 - 1, long before it would cycle.
+  assert.deepEqual(pick(by['cycling-wide']), { cycle: true, rangeKind: 'number', usedPercent: by['cycling-wide'].usedPercent, rangeKindAsNumber: 'number' });
+  assert.ok(by['cycling-wide'].usedPercent > 99.99);
+  assert.equal(await wide.next(), Number.MAX_SAFE_INTEGER);
+  await assert.rejects(wide.next(), { code: 'SEQUENCE_OVERFLOW' });
+  const big = (await seq.listSequences(env.db, { ...on, bigint: true })).find((c) => c.name === 'cycling-wide');
+  assert.equal(big.rangeKind, 'limit', 'as BigInts it runs to its limit, and cycles there');
+});
+
 test('stats add up to the values handed out, in a randomized history', async () => {
   let round = 0;
   await fc.assert(
