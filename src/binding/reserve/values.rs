@@ -194,8 +194,8 @@ pub fn read_count(value: &Unknown, max: i64) -> SeqResult<i64> {
 }
 
 /// A promise for `count` values of `counter`, shaped by `shape`. Argument errors reject
-/// it too (and count as failed calls in the statistics, as every rejection does); a call the block cache can serve settles it at once, without leaving the
-/// JavaScript thread.
+/// it too (and count as failed calls in the statistics, as every rejection does); a call
+/// the block cache can serve settles it at once, without leaving the JavaScript thread.
 pub fn reserve_promise<'env>(
     env: &'env Env,
     counter: Result<&NamedCounter, &SeqError>,
