@@ -305,7 +305,7 @@ export interface DiscardedValues {
   management: number
   /**
    * Abandoned at close or `release()` (the counter had moved on, so they could not be
-   * given back).
+   * given back, or the close ran out of time before their update answered).
    */
   close: number
   /**
@@ -601,7 +601,7 @@ export interface SequenceOptions {
 export interface SequenceStats {
   /** Calls made (`next`, `nextBatch`, `nextRange`, inserts, …), each counting one. */
   calls: number
-  /** Values handed out to calls that succeeded. */
+  /** Values handed out to calls that succeeded: the values callers received. */
   values: number
   /** Calls served from the block cache at once. */
   cacheHits: number
@@ -618,7 +618,10 @@ export interface SequenceStats {
   retries: number
   /** Calls that failed with `CONTENTION`. */
   contention: number
-  /** Failed calls by error code. */
+  /**
+   * Failed calls by error code: every rejected call, also one that failed before any
+   * round trip (a bad argument, a client that could not open).
+   */
   errors: Record<string, number>
   /** Cached values never handed out, by cause (process-wide figures; 0 on a handle). */
   discarded: DiscardedValues

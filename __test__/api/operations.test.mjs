@@ -6,7 +6,8 @@ import assert from 'node:assert/strict';
 import { fileURLToPath } from 'node:url';
 import diagnostics from 'node:diagnostics_channel';
 import fc from 'fast-check';
-import { Long } from 'mongodb';
+import net from 'node:net';
+import { Long, MongoClient } from 'mongodb';
 import { setup, seq, runScript } from '../helpers.mjs';
 
 let env;
@@ -53,6 +54,27 @@ test('listSequences: range and share used per counter (81 % warns, 96 % is criti
   assert.equal(long.rangeEndAsNumber, BigInt(Number.MAX_SAFE_INTEGER));
   const int32 = big.find((c) => c.name === 'int32-81');
   assert.equal(int32.usedPercentAsNumber, int32.usedPercent);
+});
+
+test('listSequences: a cycling counter shows how far it is through its cycle; numbers may end first', async () => {
+  const on = { collection: 'capacity_cycle' };
+  const full = seq.sequence(env.db, 'cycling-full', on);
+  await full.init({ maxValue: 100, cycle: true });
+  await full.set(100);
+  const wide = seq.sequence(env.db, 'cycling-wide', on);
+  await wide.init({ cycle: true }); // up to 2^63 - 1
+  await wide.set(Number.MAX_SAFE_INTEGER - 1);
+  const by = Object.fromEntries((await seq.listSequences(env.db, on)).map((c) => [c.name, c]));
+  const pick = ({ cycle, rangeKind, usedPercent, rangeKindAsNumber }) => ({ cycle, rangeKind, usedPercent, rangeKindAsNumber });
+  assert.deepEqual(pick(by['cycling-full']), { cycle: true, rangeKind: 'limit', usedPercent: 100, rangeKindAsNumber: 'limit' });
+  assert.equal(await full.next(), 1, 'at 100 % of its cycle it starts over');
+  // Read as numbers, the wide one ends at 2^53 - 1, long before it would cycle.
+  assert.deepEqual(pick(by['cycling-wide']), { cycle: true, rangeKind: 'number', usedPercent: by['cycling-wide'].usedPercent, rangeKindAsNumber: 'number' });
+  assert.ok(by['cycling-wide'].usedPercent > 99.99);
+  assert.equal(await wide.next(), Number.MAX_SAFE_INTEGER);
+  await assert.rejects(wide.next(), { code: 'SEQUENCE_OVERFLOW' });
+  const big = (await seq.listSequences(env.db, { ...on, bigint: true })).find((c) => c.name === 'cycling-wide');
+  assert.equal(big.rangeKind, 'limit', 'as BigInts it runs to its limit, and cycles there');
 });
 
 test('stats add up to the values handed out, in a randomized history', async () => {
@@ -120,6 +142,198 @@ test('stats count errors by code', async () => {
   assert.equal(s.values, 0);
   assert.deepEqual(s.errors, { SEQUENCE_NOT_FOUND: 2 });
   assert.ok(seq.stats().errors.SEQUENCE_NOT_FOUND >= 2);
+});
+
+test('stats count what callers receive: a value a number cannot hold is an error, not a value', async () => {
+  // Counters a few values below 2^53 - 1, read as numbers: calls past it reserve values
+  // in MongoDB and reject with SEQUENCE_OVERFLOW. The oracle is what the calls saw.
+  let round = 0;
+  let overflows = 0;
+  await fc.assert(
+    fc.asyncProperty(
+      fc.record({
+        mode: fc.constantFrom('direct', 'coalesce', 'cache'),
+        cache: fc.integer({ min: 1, max: 6 }),
+        below: fc.integer({ min: 0, max: 8 }),
+        calls: fc.array(
+          fc.record({
+            kind: fc.constantFrom('next', 'batch', 'range'),
+            count: fc.integer({ min: 1, max: 4 }),
+            together: fc.boolean(),
+          }),
+          { minLength: 1, maxLength: 12 },
+        ),
+      }),
+      async ({ mode, cache, below, calls }) => {
+        const name = `overflow-${round++}`;
+        const start = Number.MAX_SAFE_INTEGER - below;
+        await env.db.collection('counters').insertOne({ _id: name, sequence_value: Long.fromNumber(start) });
+        const options = mode === 'cache' ? { cache } : { coalesce: mode === 'coalesce' };
+        const handle = seq.sequence(env.db, name, options);
+        const before = seq.stats();
+        const received = [];
+        const codes = {};
+        const take = async ({ kind, count }) => {
+          try {
+            if (kind === 'next') received.push(await handle.next());
+            else if (kind === 'batch') received.push(...(await handle.nextBatch(count)));
+            else {
+              const r = await handle.nextRange(count);
+              for (let v = r.first; v <= r.last; v += 1) received.push(v);
+            }
+          } catch (e) {
+            codes[e.code] = (codes[e.code] ?? 0) + 1;
+          }
+        };
+        let pending = [];
+        for (const call of calls) {
+          pending.push(take(call));
+          if (!call.together) {
+            await Promise.all(pending);
+            pending = [];
+          }
+        }
+        await Promise.all(pending);
+        overflows += codes.SEQUENCE_OVERFLOW ?? 0;
+        assert.deepEqual(Object.keys(codes).filter((c) => c !== 'SEQUENCE_OVERFLOW'), []);
+        assert.ok(received.every((v) => v > start && v <= Number.MAX_SAFE_INTEGER));
+        assert.equal(new Set(received).size, received.length, 'no value twice');
+        const mine = handle.stats();
+        assert.equal(mine.calls, calls.length, 'one call each');
+        assert.equal(mine.values, received.length, 'values are the values callers received');
+        assert.deepEqual(mine.errors, codes, 'each rejection counted under its code');
+        const after = seq.stats();
+        assert.equal(after.calls - before.calls, calls.length);
+        assert.equal(after.values - before.values, received.length, 'the process counts the same');
+        const overflowed = (s) => s.errors.SEQUENCE_OVERFLOW ?? 0;
+        assert.equal(overflowed(after) - overflowed(before), codes.SEQUENCE_OVERFLOW ?? 0);
+      },
+    ),
+    { numRuns: 20, seed: 53 },
+  );
+  assert.ok(overflows > 0, 'some calls went past 2^53 - 1');
+});
+
+test('stats count calls that fail before a round trip: a client that cannot open, a bad argument', async () => {
+  // A host name that cannot resolve fails while the shared client opens (the SRV lookup),
+  // before any request; an unreachable port fails on the request itself.
+  const nowhere = new MongoClient('mongodb+srv://nowhere.invalid/?serverSelectionTimeoutMS=500');
+  const closed = new MongoClient('mongodb://127.0.0.1:9/?serverSelectionTimeoutMS=500');
+  try {
+    const before = seq.stats();
+    const unresolved = seq.sequence(nowhere.db('x'), 'unresolved', { upsert: true });
+    await assert.rejects(unresolved.next(), { code: 'CONNECTION' });
+    await assert.rejects(unresolved.nextBatch(2), { code: 'CONNECTION' });
+    await assert.rejects(seq.getNextSequenceValue(nowhere.db('x'), 'unresolved-fn'), { code: 'CONNECTION' });
+    const unreachable = seq.sequence(closed.db('x'), 'unreachable', { upsert: true, cache: 5 });
+    await assert.rejects(unreachable.next(), { code: 'CONNECTION' });
+    const args = seq.sequence(env.db, 'bad-arguments', { upsert: true, format: 'A-{seq}' });
+    await assert.rejects(args.nextBatch(0), { code: 'INVALID_ARGUMENT' });
+    await assert.rejects(args.nextRange(2), { code: 'INVALID_ARGUMENT' }, 'format does not apply to a range');
+    await assert.rejects(seq.getNextSequenceBatch(env.db, 'bad-arguments', -1), { code: 'INVALID_ARGUMENT' });
+    const after = seq.stats();
+    const { calls, values, errors } = unresolved.stats();
+    assert.deepEqual({ calls, values, errors }, { calls: 2, values: 0, errors: { CONNECTION: 2 } });
+    assert.deepEqual(unreachable.stats().errors, { CONNECTION: 1 });
+    assert.equal(unreachable.stats().calls, 1);
+    assert.deepEqual(args.stats().errors, { INVALID_ARGUMENT: 2 });
+    assert.equal(args.stats().calls, 2);
+    const delta = (code) => (after.errors[code] ?? 0) - (before.errors[code] ?? 0);
+    assert.equal(after.calls - before.calls, 7, 'every call made counts');
+    assert.equal(delta('CONNECTION'), 4);
+    assert.equal(delta('INVALID_ARGUMENT'), 3);
+    assert.equal(after.values, before.values);
+  } finally {
+    await nowhere.close();
+    await closed.close();
+  }
+});
+
+/**
+ * A TCP proxy to `address` (`host:port`) that can stall: from `stall()` on, it holds
+ * what clients send and drops what the server answers, as a server that stops answering
+ * does; `deliver()` sends the held requests on late (a request stuck in a network path).
+ */
+async function stallingProxy(address) {
+  const [host, port] = address.split(':');
+  const sockets = new Set();
+  const held = [];
+  let stalled = false;
+  const server = net.createServer((client) => {
+    const upstream = net.connect({ host, port: Number(port) });
+    for (const s of [client, upstream]) {
+      sockets.add(s);
+      s.on('error', () => {});
+    }
+    client.on('data', (chunk) => (stalled ? held.push([upstream, chunk]) : upstream.write(chunk)));
+    upstream.on('data', (chunk) => stalled || client.write(chunk));
+    client.on('close', () => stalled || upstream.destroy());
+    upstream.on('close', () => client.destroy());
+  });
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    port: server.address().port,
+    stall: () => (stalled = true),
+    held: () => held.length,
+    /** Sends the held requests on; returns how many went to an open server connection. */
+    deliver: () => {
+      let sent = 0;
+      for (const [upstream, chunk] of held.splice(0)) {
+        if (upstream.destroyed) continue;
+        upstream.write(chunk);
+        sent += 1;
+      }
+      return sent;
+    },
+    async close() {
+      for (const s of sockets) s.destroy();
+      await new Promise((resolve) => server.close(resolve));
+    },
+  };
+}
+
+test('a close that times out on a stalled server counts its tail as abandoned, never as given back', async () => {
+  const proxy = await stallingProxy(env.address);
+  const counters = env.db.collection('counters');
+  try {
+    const client = await seq.connect(`mongodb://127.0.0.1:${proxy.port}/?directConnection=true&serverSelectionTimeoutMS=3000`);
+    const handle = seq.sequence(client.db(env.dbName), 'stalled-close', { cache: 20, upsert: true });
+    const first = [await handle.next(), await handle.next()];
+    assert.deepEqual(first, [1, 2]);
+    const reserved = Number((await counters.findOne({ _id: 'stalled-close' })).sequence_value);
+    assert.ok(reserved > 2, `the cache holds values up to ${reserved}`);
+    proxy.stall();
+    const before = seq.stats();
+    const started = Date.now();
+    await client.close({ timeoutMS: 1500 });
+    assert.ok(Date.now() - started < 6000, 'the close kept its time limit');
+    const after = seq.stats();
+    assert.ok(proxy.held() > 0, 'the give-back was sent and stalled');
+    assert.equal(after.givenBack - before.givenBack, 0, 'nothing is claimed given back');
+    assert.equal(
+      after.discarded.close - before.discarded.close,
+      reserved - 2,
+      'the whole cached tail is counted as abandoned',
+    );
+    assert.equal(Number((await counters.findOne({ _id: 'stalled-close' })).sequence_value), reserved);
+    // A restarted process continues after the tail; the stalled give-back, delivered
+    // late, finds the counter moved on and changes nothing.
+    const again = await seq.connect(env.uri);
+    try {
+      const restarted = seq.sequence(again.db(env.dbName), 'stalled-close', { cache: 20, upsert: true });
+      const next = [await restarted.next(), await restarted.next()];
+      assert.deepEqual(next, [reserved + 1, reserved + 2]);
+      assert.ok(proxy.deliver() > 0, 'the stalled requests reach the server late');
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      const plain = await seq.getNextSequenceValue(env.db, 'stalled-close');
+      assert.ok(plain > reserved + 2, `a third process gets ${plain}, after every value handed out`);
+      assert.equal(await restarted.next(), reserved + 3);
+    } finally {
+      await again.close();
+    }
+  } finally {
+    await proxy.close();
+  }
 });
 
 test('release() gives the cached tail back: the next handle continues right after', async () => {

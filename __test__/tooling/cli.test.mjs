@@ -191,6 +191,49 @@ test('check: a counter at 81 % warns (exit 1), one at 96 % is critical (exit 2),
   assert.equal(unreachable.code, 3);
 });
 
+test('check: a cycling counter at its limit is not graded (it starts over), unless numbers run out first', async () => {
+  const on = ['--collection', 'capacity_cycle'];
+  await ok(['init', 'rounds', '--max', '100', '--cycle', ...on]);
+  await ok(['set', 'rounds', '100', ...on]);
+  await ok(['init', 'laps', '--max', '100', '--cycle', ...on]);
+  await ok(['set', 'laps', '96', ...on]);
+  const text = await cli(['check', ...on]);
+  assert.equal(text.code, 0, text.stdout + text.stderr);
+  assert.equal(
+    text.stdout.trim(),
+    'SEQUENCES OK: 0 of 2 counter(s) at or over 80 % of their range (critical: 95 %); 2 cycling counter(s) at or over 80 % not graded: they start over at their limit',
+  );
+  const json = JSON.parse((await cli(['check', ...on, '--json'])).stdout);
+  assert.equal(json.status, 'OK');
+  assert.deepEqual(json.over, []);
+  const rounds = json.counters.find((c) => c.name === 'rounds');
+  assert.deepEqual(
+    { state: rounds.state, cycle: rounds.cycle, usedPercent: rounds.usedPercent, rangeKind: rounds.rangeKind },
+    { state: 'OK', cycle: true, usedPercent: 100, rangeKind: 'limit' },
+    'the share is still shown: the counter starts over at its next value',
+  );
+  assert.equal(await ok(['next', 'rounds', ...on]), '1', 'it did not run out');
+  // A cycling counter whose limit lies beyond 2^53 - 1 fails for a reader of numbers
+  // before it cycles: graded as any other, except for a reader of BigInts.
+  await ok(['init', 'wide', '--cycle', ...on]);
+  await ok(['set', 'wide', '9000000000000000', ...on]);
+  const wide = await cli(['check', ...on]);
+  assert.equal(wide.code, 2, wide.stdout);
+  assert.match(wide.stdout, /^CRITICAL wide: 99\.9 % used \(9000000000000000 of 9007199254740991, number\)$/m);
+  const wideJson = JSON.parse((await cli(['check', ...on, '--json'])).stdout);
+  assert.deepEqual(wideJson.over, ['wide']);
+  assert.equal(wideJson.counters.find((c) => c.name === 'wide').cycle, true);
+  const asBigInts = await cli(['check', ...on, '--bigint']);
+  assert.equal(asBigInts.code, 0, asBigInts.stdout);
+  // rounds started over (1 of 100) and wide is far from 2^63 - 1: only laps is named.
+  assert.match(asBigInts.stdout, /^SEQUENCES OK: 0 of 3 .*; 1 cycling counter\(s\) at or over 80 % not graded/);
+  const higher = await cli(['check', ...on, '--warn', '97', '--critical', '99', '--bigint']);
+  assert.equal(higher.code, 0);
+  assert.doesNotMatch(higher.stdout, /not graded/, 'none at or over --warn: nothing to explain');
+  const plain = JSON.parse((await cli(['check', '--collection', 'capacity_check', '--json'])).stdout);
+  assert.ok(plain.counters.every((c) => c.cycle === false), 'every entry says whether it cycles');
+});
+
 test('values past 2^53 print exactly, in text and in JSON', async () => {
   assert.equal((await cli(['set', 'big', '9007199254740993'])).code, 1, 'set without an existing counter fails');
   await ok(['init', 'big']);

@@ -2,6 +2,7 @@
 // `mongodb-sequence check`: how close each counter is to the end of its range, as the
 // monitoring plugins operators already use (check_postgres's sequence check) report it:
 // exit 0 (OK), 1 (WARNING) or 2 (CRITICAL), one line per counter over a threshold.
+// Cycling counters are not graded on the limit they start over at.
 
 const seq = require('../../index.js');
 const { UsageError, show, nameText, table } = require('../../lib/cli.js');
@@ -44,8 +45,9 @@ module.exports = {
 
   /**
    * Lists the counters and grades them against the range an application reading values
-   * as JavaScript numbers has (`--bigint`: as BigInts); resolves with `{ text, json,
-   * exitCode }`.
+   * as JavaScript numbers has (`--bigint`: as BigInts); a cycling counter whose range
+   * ends at its own limit is shown but not graded (it starts over there). Resolves with
+   * `{ text, json, exitCode }`.
    */
   async run({ warn, critical, bigint }, session) {
     const all = await seq.listSequences(await session.database(), session.options);
@@ -53,13 +55,20 @@ module.exports = {
       const used = bigint ? s.usedPercent : s.usedPercentAsNumber;
       const rangeKind = bigint ? s.rangeKind : s.rangeKindAsNumber;
       const rangeEnd = bigint ? s.rangeEnd : s.rangeEndAsNumber;
-      const state = used >= critical ? 'CRITICAL' : used >= warn ? 'WARNING' : 'OK';
-      return { name: s.name, value: s.value, rangeEnd, rangeKind, usedPercent: used, state };
+      const cycle = s.cycle === true;
+      // A cycling counter starts over at its limit instead of running out: not graded,
+      // unless the reader's numbers end before that limit (rangeKind 'number').
+      const wraps = cycle && rangeKind === 'limit';
+      const state = wraps ? 'OK' : used >= critical ? 'CRITICAL' : used >= warn ? 'WARNING' : 'OK';
+      return { name: s.name, value: s.value, rangeEnd, rangeKind, usedPercent: used, cycle, state, wraps };
     });
+    const wrapping = graded.filter((g) => g.wraps && g.usedPercent >= warn).length;
+    for (const g of graded) delete g.wraps;
     const over = graded.filter((g) => g.state !== 'OK').sort((a, b) => b.usedPercent - a.usedPercent);
     const exitCode = over.some((g) => g.state === 'CRITICAL') ? CRITICAL : over.length ? WARNING : OK;
     const status = ['OK', 'WARNING', 'CRITICAL'][exitCode];
-    const head = `SEQUENCES ${status}: ${over.length} of ${all.length} counter(s) at or over ${warn} % of their range (critical: ${critical} %)`;
+    const skipped = wrapping ? `; ${wrapping} cycling counter(s) at or over ${warn} % not graded: they start over at their limit` : '';
+    const head = `SEQUENCES ${status}: ${over.length} of ${all.length} counter(s) at or over ${warn} % of their range (critical: ${critical} %)${skipped}`;
     const lines = over.map((g) => `${g.state} ${nameText(g.name)}: ${g.usedPercent.toFixed(1)} % used (${show(g.value)} of ${show(g.rangeEnd)}, ${g.rangeKind})`);
     return {
       text: [head, ...lines].join('\n'),

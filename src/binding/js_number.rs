@@ -1,31 +1,20 @@
 //! Which values JavaScript can receive as a `number`.
 
 use crate::engine::alloc::allocate::IdRange;
-use crate::engine::error::{SeqError, SeqResult};
-use crate::engine::text::validate::MAX_SAFE_INTEGER;
-
-/// True when `v` is exactly representable as a JavaScript number (|v| ≤ 2^53 - 1).
-pub fn is_safe(v: i64) -> bool {
-    (-MAX_SAFE_INTEGER..=MAX_SAFE_INTEGER).contains(&v)
-}
+use crate::engine::error::SeqResult;
+use crate::engine::text::validate::check_safe_values;
+pub use crate::engine::text::validate::is_safe;
 
 /// Refuses a block that cannot be returned as numbers, telling how to get it as BigInt.
 pub fn check_safe_range(name: &str, range: &IdRange) -> SeqResult<()> {
-    for v in [range.first, range.last] {
-        if !is_safe(v) {
-            return Err(SeqError::overflow(format!(
-                "Sequence '{name}' reached {v}, beyond Number.MAX_SAFE_INTEGER \
-                 (2^53 - 1); pass {{ bigint: true }} to receive BigInt values"
-            )));
-        }
-    }
-    Ok(())
+    check_safe_values(name, range.first, range.last)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::engine::error::ErrorCode;
+    use crate::engine::text::validate::MAX_SAFE_INTEGER;
 
     #[test]
     fn boundary() {

@@ -221,6 +221,13 @@ impl Recorder {
         });
     }
 
+    /// A call failed with `code` before it waited for anything (a bad argument, a client
+    /// that could not open, values it could not receive).
+    pub fn failed(&self, code: ErrorCode) {
+        self.call();
+        self.settled(Err(code));
+    }
+
     /// A call was served from the cache at once with `values` values.
     pub fn cache_hit(&self, values: i64) {
         self.each(|s| {

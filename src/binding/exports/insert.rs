@@ -19,6 +19,7 @@ use crate::binding::reserve::values::{reserve_in_order, NamedCounter};
 use crate::engine::alloc::allocate::IdRange;
 use crate::engine::error::{SeqError, SeqResult};
 use crate::engine::gapless::{insert_gapless, NumberedInsert};
+use crate::engine::stats::Recorder;
 use crate::engine::text::format::now_millis;
 use crate::engine::text::validate::{check_collection, MAX_BATCH_COUNT};
 use mongodb::bson::{Bson, Document};
@@ -187,9 +188,10 @@ fn spawn_insert<'env>(
     let (insert, db, target) = match (insert, db_object, object_or_array(target)) {
         (Ok(insert), Some(db), Some(target)) => (insert, db, target),
         (Err(e), _, _) => {
+            Recorder::default().failed(e.code);
             return env.spawn_future_with_callback(async { Ok(()) }, move |env, ()| {
                 Err::<Unknown, _>(e).or_throw(env)
-            })
+            });
         }
         _ => return Err(napi::Error::from_reason("db and documents must be objects")),
     };

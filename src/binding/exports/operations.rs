@@ -36,7 +36,7 @@ pub struct DiscardedValues {
     /// `drop`, `raiseTo`, `syncToMax`).
     pub management: f64,
     /// Abandoned at close or `release()` (the counter had moved on, so they could not be
-    /// given back).
+    /// given back, or the close ran out of time before their update answered).
     pub close: f64,
     /// Dropped with counters no longer in use (more than 1024 idle ones) or with a
     /// client whose JavaScript environment ended without a close.
@@ -48,7 +48,7 @@ pub struct DiscardedValues {
 pub struct SequenceStats {
     /// Calls made (`next`, `nextBatch`, `nextRange`, inserts, …), each counting one.
     pub calls: f64,
-    /// Values handed out to calls that succeeded.
+    /// Values handed out to calls that succeeded: the values callers received.
     pub values: f64,
     /// Calls served from the block cache at once.
     pub cache_hits: f64,
@@ -63,7 +63,8 @@ pub struct SequenceStats {
     pub retries: f64,
     /// Calls that failed with `CONTENTION`.
     pub contention: f64,
-    /// Failed calls by error code.
+    /// Failed calls by error code: every rejected call, also one that failed before any
+    /// round trip (a bad argument, a client that could not open).
     pub errors: HashMap<String, f64>,
     /// Cached values never handed out, by cause (process-wide figures; 0 on a handle).
     pub discarded: DiscardedValues,

@@ -130,7 +130,7 @@ impl Sequence {
     ) -> napi::Result<PromiseRaw<'env, Output>> {
         promise_call(env, "Sequence.nextRange", || {
             if let Err(e) = refuse_format(&self.counter.options) {
-                return reserve_promise(env, Err(&e), Ok(1), Output::range, None);
+                return self.reserve(env, Err(e), Output::range);
             }
             self.reserve(env, read_count(&count, MAX_RANGE_COUNT), Output::range)
         })

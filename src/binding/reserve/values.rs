@@ -25,7 +25,7 @@ use crate::engine::alloc::prepared_counter::PreparedCounter;
 use crate::engine::call_options::CallOptions;
 use crate::engine::counter::counter_name::CounterName;
 use crate::engine::error::{SeqError, SeqResult};
-use crate::engine::stats::Stats;
+use crate::engine::stats::{Recorder, Stats};
 use crate::engine::text::validate::check_count;
 
 /// How a block of values is returned to JavaScript.
@@ -163,13 +163,26 @@ fn submit_now(
     let (handle, database) = named.target.resolve_now()?;
     let prepared = match PreparedCounter::new(&handle, database, &named.name, &named.options) {
         Ok(prepared) => prepared.recording(named.stats.clone()),
-        Err(error) => return Some(Err(error)),
+        Err(error) => return Some(Err(counted(named, error))),
     };
     let submitted = prepared.submit(count);
     if let Some(slot) = slot {
         *lock(slot) = Some(prepared);
     }
     Some(submitted)
+}
+
+/// `error`, counted as a failed call of `named` (in the process's statistics and its
+/// handle's): for calls that fail before the engine sees them (a client that could not
+/// open), which the engine does not count.
+fn counted(named: &NamedCounter, error: SeqError) -> SeqError {
+    counted_in(named.stats.clone(), error)
+}
+
+/// `error`, counted as a failed call in the process's statistics and in `stats`.
+fn counted_in(stats: Option<Arc<Stats>>, error: SeqError) -> SeqError {
+    Recorder::new(stats).failed(error.code);
+    error
 }
 
 /// Reads a count argument: a whole number from 1 to `max`.
@@ -181,8 +194,8 @@ pub fn read_count(value: &Unknown, max: i64) -> SeqResult<i64> {
 }
 
 /// A promise for `count` values of `counter`, shaped by `shape`. Argument errors reject
-/// it too; a call the block cache can serve settles it at once, without leaving the
-/// JavaScript thread.
+/// it too (and count as failed calls in the statistics, as every rejection does); a call
+/// the block cache can serve settles it at once, without leaving the JavaScript thread.
 pub fn reserve_promise<'env>(
     env: &'env Env,
     counter: Result<&NamedCounter, &SeqError>,
@@ -190,6 +203,11 @@ pub fn reserve_promise<'env>(
     shape: Shape,
     slot: Option<&PreparedSlot>,
 ) -> napi::Result<PromiseRaw<'env, Output>> {
+    match (counter, &count) {
+        (Err(error), _) => Recorder::default().failed(error.code),
+        (Ok(named), Err(error)) => Recorder::new(named.stats.clone()).failed(error.code),
+        _ => {}
+    }
     if let (Ok(named), Ok(count), true) = (counter, &count, nobody_waiting()) {
         // In the runtime's context, so that a client of an ended runtime is recognised.
         if let Some(submitted) = within_runtime_if_available(|| submit_now(named, *count, slot)) {
@@ -222,9 +240,10 @@ pub fn reserve_promise<'env>(
     promise(env, async move {
         let (named, count) = (counter?, count?);
         let (label, options) = (named.label.clone(), named.options.clone());
+        let stats = named.stats.clone();
         let prepared = named.prepare(slot).await;
         ticket.my_turn().await;
-        let submitted = prepared?.submit(count);
+        let submitted = prepared.map_err(|e| counted_in(stats, e))?.submit(count);
         drop(ticket);
         shape(&label, submitted?.finish().await?, &options)
     })
@@ -249,9 +268,12 @@ pub fn reserve_in_order(named: &NamedCounter, count: i64) -> Reserved {
     let named = named.clone();
     let ticket = Ticket::take();
     Box::pin(async move {
+        let stats = named.stats.clone();
         let prepared = named.prepare(None).await;
         ticket.my_turn().await;
-        let submitted = prepared.and_then(|r| r.submit(count));
+        let submitted = prepared
+            .map_err(|e| counted_in(stats, e))
+            .and_then(|r| r.submit(count));
         drop(ticket);
         submitted?.finish().await
     })

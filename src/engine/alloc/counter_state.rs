@@ -196,15 +196,37 @@ impl CounterState {
             let Some((tail, dropped)) = slot.take_tail() else {
                 continue;
             };
-            outcome.abandoned += dropped;
             let count = tail.count();
-            match give_back_tail(&*store_of(&lane), counter, config, tail).await {
-                Ok(true) => outcome.returned += count,
-                _ => outcome.abandoned += count,
+            // Out of the cache, the tail counts as abandoned until the update says it was
+            // returned: a give-back cut short (a close's time limit) drops this future
+            // mid-update, not knowing whether it was applied, and must not claim it was.
+            let mut part = Counted(GivenBack {
+                returned: 0,
+                abandoned: dropped + count,
+            });
+            if let Ok(true) = give_back_tail(&*store_of(&lane), counter, config, tail).await {
+                part.0 = GivenBack {
+                    returned: count,
+                    abandoned: dropped,
+                };
             }
+            outcome = outcome.plus(part.0);
         }
-        stats::gave_back(outcome.returned, outcome.abandoned);
         outcome
+    }
+
+    /// Takes every cached value of this counter out of its caches and counts it as
+    /// abandoned at close: for the counters a close had no time left to give back.
+    /// Returns how many.
+    pub fn abandon_cached(&self) -> i64 {
+        let slots: Vec<Arc<CacheSlot>> = lock(&self.caches).values().cloned().collect();
+        let abandoned = slots
+            .iter()
+            .filter_map(|slot| slot.take_tail())
+            .map(|(tail, dropped)| tail.count() + dropped)
+            .sum();
+        stats::gave_back(0, abandoned);
+        abandoned
     }
 
     /// Waits (up to [`SETTLE_LIMIT`]) until no block fetch of this counter is in flight,
@@ -448,6 +470,16 @@ fn record_round_trip(
             error,
             retries,
         });
+    }
+}
+
+/// A part of a give-back, counted in the process's statistics when it goes (also when
+/// the give-back is dropped before it finished).
+struct Counted(GivenBack);
+
+impl Drop for Counted {
+    fn drop(&mut self) {
+        stats::gave_back(self.0.returned, self.0.abandoned);
     }
 }
 
@@ -1074,6 +1106,67 @@ mod tests {
                 abandoned: 7
             }
         );
+    }
+
+    #[test]
+    fn a_give_back_cut_short_counts_its_tail_as_abandoned_never_as_returned() {
+        let store = Arc::new(MemoryStore::default());
+        let c = counter("cut-short");
+        let cached = |state: &Arc<CounterState>| {
+            state
+                .submit(&store, &c, &lane(), Mode::Cached(10), None, 1)
+                .finish()
+        };
+        run(async {
+            let state = Arc::new(CounterState::default());
+            assert_eq!(cached(&state).await.unwrap().first, 1);
+            assert_eq!(cached(&state).await.unwrap().first, 2);
+            state.settle_fetches().await;
+            let reserved = store_value(&store, &c);
+            assert!(reserved > 2);
+            // The server stops answering: the update never returns, and a close's time
+            // limit drops the give-back in the middle of it.
+            store.stall_compare_and_set.store(true, Ordering::SeqCst);
+            let before = stats::PROCESS.snapshot();
+            let give = store.clone();
+            let giving = state.give_back(&c, |_| give.clone());
+            let cut = tokio::time::timeout(std::time::Duration::from_millis(50), giving).await;
+            assert!(cut.is_err(), "the give-back was cut short");
+            let after = stats::PROCESS.snapshot();
+            // Other tests count too: only increases of at least these can be asserted.
+            assert!(
+                after.discarded_at_close >= before.discarded_at_close + (reserved - 2) as u64,
+                "the tail counts as abandoned"
+            );
+            assert_eq!(store_value(&store, &c), reserved, "nothing was written");
+            assert_eq!(state.abandon_cached(), 0, "the tail had left the cache");
+            store.stall_compare_and_set.store(false, Ordering::SeqCst);
+            let next = cached(&state).await.unwrap().first;
+            assert_eq!(next, reserved + 1, "never handed out here again");
+        });
+    }
+
+    #[test]
+    fn abandoning_the_cache_counts_every_value_and_serves_none_of_them() {
+        let store = Arc::new(MemoryStore::default());
+        let c = counter("abandoned");
+        let cached = |state: &Arc<CounterState>| {
+            state
+                .submit(&store, &c, &lane(), Mode::Cached(10), None, 1)
+                .finish()
+        };
+        run(async {
+            let state = Arc::new(CounterState::default());
+            assert_eq!(cached(&state).await.unwrap().first, 1);
+            state.settle_fetches().await;
+            let reserved = store_value(&store, &c);
+            let before = stats::PROCESS.snapshot();
+            assert_eq!(state.abandon_cached(), reserved - 1);
+            let after = stats::PROCESS.snapshot();
+            assert!(after.discarded_at_close >= before.discarded_at_close + (reserved - 1) as u64);
+            assert_eq!(state.abandon_cached(), 0, "once");
+            assert_eq!(cached(&state).await.unwrap().first, reserved + 1);
+        });
     }
 
     #[test]

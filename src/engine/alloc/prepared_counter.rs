@@ -17,6 +17,7 @@ use crate::engine::stats::{Recorder, Stats};
 use crate::engine::store::counter_store::CounterRef;
 use crate::engine::store::driver_counters::DriverCounters;
 use crate::engine::store::mongo_driver::MongoDriver;
+use crate::engine::text::validate::check_safe_values;
 
 /// A counter ready to reserve from: its client, store, state and cache slot. Reusable
 /// for many calls.
@@ -30,6 +31,9 @@ pub struct PreparedCounter {
     mode: Mode,
     cache: Option<Arc<CacheSlot>>,
     recorder: Recorder,
+    /// The counter's name as shown in messages, when its calls return JavaScript
+    /// numbers (no `bigint`, no `format`): values past 2^53 - 1 then fail the call.
+    numbers_for: Option<Arc<str>>,
 }
 
 impl PreparedCounter {
@@ -55,6 +59,8 @@ impl PreparedCounter {
             (None, false) => Mode::Direct,
         };
         let cache = options.cache.map(|size| state.cache_slot(&lane, size));
+        let numbers_for =
+            (!options.bigint && options.format.is_none()).then(|| Arc::from(name.label()));
         Ok(PreparedCounter {
             handle: handle.clone(),
             store: Arc::new(DriverCounters(driver)),
@@ -64,6 +70,7 @@ impl PreparedCounter {
             mode,
             cache,
             recorder: Recorder::default(),
+            numbers_for,
         })
     }
 
@@ -105,8 +112,7 @@ impl PreparedCounter {
     /// closes. `CLIENT_CLOSED` once the client is closed.
     pub fn submit(&self, count: i64) -> SeqResult<Submitted> {
         if let Err(error) = self.handle.ensure_open() {
-            self.recorder.call();
-            self.recorder.settled(Err(error.code));
+            self.recorder.failed(error.code);
             return Err(error);
         }
         let call = Call {
@@ -124,21 +130,33 @@ impl PreparedCounter {
             call,
             &self.recorder,
         );
+        // Values the caller cannot receive (past 2^53 - 1 as numbers) fail the call here,
+        // before they are counted: the statistics count the values callers receive.
         let outcome = match outcome {
             Outcome::Later(pending) => {
                 self.recorder.call();
                 let guarded = self.handle.guard(pending);
                 let recorder = self.recorder.clone();
+                let numbers_for = self.numbers_for.clone();
                 Outcome::Later(Box::pin(async move {
-                    let outcome = guarded.await;
+                    let outcome = guarded
+                        .await
+                        .and_then(|range| receivable(numbers_for.as_deref(), range));
                     recorder.settled(outcome.as_ref().map(IdRange::count).map_err(|e| e.code));
                     outcome
                 }))
             }
-            Outcome::Now(range) => {
-                self.recorder.cache_hit(range.count());
-                Outcome::Now(range)
-            }
+            Outcome::Now(range) => match receivable(self.numbers_for.as_deref(), range) {
+                Ok(range) => {
+                    self.recorder.cache_hit(range.count());
+                    Outcome::Now(range)
+                }
+                Err(error) => {
+                    // Still `Later`, so that `background` (a prefetch) is spawned.
+                    self.recorder.failed(error.code);
+                    Outcome::Later(Box::pin(std::future::ready(Err(error))))
+                }
+            },
         };
         Ok(Submitted {
             outcome,
@@ -165,5 +183,41 @@ impl PreparedCounter {
     /// Reserves `count` values, spawning background work on the current runtime.
     pub async fn run(self, count: i64) -> SeqResult<IdRange> {
         self.submit(count)?.finish().await
+    }
+}
+
+/// `range`, unless the call returns JavaScript numbers (`numbers_for`: the counter's name
+/// as shown in messages) and `range` goes past 2^53 - 1: `SEQUENCE_OVERFLOW` then.
+fn receivable(numbers_for: Option<&str>, range: IdRange) -> SeqResult<IdRange> {
+    match numbers_for {
+        Some(name) => check_safe_values(name, range.first, range.last).map(|()| range),
+        None => Ok(range),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::error::ErrorCode;
+    use crate::engine::text::validate::MAX_SAFE_INTEGER;
+
+    #[test]
+    fn values_past_2_53_fail_a_call_that_returns_numbers_only() {
+        let last_safe = IdRange::contiguous(MAX_SAFE_INTEGER - 1, MAX_SAFE_INTEGER);
+        assert_eq!(receivable(Some("n"), last_safe).unwrap(), last_safe);
+        let past = IdRange::contiguous(MAX_SAFE_INTEGER, MAX_SAFE_INTEGER + 1);
+        let e = receivable(Some("n"), past).unwrap_err();
+        assert_eq!(e.code, ErrorCode::SequenceOverflow);
+        assert!(e.message.contains("'n'") && e.message.contains("bigint"));
+        let below = IdRange::contiguous(-MAX_SAFE_INTEGER - 1, -MAX_SAFE_INTEGER);
+        assert!(
+            receivable(Some("n"), below).is_err(),
+            "descending past -(2^53 - 1)"
+        );
+        assert_eq!(
+            receivable(None, past).unwrap(),
+            past,
+            "BigInts and formats take any"
+        );
     }
 }

@@ -238,7 +238,17 @@ impl ClientHandle {
     /// it; true when the shutdown finished in time.
     async fn give_back_and_shut_down(&self, states: HeldStates, timeout: Duration) -> bool {
         let started = Instant::now();
-        let _ = tokio::time::timeout(timeout, self.give_back(states)).await;
+        let held: Vec<Arc<CounterState>> = states.iter().map(|(_, s)| s.clone()).collect();
+        if tokio::time::timeout(timeout, self.give_back(states))
+            .await
+            .is_err()
+        {
+            // Out of time (a server that stopped answering): what was not given back yet
+            // is abandoned, and counted so, never handed out by this closed client.
+            for state in held {
+                state.abandon_cached();
+            }
+        }
         self.shut_down_within(timeout.saturating_sub(started.elapsed()))
             .await
     }

@@ -47,6 +47,8 @@ pub struct MemoryStore {
     pub max_spin_us: AtomicU64,
     /// The state of the spin times' pseudo-random source.
     spin_seed: AtomicU64,
+    /// Never answer a `compare_and_set` (a server that stopped answering).
+    pub stall_compare_and_set: std::sync::atomic::AtomicBool,
 }
 
 fn key(counter: &CounterRef) -> Key {
@@ -298,6 +300,9 @@ impl CounterStore for MemoryStore {
         expected: Option<i64>,
         value: i64,
     ) -> SeqResult<bool> {
+        if self.stall_compare_and_set.load(Ordering::SeqCst) {
+            std::future::pending::<()>().await;
+        }
         self.begin()?;
         let mut docs = self.docs.lock().unwrap();
         let Some(entry) = docs
