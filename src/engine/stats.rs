@@ -495,10 +495,16 @@ mod tests {
         recorder.settled(Ok(5));
         recorder.call();
         recorder.settled(Err(ErrorCode::Contention));
+        recorder.failed(ErrorCode::SequenceOverflow);
         let s = stats.snapshot();
-        assert_eq!((s.calls, s.values, s.cache_hits), (3, 6, 1));
+        assert_eq!((s.calls, s.values, s.cache_hits), (4, 6, 1));
         assert_eq!(s.errors_of(ErrorCode::Contention), 1);
-        assert_eq!(s.errors, vec![("CONTENTION", 1)]);
+        assert_eq!(
+            s.errors_of(ErrorCode::SequenceOverflow),
+            1,
+            "a call failed at once"
+        );
+        assert_eq!(s.errors.len(), 2);
         assert_eq!(s.errors_of(ErrorCode::Connection), 0);
         assert!(PROCESS.snapshot().calls >= 3, "the process counts too");
     }
