@@ -211,3 +211,21 @@ test('gapless near the int64 end rejects SEQUENCE_OVERFLOW and inserts nothing',
   await seq.insertMany(env.db, 'gapless_end', [{}], opts);
   assert.equal((await env.db.collection('gapless_end').findOne({}, { useBigInt64: true })).no, end);
 });
+
+test('gapless past 2^53 without bigint rejects SEQUENCE_OVERFLOW before it commits', async (t) => {
+  const skip = external ? await needsTransactions() : serverKind !== 'secantus' && 'gapless needs a replica set: runs in the secantus pass';
+  if (skip) {
+    t.skip(skip);
+    return;
+  }
+  const safe = Number.MAX_SAFE_INTEGER;
+  await seq.sequence(env.db, 'gaplessSafe', { upsert: true }).set(safe - 1);
+  const opts = { gapless: true, field: 'no', sequence: 'gaplessSafe' };
+  // The second number would be 2^53: as a JavaScript number the call could not tell it.
+  await rejectsWithCode(assert, seq.insertMany(env.db, 'gapless_safe', [{}, {}], opts), 'SEQUENCE_OVERFLOW', /bigint/);
+  assert.equal(await env.db.collection('gapless_safe').countDocuments(), 0, 'nothing inserted');
+  assert.equal(await seq.sequence(env.db, 'gaplessSafe').current(), safe - 1, 'no number spent');
+  const doc = {};
+  await seq.insertOne(env.db, 'gapless_safe', doc, opts);
+  assert.equal(doc.no, safe, 'the last safe number still fits');
+});

@@ -84,6 +84,13 @@ impl CallOptions {
             start: self.start,
         }
     }
+
+    /// Whether calls return the values as JavaScript numbers (neither `bigint` nor
+    /// `format`): values past 2^53 - 1 must then fail the call before it counts or
+    /// commits anything.
+    pub fn returns_numbers(&self) -> bool {
+        !self.bigint && self.format.is_none()
+    }
 }
 
 #[cfg(test)]

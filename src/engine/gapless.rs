@@ -19,6 +19,7 @@ use crate::engine::store::counter_store::{CounterRef, CounterStore, NewCounter};
 use crate::engine::store::driver_counters::DriverCounters;
 use crate::engine::store::mongo_driver::SessionDriver;
 use crate::engine::text::format::{now_millis, Pattern};
+use crate::engine::text::validate::check_safe_values;
 
 /// Most attempts at one transaction that conflicts with others.
 pub const MAX_TRANSACTION_ATTEMPTS: u32 = 50;
@@ -42,6 +43,10 @@ pub struct NumberedInsert<'a> {
     pub docs: Vec<Document>,
     /// Store formatted business numbers instead of integers.
     pub format: Option<&'a Pattern>,
+    /// The caller receives the numbers as JavaScript numbers (no `bigint`, no `format`):
+    /// numbers past 2^53 - 1 then fail the insert before it commits (`SEQUENCE_OVERFLOW`),
+    /// instead of after it, with the documents written.
+    pub as_numbers: bool,
 }
 
 fn retryable(error: &SeqError) -> bool {
@@ -138,6 +143,9 @@ pub async fn insert_gapless(
                 };
                 allocate(&in_session, counter, no_create, count).await?
             };
+            if insert.as_numbers {
+                check_safe_values(&counter.label, range.first, range.last)?;
+            }
             let now = now_millis();
             let docs: Vec<Document> = insert
                 .docs

@@ -217,6 +217,7 @@ fn spawn_insert<'env>(
                     field: &field,
                     docs,
                     format: named.options.format.as_ref(),
+                    as_numbers: named.options.returns_numbers(),
                 };
                 let concern = named.options.write_concern.as_ref().map(|w| w.to_driver());
                 insert_gapless(

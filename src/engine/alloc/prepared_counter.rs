@@ -59,8 +59,7 @@ impl PreparedCounter {
             (None, false) => Mode::Direct,
         };
         let cache = options.cache.map(|size| state.cache_slot(&lane, size));
-        let numbers_for =
-            (!options.bigint && options.format.is_none()).then(|| Arc::from(name.label()));
+        let numbers_for = options.returns_numbers().then(|| Arc::from(name.label()));
         Ok(PreparedCounter {
             handle: handle.clone(),
             store: Arc::new(DriverCounters(driver)),
