@@ -333,7 +333,7 @@ pub fn thread_listening(on: bool) {
 
 /// Whether round trips are recorded as events: a JavaScript thread listens.
 pub fn events_on() -> bool {
-    LISTENING_THREADS.load(SeqCst) > 0
+    LISTENING_THREADS.load(Relaxed) > 0
 }
 
 /// Records `event` while events are on.
@@ -482,14 +482,21 @@ mod tests {
             .map(|_| {
                 let stop = stop.clone();
                 std::thread::spawn(move || {
-                    while !stop.load(SeqCst) {
+                    for n in 0u64.. {
+                        if stop.load(SeqCst) {
+                            break;
+                        }
                         record_event(event("late"));
+                        if n % 16 == 0 {
+                            // Leaves the queue's lock to the listening thread now and then.
+                            std::thread::yield_now();
+                        }
                     }
                 })
             })
             .collect();
         let mut left = 0;
-        for round in 0..2_000 {
+        for round in 0..3_000 {
             thread_listening(true);
             if round % 2 == 0 {
                 std::thread::yield_now();
