@@ -499,6 +499,15 @@ impl Engine {
         out
     }
 
+    /// Each call awaited before the next is made (`for (;;) await s.next()`).
+    async fn calls_one_by_one(&self, counts: &[i64]) -> Vec<SeqResult<IdRange>> {
+        let mut out = Vec::new();
+        for &n in counts {
+            out.push(self.submit_and_wait(n).await);
+        }
+        out
+    }
+
     async fn submit_and_wait(&self, n: i64) -> SeqResult<IdRange> {
         self.state
             .submit(&self.store, &self.counter, &self.lane, self.mode, None, n)
@@ -510,6 +519,11 @@ impl Engine {
     async fn settle(&self) {
         for _ in 0..50 {
             tokio::task::yield_now().await;
+        }
+        // With worker threads, a fetch (or a coalesced round trip that has answered
+        // its calls) may still be running: wait for it, as the single-threaded runs do.
+        while !self.state.settled() {
+            tokio::time::sleep(std::time::Duration::from_micros(50)).await;
         }
     }
 
@@ -543,13 +557,41 @@ fn check_shaped_history(
     initial: Option<Config>,
     ops: &[Op],
 ) {
+    check_racy_history(mode, policy, shape, initial, ops, 0)
+}
+
+/// [`check_shaped_history`], with every store operation taking a random time below
+/// `spin_us` microseconds (0: none) on a runtime with worker threads, so that fills and
+/// round trips land at any point of the calls and management writes around them. With
+/// an odd `spin_us`, the calls of each step are made one after another, each awaited
+/// (a sequential caller), instead of all at once.
+fn check_racy_history(
+    mode: Mode,
+    policy: CreatePolicy,
+    shape: Shape,
+    initial: Option<Config>,
+    ops: &[Op],
+    spin_us: u64,
+) {
+    let sequential = spin_us % 2 == 1;
     let engine = Engine::shaped(mode, policy, shape);
+    engine
+        .store
+        .max_spin_us
+        .store(spin_us, std::sync::atomic::Ordering::SeqCst);
     let step = shape.step;
     let mut model = Model::default();
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
+    let runtime = match spin_us {
+        0 => tokio::runtime::Builder::new_current_thread(),
+        _ => {
+            let mut builder = tokio::runtime::Builder::new_multi_thread();
+            builder.worker_threads(2);
+            builder
+        }
+    }
+    .enable_all()
+    .build()
+    .unwrap();
     runtime.block_on(async {
         let c = &engine.counter;
         let created = engine
@@ -584,7 +626,10 @@ fn check_shaped_history(
                     if let Mode::Cached(size) = mode {
                         cache_only &= counts.iter().all(|n| *n == 1 && *n <= size);
                     }
-                    let results = engine.calls(counts).await;
+                    let results = match sequential {
+                        true => engine.calls_one_by_one(counts).await,
+                        false => engine.calls(counts).await,
+                    };
                     engine.settle().await;
                     if !model.config.is_some_and(|c| c.cycle) {
                         for v in results.iter().flatten().flat_map(|r| r.values()) {
@@ -854,6 +899,31 @@ proptest! {
         ops in proptest::collection::vec(op_strategy(), 1..25),
     ) {
         check_shaped_history(mode, CreatePolicy { upsert, start }, shape, initial, &ops);
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig {
+        cases: std::env::var("MODEL_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(10_000) / 20,
+        max_shrink_iters: 200,
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    })]
+
+    /// The same histories with round trips of random latency on worker threads: fills,
+    /// prefetches and round trips land between the steps of calls, give-backs and
+    /// management writes.
+    #[test]
+    fn every_mode_matches_the_model_whenever_round_trips_land(
+        mode in mode_strategy(),
+        upsert in any::<bool>(),
+        start in -5i64..5,
+        shape in shape_strategy(),
+        initial in config_strategy(),
+        ops in proptest::collection::vec(op_strategy(), 1..25),
+        spin_us in 1u64..60,
+    ) {
+        check_racy_history(mode, CreatePolicy { upsert, start }, shape, initial, &ops, spin_us);
     }
 }
 

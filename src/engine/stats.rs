@@ -329,7 +329,12 @@ pub fn thread_listening(on: bool) {
         .fetch_update(SeqCst, SeqCst, |n| n.checked_sub(1))
         .is_ok_and(|before| before == 1)
     {
-        lock(&EVENTS).clear();
+        let mut events = lock(&EVENTS);
+        // Looked at again under the lock: a thread that started listening since then
+        // keeps what was recorded for it.
+        if !events_on() {
+            events.clear();
+        }
     }
 }
 
@@ -344,6 +349,13 @@ pub fn record_event(event: RoundTripEvent) {
         return;
     }
     let mut events = lock(&EVENTS);
+    // Looked at again under the lock: the last listener may have stopped, and emptied
+    // the queue, since the look above (the round trip ends on a worker thread while a
+    // JavaScript thread stops listening); an event queued now would wait for whoever
+    // listens next, with nobody to take it until then.
+    if !events_on() {
+        return;
+    }
     if events.len() >= EVENTS_KEPT {
         events.pop_front();
         EVENTS_DROPPED.fetch_add(1, Relaxed);
@@ -469,6 +481,51 @@ mod tests {
         assert!(
             !after.iter().any(|e| e.counter == "again"),
             "the last thread stopping emptied the queue"
+        );
+        // A round trip ends on a worker thread just as the last listener stops: nothing
+        // is left queued once nobody listens, whatever the interleaving.
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let recorders: Vec<_> = (0..2)
+            .map(|_| {
+                let stop = stop.clone();
+                std::thread::spawn(move || {
+                    for n in 0u64.. {
+                        if stop.load(SeqCst) {
+                            break;
+                        }
+                        record_event(event("late"));
+                        if n % 16 == 0 {
+                            // Leaves the queue's lock to the listening thread now and then.
+                            std::thread::yield_now();
+                        }
+                    }
+                })
+            })
+            .collect();
+        let mut left = 0;
+        for round in 0..3_000 {
+            thread_listening(true);
+            if round % 2 == 0 {
+                std::thread::yield_now();
+            }
+            thread_listening(false);
+            // A recorder that saw the listener just before it stopped has queued its
+            // event by now, or never will.
+            for _ in 0..20 {
+                std::thread::yield_now();
+            }
+            if lock(&EVENTS).iter().any(|e| e.counter == "late") {
+                left += 1;
+                lock(&EVENTS).clear();
+            }
+        }
+        stop.store(true, SeqCst);
+        for recorder in recorders {
+            recorder.join().unwrap();
+        }
+        assert_eq!(
+            left, 0,
+            "rounds that left an event queued with nobody listening"
         );
     }
 

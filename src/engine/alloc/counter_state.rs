@@ -273,6 +273,13 @@ impl CounterState {
                 .any(|slot| Arc::strong_count(slot) > 1 || slot.is_fetching())
     }
 
+    /// Whether no round trip or block fetch of this state is in flight (tests wait for
+    /// it between steps).
+    #[cfg(test)]
+    pub fn settled(&self) -> bool {
+        self.lanes.in_flight() == 0 && !lock(&self.caches).values().any(|s| s.is_fetching())
+    }
+
     /// Whether its cache slots hold values not handed out yet.
     fn holds_values(&self) -> bool {
         lock(&self.caches).values().any(|slot| slot.available() > 0)
@@ -902,6 +909,9 @@ mod tests {
     fn processes_racing_a_give_back_never_hand_out_a_value_twice() {
         for seed in 1..=8u64 {
             let store = Arc::new(MemoryStore::default());
+            // Round trips of random latency on the worker threads: fills land at any
+            // point of a give-back.
+            store.max_spin_us.store(seed * 5, Ordering::SeqCst);
             let c = counter("raced");
             let values = run(async {
                 let workers: Vec<_> = (0..4u64)
