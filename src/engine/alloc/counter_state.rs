@@ -1180,6 +1180,35 @@ mod tests {
     }
 
     #[test]
+    fn abandoning_the_cache_counts_older_blocks_besides_the_tail() {
+        let store = Arc::new(MemoryStore::default());
+        let c = counter("abandoned-blocks");
+        let cached = |state: &Arc<CounterState>| {
+            state
+                .submit(&store, &c, &lane(), Mode::Cached(10), None, 1)
+                .finish()
+        };
+        run(async {
+            let state = Arc::new(CounterState::default());
+            assert_eq!(cached(&state).await.unwrap().first, 1);
+            state.settle_fetches().await;
+            // Another process moves the counter on: the next fill does not adjoin.
+            let moved = store_value(&store, &c) + 100;
+            store.put(&c, Some(mongodb::bson::Bson::Int64(moved)));
+            while !state.in_use() {
+                cached(&state).await.unwrap();
+            }
+            state.settle_fetches().await;
+            let held: i64 = lock(&state.caches).values().map(|s| s.available()).sum();
+            assert!(
+                store_value(&store, &c) > moved,
+                "a fill came after the move"
+            );
+            assert_eq!(state.abandon_cached(), held, "the tail and the older block");
+        });
+    }
+
+    #[test]
     fn round_trips_are_recorded_with_their_calls_and_fills() {
         let store = Arc::new(MemoryStore::default());
         let c = counter("recorded");
