@@ -1067,11 +1067,7 @@ mod tests {
     fn a_give_back_counts_what_it_returns_and_what_it_abandons() {
         let store = Arc::new(MemoryStore::default());
         let c = counter("counted");
-        let cached = |state: &Arc<CounterState>| {
-            state
-                .submit(&store, &c, &lane(), Mode::Cached(10), None, 1)
-                .finish()
-        };
+        let cached = |state: &Arc<CounterState>| cached_call(state, &store, &c);
         run(async {
             let state = Arc::new(CounterState::default());
             assert_eq!(cached(&state).await.unwrap().first, 1);
@@ -1122,11 +1118,7 @@ mod tests {
     fn a_give_back_cut_short_counts_its_tail_as_abandoned_never_as_returned() {
         let store = Arc::new(MemoryStore::default());
         let c = counter("cut-short");
-        let cached = |state: &Arc<CounterState>| {
-            state
-                .submit(&store, &c, &lane(), Mode::Cached(10), None, 1)
-                .finish()
-        };
+        let cached = |state: &Arc<CounterState>| cached_call(state, &store, &c);
         run(async {
             let state = Arc::new(CounterState::default());
             assert_eq!(cached(&state).await.unwrap().first, 1);
@@ -1160,11 +1152,7 @@ mod tests {
     fn abandoning_the_cache_counts_every_value_and_serves_none_of_them() {
         let store = Arc::new(MemoryStore::default());
         let c = counter("abandoned");
-        let cached = |state: &Arc<CounterState>| {
-            state
-                .submit(&store, &c, &lane(), Mode::Cached(10), None, 1)
-                .finish()
-        };
+        let cached = |state: &Arc<CounterState>| cached_call(state, &store, &c);
         run(async {
             let state = Arc::new(CounterState::default());
             assert_eq!(cached(&state).await.unwrap().first, 1);
@@ -1183,11 +1171,7 @@ mod tests {
     fn abandoning_the_cache_counts_older_blocks_besides_the_tail() {
         let store = Arc::new(MemoryStore::default());
         let c = counter("abandoned-blocks");
-        let cached = |state: &Arc<CounterState>| {
-            state
-                .submit(&store, &c, &lane(), Mode::Cached(10), None, 1)
-                .finish()
-        };
+        let cached = |state: &Arc<CounterState>| cached_call(state, &store, &c);
         run(async {
             let state = Arc::new(CounterState::default());
             assert_eq!(cached(&state).await.unwrap().first, 1);
@@ -1362,6 +1346,17 @@ mod tests {
         assert_eq!(drained[0].0, 1);
         assert!(Arc::ptr_eq(&drained[0].1, &first));
         assert!(states.is_empty());
+    }
+
+    /// One value of `c` through `state`, cached in blocks of 10, as the engine submits it.
+    fn cached_call(
+        state: &Arc<CounterState>,
+        store: &Arc<MemoryStore>,
+        c: &CounterRef,
+    ) -> impl Future<Output = SeqResult<IdRange>> {
+        state
+            .submit(store, c, &lane(), Mode::Cached(10), None, 1)
+            .finish()
     }
 
     fn store_value(store: &MemoryStore, c: &CounterRef) -> i64 {
