@@ -12,7 +12,6 @@
 pub mod error;
 pub mod exports;
 pub mod guard;
-pub mod js_number;
 pub mod node_close;
 pub mod output;
 pub mod read;

@@ -6,7 +6,6 @@ use napi::sys;
 
 use mongodb::bson::Bson;
 
-use crate::binding::js_number::check_safe_range;
 use crate::engine::alloc::allocate::IdRange;
 use crate::engine::call_options::CallOptions;
 use crate::engine::counter::sequence_config::SequenceConfig;
@@ -97,7 +96,7 @@ fn checked(name: &str, range: &IdRange, bigint: bool) -> SeqResult<()> {
     if bigint {
         Ok(())
     } else {
-        check_safe_range(name, range)
+        range.check_safe_for_numbers(name)
     }
 }
 

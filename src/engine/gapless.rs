@@ -19,7 +19,6 @@ use crate::engine::store::counter_store::{CounterRef, CounterStore, NewCounter};
 use crate::engine::store::driver_counters::DriverCounters;
 use crate::engine::store::mongo_driver::SessionDriver;
 use crate::engine::text::format::{now_millis, Pattern};
-use crate::engine::text::validate::check_safe_values;
 
 /// Most attempts at one transaction that conflicts with others.
 pub const MAX_TRANSACTION_ATTEMPTS: u32 = 50;
@@ -144,7 +143,7 @@ pub async fn insert_gapless(
                 allocate(&in_session, counter, no_create, count).await?
             };
             if insert.as_numbers {
-                check_safe_values(&counter.label, range.first, range.last)?;
+                range.check_safe_for_numbers(&counter.label)?;
             }
             let now = now_millis();
             let docs: Vec<Document> = insert

@@ -163,7 +163,7 @@ fn submit_now(
     let (handle, database) = named.target.resolve_now()?;
     let prepared = match PreparedCounter::new(&handle, database, &named.name, &named.options) {
         Ok(prepared) => prepared.recording(named.stats.clone()),
-        Err(error) => return Some(Err(counted(named, error))),
+        Err(error) => return Some(Err(counted_in(named.stats.clone(), error))),
     };
     let submitted = prepared.submit(count);
     if let Some(slot) = slot {
@@ -172,14 +172,9 @@ fn submit_now(
     Some(submitted)
 }
 
-/// `error`, counted as a failed call of `named` (in the process's statistics and its
+/// `error`, counted as a failed call in the process's statistics and in `stats` (a
 /// handle's): for calls that fail before the engine sees them (a client that could not
 /// open), which the engine does not count.
-fn counted(named: &NamedCounter, error: SeqError) -> SeqError {
-    counted_in(named.stats.clone(), error)
-}
-
-/// `error`, counted as a failed call in the process's statistics and in `stats`.
 fn counted_in(stats: Option<Arc<Stats>>, error: SeqError) -> SeqError {
     Recorder::new(stats).failed(error.code);
     error

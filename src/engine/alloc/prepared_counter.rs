@@ -17,7 +17,6 @@ use crate::engine::stats::{Recorder, Stats};
 use crate::engine::store::counter_store::CounterRef;
 use crate::engine::store::driver_counters::DriverCounters;
 use crate::engine::store::mongo_driver::MongoDriver;
-use crate::engine::text::validate::check_safe_values;
 
 /// A counter ready to reserve from: its client, store, state and cache slot. Reusable
 /// for many calls.
@@ -189,7 +188,7 @@ impl PreparedCounter {
 /// as shown in messages) and `range` goes past 2^53 - 1: `SEQUENCE_OVERFLOW` then.
 fn receivable(numbers_for: Option<&str>, range: IdRange) -> SeqResult<IdRange> {
     match numbers_for {
-        Some(name) => check_safe_values(name, range.first, range.last).map(|()| range),
+        Some(name) => range.check_safe_for_numbers(name).map(|()| range),
         None => Ok(range),
     }
 }

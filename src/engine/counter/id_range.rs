@@ -1,6 +1,7 @@
 //! A block of reserved values: an arithmetic progression `first, first + step, …, last`.
 
 use crate::engine::error::{SeqError, SeqResult};
+use crate::engine::text::validate::MAX_SAFE_INTEGER;
 
 /// Reserved values `first, first + step, …, last` (step 1 for plain counters; negative
 /// for descending sequences).
@@ -67,6 +68,21 @@ impl IdRange {
     pub fn values(&self) -> impl Iterator<Item = i64> + '_ {
         (0..self.count()).map(move |i| self.at(i))
     }
+
+    /// Refuses the block, of sequence `name`, when JavaScript cannot hold its values
+    /// exactly as numbers (beyond ±(2^53 - 1)): `SEQUENCE_OVERFLOW`, telling how to
+    /// receive them as BigInts.
+    pub fn check_safe_for_numbers(&self, name: &str) -> SeqResult<()> {
+        for v in [self.first, self.last] {
+            if !(-MAX_SAFE_INTEGER..=MAX_SAFE_INTEGER).contains(&v) {
+                return Err(SeqError::overflow(format!(
+                    "Sequence '{name}' reached {v}, beyond Number.MAX_SAFE_INTEGER \
+                     (2^53 - 1); pass {{ bigint: true }} to receive BigInt values"
+                )));
+            }
+        }
+        Ok(())
+    }
 }
 
 /// `value` as 64 bits, the nearest end when outside (only ever for an empty slice at an
@@ -78,6 +94,21 @@ fn saturated(value: i128) -> i64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engine::error::ErrorCode;
+
+    #[test]
+    fn values_past_2_53_cannot_be_numbers() {
+        let ok = IdRange::contiguous(MAX_SAFE_INTEGER - 1, MAX_SAFE_INTEGER);
+        assert!(ok.check_safe_for_numbers("n").is_ok());
+        let low = IdRange::contiguous(-MAX_SAFE_INTEGER, 0);
+        assert!(low.check_safe_for_numbers("n").is_ok());
+        let over = IdRange::contiguous(MAX_SAFE_INTEGER, MAX_SAFE_INTEGER + 1);
+        let e = over.check_safe_for_numbers("n").unwrap_err();
+        assert_eq!(e.code, ErrorCode::SequenceOverflow);
+        assert!(e.message.contains("'n'") && e.message.contains("bigint"));
+        let under = IdRange::contiguous(-MAX_SAFE_INTEGER - 1, 0);
+        assert!(under.check_safe_for_numbers("n").is_err());
+    }
 
     #[test]
     fn contiguous_blocks() {

@@ -14,25 +14,6 @@ pub const MAX_CACHE_SIZE: i64 = 1_000_000;
 /// Largest integer a JavaScript number holds exactly (2^53 - 1).
 pub const MAX_SAFE_INTEGER: i64 = (1 << 53) - 1;
 
-/// True when `v` is exactly representable as a JavaScript number (|v| ≤ 2^53 - 1).
-pub fn is_safe(v: i64) -> bool {
-    (-MAX_SAFE_INTEGER..=MAX_SAFE_INTEGER).contains(&v)
-}
-
-/// Refuses values from `first` to `last` of sequence `name` that cannot be returned as
-/// JavaScript numbers (`SEQUENCE_OVERFLOW`, telling how to get them as BigInts).
-pub fn check_safe_values(name: &str, first: i64, last: i64) -> SeqResult<()> {
-    for v in [first, last] {
-        if !is_safe(v) {
-            return Err(SeqError::overflow(format!(
-                "Sequence '{name}' reached {v}, beyond Number.MAX_SAFE_INTEGER \
-                 (2^53 - 1); pass {{ bigint: true }} to receive BigInt values"
-            )));
-        }
-    }
-    Ok(())
-}
-
 /// A sequence name: a non-empty string of at most [`MAX_NAME_BYTES`] bytes without NUL.
 pub fn check_name(name: &str) -> SeqResult<()> {
     if name.is_empty() {
