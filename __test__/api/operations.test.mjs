@@ -77,6 +77,34 @@ test('listSequences: a cycling counter shows how far it is through its cycle; nu
   assert.equal(big.rangeKind, 'limit', 'as BigInts it runs to its limit, and cycles there');
 });
 
+/** Random calls of a handle: `next`, `nextBatch` or `nextRange` of up to `maxCount` values, each
+ * made together with the next one or awaited before it. */
+const callsArb = (maxCount, maxLength) =>
+  fc.array(
+    fc.record({
+      kind: fc.constantFrom('next', 'batch', 'range'),
+      count: fc.integer({ min: 1, max: maxCount }),
+      together: fc.boolean(),
+    }),
+    { minLength: 1, maxLength },
+  );
+
+/** Makes `calls` through `take`, awaiting each group of calls made together before the next;
+ * resolves with what `take` resolved with, in call order. */
+async function makeCalls(calls, take) {
+  const results = [];
+  let pending = [];
+  for (const call of calls) {
+    pending.push(take(call));
+    if (!call.together) {
+      results.push(...(await Promise.all(pending)));
+      pending = [];
+    }
+  }
+  results.push(...(await Promise.all(pending)));
+  return results;
+}
+
 test('stats add up to the values handed out, in a randomized history', async () => {
   let round = 0;
   await fc.assert(
@@ -84,14 +112,7 @@ test('stats add up to the values handed out, in a randomized history', async () 
       fc.record({
         mode: fc.constantFrom('direct', 'coalesce', 'cache'),
         cache: fc.integer({ min: 1, max: 12 }),
-        calls: fc.array(
-          fc.record({
-            kind: fc.constantFrom('next', 'batch', 'range'),
-            count: fc.integer({ min: 1, max: 15 }),
-            together: fc.boolean(),
-          }),
-          { minLength: 1, maxLength: 30 },
-        ),
+        calls: callsArb(15, 30),
       }),
       async ({ mode, cache, calls }) => {
         const options =
@@ -99,21 +120,12 @@ test('stats add up to the values handed out, in a randomized history', async () 
         options.upsert = true;
         const handle = seq.sequence(env.db, `stats-${round++}`, options);
         const before = seq.stats();
-        let handed = 0;
-        let pending = [];
         const take = async ({ kind, count }) => {
           if (kind === 'next') return [await handle.next()].length;
           if (kind === 'batch') return (await handle.nextBatch(count)).length;
           return (await handle.nextRange(count)).count;
         };
-        for (const call of calls) {
-          pending.push(take(call));
-          if (!call.together) {
-            for (const n of await Promise.all(pending)) handed += n;
-            pending = [];
-          }
-        }
-        for (const n of await Promise.all(pending)) handed += n;
+        const handed = (await makeCalls(calls, take)).reduce((a, n) => a + n, 0);
         const mine = handle.stats();
         assert.equal(mine.calls, calls.length, 'one call each');
         assert.equal(mine.values, handed, 'values add up');
@@ -155,14 +167,7 @@ test('stats count what callers receive: a value a number cannot hold is an error
         mode: fc.constantFrom('direct', 'coalesce', 'cache'),
         cache: fc.integer({ min: 1, max: 6 }),
         below: fc.integer({ min: 0, max: 8 }),
-        calls: fc.array(
-          fc.record({
-            kind: fc.constantFrom('next', 'batch', 'range'),
-            count: fc.integer({ min: 1, max: 4 }),
-            together: fc.boolean(),
-          }),
-          { minLength: 1, maxLength: 12 },
-        ),
+        calls: callsArb(4, 12),
       }),
       async ({ mode, cache, below, calls }) => {
         const name = `overflow-${round++}`;
@@ -185,15 +190,7 @@ test('stats count what callers receive: a value a number cannot hold is an error
             codes[e.code] = (codes[e.code] ?? 0) + 1;
           }
         };
-        let pending = [];
-        for (const call of calls) {
-          pending.push(take(call));
-          if (!call.together) {
-            await Promise.all(pending);
-            pending = [];
-          }
-        }
-        await Promise.all(pending);
+        await makeCalls(calls, take);
         overflows += codes.SEQUENCE_OVERFLOW ?? 0;
         assert.deepEqual(Object.keys(codes).filter((c) => c !== 'SEQUENCE_OVERFLOW'), []);
         assert.ok(received.every((v) => v > start && v <= Number.MAX_SAFE_INTEGER));
