@@ -109,11 +109,19 @@ impl<K: Eq + Hash + Clone + Send + 'static> Coalescer<K> {
                 Err(error) if error.code == ErrorCode::Connection => Some(error.clone()),
                 _ => None,
             };
+            // No server (or no connection) for this round trip: the calls queued behind it
+            // fail with it instead of waiting for a round trip of their own. Taken out
+            // before its own callers are answered: a call made after one of them saw the
+            // error was not queued behind it, and gets a round trip of its own.
+            let queued = match &unreachable {
+                Some(_) => self.take_queued(&key),
+                None => Vec::new(),
+            };
             hand_out(batch, result);
             if let Some(error) = unreachable {
-                // No server (or no connection) for this round trip: the calls queued
-                // behind it fail with it instead of waiting for a round trip of their own.
-                self.fail_queued(&key, &error);
+                for waiter in queued {
+                    waiter.answer(Err(error.clone()));
+                }
             }
         }
         // `next_batch` released the lane: a later call may already have started another
@@ -144,15 +152,12 @@ impl<K: Eq + Hash + Clone + Send + 'static> Coalescer<K> {
         Some(batch)
     }
 
-    /// Fails every call queued for `key` with `error`.
-    fn fail_queued(&self, key: &K, error: &SeqError) {
-        let queued: Vec<Waiter> = lock(&self.lanes)
+    /// Takes out every call queued for `key`.
+    fn take_queued(&self, key: &K) -> Vec<Waiter> {
+        lock(&self.lanes)
             .get_mut(key)
             .map(|queue| queue.drain(..).collect())
-            .unwrap_or_default();
-        for waiter in queued {
-            waiter.answer(Err(error.clone()));
-        }
+            .unwrap_or_default()
     }
 
     /// Number of counters with a round trip in flight.
@@ -454,6 +459,59 @@ mod tests {
             let expected: Vec<i64> = (1..=counter.value()).collect();
             assert_eq!(all, expected, "seed {seed}: failures consumed nothing");
         }
+    }
+
+    /// A call made once an earlier call has seen its round trip fail for want of a server
+    /// was not queued behind that round trip: it gets one of its own, not the old error
+    /// (the CI failure "a waited for server selection: 0 ms", where the lane was still
+    /// draining when the next call arrived).
+    #[test]
+    fn a_call_made_after_a_failure_was_seen_gets_a_round_trip_of_its_own() {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
+        let coalescer = leaked();
+        let mut inherited = 0;
+        for key in 0..400u32 {
+            let failed_once = Arc::new(std::sync::atomic::AtomicBool::new(false));
+            let fetch = move |demands: Vec<Demand>| {
+                let failed_once = failed_once.clone();
+                async move {
+                    if failed_once.swap(true, Ordering::SeqCst) {
+                        Ok(demands
+                            .iter()
+                            .map(|_| Ok(IdRange::contiguous(1, 1)))
+                            .collect())
+                    } else {
+                        Err(SeqError::new(ErrorCode::Connection, "no server"))
+                    }
+                }
+            };
+            let (mut first, driver) = coalescer.submit(key, 1, fetch.clone());
+            runtime.spawn(driver.unwrap());
+            // Seen on this thread the moment it is answered; the next call is made at once.
+            let seen = loop {
+                match first.try_recv() {
+                    Ok(outcome) => break outcome,
+                    Err(_) => std::hint::spin_loop(),
+                }
+            };
+            assert_eq!(seen.unwrap_err().code, ErrorCode::Connection);
+            let (second, driver) = coalescer.submit(key, 1, fetch);
+            if let Some(driver) = driver {
+                runtime.spawn(driver);
+            }
+            let outcome = runtime.block_on(crate::engine::alloc::waiter::receive(second));
+            if outcome.is_err() {
+                inherited += 1;
+            }
+        }
+        assert_eq!(
+            inherited, 0,
+            "calls that inherited an earlier call's failure"
+        );
     }
 
     #[test]
