@@ -4,18 +4,15 @@
 use std::sync::Arc;
 
 use napi::bindgen_prelude::{
-    ClassInstance, Env, FromNapiValue, JavaScriptClassExt, Object, Unknown,
+    ClassInstance, Env, FromNapiValue, JavaScriptClassExt, Unknown,
 };
 use napi::JsValue;
 
 use crate::binding::exports::client::SequenceDb;
 use crate::binding::read::db_memo;
-use crate::binding::read::js::{
-    array_items, boolean, describe, for_each_property, number, object, object_property, string,
-    string_property, type_of,
-};
+use crate::binding::read::js::{describe, object, object_property, string_property};
+use crate::binding::read::node_client;
 use crate::engine::client::connection::{derive_from_node_client_cached, ConnectionTarget};
-use crate::engine::client::node_options::{rule, NodeOptions, NodeValue, Rule};
 use crate::engine::client::registry::{ClientHandle, SHARED_CLIENTS};
 use crate::engine::error::{ErrorCode, SeqError, SeqResult};
 
@@ -91,7 +88,9 @@ pub fn read_db(env: &Env, value: &Unknown, uri: Option<&str>) -> SeqResult<DbTar
     let connection = match options_memo::recall(env, &options) {
         Some(known) => known,
         None => {
-            let derived = derive_from_node_client_cached(&node_client_options(&options)?)?;
+            let derived = derive_from_node_client_cached(&node_client::effective_options(
+                env, &client, &options,
+            )?)?;
             options_memo::remember(env, &options, &derived);
             derived
         }
@@ -133,96 +132,5 @@ mod options_memo {
     /// Remembers `target` for `options`, replacing the oldest entry when full.
     pub fn remember(env: &Env, options: &Object, target: &ConnectionTarget) {
         MEMO.with(|memo| memo.borrow_mut().remember(env, options, target.clone()));
-    }
-}
-
-/// How deep option values are read (`readPreference.tags[0].dc` is three levels).
-const MAX_DEPTH: usize = 4;
-/// Longest buffer read from an option (a certificate bundle is a few kilobytes).
-const MAX_BYTES: usize = 1 << 20;
-
-/// The effective options of a Node driver client (`client.options`, where the driver
-/// merged its connection string and options object), read key by key.
-fn node_client_options(options: &Object) -> SeqResult<NodeOptions> {
-    let mut out = NodeOptions::new();
-    for_each_property(options, "the MongoClient's options", |key, value| {
-        // Values of options that cannot matter are not converted (logger settings, driver
-        // metadata, pkFactory…): only their presence is kept.
-        let value = match rule(key) {
-            Some(Rule::Irrelevant(_)) => NodeValue::Other,
-            _ => node_value(&value, 0),
-        };
-        out.insert(key.to_string(), value);
-        Ok(())
-    })?;
-    Ok(out)
-}
-
-fn node_value(value: &Unknown, depth: usize) -> NodeValue {
-    use napi::ValueType;
-    match type_of(value) {
-        ValueType::Undefined => NodeValue::Undefined,
-        ValueType::Null => NodeValue::Null,
-        ValueType::Boolean => boolean(value).map_or(NodeValue::Other, NodeValue::Bool),
-        ValueType::Number => number(value).map_or(NodeValue::Other, NodeValue::number),
-        ValueType::String => string(value).map_or(NodeValue::Other, NodeValue::Text),
-        ValueType::Function => NodeValue::Function,
-        ValueType::Object if depth >= MAX_DEPTH => NodeValue::Other,
-        ValueType::Object => {
-            if value.is_buffer().unwrap_or(false) || value.is_typedarray().unwrap_or(false) {
-                return bytes(value).map_or(NodeValue::Other, NodeValue::Bytes);
-            }
-            if value.is_promise().unwrap_or(false) {
-                return NodeValue::Other;
-            }
-            if value.is_array().unwrap_or(false) {
-                return array_items(value, 1024).map_or(NodeValue::Other, |items| {
-                    NodeValue::List(items.iter().map(|v| node_value(v, depth + 1)).collect())
-                });
-            }
-            let Some(obj) = crate::binding::read::js::object_or_array(value) else {
-                return NodeValue::Other;
-            };
-            let mut map = std::collections::BTreeMap::new();
-            let read = for_each_property(&obj, "an option", |key, v| {
-                map.insert(key.to_string(), node_value(&v, depth + 1));
-                Ok(())
-            });
-            read.map_or(NodeValue::Other, |_| NodeValue::Map(map))
-        }
-        _ => NodeValue::Other,
-    }
-}
-
-/// The bytes of a `Buffer` or `Uint8Array` (up to [`MAX_BYTES`]).
-fn bytes(value: &Unknown) -> Option<Vec<u8>> {
-    use napi::sys;
-    let env = value.value().env;
-    let mut kind = sys::TypedarrayType::uint8_array;
-    let mut length = 0usize;
-    let mut data = std::ptr::null_mut();
-    let mut array_buffer = std::ptr::null_mut();
-    let mut offset = 0usize;
-    // SAFETY: N-API typed array read of a live value of this env (a Buffer is a
-    // Uint8Array); the data pointer is valid for `length` elements during this call.
-    unsafe {
-        if sys::napi_get_typedarray_info(
-            env,
-            value.raw(),
-            &mut kind,
-            &mut length,
-            &mut data,
-            &mut array_buffer,
-            &mut offset,
-        ) != sys::Status::napi_ok
-            || kind != sys::TypedarrayType::uint8_array
-            || length > MAX_BYTES
-        {
-            return None;
-        }
-        if length == 0 {
-            return Some(Vec::new());
-        }
-        Some(std::slice::from_raw_parts(data.cast::<u8>(), length).to_vec())
     }
 }

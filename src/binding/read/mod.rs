@@ -7,6 +7,7 @@ pub mod db_memo;
 pub mod js;
 pub mod kinds;
 pub mod name;
+pub mod node_client;
 pub mod object_memo;
 pub mod options;
 pub mod table;

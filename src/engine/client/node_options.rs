@@ -3,9 +3,13 @@
 //! options object) read through an allow-list. Every key is classified in [`OPTION_TABLE`]:
 //! mapped to the same Rust driver setting, irrelevant to a counter call (the reason is
 //! written next to it), or refused with `UNSUPPORTED_CLIENT` unless it has the driver's
-//! default. A key the table does not know is refused too, so a new driver option cannot
-//! slip through. Nothing here reads a connection string: hosts, credentials and settings
-//! come from the parsed options, and messages only ever name options.
+//! default. A key the table does not know is not a setting when it holds what the same
+//! driver gives a client made from a bare connection string (drivers add options with
+//! defaults, and hooks such as `toJSON`, every few minors: a driver upgrade must not
+//! break a working application); set to anything else it is refused, so a setting this
+//! package cannot carry over never slips through. Nothing here reads a connection
+//! string: hosts, credentials and settings come from the parsed options, and messages
+//! only ever name options.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
@@ -265,6 +269,7 @@ pub const OPTION_TABLE: &[(&str, Rule)] = &[
     ("metadata", Rule::Irrelevant(METADATA)),
     ("extendedMetadata", Rule::Irrelevant(METADATA)),
     ("runtime", Rule::Irrelevant(METADATA)),
+    ("toJSON", Rule::Irrelevant("how JSON.stringify shows the options object (driver 7.9.1 on: credentials redacted)")),
 ];
 
 /// How `key` is treated, or `None` for a key the table does not know.
@@ -443,6 +448,26 @@ fn refused(option: &str, why: &str) -> SeqError {
 
 fn bad(option: &str, what: &str) -> SeqError {
     refused(option, &format!("its value is {what}"))
+}
+
+/// The keys of `options` that the table does not know and that are set: the only ones
+/// whose driver default is needed.
+pub fn unknown_keys(options: &NodeOptions) -> impl Iterator<Item = &str> {
+    options
+        .iter()
+        .filter(|(key, value)| rule(key).is_none() && !value.is_unset())
+        .map(|(key, _)| key.as_str())
+}
+
+/// `options` without the keys the table does not know whose value is what the same driver
+/// gives a client made from a bare connection string (`driver_defaults`; a function there
+/// stands for the very function `options` holds; empty when no such client could be
+/// made): those are the driver's, not the user's settings.
+pub fn without_driver_defaults(mut options: NodeOptions, driver_defaults: &NodeOptions) -> NodeOptions {
+    options.retain(|key, value| {
+        rule(key).is_some() || value.is_unset() || driver_defaults.get(key) != Some(value)
+    });
+    options
 }
 
 /// The connection a Node driver client's effective options stand for, or
@@ -1049,6 +1074,49 @@ mod tests {
         for (key, _) in OPTION_TABLE {
             assert!(seen.insert(*key), "{key} twice");
         }
+    }
+
+    #[test]
+    fn unknown_keys_holding_the_drivers_default_are_not_settings() {
+        let mut defaults = NodeOptions::new();
+        defaults.insert("futureHook".into(), NodeValue::Function);
+        defaults.insert("futureFlag".into(), NodeValue::Bool(false));
+        defaults.insert("futureLimit".into(), NodeValue::number(10.0));
+        // Known keys never reach the comparison: their rules decide.
+        defaults.insert("proxyHost".into(), text("proxy"));
+        let mut o = base();
+        o.insert("futureHook".into(), NodeValue::Function);
+        o.insert("futureFlag".into(), NodeValue::Bool(false));
+        o.insert("futureLimit".into(), NodeValue::number(10.0));
+        o.insert("futureUnset".into(), NodeValue::Undefined);
+        assert_eq!(
+            unknown_keys(&o).collect::<Vec<_>>(),
+            ["futureFlag", "futureHook", "futureLimit"]
+        );
+        let kept = without_driver_defaults(o.clone(), &defaults);
+        let mut expected = o.clone();
+        for key in ["futureHook", "futureFlag", "futureLimit"] {
+            expected.remove(key);
+        }
+        assert_eq!(kept, expected);
+        assert!(derive(&kept, &no_files).is_ok());
+        // A value the user set differs from the default: still refused, named.
+        for (key, set) in [
+            ("futureFlag", NodeValue::Bool(true)),
+            ("futureLimit", NodeValue::number(11.0)),
+            ("futureHook", NodeValue::Other),
+        ] {
+            let mut changed = o.clone();
+            changed.insert(key.into(), set);
+            let kept = without_driver_defaults(changed, &defaults);
+            assert!(refusal(&kept).contains(&format!("'{key}'")), "{key}");
+        }
+        // No client of the driver could be made: every set unknown key is refused.
+        assert!(refusal(&without_driver_defaults(o.clone(), &NodeOptions::new())).contains("'futureFlag'"));
+        // A known key equal to some "default" keeps its own rule.
+        let mut proxied = base();
+        proxied.insert("proxyHost".into(), text("proxy"));
+        assert!(refusal(&without_driver_defaults(proxied, &defaults)).contains("'proxyHost'"));
     }
 
     #[test]
