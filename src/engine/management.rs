@@ -16,6 +16,8 @@ use crate::engine::counter::capacity::{capacity, Capacity, StoredType};
 use mongodb::bson::{doc, Bson, Document};
 
 use crate::engine::alloc::allocate::{contention, MAX_ATTEMPTS};
+use crate::engine::alloc::counter_state::CounterState;
+use crate::engine::client::registry::ClientHandle;
 use crate::engine::counter::counter_value::integer_after_increment;
 use crate::engine::counter::sequence_config::SequenceConfig;
 use crate::engine::error::{SeqError, SeqResult};
@@ -493,6 +495,28 @@ impl MongoDriver {
             .map_err(|e| self.error(&e))?;
         Ok(found.is_some())
     }
+}
+
+/// Sets the field of every plain counter of `counter`'s collection in `database` matching
+/// `fields` to `value` (mongoose-sequence's `counterReset`); how many matched. Any counter
+/// of that collection and field may match, so what this process holds of each is
+/// forgotten around the write, as a `set` of one counter forgets its own: no cached block
+/// from before the write is handed out after it.
+pub async fn set_where(
+    handle: &ClientHandle,
+    database: &str,
+    store: &MongoDriver,
+    counter: &CounterRef,
+    fields: Document,
+    value: i64,
+) -> SeqResult<u64> {
+    let states_now = || handle.counter_states_in(database, &counter.collection, &counter.field);
+    CounterState::managed_all(
+        &states_now(),
+        store.set_where(counter, fields, value),
+        states_now,
+    )
+    .await
 }
 
 #[cfg(test)]

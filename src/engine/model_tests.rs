@@ -734,7 +734,7 @@ fn check_racy_history(
                 Op::GiveBack => {
                     let before = engine.stored();
                     let store = engine.store.clone();
-                    let outcome = engine.state.give_back(c, |_| store.clone()).await;
+                    let outcome = engine.state.give_back(|_| store.clone()).await;
                     let after = engine.stored();
                     let cycles = model.config.is_some_and(|c| c.cycle);
                     if !matches!(mode, Mode::Cached(_)) || cycles {

@@ -58,6 +58,8 @@ pub struct Stats {
     discarded_by_writes: AtomicU64,
     discarded_at_close: AtomicU64,
     discarded_dropped: AtomicU64,
+    discarded_short: AtomicU64,
+    discarded_unclaimed: AtomicU64,
     given_back: AtomicU64,
     errors: [AtomicU64; ErrorCode::ALL.len()],
     latency: [AtomicU64; BUCKETS],
@@ -79,6 +81,8 @@ impl Stats {
             discarded_by_writes: AtomicU64::new(0),
             discarded_at_close: AtomicU64::new(0),
             discarded_dropped: AtomicU64::new(0),
+            discarded_short: AtomicU64::new(0),
+            discarded_unclaimed: AtomicU64::new(0),
             given_back: AtomicU64::new(0),
             errors: [const { AtomicU64::new(0) }; ErrorCode::ALL.len()],
             latency: [const { AtomicU64::new(0) }; BUCKETS],
@@ -120,6 +124,13 @@ pub struct Snapshot {
     /// Cached values dropped with counters no longer in use (pruned states, ended
     /// runtimes).
     pub discarded_dropped: u64,
+    /// Cached values skipped because a batch needed more contiguous values than the rest
+    /// of their block held.
+    pub discarded_short: u64,
+    /// Values reserved for calls that did not take them: the call gave up first (its
+    /// deadline passed, its client closed) or could not receive them (past 2^53 - 1 as a
+    /// number).
+    pub discarded_unclaimed: u64,
     /// Cached values given back at close or `release()`.
     pub given_back: u64,
     /// Failed calls by error code (codes never seen are left out).
@@ -173,6 +184,8 @@ impl Stats {
             discarded_by_writes: self.discarded_by_writes.load(Relaxed),
             discarded_at_close: self.discarded_at_close.load(Relaxed),
             discarded_dropped: self.discarded_dropped.load(Relaxed),
+            discarded_short: self.discarded_short.load(Relaxed),
+            discarded_unclaimed: self.discarded_unclaimed.load(Relaxed),
             given_back: self.given_back.load(Relaxed),
             errors: ErrorCode::ALL
                 .iter()
@@ -275,6 +288,20 @@ pub fn discarded_by_writes(values: i64) {
 pub fn discarded_dropped(values: i64) {
     PROCESS
         .discarded_dropped
+        .fetch_add(values.max(0) as u64, Relaxed);
+}
+
+/// Cached values skipped: the rest of a block too short for a batch.
+pub fn discarded_short(values: i64) {
+    PROCESS
+        .discarded_short
+        .fetch_add(values.max(0) as u64, Relaxed);
+}
+
+/// Values reserved for a call that did not take them.
+pub fn discarded_unclaimed(values: i64) {
+    PROCESS
+        .discarded_unclaimed
         .fetch_add(values.max(0) as u64, Relaxed);
 }
 

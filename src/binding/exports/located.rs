@@ -15,6 +15,7 @@ use crate::binding::reserve::values::NamedCounter;
 use crate::binding::spawn::promise;
 use crate::engine::counter::locator::{FieldsLocator, Locator};
 use crate::engine::error::SeqResult;
+use crate::engine::management;
 use crate::engine::option_rules::label_of;
 
 /// Reads a locator argument (`what` names it in messages) for a counter counting in
@@ -88,7 +89,8 @@ pub fn set_counters_where<'env>(
             let store = handle
                 .driver(&database)?
                 .with_write_concern(options.write_concern.map(|w| w.to_driver()));
-            let matched = store.set_where(&counter, fields, value).await?;
+            let matched =
+                management::set_where(&handle, &database, &store, &counter, fields, value).await?;
             Ok(Output::Single(Value::checked(
                 &counter.label,
                 i64::try_from(matched).unwrap_or(i64::MAX),

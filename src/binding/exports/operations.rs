@@ -41,6 +41,13 @@ pub struct DiscardedValues {
     /// Dropped with counters no longer in use (more than 1024 idle ones) or with a
     /// client whose JavaScript environment ended without a close.
     pub dropped: f64,
+    /// Skipped because a batch needed more contiguous values than the rest of their
+    /// cached block held (the batch is served from the next block).
+    pub short_block: f64,
+    /// Reserved for calls that did not take them: the call gave up first (its deadline
+    /// passed, its client closed) or could not receive them (past 2^53 - 1 without
+    /// `bigint`).
+    pub unclaimed: f64,
 }
 
 /// Statistics of a `sequence()` handle or of the process (`stats()`).
@@ -66,7 +73,7 @@ pub struct SequenceStats {
     /// Failed calls by error code: every rejected call, also one that failed before any
     /// round trip (a bad argument, a client that could not open).
     pub errors: HashMap<String, f64>,
-    /// Cached values never handed out, by cause (process-wide figures; 0 on a handle).
+    /// Values reserved and never handed out, by cause (process-wide figures; 0 on a handle).
     pub discarded: DiscardedValues,
     /// Cached values given back at close or `release()` (process-wide; 0 on a handle).
     pub given_back: f64,
@@ -102,6 +109,8 @@ fn to_js(s: Snapshot, events_dropped: u64) -> SequenceStats {
             management: s.discarded_by_writes as f64,
             close: s.discarded_at_close as f64,
             dropped: s.discarded_dropped as f64,
+            short_block: s.discarded_short as f64,
+            unclaimed: s.discarded_unclaimed as f64,
         },
         given_back: s.given_back as f64,
         latency: RoundTripLatency {

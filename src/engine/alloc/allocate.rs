@@ -334,6 +334,9 @@ async fn serve_configured<S: CounterStore>(
                     .compare_and_set(counter, Some(&config), Some(current), last)
                     .await?
             }
+            Write::Restart { needs, last } => {
+                store.restart_cycle(counter, &config, needs, last).await?
+            }
         };
         if written {
             return Ok(Allocation {

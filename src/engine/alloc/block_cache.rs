@@ -67,7 +67,9 @@ impl SlotContents {
                 }
                 return Some(taken);
             }
-            self.blocks.pop_front();
+            if let Some(short) = self.blocks.pop_front() {
+                crate::engine::stats::discarded_short(short.count());
+            }
         }
         None
     }

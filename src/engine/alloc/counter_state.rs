@@ -31,7 +31,10 @@ pub type Background = Pin<Box<dyn Future<Output = ()> + Send + 'static>>;
 pub type Pending = Pin<Box<dyn Future<Output = SeqResult<IdRange>> + Send + 'static>>;
 
 /// Calls that may share round trips and cached blocks: same creation policy and write
-/// concern (the counter itself is the state's).
+/// concern, and the same naming of the counter ([`CounterRef`]: filter and step). Two
+/// namings of one document share the state (one fence for management writes and
+/// give-backs) but keep apart queues and blocks: a server that told them apart would then
+/// never number one from the other's document.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Lane {
     /// What a call does when the counter is missing.
@@ -109,8 +112,8 @@ pub struct CounterState {
     management_turn: tokio::sync::Mutex<()>,
     /// One gapless transaction at a time per counter in this process.
     gapless_turn: Arc<tokio::sync::Mutex<()>>,
-    lanes: Arc<Coalescer<Lane>>,
-    caches: Mutex<HashMap<(Lane, i64), Arc<CacheSlot>>>,
+    lanes: Arc<Coalescer<(Lane, CounterRef)>>,
+    caches: Mutex<HashMap<(Lane, CounterRef, i64), Arc<CacheSlot>>>,
     /// Counts this state and its parts among the live ones of its client.
     group: LiveGroup,
     _live: LiveToken,
@@ -171,6 +174,36 @@ impl CounterState {
         outcome
     }
 
+    /// [`CounterState::managed`] for a write that may change any of `states` (and no
+    /// other counter of this process): it takes their management turns (in one order,
+    /// so that two such writes never wait for each other), forgets what they hold before
+    /// and after `op`, and after it also forgets what the states `after` lists then hold
+    /// (a counter first used while `op` ran may have fetched before it).
+    pub async fn managed_all<T>(
+        states: &[Arc<CounterState>],
+        op: impl Future<Output = T>,
+        after: impl FnOnce() -> Vec<Arc<CounterState>>,
+    ) -> T {
+        let mut ordered: Vec<&Arc<CounterState>> = states.iter().collect();
+        ordered.sort_by_key(|state| Arc::as_ptr(state));
+        ordered.dedup_by_key(|state| Arc::as_ptr(state));
+        let mut turns = Vec::with_capacity(ordered.len());
+        for state in &ordered {
+            turns.push(state.management_turn.lock().await);
+        }
+        for state in &ordered {
+            state.invalidate();
+        }
+        for state in &ordered {
+            state.settle_fetches().await;
+        }
+        let outcome = op.await;
+        for state in ordered.iter().copied().chain(after().iter()) {
+            state.invalidate();
+        }
+        outcome
+    }
+
     /// Gives back the unused tail of every cached block of this counter: each tail is
     /// taken out of its cache (never handed out here any more), then the counter is put
     /// back to the value before the tail with one conditional update, guarded on the
@@ -178,21 +211,22 @@ impl CounterState {
     /// fetch left there) and on its configuration. Anything else means the counter moved
     /// on (another process, a `set`), and the tail is abandoned (a gap, as without a
     /// give-back). Waits first (bounded) for block fetches in flight, so that their
-    /// fills are given back too. `store_of` gives the store of a lane's writes.
-    pub async fn give_back<S, F>(&self, counter: &CounterRef, store_of: F) -> GivenBack
+    /// fills are given back too. `store_of` gives the store of a lane's writes; each tail
+    /// goes back to the counter as the calls that fetched it named it.
+    pub async fn give_back<S, F>(&self, store_of: F) -> GivenBack
     where
         S: CounterStore,
         F: Fn(&Lane) -> Arc<S>,
     {
         let _turn = self.management_turn.lock().await;
         self.settle_fetches().await;
-        let slots: Vec<(Lane, Arc<CacheSlot>)> = lock(&self.caches)
+        let slots: Vec<(Lane, CounterRef, Arc<CacheSlot>)> = lock(&self.caches)
             .iter()
-            .map(|((lane, _), slot)| (lane.clone(), slot.clone()))
+            .map(|((lane, counter, _), slot)| (lane.clone(), counter.clone(), slot.clone()))
             .collect();
         let config = self.hint();
         let mut outcome = GivenBack::default();
-        for (lane, slot) in slots {
+        for (lane, counter, slot) in slots {
             let Some((tail, dropped)) = slot.take_tail() else {
                 continue;
             };
@@ -204,7 +238,7 @@ impl CounterState {
                 returned: 0,
                 abandoned: dropped + count,
             });
-            if let Ok(true) = give_back_tail(&*store_of(&lane), counter, config, tail).await {
+            if let Ok(true) = give_back_tail(&*store_of(&lane), &counter, config, tail).await {
                 part.0 = GivenBack {
                     returned: count,
                     abandoned: dropped,
@@ -249,11 +283,11 @@ impl CounterState {
         self.gapless_turn.clone()
     }
 
-    /// The cache slot of `lane` with blocks of `size`, created on first use.
-    pub fn cache_slot(&self, lane: &Lane, size: i64) -> Arc<CacheSlot> {
+    /// The cache slot of `lane` and `counter` with blocks of `size`, created on first use.
+    pub fn cache_slot(&self, lane: &Lane, counter: &CounterRef, size: i64) -> Arc<CacheSlot> {
         let mut caches = lock(&self.caches);
         caches
-            .entry((lane.clone(), size))
+            .entry((lane.clone(), counter.clone(), size))
             .or_insert_with(|| {
                 let live = self.group.token();
                 Arc::new(CacheSlot::tracked(size, self.generation.clone(), live))
@@ -355,7 +389,7 @@ impl CounterState {
                 let slot = match slot {
                     Some(slot) => slot,
                     None => {
-                        owned = self.cache_slot(lane, size);
+                        owned = self.cache_slot(lane, counter, size);
                         &owned
                     }
                 };
@@ -431,7 +465,9 @@ impl CounterState {
                     lane.policy,
                     recorder.clone(),
                 );
-                let (answer, driver) = self.lanes.submit(lane.clone(), count, fetch);
+                let (answer, driver) =
+                    self.lanes
+                        .submit((lane.clone(), counter.clone()), count, fetch);
                 Submitted {
                     outcome: Outcome::Later(Box::pin(receive(answer))),
                     background: driver.map(|d| Box::pin(d) as Background),
@@ -588,6 +624,16 @@ impl<K: Eq + Hash + Clone> CounterStates<K> {
             .entry(key.clone())
             .or_insert_with(|| Arc::new(CounterState::in_group(&self.group)))
             .clone()
+    }
+
+    /// The kept states whose key `select` picks.
+    pub fn select(&self, select: impl Fn(&K) -> bool) -> Vec<Arc<CounterState>> {
+        lock(&self.states)
+            .map
+            .iter()
+            .filter(|(key, _)| select(key))
+            .map(|(_, state)| state.clone())
+            .collect()
     }
 
     /// How many per-counter objects of these states are alive (the states, their call
@@ -943,7 +989,7 @@ mod tests {
                                     .collect();
                                 if closing {
                                     let give_store = store.clone();
-                                    state.give_back(&c, |_| give_store.clone()).await;
+                                    state.give_back(|_| give_store.clone()).await;
                                     state = Arc::new(CounterState::default());
                                 }
                                 for call in in_flight {
@@ -964,7 +1010,7 @@ mod tests {
                                 }
                             }
                             let give_store = store.clone();
-                            state.give_back(&c, |_| give_store.clone()).await;
+                            state.give_back(|_| give_store.clone()).await;
                             got
                         })
                     })
@@ -1006,7 +1052,7 @@ mod tests {
                     expected += 1;
                 }
                 let give_store = store.clone();
-                let outcome = state.give_back(&c, |_| give_store.clone()).await;
+                let outcome = state.give_back(|_| give_store.clone()).await;
                 assert_eq!(outcome.abandoned, 0);
                 assert_eq!(store_value(&store, &c), expected - 1);
             }
@@ -1075,7 +1121,7 @@ mod tests {
             state.settle_fetches().await;
             let reserved = store_value(&store, &c);
             let give = store.clone();
-            let outcome = state.give_back(&c, |_| give.clone()).await;
+            let outcome = state.give_back(|_| give.clone()).await;
             let expected = GivenBack {
                 returned: reserved - 2,
                 abandoned: 0,
@@ -1089,7 +1135,7 @@ mod tests {
             // Another process moves the counter on.
             store.put(&c, Some(mongodb::bson::Bson::Int64(reserved + 100)));
             let give = store.clone();
-            let outcome = state.give_back(&c, |_| give.clone()).await;
+            let outcome = state.give_back(|_| give.clone()).await;
             let expected = GivenBack {
                 returned: 0,
                 abandoned: reserved - 3,
@@ -1131,7 +1177,7 @@ mod tests {
             store.stall_compare_and_set.store(true, Ordering::SeqCst);
             let before = stats::PROCESS.snapshot();
             let give = store.clone();
-            let giving = state.give_back(&c, |_| give.clone());
+            let giving = state.give_back(|_| give.clone());
             let cut = tokio::time::timeout(std::time::Duration::from_millis(50), giving).await;
             assert!(cut.is_err(), "the give-back was cut short");
             let after = stats::PROCESS.snapshot();

@@ -55,6 +55,16 @@ pub enum Write {
     /// Set the value from exactly what was read to this one (a restart, a short fill, or a
     /// failed demand make the outcome depend on the exact value).
     CompareAndSet(i64),
+    /// The first demand started a new cycle: the plan is the same from every stored value
+    /// that leaves no room for `needs` more values, so set the value to `last` guarded on
+    /// exactly that, not on the value read. A racing restart by another caller then
+    /// leaves room, and this caller goes on in the new cycle instead of losing again.
+    Restart {
+        /// Values the first demand needed room for.
+        needs: i64,
+        /// The value after the plan.
+        last: i64,
+    },
     /// Nothing to write: no demand was served.
     Nothing,
 }
@@ -123,8 +133,9 @@ pub fn plan_configured(
     let cycle = config.cycle_size();
     let mut value = i128::from(current);
     let mut whole = true;
+    let mut restarted_first = None;
     let mut grants = Vec::with_capacity(demands.len());
-    for demand in demands {
+    for (index, demand) in demands.iter().enumerate() {
         let n = i128::from(demand.count());
         let room = (limit - value) / step;
         let grant = match demand {
@@ -154,6 +165,13 @@ pub fn plan_configured(
             _ => {
                 let k = n.min(cycle);
                 whole = false;
+                if index == 0 {
+                    // No room for an exact demand's n values, or a fill's first one.
+                    restarted_first = Some(match demand {
+                        Demand::Exact(n) => *n,
+                        Demand::UpTo(_) => 1,
+                    });
+                }
                 value = restart + step * (k - 1);
                 Ok(range(restart, k, step))
             }
@@ -163,6 +181,8 @@ pub fn plan_configured(
     let last = i64::try_from(value).expect("within the configured limits");
     let write = if grants.iter().all(Result::is_err) {
         Write::Nothing
+    } else if let Some(needs) = restarted_first {
+        Write::Restart { needs, last }
     } else if whole && config.span(total(demands)).is_some() {
         // The store can only `$inc` by a 64-bit operand: a whole plan whose span does
         // not fit (huge steps) is written as the exact value instead, never retried.
@@ -228,6 +248,60 @@ mod tests {
                 Ok(vec![4])
             ]
         );
+        assert_eq!(p.write, Write::Restart { needs: 3, last: 4 });
+    }
+
+    #[test]
+    fn a_plan_that_restarts_first_is_the_same_from_every_value_without_room() {
+        // Every small cycling configuration, every first demand that restarts, every
+        // stored value the restart guard accepts: one plan, whatever the value read.
+        for step in [-3i64, -2, -1, 1, 2, 3] {
+            for (min, max) in [(-16, 21), (1, 5), (-4, -1), (0, 9)] {
+                let c = config(step, min, max, true);
+                let held: Vec<i64> = (min - 3 * step.abs()..=max + 3 * step.abs())
+                    .filter(|v| c.holds(*v))
+                    .collect();
+                for first in [Demand::Exact(1), Demand::Exact(3), Demand::UpTo(4)] {
+                    let demands = [first, Demand::Exact(2), Demand::UpTo(3)];
+                    let mut seen: Option<Plan> = None;
+                    for &current in &held {
+                        let plan = plan_configured("R", "f", &c, current, &demands).unwrap();
+                        let Write::Restart { needs, .. } = plan.write else {
+                            continue;
+                        };
+                        // The guard the store applies: no room for `needs` values.
+                        let no_room = match c.room_bounds(needs) {
+                            Some((_, high)) if step > 0 => current > high,
+                            Some((low, _)) => current < low,
+                            None => true,
+                        };
+                        assert!(no_room, "{c:?} {current} {first:?}");
+                        match &seen {
+                            None => seen = Some(plan),
+                            Some(earlier) => assert_eq!(&plan, earlier, "{c:?} {current}"),
+                        }
+                    }
+                    // And the guard accepts no value whose plan is not that restart.
+                    if let Some(Plan {
+                        write: Write::Restart { needs, .. },
+                        ..
+                    }) = &seen
+                    {
+                        for &current in &held {
+                            let plan = plan_configured("R", "f", &c, current, &demands).unwrap();
+                            let no_room = match c.room_bounds(*needs) {
+                                Some((_, high)) if step > 0 => current > high,
+                                Some((low, _)) => current < low,
+                                None => true,
+                            };
+                            if no_room {
+                                assert_eq!(Some(&plan), seen.as_ref(), "{c:?} {current}");
+                            }
+                        }
+                    }
+                }
+            }
+        }
     }
 
     #[test]

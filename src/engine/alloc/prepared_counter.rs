@@ -57,7 +57,9 @@ impl PreparedCounter {
             (None, true) => Mode::Coalesce,
             (None, false) => Mode::Direct,
         };
-        let cache = options.cache.map(|size| state.cache_slot(&lane, size));
+        let cache = options
+            .cache
+            .map(|size| state.cache_slot(&lane, &counter, size));
         let numbers_for = options.returns_numbers().then(|| Arc::from(name.label()));
         Ok(PreparedCounter {
             handle: handle.clone(),
@@ -175,7 +177,7 @@ impl PreparedCounter {
                 MongoDriver::new(database.clone(), secrets.clone()).with_write_concern(concern),
             ))
         };
-        Ok(self.state.give_back(&self.counter, store_of).await)
+        Ok(self.state.give_back(store_of).await)
     }
 
     /// Reserves `count` values, spawning background work on the current runtime.
@@ -186,9 +188,15 @@ impl PreparedCounter {
 
 /// `range`, unless the call returns JavaScript numbers (`numbers_for`: the counter's name
 /// as shown in messages) and `range` goes past 2^53 - 1: `SEQUENCE_OVERFLOW` then.
+/// Such a range was reserved and is never handed out: it counts as unclaimed.
 fn receivable(numbers_for: Option<&str>, range: IdRange) -> SeqResult<IdRange> {
     match numbers_for {
-        Some(name) => range.check_safe_for_numbers(name).map(|()| range),
+        Some(name) => range
+            .check_safe_for_numbers(name)
+            .map(|()| range)
+            .inspect_err(|_| {
+                crate::engine::stats::discarded_unclaimed(range.count());
+            }),
         None => Ok(range),
     }
 }

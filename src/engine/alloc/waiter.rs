@@ -22,9 +22,11 @@ impl Waiter {
     }
 
     /// Sends the outcome; a caller that went away drops its values (a gap, never a
-    /// duplicate).
+    /// duplicate), counted as unclaimed.
     pub fn answer(self, outcome: SeqResult<IdRange>) {
-        let _ = self.reply.send(outcome);
+        if let Err(Ok(range)) = self.reply.send(outcome) {
+            crate::engine::stats::discarded_unclaimed(range.count());
+        }
     }
 }
 

@@ -31,7 +31,7 @@ use crate::engine::alloc::counter_state::{CounterState, CounterStates, GivenBack
 use crate::engine::client::connection::ConnectionTarget;
 use crate::engine::client::driver_error::from_driver;
 use crate::engine::error::{ErrorCode, SeqError, SeqResult};
-use crate::engine::store::counter_store::CounterRef;
+use crate::engine::store::counter_store::{CounterRef, DocumentKey};
 use crate::engine::store::driver_counters::DriverCounters;
 use crate::engine::store::mongo_driver::{IndexMemo, MongoDriver};
 use crate::engine::text::validate::check_database;
@@ -55,8 +55,8 @@ fn now_millis() -> u64 {
     EPOCH.elapsed().as_millis() as u64
 }
 
-/// The counter states a client held, by database and counter.
-type HeldStates = Vec<((String, CounterRef), Arc<CounterState>)>;
+/// The counter states a client held, by database and counter document.
+type HeldStates = Vec<((String, DocumentKey), Arc<CounterState>)>;
 
 /// An open driver client with the secrets of its connection string.
 pub struct ClientHandle {
@@ -65,7 +65,7 @@ pub struct ClientHandle {
     closed: AtomicBool,
     /// Becomes `true` when the client closes: pending calls reject at once.
     closing: watch::Sender<bool>,
-    counters: CounterStates<(String, CounterRef)>,
+    counters: CounterStates<(String, DocumentKey)>,
     indexes: IndexMemo,
     /// The runtime that runs this client's background tasks.
     runtime: Option<RuntimeId>,
@@ -146,10 +146,24 @@ impl ClientHandle {
         )
     }
 
-    /// This client's state of counter `counter` in database `database` (queued calls,
-    /// cached blocks, configuration hint), created on first use.
+    /// This client's state of the document counter `counter` finds in database
+    /// `database` (queued calls, cached blocks, configuration hint), created on first
+    /// use: one for every way of naming that document.
     pub fn counter_state(&self, database: &str, counter: &CounterRef) -> Arc<CounterState> {
-        self.counters.get(&(database.to_string(), counter.clone()))
+        self.counters
+            .get(&(database.to_string(), counter.document_key()))
+    }
+
+    /// This client's states of the counters of `field` in `collection` of `database`
+    /// (for a write that may change several of them).
+    pub fn counter_states_in(
+        &self,
+        database: &str,
+        collection: &str,
+        field: &str,
+    ) -> Vec<Arc<CounterState>> {
+        self.counters
+            .select(|(db, key)| db == database && key.counts_in(collection, field))
     }
 
     /// The underlying driver client (for tests and admin tools).
@@ -214,7 +228,7 @@ impl ClientHandle {
         if self.is_stale() {
             return GivenBack::default();
         }
-        let giving = states.into_iter().map(|((database, counter), state)| {
+        let giving = states.into_iter().map(|((database, _), state)| {
             let database = self.client.database(&database);
             async move {
                 let store_of = |lane: &Lane| {
@@ -224,7 +238,7 @@ impl ClientHandle {
                             .with_write_concern(concern),
                     ))
                 };
-                state.give_back(&counter, store_of).await
+                state.give_back(store_of).await
             }
         });
         futures_util::future::join_all(giving)

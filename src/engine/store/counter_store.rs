@@ -6,6 +6,7 @@ use std::future::Future;
 use mongodb::bson::{doc, Bson, Document};
 
 use crate::engine::counter::counter_name::CounterName;
+use crate::engine::counter::identity::filter_key;
 use crate::engine::counter::locator::Locator;
 use crate::engine::counter::sequence_config::SequenceConfig;
 use crate::engine::error::SeqResult;
@@ -54,12 +55,46 @@ impl CounterRef {
         self.name.to_id()
     }
 
+    /// Which document this reference finds, as the server's equality decides: equal for
+    /// every way of naming one counter document (`1`, `1.0`, `1n` in a locator; any
+    /// `step`; fields in another order), so that they share one state in a process.
+    pub fn document_key(&self) -> DocumentKey {
+        let identity = match &self.locator {
+            Locator::ById => filter_key(&doc! { "_id": self.id() }),
+            Locator::ByFields(fields) => {
+                let mut key = vec![b'F'];
+                key.extend(filter_key(fields.fields()));
+                key
+            }
+        };
+        DocumentKey {
+            collection: self.collection.clone(),
+            field: self.field.clone(),
+            identity,
+        }
+    }
+
     /// The filter that finds the counter document.
     pub fn filter(&self) -> Document {
         match &self.locator {
             Locator::ById => doc! { "_id": self.id() },
             Locator::ByFields(fields) => fields.fields().clone(),
         }
+    }
+}
+
+/// The counter document a [`CounterRef`] finds, and its field ([`CounterRef::document_key`]).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct DocumentKey {
+    collection: String,
+    field: String,
+    identity: Vec<u8>,
+}
+
+impl DocumentKey {
+    /// Whether it is a counter of `field` in `collection`.
+    pub fn counts_in(&self, collection: &str, field: &str) -> bool {
+        self.collection == collection && self.field == field
     }
 }
 
@@ -187,6 +222,17 @@ pub trait CounterStore: Send + Sync {
         config: &SequenceConfig,
         count: i64,
     ) -> impl Future<Output = SeqResult<Option<Bson>>> + Send;
+
+    /// Sets the field to `value` (a new cycle) when the counter is configured exactly as
+    /// `config` and its value leaves no room for `needs` more values (it lies outside
+    /// [`SequenceConfig::room_bounds`] for `needs`); `false` when it did not match.
+    fn restart_cycle(
+        &self,
+        counter: &CounterRef,
+        config: &SequenceConfig,
+        needs: i64,
+        value: i64,
+    ) -> impl Future<Output = SeqResult<bool>> + Send;
 
     /// Sets the field to `value` when the counter is configured exactly as `config`
     /// (`None`: a plain counter) and, when `expected` is given, holds exactly that; `false`

@@ -124,6 +124,21 @@ impl<D: CounterDriver> CounterStore for DriverCounters<D> {
             .await
     }
 
+    async fn restart_cycle(
+        &self,
+        counter: &CounterRef,
+        config: &SequenceConfig,
+        needs: i64,
+        value: i64,
+    ) -> SeqResult<bool> {
+        let filter = filters::configured_without_room(counter, config, needs);
+        let updated = self
+            .0
+            .find_and_update(counter, filter, filters::set_value(counter, value), false)
+            .await?;
+        Ok(updated.is_some())
+    }
+
     async fn compare_and_set(
         &self,
         counter: &CounterRef,

@@ -75,6 +75,25 @@ pub fn configured_with_room(
     Some(filter)
 }
 
+/// A counter configured as `config` whose value leaves no room for `count` more values
+/// (outside [`SequenceConfig::room_bounds`]: past them in the counter's direction; any
+/// integer when no value has room).
+pub fn configured_without_room(
+    counter: &CounterRef,
+    config: &SequenceConfig,
+    count: i64,
+) -> Document {
+    let mut filter = configured_as(counter, Some(config));
+    let mut value = doc! { "$type": ["int", "long"] };
+    match config.room_bounds(count) {
+        Some((_, high)) if config.step > 0 => value.insert("$gt", compact_integer(high)),
+        Some((low, _)) => value.insert("$lt", compact_integer(low)),
+        None => None,
+    };
+    filter.insert(counter.field.as_str(), value);
+    filter
+}
+
 /// The counter configured as `config` (`None`: plain) still holding `expected`, when given.
 pub fn configured_at(
     counter: &CounterRef,

@@ -293,6 +293,36 @@ impl CounterStore for MemoryStore {
         }
     }
 
+    async fn restart_cycle(
+        &self,
+        counter: &CounterRef,
+        config: &SequenceConfig,
+        needs: i64,
+        value: i64,
+    ) -> SeqResult<bool> {
+        self.begin()?;
+        let mut docs = self.docs.lock().unwrap();
+        let Some(entry) = docs
+            .get_mut(&key(counter))
+            .filter(|e| e.config == Some(*config))
+        else {
+            return Ok(false);
+        };
+        let Some(current) = integer(&entry.value) else {
+            return Ok(false);
+        };
+        let no_room = match config.room_bounds(needs) {
+            Some((_, high)) if config.step > 0 => current > high,
+            Some((low, _)) => current < low,
+            None => true,
+        };
+        if !no_room {
+            return Ok(false);
+        }
+        entry.value = Some(compact_integer(value));
+        Ok(true)
+    }
+
     async fn compare_and_set(
         &self,
         counter: &CounterRef,

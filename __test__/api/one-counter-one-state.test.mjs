@@ -1,0 +1,154 @@
+// One counter document, one state in a process, whatever path and options name it: a
+// locator whose numbers are of another BSON type (MongoDB compares numbers by value), its
+// fields in another order, another step, cache, coalescing or write concern. A `set`,
+// `reset` or `setCountersWhere` through one naming discards what every other naming of
+// the same document holds, so no value comes twice after it.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import fc from 'fast-check';
+import { Decimal128, Double, Int32, Long } from 'mongodb';
+import { setup, seq } from '../helpers.mjs';
+
+let env;
+before(async () => {
+  env = await setup('one_state');
+});
+after(async () => {
+  await seq.closeSharedClients();
+  await env?.close();
+});
+
+const base = { collection: 'counters', field: 'seq', upsert: true };
+/** Every way a locator value 1 can be written that MongoDB compares equal to 1. */
+const ONES = [
+  ['1', () => 1],
+  ['Double(1)', () => new Double(1)],
+  ['1n', () => 1n],
+  ['Long(1)', () => Long.fromNumber(1)],
+  ['Int32(1)', () => new Int32(1)],
+  ['Decimal128(1.00)', () => Decimal128.fromString('1.00')],
+];
+
+test('a locator number of another BSON type is the same counter: reset and set reach the cached handle', async () => {
+  for (const [label, one] of ONES.slice(1)) {
+    const id = `typed-${label}`;
+    const a = seq.counterAt(env.db, { id, ref: 1 }, { ...base, cache: 10 });
+    const d = seq.counterAt(env.db, { id, ref: one() }, base);
+    assert.equal(await a.next(), 1, label);
+    await d.reset();
+    const fromD = [];
+    for (let i = 0; i < 11; i++) fromD.push(await d.next());
+    assert.deepEqual(fromD, [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11], label);
+    // a's block (2..10) was discarded by the reset: nothing to give back over d's values.
+    await a.release();
+    assert.equal(await d.next(), 12, `${label}: no value handed out twice after a release`);
+    await d.set(5000);
+    assert.equal(await a.next(), 5001, `${label}: a set through another naming reaches the cache`);
+  }
+});
+
+test('fields in another order name the same counter', async () => {
+  const a = seq.counterAt(env.db, { id: 'ordered', ref: 'r' }, { ...base, cache: 10 });
+  const b = seq.counterAt(env.db, { ref: 'r', id: 'ordered' }, base);
+  assert.equal(await a.next(), 1);
+  await b.set(100);
+  assert.equal(await a.next(), 101);
+});
+
+test('handles with another step on one plain counter share its state', async () => {
+  const a = seq.counterAt(env.db, { id: 'stepped' }, { ...base, cache: 10 });
+  const b = seq.counterAt(env.db, { id: 'stepped' }, { ...base, step: 2 });
+  assert.equal(await a.next(), 1);
+  await b.set(100);
+  assert.equal(await a.next(), 101);
+  assert.equal(await b.next(), 112, 'b counts on from the block a fetched (101..110)');
+});
+
+test('setCountersWhere discards the cached blocks of the counters it may reset', async () => {
+  const a = seq.counterAt(env.db, { id: 'where', reference_value: 'A' }, { ...base, cache: 10 });
+  const other = seq.counterAt(env.db, { id: 'where', reference_value: 'A' }, base);
+  assert.equal(await a.next(), 1);
+  const matched = await seq.setCountersWhere(env.db, { id: 'where' }, 0, { collection: 'counters', field: 'seq' });
+  assert.equal(matched, 1);
+  assert.equal(await other.next(), 1);
+  assert.equal(await a.next(), 2, 'not 2 from the old block while `other` also got a 1..');
+  // a's release gives back what it fetched after the reset, nothing from before.
+  await a.release();
+  assert.equal(await other.next(), 3, 'a gave back its unused 3..11');
+});
+
+/** Handles naming one document in every way the API allows, with random options. */
+const handleSpec = fc.record({
+  naming: fc.integer({ min: 0, max: ONES.length - 1 }),
+  reversed: fc.boolean(),
+  step: fc.constantFrom(1, 2, 3),
+  cache: fc.constantFrom(undefined, 3, 10),
+  coalesce: fc.boolean(),
+  writeConcern: fc.constantFrom(undefined, { w: 1 }, { w: 'majority' }),
+});
+
+const operation = fc.oneof(
+  fc.record({ kind: fc.constant('next'), handle: fc.nat(), count: fc.constantFrom(1, 1, 1, 2, 5) }),
+  fc.record({ kind: fc.constant('set'), handle: fc.nat(), value: fc.integer({ min: 0, max: 1000 }) }),
+  fc.record({ kind: fc.constant('reset'), handle: fc.nat() }),
+  fc.record({ kind: fc.constant('release'), handle: fc.nat() }),
+  fc.record({ kind: fc.constant('setWhere'), value: fc.integer({ min: 0, max: 1000 }) }),
+);
+
+test('property: every naming of one document, any options: one state, no value twice between resets', { timeout: 240_000 }, async () => {
+  let run = 0;
+  await fc.assert(
+    fc.asyncProperty(fc.array(handleSpec, { minLength: 2, maxLength: 5 }), fc.array(operation, { minLength: 5, maxLength: 40 }), async (specs, ops) => {
+      const id = `prop-${run++}`;
+      const handles = specs.map((s) => {
+        const locator = s.reversed ? { ref: ONES[s.naming][1](), id } : { id, ref: ONES[s.naming][1]() };
+        const options = { ...base, step: s.step, coalesce: s.coalesce, ...(s.cache ? { cache: s.cache } : {}), ...(s.writeConcern ? { writeConcern: s.writeConcern } : {}) };
+        return { spec: s, seq: seq.counterAt(env.db, locator, options) };
+      });
+      // What the counter held after the last management write (null: never written),
+      // the values since, and whether the next value is known exactly.
+      let floor = null;
+      let firstAfterWrite = true;
+      const given = new Set();
+      const log = [];
+      for (const op of ops) {
+        const h = handles[(op.handle ?? 0) % handles.length];
+        if (op.kind === 'next') {
+          const values = op.count === 1 ? [await h.seq.next()] : await h.seq.nextBatch(op.count);
+          log.push(`next(${op.count}) step ${h.spec.step} -> ${values}`);
+          if (floor !== null && firstAfterWrite) {
+            assert.equal(values[0], floor + h.spec.step, `first value after a write:\n${log.join('\n')}`);
+          }
+          firstAfterWrite = false;
+          for (const v of values) {
+            assert.ok(!given.has(v), `${v} handed out twice since the last write:\n${log.join('\n')}`);
+            if (floor !== null) assert.ok(v > floor, `${v} not past ${floor}:\n${log.join('\n')}`);
+            given.add(v);
+          }
+        } else if (op.kind === 'set') {
+          await h.seq.set(op.value);
+          log.push(`set(${op.value})`);
+          [floor, firstAfterWrite] = [op.value, true];
+          given.clear();
+        } else if (op.kind === 'reset') {
+          await h.seq.reset();
+          log.push(`reset (step ${h.spec.step})`);
+          [floor, firstAfterWrite] = [1 - h.spec.step, true];
+          given.clear();
+        } else if (op.kind === 'setWhere') {
+          const matched = await seq.setCountersWhere(env.db, { id }, op.value, { collection: 'counters', field: 'seq' });
+          log.push(`setCountersWhere(${op.value}) matched ${matched}`);
+          if (matched > 0) {
+            [floor, firstAfterWrite] = [op.value, true];
+            given.clear();
+          }
+        } else {
+          await h.seq.release();
+          log.push('release');
+        }
+      }
+      for (const h of handles) await h.seq.release();
+    }),
+    { numRuns: 30 },
+  );
+});
