@@ -5,13 +5,19 @@
 // JSON, { "<name>": "<package folder>" }; scripts/lib/newest-peers.mjs installs the copies
 // and sets it. Without it this file does nothing. See scripts/lib/peer-redirect-hooks.mjs
 // for the rule.
+import { existsSync } from 'node:fs';
 import module, { createRequire } from 'node:module';
+import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { redirect, parentIn, requireTarget } from './peer-redirect-hooks.mjs';
 
 const peers = process.env.MONGO_SEQUENCE_PEERS ? JSON.parse(process.env.MONGO_SEQUENCE_PEERS) : null;
 
 if (peers) {
+  // A missing copy would otherwise be looked for further up, ending in the pinned one.
+  for (const [name, folder] of Object.entries(peers)) {
+    if (!existsSync(join(folder, 'package.json'))) throw new Error(`MONGO_SEQUENCE_PEERS: no ${name} in ${folder}`);
+  }
   // `require` and `require.resolve`, on every Node version (Node 22's `require.resolve`
   // does not run module.registerHooks() hooks).
   const Module = createRequire(import.meta.url)('node:module');
