@@ -91,12 +91,12 @@ export function pinnedVersion(alias) {
 }
 
 /**
- * Installs `peer` into .test-deps/<name>-<spec> afresh. Resolves with
+ * Installs `peer` into <scratch>/<name>-<spec> afresh. Resolves with
  * `{ ...peer, folder, version }` (`folder` is the package's own folder), or with
  * `{ ...peer, unreachable: reason }` or `{ ...peer, error: reason }`.
  */
-async function install(peer) {
-  const base = join(SCRATCH, `${peer.name}-${peer.spec}`);
+async function install(peer, scratch) {
+  const base = join(scratch, `${peer.name}-${peer.spec}`);
   rmSync(base, { recursive: true, force: true });
   mkdirSync(base, { recursive: true });
   writeFileSync(join(base, 'package.json'), '{ "private": true }\n');
@@ -140,11 +140,11 @@ async function install(peer) {
  * Resolves with `{ peers, skipped, failed }`: `skipped` (a reason) when the registry was
  * not reachable, `failed` (a reason) when an install failed otherwise.
  */
-export async function prepareNewestPeers() {
+export async function prepareNewestPeers(scratch = SCRATCH) {
   const started = Date.now();
-  const results = await Promise.all(NEWEST_PEERS.map(install));
+  const results = await Promise.all(NEWEST_PEERS.map((peer) => install(peer, scratch)));
   const seconds = ((Date.now() - started) / 1000).toFixed(1);
-  console.log(`newest published versions, installed into ${SCRATCH} in ${seconds} s:`);
+  console.log(`newest published versions, installed into ${scratch} in ${seconds} s:`);
   for (const p of results) {
     const label = `${p.alias}: ${p.name}@${p.spec}`.padEnd(30);
     if (!p.version) {
