@@ -19,7 +19,9 @@ function prepareWith(registry) {
     console.log('RESULT ' + JSON.stringify({ skipped: r.skipped, failed: r.failed, versions: r.peers.map((p) => p.version ?? null) }));
   });`;
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['-e', script], { env: { ...process.env, npm_config_registry: registry } });
+    // loglevel silent, as `npm test -s` passes it down: the installer's npm must still say why.
+    const env = { ...process.env, npm_config_registry: registry, npm_config_loglevel: 'silent' };
+    const child = spawn(process.execPath, ['-e', script], { env });
     let out = '';
     child.stdout.on('data', (d) => (out += d));
     child.stderr.on('data', (d) => (out += d));

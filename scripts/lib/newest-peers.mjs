@@ -110,6 +110,8 @@ async function install(peer, scratch) {
       '--ignore-scripts',
       '--no-audit',
       '--no-fund',
+      // Errors printed whatever the outer npm passes down (`npm test -s` sets loglevel silent).
+      '--loglevel=error',
       '--fetch-retries=1',
       '--fetch-retry-mintimeout=2000',
       '--fetch-retry-maxtimeout=10000',
