@@ -35,6 +35,7 @@ export const NEWEST_FILES = [
   '__test__/api/seed-example.test.mjs',
   '__test__/api/clients.test.mjs',
   '__test__/api/client-options-table.test.mjs',
+  '__test__/api/driver-upgrades.test.mjs',
   '__test__/mongoose/mongoose.test.mjs',
   '__test__/mongoose/mongoose-plugin.test.mjs',
   '__test__/mongoose/mongoose-connection.test.mjs',
