@@ -313,6 +313,17 @@ export interface DiscardedValues {
    * client whose JavaScript environment ended without a close.
    */
   dropped: number
+  /**
+   * Skipped because a batch needed more contiguous values than the rest of their
+   * cached block held (the batch is served from the next block).
+   */
+  shortBlock: number
+  /**
+   * Reserved for calls that did not take them: the call gave up first (its deadline
+   * passed, its client closed) or could not receive them (past 2^53 - 1 without
+   * `bigint`).
+   */
+  unclaimed: number
 }
 
 /**
@@ -623,7 +634,7 @@ export interface SequenceStats {
    * round trip (a bad argument, a client that could not open).
    */
   errors: Record<string, number>
-  /** Cached values never handed out, by cause (process-wide figures; 0 on a handle). */
+  /** Values reserved and never handed out, by cause (process-wide figures; 0 on a handle). */
   discarded: DiscardedValues
   /** Cached values given back at close or `release()` (process-wide; 0 on a handle). */
   givenBack: number

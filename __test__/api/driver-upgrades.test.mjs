@@ -99,6 +99,36 @@ test('only the driver class is constructed for the comparison, never a subclass'
   assert.equal(made, 1);
 });
 
+test('a subclass named MongoClient is never constructed either; a fake class of that name neither', async () => {
+  let made = 0;
+  const Driver = next.MongoClient;
+  const named = {
+    MongoClient: class extends Driver {
+      constructor(...args) {
+        super(...args);
+        made += 1;
+      }
+    },
+  }.MongoClient;
+  assert.equal(named.name, 'MongoClient');
+  assert.equal(await nextValueThrough(new named(env.uri), 'same-name'), 1);
+  assert.equal(made, 1, 'only the application made one');
+  // Not a driver client, though its class is named so: nothing is constructed, and its
+  // unknown set keys are refused.
+  let fakes = 0;
+  const Fake = {
+    MongoClient: function () {
+      fakes += 1;
+      this.options = { ...new Driver(env.uri).options };
+    },
+  }.MongoClient;
+  const fake = new Fake();
+  await assert.rejects(seq.getNextSequenceValue({ databaseName: env.dbName, client: fake }, 'fake-named', { upsert: true }), {
+    code: 'UNSUPPORTED_CLIENT',
+  });
+  assert.equal(fakes, 1);
+});
+
 test('an object that is not a driver client gets no comparison: unknown set keys are refused', async () => {
   const options = { ...new next.MongoClient(env.uri).options };
   const db = { databaseName: env.dbName, client: { options } };

@@ -510,11 +510,9 @@ pub async fn set_where(
     fields: Document,
     value: i64,
 ) -> SeqResult<u64> {
-    let states_now = || handle.counter_states_in(database, &counter.collection, &counter.field);
     CounterState::managed_all(
-        &states_now(),
+        || handle.counter_states_in(database, &counter.collection, &counter.field),
         store.set_where(counter, fields, value),
-        states_now,
     )
     .await
 }

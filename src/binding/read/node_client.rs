@@ -19,8 +19,10 @@ use crate::engine::error::SeqResult;
 /// driver's constructor only parses it (it connects on `connect()` or a first operation).
 const BARE_URI: &str = "mongodb://localhost";
 /// The class whose constructor makes the reference client. Only the driver's own class is
-/// used, never a subclass, whose constructor might do anything.
+/// used, never a subclass, whose constructor might do anything (connect, say).
 const DRIVER_CLASS: &str = "MongoClient";
+/// The parent class of the driver's `MongoClient` (drivers 6 and 7).
+const DRIVER_BASE: &str = "TypedEventEmitter";
 /// How far up the prototype chain the driver's class is looked for.
 const MAX_PROTOTYPES: usize = 8;
 
@@ -88,10 +90,14 @@ fn bare_client_options<'a>(env: &Env, client: &Object<'a>) -> Option<Object<'a>>
     object(&property(&instance, "options").ok()?)
 }
 
-/// The `constructor` named [`DRIVER_CLASS`] of the first prototype of `client` that has one.
+/// The driver's own class on `client`'s prototype chain: a constructor named
+/// [`DRIVER_CLASS`] whose parent class is named [`DRIVER_BASE`], as in drivers 6 and 7. A
+/// subclass, even one named `MongoClient`, has another parent and is never constructed; an
+/// object that merely names its constructor so is not a driver client.
 fn driver_class<'a>(client: &Object<'a>) -> Option<Unknown<'a>> {
     let env = client.value().env;
     let mut current = client.raw();
+    let mut candidate: Option<Unknown<'a>> = None;
     for _ in 0..MAX_PROTOTYPES {
         let mut prototype = std::ptr::null_mut();
         // SAFETY: N-API prototype read of a live object of this env.
@@ -105,11 +111,13 @@ fn driver_class<'a>(client: &Object<'a>) -> Option<Unknown<'a>> {
         let as_value = unsafe { Unknown::from_raw_unchecked(env, prototype) };
         let prototype_object = object(&as_value)?;
         let class = property(&prototype_object, "constructor").ok()?;
-        if type_of(&class) == ValueType::Function
-            && function_name(&class).as_deref() == Some(DRIVER_CLASS)
-        {
-            return Some(class);
+        let name = (type_of(&class) == ValueType::Function)
+            .then(|| function_name(&class))
+            .flatten();
+        if candidate.is_some() && name.as_deref() == Some(DRIVER_BASE) {
+            return candidate;
         }
+        candidate = (name.as_deref() == Some(DRIVER_CLASS)).then_some(class);
         current = prototype;
     }
     None

@@ -863,4 +863,39 @@ mod tests {
             "more than one cycle at once"
         );
     }
+
+    #[test]
+    fn a_restart_is_written_only_where_no_room_is_left_within_the_limits() {
+        let store = MemoryStore::default();
+        let c = counter("restart");
+        let config = configured(1, Some(1), Some(5), true);
+        let at = |value: i64| {
+            store.put_configured(&c, value, config);
+            run(store.restart_cycle(&c, &config, 3, 3)).unwrap()
+        };
+        // Room for 3 from 0 (fresh), 1 and 2; none from 3, 4 and 5.
+        assert_eq!(
+            (0..=5).map(at).collect::<Vec<_>>(),
+            [false, false, false, true, true, true]
+        );
+        // Past the limits: a damaged counter, never overwritten.
+        assert!(!at(7));
+        assert!(!at(-3));
+        let other = configured(1, Some(1), Some(6), true);
+        store.put_configured(&c, 5, other);
+        assert!(
+            !run(store.restart_cycle(&c, &config, 3, 3)).unwrap(),
+            "another configuration"
+        );
+        // A caller that lost the restart to another goes on in the new cycle.
+        store.put_configured(&c, 5, config);
+        let first = run(allocate(&store, &c, CreatePolicy::default(), 3)).unwrap();
+        assert_eq!((first.first, first.last), (1, 3));
+        let second = run(allocate(&store, &c, CreatePolicy::default(), 3)).unwrap();
+        assert_eq!(
+            (second.first, second.last),
+            (1, 3),
+            "4..6 does not fit: a new cycle"
+        );
+    }
 }

@@ -109,7 +109,7 @@ pub struct CounterState {
     turn: tokio::sync::Mutex<()>,
     /// Makes management writes and give-backs of this process take turns, so that a
     /// give-back never undoes a `set` to the very value it expects.
-    management_turn: tokio::sync::Mutex<()>,
+    management_turn: Arc<tokio::sync::Mutex<()>>,
     /// One gapless transaction at a time per counter in this process.
     gapless_turn: Arc<tokio::sync::Mutex<()>>,
     lanes: Arc<Coalescer<(Lane, CounterRef)>>,
@@ -133,7 +133,7 @@ impl CounterState {
             hint: Mutex::default(),
             generation: Arc::default(),
             turn: tokio::sync::Mutex::default(),
-            management_turn: tokio::sync::Mutex::default(),
+            management_turn: Arc::default(),
             gapless_turn: Arc::default(),
             lanes: Arc::new(Coalescer::tracked(group.token())),
             caches: Mutex::default(),
@@ -174,23 +174,29 @@ impl CounterState {
         outcome
     }
 
-    /// [`CounterState::managed`] for a write that may change any of `states` (and no
-    /// other counter of this process): it takes their management turns (in one order,
-    /// so that two such writes never wait for each other), forgets what they hold before
-    /// and after `op`, and after it also forgets what the states `after` lists then hold
+    /// [`CounterState::managed`] for a write that may change any of the states `select`
+    /// lists (and no other counter of this process): it takes their management turns, in
+    /// one order so that two such writes never wait for each other, until `select` lists
+    /// no state it does not hold (a counter first used meanwhile); forgets what they hold
+    /// before and after `op`, and after it also what the states `select` lists then hold
     /// (a counter first used while `op` ran may have fetched before it).
     pub async fn managed_all<T>(
-        states: &[Arc<CounterState>],
+        select: impl Fn() -> Vec<Arc<CounterState>>,
         op: impl Future<Output = T>,
-        after: impl FnOnce() -> Vec<Arc<CounterState>>,
     ) -> T {
-        let mut ordered: Vec<&Arc<CounterState>> = states.iter().collect();
-        ordered.sort_by_key(|state| Arc::as_ptr(state));
-        ordered.dedup_by_key(|state| Arc::as_ptr(state));
-        let mut turns = Vec::with_capacity(ordered.len());
-        for state in &ordered {
-            turns.push(state.management_turn.lock().await);
-        }
+        let (ordered, _turns) = loop {
+            let mut ordered = select();
+            ordered.sort_by_key(|state| Arc::as_ptr(state));
+            ordered.dedup_by_key(|state| Arc::as_ptr(state));
+            let mut turns = Vec::with_capacity(ordered.len());
+            for state in &ordered {
+                turns.push(state.management_turn.clone().lock_owned().await);
+            }
+            let held = |state: &Arc<CounterState>| ordered.iter().any(|o| Arc::ptr_eq(o, state));
+            if select().iter().all(held) {
+                break (ordered, turns);
+            }
+        };
         for state in &ordered {
             state.invalidate();
         }
@@ -198,7 +204,7 @@ impl CounterState {
             state.settle_fetches().await;
         }
         let outcome = op.await;
-        for state in ordered.iter().copied().chain(after().iter()) {
+        for state in ordered.iter().chain(select().iter()) {
             state.invalidate();
         }
         outcome

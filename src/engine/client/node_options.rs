@@ -468,9 +468,27 @@ pub fn without_driver_defaults(
     driver_defaults: &NodeOptions,
 ) -> NodeOptions {
     options.retain(|key, value| {
-        rule(key).is_some() || value.is_unset() || driver_defaults.get(key) != Some(value)
+        rule(key).is_some()
+            || value.is_unset()
+            || driver_defaults.get(key) != Some(value)
+            || !comparable(value)
     });
     options
+}
+
+/// Whether equal values mean the same setting: a function only at the top, where its
+/// identity was compared; below it (and anything not read, `Other`) every function looks
+/// alike, so such a value never counts as the default.
+fn comparable(value: &NodeValue) -> bool {
+    fn plain(value: &NodeValue) -> bool {
+        match value {
+            NodeValue::Function | NodeValue::Other => false,
+            NodeValue::List(items) => items.iter().all(plain),
+            NodeValue::Map(map) => map.values().all(plain),
+            _ => true,
+        }
+    }
+    matches!(value, NodeValue::Function) || plain(value)
 }
 
 /// The connection a Node driver client's effective options stand for, or
@@ -1119,6 +1137,16 @@ mod tests {
             refusal(&without_driver_defaults(o.clone(), &NodeOptions::new()))
                 .contains("'futureFlag'")
         );
+        // Below the top, functions (and values not read) all look alike: never a default.
+        let hooks = |f: NodeValue| NodeValue::Map([("onEvent".to_string(), f)].into());
+        let mut nested = NodeOptions::new();
+        nested.insert("futureHooks".into(), hooks(NodeValue::Function));
+        nested.insert("futureBig".into(), NodeValue::Other);
+        let mut o2 = base();
+        o2.insert("futureHooks".into(), hooks(NodeValue::Function));
+        o2.insert("futureBig".into(), NodeValue::Other);
+        let kept = without_driver_defaults(o2, &nested);
+        assert!(kept.contains_key("futureHooks") && kept.contains_key("futureBig"));
         // A known key equal to some "default" keeps its own rule.
         let mut proxied = base();
         proxied.insert("proxyHost".into(), text("proxy"));

@@ -77,7 +77,7 @@ pub fn configured_with_room(
 
 /// A counter configured as `config` whose value leaves no room for `count` more values
 /// (outside [`SequenceConfig::room_bounds`]: past them in the counter's direction; any
-/// integer when no value has room).
+/// value when no value has room), within its limits.
 pub fn configured_without_room(
     counter: &CounterRef,
     config: &SequenceConfig,
@@ -85,6 +85,10 @@ pub fn configured_without_room(
 ) -> Document {
     let mut filter = configured_as(counter, Some(config));
     let mut value = doc! { "$type": ["int", "long"] };
+    // Within the limits too: a value outside them is a damaged counter, reported by the
+    // read of the next attempt, never overwritten.
+    value.insert("$gte", compact_integer(config.min));
+    value.insert("$lte", compact_integer(config.max));
     match config.room_bounds(count) {
         Some((_, high)) if config.step > 0 => value.insert("$gt", compact_integer(high)),
         Some((low, _)) => value.insert("$lt", compact_integer(low)),
