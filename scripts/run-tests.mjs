@@ -2,25 +2,64 @@
 // (mongoeco, then SecantusDB), or once against MONGODB_URI when it is set.
 // MONGO_SEQUENCE_SERVER=<kind> runs only that kind. The test files are listed one by one
 // (`node --test <folder>` fails from Node 21 on).
+//
+// Then the runtime check: the files that exercise what depends on the Node.js version
+// (RUNTIME_FILES: the drop-in, derived clients and their options, round-trip events,
+// the mongoose plugin, the CLI) run again under Node.js 22, 24 and 26, against the first
+// server kind only. The binaries are installed into .runtimes/ first (scripts/lib/
+// runtimes.mjs), with Bun and Deno, which __test__/tooling/other-runtimes.test.mjs uses.
+// Linux x64 (glibc) only; MONGO_SEQUENCE_RUNTIMES=0 skips it (CI's Node.js matrix jobs),
+// `npm test -- --runtimes-only` runs only it.
 import { spawnSync } from 'node:child_process';
+import { parseArgs } from 'node:util';
 import { ensureVenv, ROOT } from './lib/python-env.mjs';
-import { testFiles } from './lib/test-files.mjs';
 import { SERVER_KINDS } from './lib/test-server.mjs';
+import { testFiles } from './lib/test-files.mjs';
+import { ensureRuntimes, NODE_RUNTIMES, runtimesUnavailable } from './lib/runtimes.mjs';
 
+const RUNTIME_FILES = [
+  '__test__/api/seed-example.test.mjs',
+  '__test__/api/clients.test.mjs',
+  '__test__/api/client-options-table.test.mjs',
+  '__test__/api/operations.test.mjs',
+  '__test__/mongoose/mongoose-plugin.test.mjs',
+  '__test__/tooling/cli.test.mjs',
+];
+
+const { values: args } = parseArgs({ options: { 'runtimes-only': { type: 'boolean', default: false } } });
 const external = Boolean(process.env.MONGODB_URI);
 const kinds = external ? ['external'] : process.env.MONGO_SEQUENCE_SERVER ? [process.env.MONGO_SEQUENCE_SERVER] : SERVER_KINDS;
 if (!external) ensureVenv();
 
 const files = testFiles();
+for (const file of RUNTIME_FILES) if (!files.includes(file)) throw new Error(`RUNTIME_FILES names ${file}, which is not a test file`);
+
+let runtimes = null;
+const skipRuntimes = process.env.MONGO_SEQUENCE_RUNTIMES === '0' ? 'MONGO_SEQUENCE_RUNTIMES=0' : runtimesUnavailable();
+console.log(`\n### runtimes: ${process.execPath} ${process.version} runs the whole suite`);
+if (skipRuntimes) {
+  console.log(`### runtime check skipped: ${skipRuntimes}`);
+} else {
+  runtimes = ensureRuntimes();
+  for (const [name, { version }] of Object.entries(runtimes)) console.log(`### ${name}: ${version}`);
+}
+
 const outcomes = [];
-for (const kind of kinds) {
+const pass = (label, node, list, kind) => {
   const started = Date.now();
-  console.log(`\n### test pass: ${external ? 'MONGODB_URI' : kind}`);
-  const env = external ? process.env : { ...process.env, MONGO_SEQUENCE_SERVER: kind };
-  const run = spawnSync(process.execPath, ['--test', ...files], { stdio: 'inherit', env, cwd: ROOT });
+  console.log(`\n### test pass: ${label}`);
+  const env = external ? { ...process.env } : { ...process.env, MONGO_SEQUENCE_SERVER: kind };
+  const run = spawnSync(node, ['--test', ...list], { stdio: 'inherit', env, cwd: ROOT });
   const seconds = ((Date.now() - started) / 1000).toFixed(1);
-  outcomes.push({ kind, ok: run.status === 0, seconds });
+  outcomes.push({ label, ok: run.status === 0, seconds });
+};
+if (args['runtimes-only'] && !runtimes) throw new Error(`--runtimes-only: the runtime check is skipped here (${skipRuntimes})`);
+if (!args['runtimes-only']) for (const kind of kinds) pass(external ? 'MONGODB_URI' : kind, process.execPath, files, kind);
+if (runtimes) {
+  for (const name of NODE_RUNTIMES) {
+    pass(`${external ? 'MONGODB_URI' : kinds[0]}, Node.js ${runtimes[name].version}, ${RUNTIME_FILES.length} files`, runtimes[name].path, RUNTIME_FILES, kinds[0]);
+  }
 }
 console.log('\n### test passes');
-for (const o of outcomes) console.log(`${o.kind}: ${o.ok ? 'passed' : 'FAILED'} in ${o.seconds} s`);
+for (const o of outcomes) console.log(`${o.label}: ${o.ok ? 'passed' : 'FAILED'} in ${o.seconds} s`);
 process.exit(outcomes.every((o) => o.ok) ? 0 : 1);
