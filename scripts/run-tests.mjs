@@ -10,7 +10,7 @@
 // runtimes.mjs), with Bun and Deno, which __test__/tooling/other-runtimes.test.mjs uses.
 // Linux x64 (glibc) only; MONGO_SEQUENCE_RUNTIMES=0 skips it (CI's Node.js matrix jobs),
 // `npm test -- --runtimes-only` runs only it.
-import { spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { parseArgs } from 'node:util';
 import { ensureVenv, ROOT } from './lib/python-env.mjs';
 import { SERVER_KINDS } from './lib/test-server.mjs';
@@ -45,21 +45,46 @@ if (skipRuntimes) {
 }
 
 const outcomes = [];
-const pass = (label, node, list, kind) => {
-  const started = Date.now();
-  console.log(`\n### test pass: ${label}`);
-  const env = external ? { ...process.env } : { ...process.env, MONGO_SEQUENCE_SERVER: kind };
-  const run = spawnSync(node, ['--test', ...list], { stdio: 'inherit', env, cwd: ROOT });
-  const seconds = ((Date.now() - started) / 1000).toFixed(1);
-  outcomes.push({ label, ok: run.status === 0, seconds });
-};
+// Each pass's output goes through as it comes; its closing counts (`# pass 12` in TAP,
+// `ℹ pass 12` in the spec reporter) are read for the totals line at the end.
+const pass = (label, node, list, kind) =>
+  new Promise((resolve) => {
+    const started = Date.now();
+    console.log(`\n### test pass: ${label}`);
+    const env = external ? { ...process.env } : { ...process.env, MONGO_SEQUENCE_SERVER: kind };
+    const child = spawn(node, ['--test', ...list], { stdio: ['inherit', 'pipe', 'inherit'], env, cwd: ROOT });
+    const counts = { pass: 0, fail: 0, skipped: 0 };
+    let rest = '';
+    child.stdout.setEncoding('utf8');
+    child.stdout.on('data', (chunk) => {
+      process.stdout.write(chunk);
+      const lines = (rest + chunk).split('\n');
+      rest = lines.pop();
+      for (const line of lines) {
+        const m = /^(?:#|\u2139) (pass|fail|skipped) (\d+)$/.exec(line.trim());
+        if (m) counts[m[1]] = Number(m[2]);
+      }
+    });
+    child.on('close', (code) => {
+      const seconds = ((Date.now() - started) / 1000).toFixed(1);
+      outcomes.push({ label, ok: code === 0, seconds, counts });
+      resolve();
+    });
+  });
 if (args['runtimes-only'] && !runtimes) throw new Error(`--runtimes-only: the runtime check is skipped here (${skipRuntimes})`);
-if (!args['runtimes-only']) for (const kind of kinds) pass(external ? 'MONGODB_URI' : kind, process.execPath, files, kind);
+if (!args['runtimes-only']) for (const kind of kinds) await pass(external ? 'MONGODB_URI' : kind, process.execPath, files, kind);
 if (runtimes) {
   for (const name of NODE_RUNTIMES) {
-    pass(`${external ? 'MONGODB_URI' : kinds[0]}, Node.js ${runtimes[name].version}, ${RUNTIME_FILES.length} files`, runtimes[name].path, RUNTIME_FILES, kinds[0]);
+    await pass(`${external ? 'MONGODB_URI' : kinds[0]}, Node.js ${runtimes[name].version}, ${RUNTIME_FILES.length} files`, runtimes[name].path, RUNTIME_FILES, kinds[0]);
   }
 }
 console.log('\n### test passes');
-for (const o of outcomes) console.log(`${o.label}: ${o.ok ? 'passed' : 'FAILED'} in ${o.seconds} s`);
+const total = { pass: 0, fail: 0, skipped: 0 };
+for (const o of outcomes) {
+  console.log(`${o.label}: ${o.ok ? 'passed' : 'FAILED'} in ${o.seconds} s (${o.counts.pass} passed, ${o.counts.fail} failed, ${o.counts.skipped} skipped)`);
+  for (const key of Object.keys(total)) total[key] += o.counts[key];
+}
+// A pass that failed without a failing test (a crash) still counts as a failure.
+const failed = total.fail + outcomes.filter((o) => !o.ok && o.counts.fail === 0).length;
+console.log(`tests: ${total.pass} passed, ${failed} failed, ${total.skipped} skipped`);
 process.exit(outcomes.every((o) => o.ok) ? 0 : 1);
