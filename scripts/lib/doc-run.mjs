@@ -228,7 +228,9 @@ function childEnv(app, extra = {}) {
 
 /**
  * Runs a js/ts block. Resolves with `{ ok, message, checks }`. `context` holds
- * `{ app, serverUri, suffix, root, index }`.
+ * `{ app, serverUri, suffix, root, index }`, and optionally `runtime`: the command that
+ * runs the module instead of this Node.js, as `[program, ...arguments before the file]`
+ * (Bun, Deno), and `env`, variables added to its environment.
  */
 export async function runScript(block, context) {
   // The annotations' lines and the block's, each instrumented with its own line numbers.
@@ -263,9 +265,10 @@ export async function runScript(block, context) {
   if (ts) source = transpile(source, esm);
   writeFileSync(file, source);
   const report = join(context.app, `${base}.report.json`);
-  const run = await runProcess(process.execPath, [file], {
+  const [program, ...programArgs] = context.runtime ?? [process.execPath];
+  const run = await runProcess(program, [...programArgs, file], {
     cwd: context.app,
-    env: childEnv(context.app, { DOCTEST_REPORT: report }),
+    env: childEnv(context.app, { ...context.env, DOCTEST_REPORT: report }),
     timeoutMs: context.timeoutMs ?? 20_000,
   });
   const { checked: reached = [], finished = false } = existsSync(report) ? JSON.parse(readFileSync(report, 'utf8')) : {};

@@ -19,8 +19,8 @@ function versionOf(python) {
   return r.stdout.trim().split(' ').map(Number);
 }
 
-function recentEnough(v) {
-  return v && (v[0] > MIN[0] || (v[0] === MIN[0] && v[1] >= MIN[1]));
+function recentEnough(v, min = MIN) {
+  return v && (v[0] > min[0] || (v[0] === min[0] && v[1] >= min[1]));
 }
 
 /** Candidate interpreters: PATH first, then pyenv's versions folder. */
@@ -36,10 +36,12 @@ function candidates() {
   return list;
 }
 
-export function findPython() {
+/** A Python of at least `min` ([major, minor]; the test servers' 3.13 by default). */
+export function findPython(min = MIN) {
   for (const python of candidates()) {
-    if (recentEnough(versionOf(python))) return python;
+    if (recentEnough(versionOf(python), min)) return python;
   }
+  if (min !== MIN) throw new Error(`no Python >= ${min.join('.')} on PATH or under pyenv`);
   throw new Error(
     'The test servers need Python >= 3.13 (on PATH or under pyenv); none was found. ' +
       'Install one, or set MONGODB_URI to run against your own MongoDB.',
