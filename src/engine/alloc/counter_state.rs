@@ -186,7 +186,7 @@ impl CounterState {
     ) -> T {
         let (ordered, _turns) = loop {
             let mut ordered = select();
-            ordered.sort_by_key(|state| Arc::as_ptr(state));
+            ordered.sort_by_key(Arc::as_ptr);
             ordered.dedup_by_key(|state| Arc::as_ptr(state));
             let mut turns = Vec::with_capacity(ordered.len());
             for state in &ordered {

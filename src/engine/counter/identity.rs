@@ -74,7 +74,7 @@ fn exact(negative: bool, mut coefficient: u128, mut exponent: i32) -> Number {
     if coefficient == 0 {
         return Number::Int(0);
     }
-    while coefficient % 10 == 0 {
+    while coefficient.is_multiple_of(10) {
         coefficient /= 10;
         exponent += 1;
     }
@@ -104,7 +104,7 @@ fn exact(negative: bool, mut coefficient: u128, mut exponent: i32) -> Number {
         // bits, that is when 5^k divides the coefficient.
         let k = exponent.unsigned_abs();
         if let Some(five_k) = 5u128.checked_pow(k) {
-            if coefficient % five_k == 0 {
+            if coefficient.is_multiple_of(five_k) {
                 let m = coefficient / five_k;
                 let mf = m as f64;
                 if mf as u128 == m {
