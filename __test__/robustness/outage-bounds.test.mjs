@@ -8,6 +8,8 @@
 import { test, afterEach } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
+import { execFileSync } from 'node:child_process';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { MongoClient } from 'mongodb';
 import { startServer } from '../../scripts/lib/test-server.mjs';
 import { seq } from '../helpers.mjs';
@@ -43,7 +45,35 @@ async function freshServer(label) {
   return dbName;
 }
 
-const freeze = () => process.kill(server.pid, 'SIGSTOP');
+/** Whether every thread of process `pid` has stopped. */
+function stopped(pid) {
+  const tasks = `/proc/${pid}/task`;
+  if (!existsSync(tasks)) return execFileSync('ps', ['-o', 'stat=', '-p', String(pid)], { encoding: 'utf8' }).trim().startsWith('T');
+  return readdirSync(tasks).every((thread) => {
+    let stat;
+    try {
+      stat = readFileSync(`${tasks}/${thread}/stat`, 'utf8');
+    } catch {
+      return true; // the thread has ended
+    }
+    return /^[Tt]/.test(stat.slice(stat.lastIndexOf(')') + 2));
+  });
+}
+
+/**
+ * Stops the server (SIGSTOP) and resolves once it has stopped, with the milliseconds that
+ * took. The signal takes effect when the kernel next runs the process: on a loaded
+ * machine its threads can go on answering for a while after kill() returns.
+ */
+async function freeze() {
+  process.kill(server.pid, 'SIGSTOP');
+  const sent = Date.now();
+  while (!stopped(server.pid)) {
+    assert.ok(Date.now() - sent < 10_000, `the server had not stopped 10 s after SIGSTOP`);
+    await sleep(1);
+  }
+  return Date.now() - sent;
+}
 
 /** Makes `call()` now and records when it was made and settled, and how. */
 function timed(kind, call) {
@@ -94,7 +124,7 @@ async function deadlines(db, kinds) {
   // 50-65 calls in flight when the server freezes, then a few every 100 ms; the server is
   // killed one second in; calls go on being made after that.
   for (let i = 0; i < 13; i++) burst();
-  freeze();
+  await freeze();
   const frozenAt = Date.now();
   let killed = false;
   while (Date.now() - frozenAt < 2500) {
@@ -205,7 +235,7 @@ test('closeSharedClients() is bounded on a frozen server and rejects pending cal
   for (const call of Object.values(KINDS)) await call(db);
   assert.ok(seq.sharedClientCount() >= 1);
 
-  freeze();
+  const stops = [await freeze()];
   const pending = Object.entries(KINDS).flatMap(([kind, call]) => [timed(kind, () => call(db)), timed(kind, () => call(db))]);
   await sleep(200);
   let started = Date.now();
@@ -224,7 +254,7 @@ test('closeSharedClients() is bounded on a frozen server and rejects pending cal
   // The default bound, with nothing pending: a client connected to the frozen server.
   process.kill(server.pid, 'SIGCONT');
   await seq.getNextSequenceValue(db, 'coalesced');
-  freeze();
+  stops.push(await freeze());
   started = Date.now();
   await seq.closeSharedClients();
   const tookDefault = Date.now() - started;
@@ -234,7 +264,7 @@ test('closeSharedClients() is bounded on a frozen server and rejects pending cal
   process.kill(server.pid, 'SIGCONT');
   const own = await seq.connect(server.uri, { serverSelectionTimeoutMS: 60000 });
   await seq.getNextSequenceValue(own.db(dbName), 'coalesced');
-  freeze();
+  stops.push(await freeze());
   const ownPending = timed('own', () => seq.getNextSequenceValue(own.db(dbName), 'coalesced'));
   await sleep(100);
   started = Date.now();
@@ -243,7 +273,7 @@ test('closeSharedClients() is bounded on a frozen server and rejects pending cal
   await ownPending.done;
   assert.ok(tookOwn < 500 + SLACK_MS, `close({ timeoutMS: 500 }) took ${tookOwn} ms`);
   assert.equal(ownPending.code, 'CLIENT_CLOSED');
-  t.diagnostic(`closeSharedClients({ timeoutMS: 1000 }) ${tookExplicit} ms with calls pending, closeSharedClients() ${tookDefault} ms, close({ timeoutMS: 500 }) ${tookOwn} ms`);
+  t.diagnostic(`closeSharedClients({ timeoutMS: 1000 }) ${tookExplicit} ms with calls pending, closeSharedClients() ${tookDefault} ms, close({ timeoutMS: 500 }) ${tookOwn} ms; the server stopped ${stops.join(', ')} ms after each SIGSTOP`);
   await assert.rejects(seq.closeSharedClients({ timeoutMS: -1 }), { code: 'INVALID_ARGUMENT' });
   await assert.rejects(seq.closeSharedClients({ timeout: 1 }), { code: 'INVALID_ARGUMENT' });
   process.kill(server.pid, 'SIGCONT');
