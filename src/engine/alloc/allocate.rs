@@ -878,7 +878,7 @@ mod tests {
             (0..=5).map(at).collect::<Vec<_>>(),
             [false, false, false, true, true, true]
         );
-        // Past the limits: a damaged counter, never overwritten.
+        // Past what the configuration holds: a damaged counter, never overwritten.
         assert!(!at(7));
         assert!(!at(-3));
         let other = configured(1, Some(1), Some(6), true);

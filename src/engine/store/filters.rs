@@ -85,10 +85,22 @@ pub fn configured_without_room(
 ) -> Document {
     let mut filter = configured_as(counter, Some(config));
     let mut value = doc! { "$type": ["int", "long"] };
-    // Within the limits too: a value outside them is a damaged counter, reported by the
-    // read of the next attempt, never overwritten.
-    value.insert("$gte", compact_integer(config.min));
-    value.insert("$lte", compact_integer(config.max));
+    // A value the configuration holds too (`SequenceConfig::holds`: its limits, or the
+    // value before the first): anything else is a damaged counter, reported by the read of
+    // the next attempt, never overwritten.
+    let (step, min, max) = (
+        i128::from(config.step),
+        i128::from(config.min),
+        i128::from(config.max),
+    );
+    let (low, high) = if step > 0 {
+        (min - step, max)
+    } else {
+        (min, max - step)
+    };
+    let clamp = |v: i128| v.clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as i64;
+    value.insert("$gte", compact_integer(clamp(low)));
+    value.insert("$lte", compact_integer(clamp(high)));
     match config.room_bounds(count) {
         Some((_, high)) if config.step > 0 => value.insert("$gt", compact_integer(high)),
         Some((low, _)) => value.insert("$lt", compact_integer(low)),

@@ -316,7 +316,7 @@ impl CounterStore for MemoryStore {
             Some((low, _)) => current < low,
             None => true,
         };
-        if !no_room || !(config.min..=config.max).contains(&current) {
+        if !no_room || !config.holds(current) {
             return Ok(false);
         }
         entry.value = Some(compact_integer(value));
