@@ -270,11 +270,8 @@ mod tests {
                             continue;
                         };
                         // The guard the store applies: no room for `needs` values.
-                        let no_room = match c.room_bounds(needs) {
-                            Some((_, high)) if step > 0 => current > high,
-                            Some((low, _)) => current < low,
-                            None => true,
-                        };
+                        let guarded = c.restart_bounds(needs);
+                        let no_room = guarded.is_some_and(|(l, h)| (l..=h).contains(&current));
                         assert!(no_room, "{c:?} {current} {first:?}");
                         match &seen {
                             None => seen = Some(plan),
@@ -289,11 +286,8 @@ mod tests {
                     {
                         for &current in &held {
                             let plan = plan_configured("R", "f", &c, current, &demands).unwrap();
-                            let no_room = match c.room_bounds(*needs) {
-                                Some((_, high)) if step > 0 => current > high,
-                                Some((low, _)) => current < low,
-                                None => true,
-                            };
+                            let guarded = c.restart_bounds(*needs);
+                            let no_room = guarded.is_some_and(|(l, h)| (l..=h).contains(&current));
                             if no_room {
                                 assert_eq!(Some(&plan), seen.as_ref(), "{c:?} {current}");
                             }

@@ -166,6 +166,34 @@ impl SequenceConfig {
         Some((i64::try_from(low).ok()?, i64::try_from(high).ok()?))
     }
 
+    /// The stored values a cycle restarts from for a demand of `count`: those this
+    /// configuration holds ([`SequenceConfig::holds`]) that leave no room for `count` more
+    /// values ([`SequenceConfig::room_bounds`]), as an inclusive range; `None` when there
+    /// are none. One rule for the server-side guard (`filters`) and the in-memory store.
+    pub fn restart_bounds(&self, count: i64) -> Option<(i64, i64)> {
+        let (step, min, max) = (
+            i128::from(self.step),
+            i128::from(self.min),
+            i128::from(self.max),
+        );
+        let (held_low, held_high) = if step > 0 {
+            (min - step, max)
+        } else {
+            (min, max - step)
+        };
+        let (low, high) = match self.room_bounds(count) {
+            Some((_, room_high)) if step > 0 => (i128::from(room_high) + 1, held_high),
+            Some((room_low, _)) => (held_low, i128::from(room_low) - 1),
+            None => (held_low, held_high),
+        };
+        let low = low.max(i128::from(i64::MIN));
+        let high = high.min(i128::from(i64::MAX));
+        if low > high {
+            return None;
+        }
+        Some((i64::try_from(low).ok()?, i64::try_from(high).ok()?))
+    }
+
     /// Whether a stored value is one this configuration can continue from: between the
     /// value before the first one (`min - step` ascending, `max - step` descending) and
     /// the last limit.

@@ -75,36 +75,22 @@ pub fn configured_with_room(
     Some(filter)
 }
 
-/// A counter configured as `config` whose value leaves no room for `count` more values
-/// (outside [`SequenceConfig::room_bounds`]: past them in the counter's direction; any
-/// value when no value has room), within its limits.
+/// A counter configured as `config` whose value leaves no room for `count` more values,
+/// among the values the configuration holds ([`SequenceConfig::restart_bounds`]); a value
+/// outside them is a damaged counter, reported by the read of the next attempt, never
+/// overwritten.
 pub fn configured_without_room(
     counter: &CounterRef,
     config: &SequenceConfig,
     count: i64,
 ) -> Document {
     let mut filter = configured_as(counter, Some(config));
-    let mut value = doc! { "$type": ["int", "long"] };
-    // A value the configuration holds too (`SequenceConfig::holds`: its limits, or the
-    // value before the first): anything else is a damaged counter, reported by the read of
-    // the next attempt, never overwritten.
-    let (step, min, max) = (
-        i128::from(config.step),
-        i128::from(config.min),
-        i128::from(config.max),
-    );
-    let (low, high) = if step > 0 {
-        (min - step, max)
-    } else {
-        (min, max - step)
-    };
-    let clamp = |v: i128| v.clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as i64;
-    value.insert("$gte", compact_integer(clamp(low)));
-    value.insert("$lte", compact_integer(clamp(high)));
-    match config.room_bounds(count) {
-        Some((_, high)) if config.step > 0 => value.insert("$gt", compact_integer(high)),
-        Some((low, _)) => value.insert("$lt", compact_integer(low)),
-        None => None,
+    // No stored value qualifies: an impossible range matches nothing.
+    let (low, high) = config.restart_bounds(count).unwrap_or((1, 0));
+    let value = doc! {
+        "$type": ["int", "long"],
+        "$gte": compact_integer(low),
+        "$lte": compact_integer(high),
     };
     filter.insert(counter.field.as_str(), value);
     filter

@@ -311,12 +311,10 @@ impl CounterStore for MemoryStore {
         let Some(current) = integer(&entry.value) else {
             return Ok(false);
         };
-        let no_room = match config.room_bounds(needs) {
-            Some((_, high)) if config.step > 0 => current > high,
-            Some((low, _)) => current < low,
-            None => true,
-        };
-        if !no_room || !config.holds(current) {
+        let restarts = config
+            .restart_bounds(needs)
+            .is_some_and(|(low, high)| (low..=high).contains(&current));
+        if !restarts {
             return Ok(false);
         }
         entry.value = Some(compact_integer(value));
