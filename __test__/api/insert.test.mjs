@@ -2,6 +2,8 @@
 // complaint: insertMany gets no ids there).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import { Int32, Long, Double, Decimal128, ObjectId } from 'mongodb';
+import * as driver6 from 'mongodb-v6';
 import { setup, seq, rejectsWithCode, external, describeDeployment, needsTransactions } from '../helpers.mjs';
 
 // The test servers here take transactions; a MONGODB_URI standalone refuses them.
@@ -144,4 +146,44 @@ test('inserts can number from a counter found by other fields, with a step', asy
   }
   await rejectsWithCode(assert, seq.insertOne(env.db, 'located_docs', { a: 4 }, { ...options, step: 0 }), 'INVALID_ARGUMENT');
   assert.equal(await env.db.collection('located_docs').countDocuments(), 3, 'refused calls inserted nothing');
+});
+
+test('gapless writes real BSON wrappers only, never a look-alike, and never a saturated number', { skip: noTransactions }, async () => {
+  const opts = { gapless: true, field: 'no', sequence: 'bson_docs' };
+  const real = (bson) => ({
+    int: new bson.Int32(-5),
+    long: bson.Long.fromString('9007199254740993'),
+    double: new bson.Double(2),
+    decimal: bson.Decimal128.fromString('1.10'),
+    oid: new bson.ObjectId('0123456789abcdef01234567'),
+  });
+  for (const bson of [{ Int32, Long, Double, Decimal128, ObjectId }, driver6]) {
+    await seq.insertOne(env.db, 'bson_docs', real(bson), opts);
+  }
+  const stored = await env.db.collection('bson_docs').find({}, { promoteValues: false }).sort({ no: 1 }).toArray();
+  assert.equal(stored.length, 2, 'wrappers of bson 7 (driver 7) and bson 6 (driver 6) are both written');
+  for (const doc of stored) {
+    assert.deepEqual(
+      [doc.int._bsontype, doc.int.value, doc.long._bsontype, doc.long.toString(), doc.double._bsontype, doc.decimal.toString(), doc.oid.toHexString()],
+      ['Int32', -5, 'Long', '9007199254740993', 'Double', '1.10', '0123456789abcdef01234567'],
+    );
+  }
+  const before = await env.db.collection('counters').findOne({ _id: 'bson_docs' });
+  const outOfRange = new Int32(1);
+  outOfRange.value = 123456789012;
+  const refused = [
+    JSON.parse('{"_bsontype":"Int32","value":123456789012}'),
+    JSON.parse('{"_bsontype":"Int32","value":5}'),
+    JSON.parse('{"_bsontype":"Double","value":1.5}'),
+    { _bsontype: 'Long', toString: () => '5' },
+    { _bsontype: 'ObjectId', toHexString: () => '0123456789abcdef01234567' },
+    outOfRange,
+    Object.assign(new Int32(1), { value: 1.5 }),
+  ];
+  for (const value of refused) {
+    await rejectsWithCode(assert, seq.insertOne(env.db, 'bson_docs', { nested: { value } }, opts), 'INVALID_ARGUMENT', /"nested\.value"/);
+    await rejectsWithCode(assert, seq.insertMany(env.db, 'bson_docs', [{ a: 1 }, { list: [value] }], opts), 'INVALID_ARGUMENT', /"list\.0"/);
+  }
+  assert.deepEqual(await env.db.collection('counters').findOne({ _id: 'bson_docs' }), before, 'no number spent');
+  assert.equal(await env.db.collection('bson_docs').countDocuments(), 2, 'nothing inserted');
 });
