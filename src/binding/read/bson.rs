@@ -30,6 +30,22 @@ pub const MAX_DOCUMENT_BYTES: usize = 16 * 1024 * 1024;
 struct Conversion {
     bytes: usize,
     path_objects: Vec<sys::napi_value>,
+    /// How the Node client would write what JSON has no type for.
+    rules: DocumentRules,
+}
+
+/// The Node client's settings for what JSON has no type for, which a document written
+/// by this package follows as the Node driver's insert would.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct DocumentRules {
+    /// `ignoreUndefined`: object fields holding `undefined` are left out instead of
+    /// written as `null` (array elements that are `undefined` are still `null`, as the
+    /// driver writes them).
+    pub ignore_undefined: bool,
+    /// `serializeFunctions`: the driver would store a function field as BSON Code, which
+    /// this package does not write, so such a field is refused (without it, a function
+    /// field is left out, as the driver leaves it out).
+    pub serialize_functions: bool,
 }
 
 impl Conversion {
@@ -58,11 +74,18 @@ fn unsupported(path: &str, what: &str) -> SeqError {
     ))
 }
 
-/// A plain JavaScript object as a BSON document.
+/// A plain JavaScript object as a BSON document, with `undefined` fields as `null` (as
+/// the Node driver writes them by default).
 pub fn to_document(value: &Unknown) -> SeqResult<Document> {
+    to_document_with(value, DocumentRules::default())
+}
+
+/// [`to_document`], following the Node client's `rules`.
+pub fn to_document_with(value: &Unknown, rules: DocumentRules) -> SeqResult<Document> {
     let mut conversion = Conversion {
         bytes: 5,
         path_objects: Vec::new(),
+        rules,
     };
     match to_bson(value, "", 0, &mut conversion)? {
         Bson::Document(doc) => Ok(doc),
@@ -268,6 +291,9 @@ fn object_to_bson(
             let (Some(key), Some(item)) = (items.first().and_then(string), items.get(1)) else {
                 return Err(unsupported(path, "a Map with a key that is not a string"));
             };
+            if conv.rules.ignore_undefined && type_of(item) == ValueType::Undefined {
+                continue;
+            }
             let field = child_path(path, &key);
             conv.spend(&field, key.len() + 2)?;
             let converted = to_bson(item, &field, depth + 1, conv)?;
@@ -315,8 +341,17 @@ fn object_to_bson(
     let mut doc = Document::new();
     for key in keys {
         let field = property(&obj, &key)?;
-        if matches!(type_of(&field), ValueType::Function | ValueType::Symbol) {
-            continue;
+        match type_of(&field) {
+            ValueType::Function if conv.rules.serialize_functions => {
+                return Err(unsupported(
+                    &child_path(path, &key),
+                    "a function, which the client's serializeFunctions would store as BSON \
+                     Code",
+                ))
+            }
+            ValueType::Function | ValueType::Symbol => continue,
+            ValueType::Undefined if conv.rules.ignore_undefined => continue,
+            _ => {}
         }
         let child = child_path(path, &key);
         conv.spend(&child, key.len() + 2)?;
