@@ -59,6 +59,10 @@ function parse(argv) {
   if (name === '--version' || name === '-v') return { help: version };
   const command = Object.hasOwn(COMMANDS, name) ? COMMANDS[name] : undefined;
   if (!command) throw new UsageError(`unknown command ${quote(name)}; run mongodb-sequence --help`);
+  // parseArgs quotes an unknown option cut at its '=': a connection string given as one
+  // (but for --uri=…) is refused here, quoted whole and so masked.
+  const option = rest.find((arg) => arg.startsWith('-') && !arg.startsWith('--uri=') && redacted(arg) !== arg);
+  if (option !== undefined) throw new UsageError(`unknown option ${quote(option)}; give the connection string in MONGODB_URI (or with --uri)`);
   let parsed;
   try {
     parsed = parseArgs({ args: rest, options: { ...COMMON, ...command.options }, allowPositionals: true, strict: true });

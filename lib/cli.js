@@ -63,7 +63,9 @@ function sequenceName(text) {
   try {
     parsed = JSON.parse(text);
   } catch (e) {
-    throw new UsageError(`a scoped name must be a JSON object: ${e.message}`);
+    // JSON.parse quotes the text, cut: a cut connection string could keep its password.
+    const detail = redacted(text) === text ? e.message : `got ${quote(text)}`;
+    throw new UsageError(`a scoped name must be a JSON object: ${detail}`);
   }
   if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) throw new UsageError('a scoped name must be a JSON object');
   return parsed;
