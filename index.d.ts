@@ -515,6 +515,15 @@ export interface LocatedOptions {
   step?: number | bigint
 }
 
+/**
+ * `text` with the credentials of every MongoDB connection string in it masked
+ * (`mongodb://app:pw@host/db` → `mongodb://****@host/db`, password options of a query
+ * too), as this package's error messages show them: everything from the scheme to the
+ * last `@` after it goes, since where a password ends cannot be told. For messages and
+ * logs that may hold user input.
+ */
+export declare function redactConnectionStrings(text: string): string
+
 /** What `release()` did with the handle's cached values. */
 export interface Released {
   /** Values given back to the counter: the next call, in any process, gets the first. */

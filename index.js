@@ -851,6 +851,7 @@ module.exports.getNextSequenceValue = nativeBinding.getNextSequenceValue
 module.exports.insertMany = nativeBinding.insertMany
 module.exports.insertOne = nativeBinding.insertOne
 module.exports.listSequences = nativeBinding.listSequences
+module.exports.redactConnectionStrings = nativeBinding.redactConnectionStrings
 module.exports.sequence = nativeBinding.sequence
 module.exports.setCountersWhere = nativeBinding.setCountersWhere
 module.exports.sharedClientCount = nativeBinding.sharedClientCount

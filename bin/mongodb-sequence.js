@@ -7,7 +7,7 @@
 
 const { parseArgs } = require('node:util');
 const { version } = require('../package.json');
-const { UsageError, COMMON, COMMON_HELP, connectionOf, session, toJson } = require('../lib/cli.js');
+const { redacted, quote, UsageError, COMMON, COMMON_HELP, connectionOf, session, toJson } = require('../lib/cli.js');
 
 const EXIT_ERROR = 1;
 const EXIT_USAGE = 2;
@@ -58,7 +58,11 @@ function parse(argv) {
   if (name === undefined || name === '--help' || name === '-h') return { help: toolHelp() };
   if (name === '--version' || name === '-v') return { help: version };
   const command = Object.hasOwn(COMMANDS, name) ? COMMANDS[name] : undefined;
-  if (!command) throw new UsageError(`unknown command ${JSON.stringify(name.slice(0, 40))}; run mongodb-sequence --help`);
+  if (!command) throw new UsageError(`unknown command ${quote(name)}; run mongodb-sequence --help`);
+  // parseArgs quotes an unknown option cut at its '=': a connection string given as one
+  // (but for --uri=…) is refused here, quoted whole and so masked.
+  const option = rest.find((arg) => arg.startsWith('-') && !arg.startsWith('--uri=') && redacted(arg) !== arg);
+  if (option !== undefined) throw new UsageError(`unknown option ${quote(option)}; give the connection string in MONGODB_URI (or with --uri)`);
   let parsed;
   try {
     parsed = parseArgs({ args: rest, options: { ...COMMON, ...command.options }, allowPositionals: true, strict: true });
@@ -79,7 +83,9 @@ async function main(argv) {
   // A command may give its own exit code for a failure (check: 3, UNKNOWN, as monitoring
   // plugins do, since 1 and 2 are its WARNING and CRITICAL).
   const failureExitCode = Object.hasOwn(COMMANDS, argv[0] ?? '') ? COMMANDS[argv[0]].failureExitCode : undefined;
-  const fail = (code, message, exitCode) => {
+  // Every failure is printed here, masked: whatever put user input into the message.
+  const fail = (code, text, exitCode) => {
+    const message = redacted(text);
     if (wantsJson) process.stdout.write(`${toJson({ error: { code, message } })}\n`);
     else process.stderr.write(`error ${code}: ${message.replace(/\s*\n\s*/g, ' ')}\n`);
     process.exitCode = failureExitCode ?? exitCode;

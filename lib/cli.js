@@ -12,6 +12,16 @@ const MAX_TIMEOUT_SECONDS = 86_400;
 /** `--timeout` when none is given, in seconds. */
 const DEFAULT_TIMEOUT_SECONDS = 10;
 
+/**
+ * `text` as every message of the command line shows it: the credentials of a connection
+ * string in it masked (the package's own masking, as in its errors), so that one given
+ * where a command, name or number belongs is never echoed with its password.
+ */
+const redacted = (text) => seq.redactConnectionStrings(String(text));
+
+/** Command-line input quoted in a message: masked, then cut to 40 characters. */
+const quote = (text) => JSON.stringify(redacted(text).slice(0, 40));
+
 /** A mistake in the command line (exit code 2, code `USAGE`). */
 class UsageError extends Error {}
 
@@ -40,7 +50,7 @@ A scoped name is given as JSON: '{"type":"invoice","year":2026}'.`;
 
 /** An integer argument as a BigInt (exact past 2^53), within the 64-bit range. */
 function integer(label, text) {
-  if (!/^-?\d+$/.test(String(text))) throw new UsageError(`${label} must be an integer; got ${JSON.stringify(String(text).slice(0, 40))}`);
+  if (!/^-?\d+$/.test(String(text))) throw new UsageError(`${label} must be an integer; got ${quote(text)}`);
   const value = BigInt(text);
   if (value < -(2n ** 63n) || value >= 2n ** 63n) throw new UsageError(`${label} is outside the 64-bit range`);
   return value;
@@ -53,7 +63,9 @@ function sequenceName(text) {
   try {
     parsed = JSON.parse(text);
   } catch (e) {
-    throw new UsageError(`a scoped name must be a JSON object: ${e.message}`);
+    // JSON.parse quotes the text, cut: a cut connection string could keep its password.
+    const detail = redacted(text) === text ? e.message : `got ${quote(text)}`;
+    throw new UsageError(`a scoped name must be a JSON object: ${detail}`);
   }
   if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) throw new UsageError('a scoped name must be a JSON object');
   return parsed;
@@ -65,7 +77,7 @@ function timeoutMs(text) {
   const seconds = Number(text);
   // 0 seconds would give up before any connection is made: it is refused, not read as "no limit".
   if (text.trim() === '' || !Number.isFinite(seconds) || seconds <= 0 || seconds > MAX_TIMEOUT_SECONDS) {
-    throw new UsageError(`--timeout must be a number of seconds greater than 0 and at most ${MAX_TIMEOUT_SECONDS}; got ${JSON.stringify(text.slice(0, 40))}`);
+    throw new UsageError(`--timeout must be a number of seconds greater than 0 and at most ${MAX_TIMEOUT_SECONDS}; got ${quote(text)}`);
   }
   return Math.ceil(seconds * 1000);
 }
@@ -126,4 +138,4 @@ async function confirm(question) {
   return /^y(es)?$/i.test(answer.trim());
 }
 
-module.exports = { UsageError, COMMON, COMMON_HELP, integer, sequenceName, timeoutMs, connectionOf, session, show, nameText, table, confirm, toJson };
+module.exports = { redacted, quote, UsageError, COMMON, COMMON_HELP, integer, sequenceName, timeoutMs, connectionOf, session, show, nameText, table, confirm, toJson };

@@ -2,6 +2,8 @@
 // complaint: insertMany gets no ids there).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import { MongoClient, Int32, Long, Double, Decimal128, ObjectId } from 'mongodb';
+import * as driver6 from 'mongodb-v6';
 import { setup, seq, rejectsWithCode, external, describeDeployment, needsTransactions } from '../helpers.mjs';
 
 // The test servers here take transactions; a MONGODB_URI standalone refuses them.
@@ -144,4 +146,159 @@ test('inserts can number from a counter found by other fields, with a step', asy
   }
   await rejectsWithCode(assert, seq.insertOne(env.db, 'located_docs', { a: 4 }, { ...options, step: 0 }), 'INVALID_ARGUMENT');
   assert.equal(await env.db.collection('located_docs').countDocuments(), 3, 'refused calls inserted nothing');
+});
+
+/** Both insert modes where this server takes transactions, else the plain one. */
+const modes = noTransactions ? [false] : [false, true];
+
+test('documents that cannot take their number (frozen, sealed, not extensible) are refused before any is spent', async () => {
+  await seq.insertOne(env.db, 'fixed_docs', { a: 0 }, { field: 'no' });
+  const makers = { frozen: Object.freeze, sealed: Object.seal, 'not extensible': Object.preventExtensions };
+  for (const [kind, make] of Object.entries(makers)) {
+    for (const gapless of modes) {
+      const opts = { field: 'no', gapless };
+      const label = `${kind}, gapless: ${gapless}`;
+      const one = await rejectsWithCode(assert, seq.insertOne(env.db, 'fixed_docs', make({ _id: `${kind}-one` }), opts), 'INVALID_ARGUMENT');
+      assert.match(one.message, /document 0 .*(frozen|sealed|extensible)/, label);
+      const docs = [{ _id: `${kind}-a` }, make({ _id: `${kind}-b` })];
+      const many = await rejectsWithCode(assert, seq.insertMany(env.db, 'fixed_docs', docs, opts), 'INVALID_ARGUMENT');
+      assert.match(many.message, /document 1 /, label);
+      assert.equal(docs[0].no, undefined, `${label}: the other document was left alone`);
+    }
+  }
+  assert.equal((await env.db.collection('counters').findOne({ _id: 'fixed_docs' })).sequence_value, 1, 'no number was spent');
+  assert.deepEqual(await env.db.collection('fixed_docs').find().project({ _id: 0 }).toArray(), [{ a: 0, no: 1 }], 'nothing was inserted');
+});
+
+test('a document whose setter or Proxy drops the number is not inserted without it', async () => {
+  const dropping = () =>
+    new Proxy(
+      { a: 1 },
+      {
+        set: () => true,
+      },
+    );
+  const ignoring = () => Object.defineProperty({ a: 2 }, 'no', { get: () => undefined, set: () => {}, enumerable: true });
+  for (const make of [dropping, ignoring]) {
+    const e = await rejectsWithCode(assert, seq.insertOne(env.db, 'dropped_docs', make(), { field: 'no' }), 'INVALID_ARGUMENT');
+    assert.match(e.message, /did not keep its number \d+/);
+    assert.match(e.message, /left unused/);
+    const many = [{ a: 3 }, make()];
+    await rejectsWithCode(assert, seq.insertMany(env.db, 'dropped_docs', many, { field: 'no' }), 'INVALID_ARGUMENT', /document 1 did not keep/);
+  }
+  assert.equal(await env.db.collection('dropped_docs').countDocuments(), 0, 'nothing was inserted without its number');
+});
+
+test('gapless: a document that drops its number after the commit is reported as inserted, with its number', { skip: noTransactions }, async () => {
+  const doc = Object.defineProperty({ a: 1 }, 'no', { get: () => undefined, set: () => {}, enumerable: true });
+  const e = await rejectsWithCode(assert, seq.insertOne(env.db, 'gapless_dropped', doc, { field: 'no', gapless: true }), 'INVALID_ARGUMENT');
+  assert.match(e.message, /inserted/);
+  assert.doesNotMatch(e.message, /unused/);
+  assert.match(e.message, /\b1\b/, 'the message gives the number the document was inserted with');
+  assert.deepEqual(await env.db.collection('gapless_dropped').find().project({ _id: 0 }).toArray(), [{ a: 1, no: 1 }]);
+});
+
+test('gapless: documents replaced in the array during the call keep their numbers; the call resolves', { skip: noTransactions }, async () => {
+  const docs = [{ i: 0 }, { i: 1 }];
+  const originals = [...docs];
+  const pending = seq.insertMany(env.db, 'gapless_replaced', docs, { gapless: true, field: 'no' });
+  docs[0] = 'not a document';
+  docs[1] = { i: 'replacement' };
+  const result = await pending;
+  assert.equal(result.insertedCount, 2);
+  assert.deepEqual(originals.map((d) => d.no), [1, 2], 'the documents inserted carry their numbers');
+  assert.equal(docs[1].no, undefined, 'the replacement was neither inserted nor numbered');
+  const stored = await env.db.collection('gapless_replaced').find().sort({ no: 1 }).project({ _id: 0 }).toArray();
+  assert.deepEqual(stored, [
+    { i: 0, no: 1 },
+    { i: 1, no: 2 },
+  ]);
+});
+
+test('gapless inserts honour the client\'s pkFactory and ignoreUndefined, as the driver\'s inserts do', { skip: noTransactions }, async () => {
+  let made = 0;
+  const client = new MongoClient(env.uri, { pkFactory: { createPk: () => `custom-${++made}` }, ignoreUndefined: true, serverSelectionTimeoutMS: 10_000 });
+  await client.connect();
+  try {
+    const db = client.db(env.dbName);
+    const shape = () => ({ note: undefined, nested: { gone: undefined, kept: 1 }, list: [undefined, 2] });
+    const stored = async (name) => (await env.db.collection(name).find().sort({ no: 1 }).toArray());
+    const plain = shape();
+    await seq.insertOne(db, 'pk_plain', plain, { field: 'no' });
+    const gapless = shape();
+    const result = await seq.insertOne(db, 'pk_gapless', gapless, { field: 'no', gapless: true });
+    const expected = (id) => ({ _id: id, no: 1, nested: { kept: 1 }, list: [null, 2] });
+    assert.deepEqual(await stored('pk_plain'), [expected('custom-1')]);
+    assert.deepEqual(await stored('pk_gapless'), [expected('custom-2')]);
+    assert.equal(result.insertedId, 'custom-2');
+    assert.equal(gapless._id, 'custom-2', 'the id is set on the document, as the driver sets it');
+    const many = [{ a: undefined }, { _id: 'own', a: 1 }, { _id: null }];
+    const manyResult = await seq.insertMany(db, 'pk_gapless', many, { field: 'no', gapless: true });
+    assert.deepEqual(Object.values(manyResult.insertedIds), ['custom-3', 'own', 'custom-4']);
+    assert.deepEqual((await stored('pk_gapless')).slice(1), [{ _id: 'custom-3', no: 2 }, { _id: 'own', a: 1, no: 3 }, { _id: 'custom-4', no: 4 }]);
+  } finally {
+    await client.close();
+  }
+  // Without them (the defaults): undefined is stored as null, and an _id of null or
+  // undefined is replaced by an ObjectId, never stored as null.
+  const doc = { _id: null, note: undefined };
+  await seq.insertOne(env.db, 'pk_default', doc, { field: 'no', gapless: true });
+  const [stored] = await env.db.collection('pk_default').find().toArray();
+  assert.ok(stored._id instanceof ObjectId, `an ObjectId: ${stored._id}`);
+  assert.equal(stored.note, null);
+  assert.ok(doc._id instanceof ObjectId && doc._id.equals(stored._id), 'the id is set on the document');
+});
+
+test('gapless refuses a function the client\'s serializeFunctions would store as Code; without it, leaves it out as the driver does', { skip: noTransactions }, async () => {
+  const client = new MongoClient(env.uri, { serializeFunctions: true, serverSelectionTimeoutMS: 10_000 });
+  await client.connect();
+  try {
+    const opts = { field: 'no', gapless: true, sequence: 'functions' };
+    await rejectsWithCode(assert, seq.insertOne(client.db(env.dbName), 'functions', { a: 1, f() {} }, opts), 'INVALID_ARGUMENT', /"f".*serializeFunctions/);
+    assert.equal(await env.db.collection('functions').countDocuments(), 0);
+    await seq.insertOne(env.db, 'functions', { a: 2, f() {} }, opts);
+    assert.deepEqual(await env.db.collection('functions').find().project({ _id: 0 }).toArray(), [{ a: 2, no: 1 }]);
+  } finally {
+    await client.close();
+  }
+});
+
+test('gapless writes real BSON wrappers only, never a look-alike, and never a saturated number', { skip: noTransactions }, async () => {
+  const opts = { gapless: true, field: 'no', sequence: 'bson_docs' };
+  const real = (bson) => ({
+    int: new bson.Int32(-5),
+    long: bson.Long.fromString('9007199254740993'),
+    double: new bson.Double(2),
+    decimal: bson.Decimal128.fromString('1.10'),
+    oid: new bson.ObjectId('0123456789abcdef01234567'),
+  });
+  for (const bson of [{ Int32, Long, Double, Decimal128, ObjectId }, driver6]) {
+    await seq.insertOne(env.db, 'bson_docs', real(bson), opts);
+  }
+  const stored = await env.db.collection('bson_docs').find({}, { promoteValues: false }).sort({ no: 1 }).toArray();
+  assert.equal(stored.length, 2, 'wrappers of bson 7 (driver 7) and bson 6 (driver 6) are both written');
+  for (const doc of stored) {
+    assert.deepEqual(
+      [doc.int._bsontype, doc.int.value, doc.long._bsontype, doc.long.toString(), doc.double._bsontype, doc.decimal.toString(), doc.oid.toHexString()],
+      ['Int32', -5, 'Long', '9007199254740993', 'Double', '1.10', '0123456789abcdef01234567'],
+    );
+  }
+  const before = await env.db.collection('counters').findOne({ _id: 'bson_docs' });
+  const outOfRange = new Int32(1);
+  outOfRange.value = 123456789012;
+  const refused = [
+    JSON.parse('{"_bsontype":"Int32","value":123456789012}'),
+    JSON.parse('{"_bsontype":"Int32","value":5}'),
+    JSON.parse('{"_bsontype":"Double","value":1.5}'),
+    { _bsontype: 'Long', toString: () => '5' },
+    { _bsontype: 'ObjectId', toHexString: () => '0123456789abcdef01234567' },
+    outOfRange,
+    Object.assign(new Int32(1), { value: 1.5 }),
+  ];
+  for (const value of refused) {
+    await rejectsWithCode(assert, seq.insertOne(env.db, 'bson_docs', { nested: { value } }, opts), 'INVALID_ARGUMENT', /"nested\.value"/);
+    await rejectsWithCode(assert, seq.insertMany(env.db, 'bson_docs', [{ a: 1 }, { list: [value] }], opts), 'INVALID_ARGUMENT', /"list\.0"/);
+  }
+  assert.deepEqual(await env.db.collection('counters').findOne({ _id: 'bson_docs' }), before, 'no number spent');
+  assert.equal(await env.db.collection('bson_docs').countDocuments(), 2, 'nothing inserted');
 });

@@ -5,6 +5,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
+import { Int32, Long } from 'mongodb';
 import { setup, seq, rejectsWithCode, failure } from '../helpers.mjs';
 
 let env;
@@ -133,4 +134,31 @@ test('a non-unique index over the locator keys is not enough: the counter is not
   assert.ok(e instanceof Error);
   assert.equal(typeof e.code, 'string', e.message);
   assert.equal(await db.collection('loose').countDocuments(), 0);
+});
+
+test('locator values, set fields and scoped names take real BSON wrappers only, never a look-alike', async () => {
+  const located = seq.counterAt(env.db, { id: 'wrapped', reference_value: new Int32(7), big: Long.fromString('9007199254740993') }, opts);
+  assert.equal(await located.next(), 1);
+  const stored = await env.db.collection('counters').findOne({ id: 'wrapped' }, { promoteValues: false });
+  assert.deepEqual([stored.reference_value._bsontype, stored.reference_value.value, stored.big.toString()], ['Int32', 7, '9007199254740993']);
+  const before = await snapshot();
+  const overwritten = new Int32(1);
+  overwritten.value = 123456789012;
+  const lookAlikes = [
+    JSON.parse('{"_bsontype":"Int32","value":123456789012}'),
+    JSON.parse('{"_bsontype":"Int32","value":7}'),
+    { _bsontype: 'Long', toString: () => '9007199254740993' },
+    overwritten,
+  ];
+  for (const value of lookAlikes) {
+    const shown = JSON.stringify(value);
+    const e = await failure(() => seq.counterAt(env.db, { id: 'wrapped', reference_value: value }, opts));
+    assert.equal(e?.code, 'INVALID_ARGUMENT', `counterAt with ${shown}: ${e?.message}`);
+    assert.match(e.message, /reference_value/);
+    await rejectsWithCode(assert, seq.setCountersWhere(env.db, { id: 'wrapped', reference_value: { deep: [value] } }, 5, opts), 'INVALID_ARGUMENT');
+    await rejectsWithCode(assert, seq.getNextSequenceValue(env.db, value), 'INVALID_ARGUMENT');
+    await rejectsWithCode(assert, seq.getNextSequenceValue(env.db, { tenant: 'a', n: value }), 'INVALID_ARGUMENT');
+  }
+  await rejectsWithCode(assert, seq.getNextSequenceValue(env.db, new Int32(7)), 'INVALID_ARGUMENT', /BSON/);
+  assert.deepEqual(await snapshot(), before, 'nothing was written');
 });

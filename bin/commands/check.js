@@ -5,7 +5,7 @@
 // Cycling counters are not graded on the limit they start over at.
 
 const seq = require('../../index.js');
-const { UsageError, show, nameText, table } = require('../../lib/cli.js');
+const { quote, UsageError, show, nameText, table } = require('../../lib/cli.js');
 
 /** Exit codes of a monitoring plugin. */
 const OK = 0;
@@ -17,7 +17,7 @@ function percent(label, text, fallback) {
   if (text === undefined) return fallback;
   const value = Number(text);
   if (String(text).trim() === '' || !Number.isFinite(value) || value < 0 || value > 100) {
-    throw new UsageError(`${label} must be a percentage from 0 to 100; got ${JSON.stringify(String(text).slice(0, 40))}`);
+    throw new UsageError(`${label} must be a percentage from 0 to 100; got ${quote(text)}`);
   }
   return value;
 }

@@ -4,6 +4,7 @@ use napi::bindgen_prelude::{Env, JsObjectValue, Object};
 use napi::{JsValue, Status};
 
 use crate::engine::error::{SeqError, SeqResult};
+use crate::engine::text::redact::redact_connection_strings;
 
 /// Engine results as napi results: the error becomes the JavaScript `Error` of
 /// [`to_js_error`], so an export writes `result.or_throw(env)?`.
@@ -27,11 +28,13 @@ pub fn to_js_error(env: &Env, error: SeqError) -> napi::Error {
     }
 }
 
-/// The JavaScript `Error` object for `error`.
+/// The JavaScript `Error` object for `error`: every error this package raises leaves
+/// through here, so this is where a connection string that input put into a message
+/// (a counter name, a thrown value's text) loses its credentials.
 pub fn build<'a>(env: &'a Env, error: &SeqError) -> napi::Result<Object<'a>> {
     let mut object = env.create_error(napi::Error::new(
         Status::GenericFailure,
-        error.message.clone(),
+        redact_connection_strings(&error.message),
     ))?;
     object.set_named_property("code", error.code.as_str())?;
     if let Some(code) = error.server_code {

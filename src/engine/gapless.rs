@@ -85,10 +85,11 @@ pub async fn insert_gapless(
 ) -> SeqResult<(IdRange, Vec<Bson>)> {
     let driver = handle.driver(database)?;
     if insert.field != "_id" {
-        // Give every document its `_id` now, so a retried transaction writes the same
-        // ones and the caller learns them (the driver's insertedIds).
+        // Give every document without one (no `_id`, or `null`, as the Node driver
+        // sees it) its `_id` now, so a retried transaction writes the same ones and the
+        // caller learns them (the driver's insertedIds).
         for doc in &mut insert.docs {
-            if !doc.contains_key("_id") {
+            if matches!(doc.get("_id"), None | Some(Bson::Null)) {
                 doc.insert("_id", ObjectId::new());
             }
         }

@@ -1,18 +1,29 @@
 //! `insertOne` / `insertMany` with a sequence-assigned field: all values of a call are
 //! reserved in one round trip, set on the documents, and the documents are inserted with
 //! the Node driver's own `db.collection(name).insertOne/insertMany`.
+//!
+//! Every document must be able to take its number: one that cannot be extended (frozen,
+//! sealed) is refused before anything is reserved, and each number written is read back,
+//! so that a setter or Proxy that drops it fails the call instead of a document being
+//! inserted without its number. In gapless mode the documents are converted when the
+//! call is made, `_id`s come from the Node client's `pkFactory` and `undefined` fields
+//! follow its `ignoreUndefined`, as the driver's own insert does, and the numbers are
+//! written back into the very documents that were converted, whatever happens to the
+//! array meanwhile.
 
 use crate::binding::guard::{promise_call, sync_call};
 use crate::engine::panic_safety::caught;
-use napi::bindgen_prelude::{Env, Function, JsObjectValue, Object, ObjectRef, PromiseRaw, Unknown};
-use napi::{JsValue, ValueType};
+use napi::bindgen_prelude::{
+    Env, Function, JsObjectValue, Object, ObjectRef, PromiseRaw, ToNapiValue, Unknown,
+};
+use napi::{sys, JsValue, ValueType};
 
 use crate::binding::error::OrThrow;
 use crate::binding::output::Value;
-use crate::binding::read::bson::to_document;
+use crate::binding::read::bson::{to_document_with, DocumentRules};
 use crate::binding::read::js::{
-    array_items, array_length, describe, element, is_nullish, object, object_or_array, property,
-    required_string, type_of,
+    array_items, array_length, boolean, describe, element, is_extensible, is_nullish, object,
+    object_or_array, property, required_string, set_and_check, type_of,
 };
 use crate::binding::read::options::read_insert_options;
 use crate::binding::reserve::values::{reserve_in_order, NamedCounter};
@@ -47,6 +58,7 @@ fn read_insert(
     check_collection(&collection)?;
     let settled = read_insert_options(options)?.settle(&collection)?;
     let (field, gapless) = (settled.field, settled.gapless);
+    let mut objects = Vec::with_capacity(docs.len());
     for (index, doc) in docs.iter().enumerate() {
         let doc = object(doc).ok_or_else(|| {
             SeqError::invalid_argument(format!(
@@ -59,6 +71,21 @@ fn read_insert(
                 "document {index} already has '{field}'; the sequence assigns it"
             )));
         }
+        match is_extensible(&doc) {
+            Some(true) => {}
+            Some(false) => {
+                return Err(SeqError::invalid_argument(format!(
+                    "document {index} is frozen, sealed or not extensible, so it cannot take \
+                     its number in '{field}'; insert a copy of it"
+                )))
+            }
+            None => {
+                return Err(SeqError::invalid_argument(format!(
+                    "document {index}: asking whether it can take its number threw"
+                )))
+            }
+        }
+        objects.push(doc);
     }
     let has_collection_fn = object(db)
         .and_then(|d| property(&d, "collection").ok())
@@ -69,23 +96,103 @@ fn read_insert(
              mongoose.connection.db) to insert through its collection(), or gapless: true",
         ));
     }
+    let named = NamedCounter::from_parts(env, db, settled.name, settled.options)?;
     let gapless = if gapless {
+        let writes = DriverWrites::of(db)?;
+        if field != "_id" {
+            for (index, doc) in objects.iter_mut().enumerate() {
+                writes.give_id(index, doc)?;
+            }
+        }
         Some(
             docs.iter()
-                .map(to_document)
+                .map(|doc| to_document_with(doc, writes.rules))
                 .collect::<SeqResult<Vec<_>>>()?,
         )
     } else {
         None
     };
     Ok(Insert {
-        named: NamedCounter::from_parts(env, db, settled.name, settled.options)?,
+        named,
         collection,
         field,
         many,
         count: docs.len() as i64,
         gapless,
     })
+}
+
+/// How the Node driver would write documents through `db.collection(name)`: the settings
+/// its insert takes from the `Db` (the Node client's, unless the `Db` has its own), which
+/// a gapless insert honours since it writes the documents itself (`checkKeys` is left
+/// out: the driver's inserts do not check keys). For anything else
+/// than a Node driver `Db` (a `SequenceDb`), the driver's defaults.
+#[derive(Default)]
+struct DriverWrites<'a> {
+    /// `db.options.pkFactory`: what makes the `_id` of a document that has none.
+    pk_factory: Option<Object<'a>>,
+    /// `db.options.forceServerObjectId`: the driver leaves `_id` to the server.
+    force_server_object_id: bool,
+    /// `db.bsonOptions`' `ignoreUndefined` and `serializeFunctions`.
+    rules: DocumentRules,
+}
+
+impl<'a> DriverWrites<'a> {
+    /// The settings of `db`; what its getters throw fails the call.
+    fn of(db: &Unknown<'a>) -> SeqResult<DriverWrites<'a>> {
+        let Some(db) = object(db) else {
+            return Ok(DriverWrites::default());
+        };
+        let child = |from: &Object<'a>, key: &str| -> SeqResult<Option<Object<'a>>> {
+            Ok(object(&property(from, key)?))
+        };
+        let flag = |from: &Option<Object<'a>>, key: &str| -> SeqResult<bool> {
+            Ok(match from {
+                Some(from) => boolean(&property(from, key)?).unwrap_or(false),
+                None => false,
+            })
+        };
+        let options = child(&db, "options")?;
+        let bson_options = child(&db, "bsonOptions")?;
+        Ok(DriverWrites {
+            pk_factory: match &options {
+                Some(options) => child(options, "pkFactory")?,
+                None => None,
+            },
+            force_server_object_id: flag(&options, "forceServerObjectId")?,
+            rules: DocumentRules {
+                ignore_undefined: flag(&bson_options, "ignoreUndefined")?,
+                serialize_functions: flag(&bson_options, "serializeFunctions")?,
+            },
+        })
+    }
+
+    /// Gives `doc` an `_id` from the `pkFactory` when it has none (`null` or `undefined`),
+    /// as the driver does before it inserts: set on the document itself. Without a
+    /// `pkFactory` (or with `forceServerObjectId`), the engine gives it an ObjectId.
+    fn give_id(&self, index: usize, doc: &mut Object) -> SeqResult<()> {
+        let Some(factory) = self
+            .pk_factory
+            .as_ref()
+            .filter(|_| !self.force_server_object_id)
+        else {
+            return Ok(());
+        };
+        if !is_nullish(&property(doc, "_id")?) {
+            return Ok(());
+        }
+        let fail = |what: &str| {
+            SeqError::invalid_argument(format!(
+                "document {index}: the client's pkFactory.createPk() {what}"
+            ))
+        };
+        let create: Function<(), Unknown> = factory
+            .get_named_property("createPk")
+            .map_err(|_| fail("cannot be read"))?;
+        let id = create.apply(*factory, ()).map_err(|_| fail("threw"))?;
+        doc.set_named_property("_id", id)
+            .map_err(|_| fail("made an _id that cannot be set on the document"))
+    }
 }
 
 /// Numbers the documents, then calls the driver; returns the driver's promise.
@@ -108,19 +215,52 @@ fn insert_now<'env>(
     call.apply(collection, target)
 }
 
-/// Sets `field` on each document (the array items, or the one document) from `range`.
+/// "number 7", or "numbers 7 to 9": the numbers of `range`, for a message.
+fn numbers_of(range: &IdRange) -> String {
+    if range.first == range.last {
+        format!("number {}", range.first)
+    } else {
+        format!("numbers {} to {}", range.first, range.last)
+    }
+}
+
+/// What became of the numbers of an insert whose documents could not all be numbered:
+/// spent and written nowhere (the driver was not called), or written with the documents
+/// (gapless: the transaction committed before the numbers are written back).
+fn fate(insert: &Insert, range: &IdRange) -> String {
+    if insert.gapless.is_some() {
+        format!(
+            "the documents were inserted all the same (gapless), with {}",
+            numbers_of(range)
+        )
+    } else {
+        format!(
+            "{} of this call {} left unused and nothing was inserted",
+            numbers_of(range),
+            if range.first == range.last {
+                "is"
+            } else {
+                "are"
+            }
+        )
+    }
+}
+
+/// Sets `field` on each document (the array items, or the one document) from `range`,
+/// and checks that each document kept its number.
 fn number_docs(env: &Env, target: &Object, insert: &Insert, range: IdRange) -> napi::Result<()> {
     let options = &insert.named.options;
     let now = now_millis();
     for (index, v) in range.values().enumerate() {
         // Read one element at a time: the array may have been changed (even to a length
-        // of 2^32 - 1) while the values were reserved.
+        // of 2^32 - 1) while the values were reserved (gapless inserts number a copy of
+        // the array made when the call was made).
         let doc = if insert.many {
             element(&target.to_unknown(), index as u32)
         } else {
             Some(target.to_unknown())
         };
-        let mut doc = doc
+        let doc = doc
             .as_ref()
             .and_then(object)
             .ok_or_else(|| {
@@ -130,12 +270,26 @@ fn number_docs(env: &Env, target: &Object, insert: &Insert, range: IdRange) -> n
                 ))
             })
             .or_throw(env)?;
-        match &options.format {
-            Some(pattern) => doc.set_named_property(&insert.field, pattern.format(v, now))?,
-            None => {
-                let value = Value::checked(&insert.named.label, v, options.bigint).or_throw(env)?;
-                doc.set_named_property(&insert.field, value)?
-            }
+        // SAFETY: values converted on the JavaScript thread of `env`, and used there.
+        let value = unsafe {
+            let raw: sys::napi_value = match &options.format {
+                Some(pattern) => String::to_napi_value(env.raw(), pattern.format(v, now))?,
+                None => {
+                    let value =
+                        Value::checked(&insert.named.label, v, options.bigint).or_throw(env)?;
+                    Value::to_napi_value(env.raw(), value)?
+                }
+            };
+            Unknown::from_raw_unchecked(env.raw(), raw)
+        };
+        if !set_and_check(&doc, &insert.field, &value)? {
+            return Err(SeqError::invalid_argument(format!(
+                "document {index} did not keep its number {v} in '{}' (a setter or a Proxy \
+                 dropped it); {}",
+                insert.field,
+                fate(insert, &range)
+            )))
+            .or_throw(env);
         }
     }
     Ok(())
@@ -237,8 +391,17 @@ fn spawn_insert<'env>(
         async move { Ok(caught("insert", work).await) },
         move |env, reserved: SeqResult<(IdRange, Option<Vec<Bson>>)>| {
             // User code runs here (setters, Proxy traps, `db.collection`): whatever it
-            // throws rejects the promise instead of leaving it pending.
-            let outcome = sync_call(env, "writing the numbers into the documents", || {
+            // throws rejects the promise instead of leaving it pending, saying what became
+            // of the numbers.
+            let place = match &reserved {
+                Ok((range, Some(_))) => format!(
+                    "writing the numbers into the documents, which were inserted (gapless) \
+                     with {}",
+                    numbers_of(range)
+                ),
+                _ => "writing the numbers into the documents".to_string(),
+            };
+            let outcome = sync_call(env, &place, || {
                 match (reserved, db_ref.get_value(env), target_ref.get_value(env)) {
                     (Err(e), _, _) => Err(e).or_throw(env),
                     (Ok((range, ids)), Ok(db), Ok(target)) => match ids {
@@ -253,6 +416,15 @@ fn spawn_insert<'env>(
             outcome.and_then(|value| released.map(|()| value))
         },
     )
+}
+
+/// A new array holding `items`, which the caller cannot change.
+fn copy_of<'env>(env: &'env Env, items: &[Unknown<'env>]) -> napi::Result<Unknown<'env>> {
+    let mut array = env.create_array(items.len() as u32)?;
+    for (index, item) in items.iter().enumerate() {
+        array.set(index as u32, *item)?;
+    }
+    Ok(array.to_unknown())
 }
 
 /// Inserts `doc` into `collection` through the Node driver `db`, with `field` (default
@@ -299,7 +471,15 @@ pub fn insert_many<'env>(
                 format!("insertMany takes 1 to {MAX_BATCH_COUNT} documents; got {n}"),
             )),
             Some(n) => match array_items(&docs, n) {
-                Some(items) => read_insert(env, &db, &collection, &items, options.as_ref(), true),
+                Some(items) => {
+                    let insert = read_insert(env, &db, &collection, &items, options.as_ref(), true);
+                    if matches!(&insert, Ok(i) if i.gapless.is_some()) {
+                        // The documents converted are the ones numbered afterwards.
+                        let copy = copy_of(env, &items)?;
+                        return spawn_insert(env, &db, &copy, insert);
+                    }
+                    insert
+                }
                 None => Err(SeqError::invalid_argument(
                     "docs: an element of the array cannot be read",
                 )),

@@ -1,6 +1,6 @@
 //! What the package's own JavaScript (the mongoose plugin, the command line) takes from
-//! the engine, so that it defines nothing twice: the table of error codes, and the
-//! database a connection string names.
+//! the engine, so that it defines nothing twice: the table of error codes, the database
+//! a connection string names, and the masking of connection strings in messages.
 
 use std::ptr;
 
@@ -12,6 +12,7 @@ use crate::binding::guard::sync_call;
 use crate::binding::read::js::required_string;
 use crate::engine::client::connection;
 use crate::engine::error::{with_error_codes, ErrorCode as Code};
+use crate::engine::text::redact::redact_connection_strings as redact;
 
 /// Expands the engine's list of codes ([`with_error_codes!`]) into the `ErrorCode` export
 /// and its typings: a `#[napi(string_enum)]` whose variants are the codes' JavaScript
@@ -99,6 +100,19 @@ pub fn default_database(env: &Env, uri: Unknown) -> napi::Result<Option<String>>
             .and_then(|uri| connection::parse(&uri))
             .or_throw(env)?;
         Ok(read.default_database)
+    })
+}
+
+/// `text` with the credentials of every MongoDB connection string in it masked
+/// (`mongodb://app:pw@host/db` → `mongodb://****@host/db`, password options of a query
+/// too), as this package's error messages show them: everything from the scheme to the
+/// last `@` after it goes, since where a password ends cannot be told. For messages and
+/// logs that may hold user input.
+#[napi(ts_args_type = "text: string")]
+pub fn redact_connection_strings(env: &Env, text: Unknown) -> napi::Result<String> {
+    sync_call(env, "redactConnectionStrings", || {
+        let text = required_string("text", &text).or_throw(env)?;
+        Ok(redact(&text))
     })
 }
 

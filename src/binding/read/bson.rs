@@ -1,7 +1,13 @@
-//! JavaScript documents as BSON, for the inserts this package runs itself (gapless mode):
-//! the types the Node driver's BSON library writes for plain values, plus its `ObjectId`,
-//! `Long`, `Int32`, `Double`, `Decimal128` and `Binary` wrappers, `Date`, `RegExp`,
-//! BigInt and Buffers. Anything else is refused with `INVALID_ARGUMENT`.
+//! JavaScript documents as BSON, for the inserts this package runs itself (gapless mode)
+//! and for locators: the types the Node driver's BSON library writes for plain values,
+//! plus its `ObjectId`, `Long`, `Int32`, `Double` and `Decimal128` wrappers, `Date`,
+//! `RegExp`, BigInt and Buffers. Anything else is refused with `INVALID_ARGUMENT`.
+//!
+//! A wrapper is an instance of the BSON library, as the Node driver checks it: an object
+//! with a string `_bsontype` that also answers `Symbol.for('@@mdb.bson.version')` with
+//! the library's major version. A look-alike (`JSON.parse('{"_bsontype":"Int32",…}')`,
+//! which the driver refuses with `BSONVersionError`) is refused, and a wrapper whose
+//! value does not fit its type is refused rather than cut to fit.
 
 use mongodb::bson::{oid::ObjectId, spec::BinarySubtype, Binary, Bson, Document, Regex};
 use napi::bindgen_prelude::{BigInt, Buffer, FromNapiValue, JsObjectValue, Object, Unknown};
@@ -24,6 +30,22 @@ pub const MAX_DOCUMENT_BYTES: usize = 16 * 1024 * 1024;
 struct Conversion {
     bytes: usize,
     path_objects: Vec<sys::napi_value>,
+    /// How the Node client would write what JSON has no type for.
+    rules: DocumentRules,
+}
+
+/// The Node client's settings for what JSON has no type for, which a document written
+/// by this package follows as the Node driver's insert would.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct DocumentRules {
+    /// `ignoreUndefined`: object fields holding `undefined` are left out instead of
+    /// written as `null` (array elements that are `undefined` are still `null`, as the
+    /// driver writes them).
+    pub ignore_undefined: bool,
+    /// `serializeFunctions`: the driver would store a function field as BSON Code, which
+    /// this package does not write, so such a field is refused (without it, a function
+    /// field is left out, as the driver leaves it out).
+    pub serialize_functions: bool,
 }
 
 impl Conversion {
@@ -52,11 +74,18 @@ fn unsupported(path: &str, what: &str) -> SeqError {
     ))
 }
 
-/// A plain JavaScript object as a BSON document.
+/// A plain JavaScript object as a BSON document, with `undefined` fields as `null` (as
+/// the Node driver writes them by default).
 pub fn to_document(value: &Unknown) -> SeqResult<Document> {
+    to_document_with(value, DocumentRules::default())
+}
+
+/// [`to_document`], following the Node client's `rules`.
+pub fn to_document_with(value: &Unknown, rules: DocumentRules) -> SeqResult<Document> {
     let mut conversion = Conversion {
         bytes: 5,
         path_objects: Vec::new(),
+        rules,
     };
     match to_bson(value, "", 0, &mut conversion)? {
         Bson::Document(doc) => Ok(doc),
@@ -262,6 +291,9 @@ fn object_to_bson(
             let (Some(key), Some(item)) = (items.first().and_then(string), items.get(1)) else {
                 return Err(unsupported(path, "a Map with a key that is not a string"));
             };
+            if conv.rules.ignore_undefined && type_of(item) == ValueType::Undefined {
+                continue;
+            }
             let field = child_path(path, &key);
             conv.spend(&field, key.len() + 2)?;
             let converted = to_bson(item, &field, depth + 1, conv)?;
@@ -280,7 +312,10 @@ fn object_to_bson(
         return Ok(Bson::Array(out));
     }
     let obj = object_or_array(value).ok_or_else(|| unsupported(path, describe(value)))?;
-    if let Some(kind) = property(&obj, "_bsontype").ok().as_ref().and_then(string) {
+    if let Some(kind) = bson_type(&obj) {
+        if !is_bson_instance(&obj) {
+            return Err(look_alike(path, &kind));
+        }
         return bson_wrapper(&obj, &kind, path);
     }
     if is_regexp(value) {
@@ -306,8 +341,17 @@ fn object_to_bson(
     let mut doc = Document::new();
     for key in keys {
         let field = property(&obj, &key)?;
-        if matches!(type_of(&field), ValueType::Function | ValueType::Symbol) {
-            continue;
+        match type_of(&field) {
+            ValueType::Function if conv.rules.serialize_functions => {
+                return Err(unsupported(
+                    &child_path(path, &key),
+                    "a function, which the client's serializeFunctions would store as BSON \
+                     Code",
+                ))
+            }
+            ValueType::Function | ValueType::Symbol => continue,
+            ValueType::Undefined if conv.rules.ignore_undefined => continue,
+            _ => {}
         }
         let child = child_path(path, &key);
         conv.spend(&child, key.len() + 2)?;
@@ -315,6 +359,76 @@ fn object_to_bson(
         doc.insert(key, converted);
     }
     Ok(Bson::Document(doc))
+}
+
+/// The `_bsontype` of an object that claims to be a BSON wrapper (a string there), real
+/// or not: [`is_bson_instance`] tells.
+pub fn bson_type(obj: &Object) -> Option<String> {
+    property(obj, "_bsontype").ok().as_ref().and_then(string)
+}
+
+/// The key of the symbol by which the BSON library's values give its major version
+/// (`Symbol.for('@@mdb.bson.version')`), as the Node driver checks them.
+const BSON_VERSION_KEY: &str = "@@mdb.bson.version";
+
+/// Whether `obj` is a value of the BSON library (of any major version since the symbol
+/// exists): its `Symbol.for('@@mdb.bson.version')` property is a whole number. JSON and
+/// object literals cannot make such a property by accident.
+pub fn is_bson_instance(obj: &Object) -> bool {
+    let env = obj.value().env;
+    let named = |object: sys::napi_value, name: &std::ffi::CStr| {
+        let mut out = std::ptr::null_mut();
+        // SAFETY: N-API property read on a live object of this env.
+        let ok = unsafe { sys::napi_get_named_property(env, object, name.as_ptr(), &mut out) }
+            == sys::Status::napi_ok;
+        ok.then_some(out)
+    };
+    let version = || -> Option<f64> {
+        let mut global = std::ptr::null_mut();
+        let mut key = std::ptr::null_mut();
+        let mut symbol = std::ptr::null_mut();
+        let mut version = std::ptr::null_mut();
+        let mut n = 0.0;
+        // SAFETY: N-API calls on the current env with handles it made; the key's bytes
+        // and length are those of a live `&str`.
+        unsafe {
+            if sys::napi_get_global(env, &mut global) != sys::Status::napi_ok {
+                return None;
+            }
+            let symbols = named(global, c"Symbol")?;
+            let symbol_for = named(symbols, c"for")?;
+            (sys::napi_create_string_utf8(
+                env,
+                BSON_VERSION_KEY.as_ptr().cast(),
+                BSON_VERSION_KEY.len() as isize,
+                &mut key,
+            ) == sys::Status::napi_ok
+                && sys::napi_call_function(
+                    env,
+                    symbols,
+                    symbol_for,
+                    1,
+                    [key].as_ptr(),
+                    &mut symbol,
+                ) == sys::Status::napi_ok
+                && sys::napi_get_property(env, obj.raw(), symbol, &mut version)
+                    == sys::Status::napi_ok
+                && sys::napi_get_value_double(env, version, &mut n) == sys::Status::napi_ok)
+                .then_some(n)
+        }
+    };
+    version().is_some_and(|v| v.fract() == 0.0 && v >= 1.0)
+}
+
+/// The refusal of an object that has a `_bsontype` but is no value of the BSON library.
+fn look_alike(path: &str, kind: &str) -> SeqError {
+    SeqError::invalid_argument(format!(
+        "field {} holds an object with _bsontype {} that is not a value of the BSON \
+         library (a look-alike, e.g. from JSON.parse, which the Node driver refuses too); \
+         use the driver's own classes (Int32, Long, ObjectId…)",
+        quoted(path),
+        quoted(kind)
+    ))
 }
 
 /// `value instanceof RegExp`, with the global `RegExp`.
@@ -358,12 +472,19 @@ fn bson_wrapper(obj: &Object, kind: &str, path: &str) -> SeqResult<Bson> {
                     .map_err(|_| unsupported(path, "a Long beyond 64 bits"))?,
             ))
         }
-        "Int32" => Ok(Bson::Int32(
-            wrapped_number(obj, "value").unwrap_or(0.0) as i32
-        )),
-        "Double" => Ok(Bson::Double(
-            wrapped_number(obj, "value").unwrap_or(f64::NAN),
-        )),
+        "Int32" => match wrapped_number(obj, "value") {
+            // Exactly, never cut to fit: a whole number within the 32-bit range.
+            Some(n) if n.fract() == 0.0 && n >= f64::from(i32::MIN) && n <= f64::from(i32::MAX) => {
+                Ok(Bson::Int32(n as i32))
+            }
+            _ => Err(unsupported(
+                path,
+                "an Int32 whose value is not a 32-bit integer",
+            )),
+        },
+        "Double" => wrapped_number(obj, "value")
+            .map(Bson::Double)
+            .ok_or_else(|| unsupported(path, "a Double without a number value")),
         "Decimal128" => {
             let text = call_string("toString")
                 .ok_or_else(|| unsupported(path, "an unreadable Decimal128"))?;

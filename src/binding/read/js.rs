@@ -153,6 +153,71 @@ pub fn object_or_array<'a>(value: &Unknown<'a>) -> Option<Object<'a>> {
         .flatten()
 }
 
+/// `Object.isExtensible(object)`: whether properties can be added to it (false for a
+/// frozen, sealed or `Object.preventExtensions` object). `None` when asking threw (a
+/// Proxy's trap; the exception stays pending for the guard).
+pub fn is_extensible(object: &Object) -> Option<bool> {
+    use napi::sys;
+    let env = object.value().env;
+    let named = |from: sys::napi_value, name: &std::ffi::CStr| {
+        let mut out = std::ptr::null_mut();
+        // SAFETY: N-API property read on a live object of this env.
+        let ok = unsafe { sys::napi_get_named_property(env, from, name.as_ptr(), &mut out) }
+            == sys::Status::napi_ok;
+        ok.then_some(out)
+    };
+    let mut global = std::ptr::null_mut();
+    let mut answer = std::ptr::null_mut();
+    let mut yes = false;
+    // SAFETY: N-API calls on the current env with handles it made.
+    unsafe {
+        if sys::napi_get_global(env, &mut global) != sys::Status::napi_ok {
+            return None;
+        }
+        let class = named(global, c"Object")?;
+        let function = named(class, c"isExtensible")?;
+        (sys::napi_call_function(
+            env,
+            class,
+            function,
+            1,
+            [object.raw()].as_ptr(),
+            &mut answer,
+        ) == sys::Status::napi_ok
+            && sys::napi_get_value_bool(env, answer, &mut yes) == sys::Status::napi_ok)
+            .then_some(yes)
+    }
+}
+
+/// Sets `object[key] = value`, then reads it back: whether the object kept exactly that
+/// value (`===`). A frozen object, a setter or a Proxy can refuse a write silently;
+/// `Err` when setting or reading threw (the exception stays pending for the guard).
+pub fn set_and_check(object: &Object, key: &str, value: &Unknown) -> napi::Result<bool> {
+    use napi::sys;
+    let env = object.value().env;
+    let key = std::ffi::CString::new(key)
+        .map_err(|_| napi::Error::new(napi::Status::InvalidArg, "a field name holds NUL"))?;
+    let mut read = std::ptr::null_mut();
+    let mut equal = false;
+    // SAFETY: N-API calls on live values of this env; `key` is NUL-terminated.
+    unsafe {
+        napi::check_status!(sys::napi_set_named_property(
+            env,
+            object.raw(),
+            key.as_ptr(),
+            value.raw()
+        ))?;
+        napi::check_status!(sys::napi_get_named_property(
+            env,
+            object.raw(),
+            key.as_ptr(),
+            &mut read
+        ))?;
+        napi::check_status!(sys::napi_strict_equals(env, read, value.raw(), &mut equal))?;
+    }
+    Ok(equal)
+}
+
 /// Property `key` of `object` (`undefined` when absent).
 pub fn property<'a>(object: &Object<'a>, key: &str) -> SeqResult<Unknown<'a>> {
     object

@@ -3,6 +3,7 @@
 use crate::engine::text::quote::quoted;
 use napi::bindgen_prelude::{Object, Unknown};
 
+use crate::binding::read::bson::bson_type;
 use crate::binding::read::js::{bigint_i64, boolean, describe, number, object, property, string};
 use crate::engine::counter::counter_name::{CounterName, Scalar, MAX_SCOPE_FIELDS};
 use crate::engine::error::{SeqError, SeqResult};
@@ -21,6 +22,14 @@ pub fn read_counter_name(value: &Unknown) -> SeqResult<CounterName> {
             describe(value)
         )));
     };
+    if let Some(kind) = bson_type(&fields) {
+        // A BSON value (or a look-alike) is not a scope: its fields are the library's.
+        return Err(SeqError::invalid_argument(format!(
+            "sequence name must be a string or a plain object of scalar fields; got a BSON \
+             {} (an object with _bsontype)",
+            quoted(&kind)
+        )));
+    }
     let keys = Object::keys(&fields)
         .map_err(|e| SeqError::invalid_argument(format!("cannot read the name: {e}")))?;
     if keys.len() > MAX_SCOPE_FIELDS {

@@ -1,6 +1,10 @@
 //! Keeping passwords out of messages: the second line of defence. Messages are built
 //! from parsed parts (hosts, option names, database names) and never from a string that
-//! held a connection string; this removes what might still slip through from a driver.
+//! held a connection string; this removes what might still slip through from a driver
+//! ([`redact`], given the secrets of a known connection string), and the credentials of
+//! any connection string that user input put into a message, such as a counter name or
+//! a command-line argument that is one ([`redact_connection_strings`], applied where
+//! every error message leaves for JavaScript and where input is quoted).
 
 /// Whether `c` continues a word (so that a secret found next to it is part of fixed text
 /// such as `failed`, not a printed secret).
@@ -122,6 +126,81 @@ pub fn without_user_info(uri: &str) -> Option<String> {
     Some(format!("{scheme}://user:password@{hosts}"))
 }
 
+/// What a connection string's credentials are replaced with.
+pub const MASK: &str = "****";
+
+/// The schemes of MongoDB connection strings, in lower case.
+const SCHEMES: [&str; 2] = ["mongodb://", "mongodb+srv://"];
+
+/// Where the first connection string in `lower` (a text in ASCII lower case) starts its
+/// authority: the byte just after its `scheme://`.
+fn first_authority(lower: &str) -> Option<usize> {
+    SCHEMES
+        .iter()
+        .filter_map(|scheme| lower.find(scheme).map(|at| at + scheme.len()))
+        .min()
+}
+
+/// `text` with the credentials of every MongoDB connection string in it masked
+/// (`mongodb://app:pw@host/db` → `mongodb://****@host/db`): the user information, up to
+/// the last `@` that follows the scheme anywhere in the text (a password may hold `@`,
+/// `/`, quotes or spaces, and where the string ends cannot be told; masking too much is
+/// the safe side), and the values of the password options of a query. The scheme is
+/// matched in any case. Text without a connection string is returned as it is.
+pub fn redact_connection_strings(text: &str) -> String {
+    let lower = text.to_ascii_lowercase();
+    let Some(first) = first_authority(&lower) else {
+        return text.to_string();
+    };
+    // The first string's user information ends at the last `@` after it: any later
+    // string starts inside the masked part, or after the last `@` (without one).
+    match text[first..].rfind('@') {
+        Some(end) => {
+            mask_secret_options(&format!("{}{MASK}{}", &text[..first], &text[first + end..]))
+        }
+        None => mask_secret_options(text),
+    }
+}
+
+/// `text` with the value of each password option (`proxyPassword=…`,
+/// `tlsCertificateKeyFilePassword=…`, any case) masked, up to the next `&`, `#` or
+/// white space.
+fn mask_secret_options(text: &str) -> String {
+    let lower = text.to_ascii_lowercase();
+    let mut values: Vec<(usize, usize)> = SECRET_OPTIONS
+        .iter()
+        .flat_map(|option| {
+            let key = format!("{option}=");
+            lower
+                .match_indices(&key)
+                .map(|(at, _)| at + key.len())
+                .collect::<Vec<_>>()
+        })
+        .map(|start| {
+            let end = text[start..]
+                .find(|c: char| c == '&' || c == '#' || c.is_whitespace())
+                .map_or(text.len(), |i| start + i);
+            (start, end)
+        })
+        .collect();
+    if values.is_empty() {
+        return text.to_string();
+    }
+    values.sort_unstable();
+    let mut out = String::with_capacity(text.len());
+    let mut from = 0;
+    for (start, end) in values {
+        if start < from {
+            continue;
+        }
+        out.push_str(&text[from..start]);
+        out.push_str(MASK);
+        from = end;
+    }
+    out.push_str(&text[from..]);
+    out
+}
+
 /// `%XX` escapes decoded (invalid escapes kept as written, invalid UTF-8 replaced).
 fn percent_decode(text: &str) -> String {
     percent_encoding::percent_decode_str(text)
@@ -215,6 +294,51 @@ mod tests {
             Some("mongodb://user:password@h:1/db?x=1")
         );
         assert_eq!(without_user_info("mongodb://h:1/db"), None);
+    }
+
+    #[test]
+    fn connection_strings_in_any_text_lose_their_credentials() {
+        let cases = [
+            (
+                "Sequence 'mongodb://app:PW@host/shop' not found.",
+                "Sequence 'mongodb://****@host/shop' not found.",
+            ),
+            (
+                "unknown command \"MongoDB+SRV://app:p@ss w'rd@h1,h2/db\"",
+                "unknown command \"MongoDB+SRV://****@h1,h2/db\"",
+            ),
+            (
+                "a mongodb://u:x@y/ and mongodb+srv://v:z@w/ two",
+                "a mongodb://****@w/ two",
+            ),
+            (
+                "mongodb://host:27017/db has no user",
+                "mongodb://host:27017/db has no user",
+            ),
+            (
+                "mongodb://h/?proxyPassword=s3cr%21t&appName=x TLSCertificateKeyFilePassword=k#f",
+                "mongodb://h/?proxyPassword=****&appName=x TLSCertificateKeyFilePassword=****#f",
+            ),
+            ("mongodb://u:p@", "mongodb://****@"),
+            ("mongodb://", "mongodb://"),
+            ("no connection string @ all", "no connection string @ all"),
+            (
+                "\u{e9}mongodb://\u{e9}:\u{e9}@\u{e9}",
+                "\u{e9}mongodb://****@\u{e9}",
+            ),
+        ];
+        for (text, expected) in cases {
+            assert_eq!(redact_connection_strings(text), expected, "{text}");
+        }
+    }
+
+    #[test]
+    fn a_password_holding_a_scheme_is_masked_whole() {
+        let text = "x mongodb://app:amongodb://b@c@host/db y";
+        assert_eq!(
+            redact_connection_strings(text),
+            "x mongodb://****@host/db y"
+        );
     }
 
     #[test]
