@@ -3,9 +3,7 @@
 
 use std::sync::Arc;
 
-use napi::bindgen_prelude::{
-    ClassInstance, Env, FromNapiValue, JavaScriptClassExt, Unknown,
-};
+use napi::bindgen_prelude::{ClassInstance, Env, FromNapiValue, JavaScriptClassExt, Unknown};
 use napi::JsValue;
 
 use crate::binding::exports::client::SequenceDb;

@@ -39,7 +39,12 @@ pub fn effective_options(env: &Env, client: &Object, options: &Object) -> SeqRes
 /// from [`BARE_URI`] holds there (a function only when it is the very function the user's
 /// client holds). Empty when no such client can be made: then every set unknown key is
 /// refused, as before drivers were compared.
-fn driver_defaults(env: &Env, client: &Object, options: &Object, read: &NodeOptions) -> NodeOptions {
+fn driver_defaults(
+    env: &Env,
+    client: &Object,
+    options: &Object,
+    read: &NodeOptions,
+) -> NodeOptions {
     let Some(bare) = bare_client_options(env, client) else {
         // Whatever threw (a getter, the constructor) must not fail the call here.
         take_exception(env);
@@ -90,7 +95,9 @@ fn driver_class<'a>(client: &Object<'a>) -> Option<Unknown<'a>> {
     for _ in 0..MAX_PROTOTYPES {
         let mut prototype = std::ptr::null_mut();
         // SAFETY: N-API prototype read of a live object of this env.
-        let ok = unsafe { sys::napi_get_prototype(env, current, &mut prototype) == sys::Status::napi_ok };
+        let ok = unsafe {
+            sys::napi_get_prototype(env, current, &mut prototype) == sys::Status::napi_ok
+        };
         if !ok {
             return None;
         }
@@ -115,7 +122,8 @@ fn function_name(function: &Unknown) -> Option<String> {
     // SAFETY: N-API property read on a live function of this env.
     unsafe {
         let key = c"name";
-        (sys::napi_get_named_property(env, function.raw(), key.as_ptr(), &mut name) == sys::Status::napi_ok)
+        (sys::napi_get_named_property(env, function.raw(), key.as_ptr(), &mut name)
+            == sys::Status::napi_ok)
             .then(|| string(&Unknown::from_raw_unchecked(env, name)))
             .flatten()
     }
@@ -126,7 +134,8 @@ fn same_value(env: &Env, a: &Unknown, b: &Unknown) -> bool {
     let mut equal = false;
     // SAFETY: N-API comparison of two live values of this env.
     unsafe {
-        sys::napi_strict_equals(env.raw(), a.raw(), b.raw(), &mut equal) == sys::Status::napi_ok && equal
+        sys::napi_strict_equals(env.raw(), a.raw(), b.raw(), &mut equal) == sys::Status::napi_ok
+            && equal
     }
 }
 

@@ -463,7 +463,10 @@ pub fn unknown_keys(options: &NodeOptions) -> impl Iterator<Item = &str> {
 /// gives a client made from a bare connection string (`driver_defaults`; a function there
 /// stands for the very function `options` holds; empty when no such client could be
 /// made): those are the driver's, not the user's settings.
-pub fn without_driver_defaults(mut options: NodeOptions, driver_defaults: &NodeOptions) -> NodeOptions {
+pub fn without_driver_defaults(
+    mut options: NodeOptions,
+    driver_defaults: &NodeOptions,
+) -> NodeOptions {
     options.retain(|key, value| {
         rule(key).is_some() || value.is_unset() || driver_defaults.get(key) != Some(value)
     });
@@ -1112,7 +1115,10 @@ mod tests {
             assert!(refusal(&kept).contains(&format!("'{key}'")), "{key}");
         }
         // No client of the driver could be made: every set unknown key is refused.
-        assert!(refusal(&without_driver_defaults(o.clone(), &NodeOptions::new())).contains("'futureFlag'"));
+        assert!(
+            refusal(&without_driver_defaults(o.clone(), &NodeOptions::new()))
+                .contains("'futureFlag'")
+        );
         // A known key equal to some "default" keeps its own rule.
         let mut proxied = base();
         proxied.insert("proxyHost".into(), text("proxy"));
