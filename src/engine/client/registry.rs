@@ -380,6 +380,10 @@ pub struct ClientRegistry {
     limits: Limits,
     /// The runtime in which the idle sweeper runs, if one does.
     sweeper: Mutex<Option<RuntimeId>>,
+    /// Tests only: a barrier that every opening waits at twice, once when it starts and
+    /// once before it completes, so that a test can act while a client is opening.
+    #[cfg(test)]
+    opening_gate: Option<Arc<tokio::sync::Barrier>>,
 }
 
 impl ClientRegistry {
@@ -393,7 +397,8 @@ impl ClientRegistry {
     }
 
     /// The client for `target`, opened once however many calls ask at the same time. A
-    /// client of another runtime (or closed) is replaced by a new one.
+    /// client of another runtime (or closed) is replaced by a new one. `CLIENT_CLOSED`
+    /// when the clients were closed (or `target` released) while it was opening.
     pub async fn get(&'static self, target: &ConnectionTarget) -> SeqResult<Arc<ClientHandle>> {
         let (slot, replaced) = {
             let mut slots = lock(&self.slots);
@@ -413,10 +418,30 @@ impl ClientRegistry {
         let handle = slot
             .get_or_try_init(|| async {
                 opened = true;
+                #[cfg(test)]
+                if let Some(gate) = &self.opening_gate {
+                    gate.wait().await;
+                    gate.wait().await;
+                }
                 ClientHandle::open(target).await.map(Arc::new)
             })
             .await?
             .clone();
+        // The slot may have been taken out while the client was opening (the clients
+        // were closed, or the last Node client of `target` closed): a client opened into
+        // it would be tracked by nothing, never released nor closed. It is closed here
+        // (nothing used it yet), and the call rejects like those the close found pending.
+        let tracked = lock(&self.slots)
+            .get(target)
+            .is_some_and(|now| Arc::ptr_eq(now, &slot));
+        if !tracked {
+            handle.close().await;
+            return Err(SeqError::new(
+                ErrorCode::ClientClosed,
+                "the client was closed while this call was waiting for it to open; no \
+                 value was reserved",
+            ));
+        }
         handle.touch();
         if opened {
             self.release_unused(Some(target));
@@ -607,6 +632,59 @@ mod tests {
 
     fn leaked(limits: Limits) -> &'static ClientRegistry {
         Box::leak(Box::new(ClientRegistry::with_limits(limits)))
+    }
+
+    /// A registry whose openings wait twice at the returned barrier (see `opening_gate`).
+    fn gated() -> (&'static ClientRegistry, Arc<tokio::sync::Barrier>) {
+        let gate = Arc::new(tokio::sync::Barrier::new(2));
+        let registry = ClientRegistry {
+            opening_gate: Some(gate.clone()),
+            ..ClientRegistry::default()
+        };
+        (Box::leak(Box::new(registry)), gate)
+    }
+
+    #[test]
+    fn a_client_still_opening_when_the_clients_close_is_closed_and_never_handed_out() {
+        run(async {
+            let (registry, gate) = gated();
+            let a = target(50);
+            let open = |a: &ConnectionTarget| {
+                let a = a.clone();
+                tokio::spawn(async move { registry.get(&a).await })
+            };
+            // closeSharedClients() while a call's client is opening.
+            let call = open(&a);
+            gate.wait().await;
+            assert_eq!(registry.len(), 0, "still opening");
+            assert!(registry.close_all(DEFAULT_CLOSE_TIMEOUT).await);
+            gate.wait().await;
+            let e = call
+                .await
+                .unwrap()
+                .err()
+                .expect("the call was pending at the close");
+            assert_eq!(e.code, ErrorCode::ClientClosed, "{}", e.message);
+            assert_eq!(registry.len(), 0, "no client is left that nothing tracks");
+            // The last Node client closing while a call's client is opening: the same.
+            registry.watch(&a);
+            let call = open(&a);
+            gate.wait().await;
+            registry.release(&a).await;
+            gate.wait().await;
+            let e = call.await.unwrap().err().expect("its Node client closed");
+            assert_eq!(e.code, ErrorCode::ClientClosed, "{}", e.message);
+            assert_eq!(registry.len(), 0);
+            // A later call opens a client that the next close closes.
+            let later = open(&a);
+            gate.wait().await;
+            gate.wait().await;
+            let later = later.await.unwrap().unwrap();
+            assert_eq!(registry.len(), 1);
+            assert!(Arc::ptr_eq(&registry.try_get(&a).unwrap(), &later));
+            registry.close_all(DEFAULT_CLOSE_TIMEOUT).await;
+            assert!(later.is_closed());
+        });
     }
 
     fn target(n: u32) -> ConnectionTarget {
