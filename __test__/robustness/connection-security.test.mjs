@@ -8,7 +8,7 @@ import { readFileSync } from 'node:fs';
 import { MongoClient } from 'mongodb';
 import { MongoClient as MongoClientV6 } from 'mongodb-v6';
 import { setup, seq, rejectsWithCode } from '../helpers.mjs';
-import { makeCertificates, tlsFront, recordingProxy } from '../fixtures/security-lab.mjs';
+import { makeCertificates, tlsFront, recordingProxy, decodeMessages } from '../fixtures/security-lab.mjs';
 
 let env;
 let certs;
@@ -162,6 +162,30 @@ test('5. writeConcern, retryWrites from the options object reach the findAndModi
     const concern = (c) => (c.writeConcern ? { w: c.writeConcern.w, j: c.writeConcern.j ?? c.writeConcern.journal } : undefined);
     assert.deepEqual(concern(ours), concern(nodeCommand), `write concern with ${JSON.stringify(options)}`);
     assert.equal('txnNumber' in ours, 'txnNumber' in nodeCommand, `retryable write with ${JSON.stringify(options)}`);
+  }
+});
+
+test('pool sizes: maxPoolSize caps the derived client\'s connections as it caps the Node client\'s (counted at a proxy)', async () => {
+  // Connections through a fresh proxy that carried a findAndModify: the pool's, not the
+  // monitors' (which only say hello).
+  const used = (p) => p.bytes().filter((sent) => decodeMessages(sent).some((c) => Object.keys(c)[0] === 'findAndModify')).length;
+  const load = (run) => Promise.all(Array.from({ length: 40 }, run));
+  for (const maxPoolSize of [1, 5]) {
+    const p = await proxy();
+    // Never connected itself: every connection at this proxy is the derived client's.
+    const client = nodeClient(`mongodb://127.0.0.1:${p.port}/?directConnection=true&maxPoolSize=${maxPoolSize}`);
+    await load(() => next(client, { coalesce: false }));
+    const ours = used(p);
+    const q = await proxy();
+    const node = nodeClient(`mongodb://127.0.0.1:${q.port}/?directConnection=true&maxPoolSize=${maxPoolSize}`);
+    const counters = node.db(env.dbName).collection('counters');
+    await load(() => counters.findOneAndUpdate({ _id: 'c' }, { $inc: { sequence_value: 1 } }));
+    const nodes = used(q);
+    assert.ok(ours >= 1 && ours <= maxPoolSize, `maxPoolSize=${maxPoolSize}: the derived client used ${ours} connections`);
+    assert.ok(nodes >= 1 && nodes <= maxPoolSize, `maxPoolSize=${maxPoolSize}: the Node client used ${nodes} connections`);
+    // 40 calls at once need more than one connection when the pool allows it: the cap
+    // above is what held them back.
+    if (maxPoolSize > 1) assert.ok(ours > 1, `maxPoolSize=${maxPoolSize}: ${ours} connection(s) for 40 concurrent calls`);
   }
 });
 
