@@ -4,7 +4,8 @@
 // the test server), compared with what the Node client itself does.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { copyFileSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { MongoClient } from 'mongodb';
 import { MongoClient as MongoClientV6 } from 'mongodb-v6';
 import { setup, seq, rejectsWithCode } from '../helpers.mjs';
@@ -93,6 +94,21 @@ test('2. another user\'s certificate: two clients on one URI with different clie
   f.peers.length = 0;
   await ping(bob);
   assert.deepEqual([...new Set(f.peers)], ['bob']);
+});
+
+test('the uri option: a certificate file rewritten in place is presented by the next call (its contents are part of the client key)', async () => {
+  const f = await front({ ...certs.server, ca: readFileSync(certs.ca), requestCert: true });
+  const file = join(certs.dir, 'uri-client.pem');
+  copyFileSync(certs.clients.alice, file);
+  const uri = `mongodb://127.0.0.1:${f.port}/?directConnection=true&serverSelectionTimeoutMS=3000&tls=true&tlsCAFile=${encodeURIComponent(certs.ca)}&tlsCertificateKeyFile=${encodeURIComponent(file)}`;
+  const before = seq.sharedClientCount();
+  await next(env.client, { uri });
+  assert.deepEqual([...new Set(f.peers)], ['alice']);
+  f.peers.length = 0;
+  writeFileSync(file, readFileSync(certs.clients.bob));
+  await next(env.client, { uri });
+  assert.deepEqual([...new Set(f.peers)], ['bob'], 'the file as it is now, not the client opened with the old one');
+  assert.equal(seq.sharedClientCount(), before + 2);
 });
 
 test('3. authMechanism DEFAULT in the options over PLAIN in the URI: SCRAM on the wire, the password never sent', async () => {
