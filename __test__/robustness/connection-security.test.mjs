@@ -20,7 +20,7 @@ const FAST = { serverSelectionTimeoutMS: 3000 };
 before(async () => {
   env = await setup('security');
   serverAddress = env.address;
-  certs = makeCertificates(['alice', 'bob']);
+  certs = makeCertificates(['alice', 'bob', 'carol']);
   await env.db.collection('counters').insertOne({ _id: 'c', sequence_value: 0 });
 });
 after(async () => {
@@ -109,6 +109,53 @@ test('the uri option: a certificate file rewritten in place is presented by the 
   await next(env.client, { uri });
   assert.deepEqual([...new Set(f.peers)], ['bob'], 'the file as it is now, not the client opened with the old one');
   assert.equal(seq.sharedClientCount(), before + 2);
+});
+
+test('a client certificate rotated in place: once the shared client is released, calls recover with the new certificate', async () => {
+  const f = await front({ ...certs.server, ca: readFileSync(certs.ca), requestCert: true });
+  const file = join(certs.dir, 'rotated-client.pem');
+  copyFileSync(certs.clients.alice, file);
+  const uri = `mongodb://127.0.0.1:${f.port}/?directConnection=true&tls=true&tlsCAFile=${encodeURIComponent(certs.ca)}&tlsCertificateKeyFile=${encodeURIComponent(file)}`;
+  // Both connected before the rotation: the driver holds its copy of the file in
+  // client.options.key and .cert. One counts before the rotation, the other first after.
+  const early = nodeClient(uri);
+  const late = nodeClient(uri);
+  await ping(early);
+  await ping(late);
+  await next(early);
+  assert.deepEqual([...new Set(f.peers)], ['alice']);
+  writeFileSync(file, readFileSync(certs.clients.carol));
+  f.peers.length = 0;
+  // The open shared client keeps the certificate it opened with, as the Node client's
+  // connections do.
+  await next(early);
+  assert.deepEqual(f.peers, []);
+  // Released (closeSharedClients here; the idle and least-recently-used releases and the
+  // last Node client closing take the same road): the next client reads the file again.
+  await seq.closeSharedClients();
+  for (let attempt = 0; attempt < 2; attempt++) {
+    assert.equal(typeof (await next(early)), 'number', `call ${attempt + 1} after the release`);
+  }
+  assert.deepEqual([...new Set(f.peers)], ['carol']);
+  f.peers.length = 0;
+  assert.equal(typeof (await next(late)), 'number', 'first call after the rotation');
+  assert.deepEqual([...new Set(f.peers)], ['carol']);
+});
+
+test('a CA file rewritten after the Node client connected, derived only afterwards: refused naming ca (its copy cannot be told from a CA in memory)', async () => {
+  const f = await front(certs.server);
+  const file = join(certs.dir, 'rewritten-ca.pem');
+  copyFileSync(certs.ca, file);
+  const uri = `mongodb://127.0.0.1:${f.port}/?directConnection=true&tls=true&tlsCAFile=${encodeURIComponent(file)}`;
+  const before = nodeClient(uri);
+  const after = nodeClient(uri);
+  await ping(before);
+  await ping(after);
+  assert.equal(typeof (await next(before)), 'number');
+  // The same CA, other bytes: the Node client's copy no longer equals the file.
+  writeFileSync(file, Buffer.concat([readFileSync(certs.ca), Buffer.from('\n')]));
+  assert.equal(typeof (await next(before)), 'number', 'derived before the rewrite');
+  await rejectsWithCode(assert, next(after), 'UNSUPPORTED_CLIENT', /'ca'/);
 });
 
 test('3. authMechanism DEFAULT in the options over PLAIN in the URI: SCRAM on the wire, the password never sent', async () => {

@@ -26,7 +26,10 @@ pub enum TargetSource {
 
 /// Everything needed to open a driver client; equal targets share one client, so the
 /// target holds the whole configuration (servers, credentials, TLS files and their
-/// contents, write concern…): two users never share a client.
+/// contents, write concern…): two users never share a client. The driver reads the TLS
+/// files itself, by path, when a client opens: a client presents what they hold then
+/// (after a certificate rotated in place, the new one), and a target made from newer
+/// contents never shares a client opened before them.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct ConnectionTarget {
     /// The servers and settings.
@@ -54,24 +57,6 @@ impl ConnectionTarget {
             TargetSource::Uri(uri, _) => uri_secrets(uri),
             TargetSource::Derived(derived) => derived.secrets(),
         }
-    }
-
-    /// Whether the TLS files named by a derived target still hold the contents in its key
-    /// (the Rust driver reads them by path when a client is opened: a client opened from
-    /// other contents would present another certificate than the key says).
-    pub fn tls_files_unchanged(&self) -> bool {
-        let TargetSource::Derived(derived) = &self.source else {
-            return true;
-        };
-        let Some(tls) = &derived.tls else {
-            return true;
-        };
-        [&tls.ca_file, &tls.cert_key_file]
-            .into_iter()
-            .flatten()
-            .all(|file| {
-                read_tls_file(file.path.as_ref()).is_ok_and(|now| now[..] == file.contents[..])
-            })
     }
 
     /// The server selection timeout, when overridden.

@@ -700,8 +700,12 @@ fn derive_tls<'a>(
     let ca_file = file("tlsCAFile")?;
     let cert_key_file = file("tlsCertificateKeyFile")?;
     // The Node driver reads the files into `ca`, `cert` and `key` when it connects (only
-    // where those are unset); anything else in them was given in memory and cannot be
-    // carried to the Rust driver, which reads files.
+    // where those are unset) and keeps that copy; anything else in them was given in
+    // memory and cannot be carried to the Rust driver, which reads files. Its copy of the
+    // key file (one object in both `key` and `cert`) never reaches this point: the reader
+    // leaves it out, so that a connection derived after the file was rotated in place
+    // reads the new file. A copy of the CA file cannot be told from a CA given in memory:
+    // it must still hold what the file holds.
     for (key, from) in [
         ("ca", &ca_file),
         ("cert", &cert_key_file),

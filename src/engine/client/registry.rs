@@ -98,19 +98,10 @@ impl ClientHandle {
         let call_timeout = options
             .server_selection_timeout
             .unwrap_or(DEFAULT_CALL_TIMEOUT);
+        // The driver reads the TLS files here, by path: the client presents what they hold
+        // now, which after a certificate rotated in place is the new one (a target made
+        // from the new contents is another key, and never shares a client opened before).
         let client = Client::with_options(options).map_err(|e| from_driver(&e, &secrets))?;
-        // The driver has read the TLS files by path: they must be the ones the target (the
-        // shared-client key) was derived from, or this client could hold another user's
-        // certificate under this user's key.
-        if !target.tls_files_unchanged() {
-            client.shutdown().await;
-            return Err(SeqError::new(
-                ErrorCode::UnsupportedClient,
-                "cannot derive a connection from this MongoClient: its TLS files \
-                 (tlsCAFile, tlsCertificateKeyFile) changed while the connection was \
-                 opened; retry, or pass the connection string yourself as { uri }",
-            ));
-        }
         Ok(ClientHandle {
             client,
             secrets,
@@ -695,7 +686,7 @@ mod tests {
     }
 
     #[test]
-    fn a_client_is_never_opened_from_other_tls_files_than_its_key() {
+    fn a_client_opens_with_its_tls_files_as_they_are_then() {
         use crate::engine::client::connection::derive_from_node_client;
         use crate::engine::client::node_options::{NodeOptions, NodeValue};
         let dir =
@@ -716,17 +707,21 @@ mod tests {
         let alice = derive_from_node_client(&o).unwrap();
         run(async {
             let registry = leaked(Limits::default());
-            // Unchanged: opens.
-            registry.get(&alice).await.unwrap();
+            let first = registry.get(&alice).await.unwrap();
+            // Rotated in place while the client is open: it keeps what it opened with.
+            std::fs::write(&path, b"alice's renewed CA").unwrap();
+            assert!(Arc::ptr_eq(&registry.get(&alice).await.unwrap(), &first));
+            // A derivation of the new contents is another target: it never shares the
+            // client opened before them.
+            let renewed = derive_from_node_client(&o).unwrap();
+            assert_ne!(alice, renewed);
+            assert!(!Arc::ptr_eq(&registry.get(&renewed).await.unwrap(), &first));
+            assert_eq!(registry.len(), 2);
+            // Released (closed, idle, least recently used): the next client of the old
+            // target opens with the files as they are now, instead of failing for good.
             registry.close_all(DEFAULT_CLOSE_TIMEOUT).await;
-            // Rewritten between the derivation and the opening: refused.
-            std::fs::write(&path, b"bob's CA").unwrap();
-            let e = registry.get(&alice).await.err().unwrap();
-            assert_eq!(e.code, ErrorCode::UnsupportedClient, "{}", e.message);
-            assert_eq!(registry.len(), 0);
-            // Derived again, it opens with the file as it is now.
-            let bob = derive_from_node_client(&o).unwrap();
-            registry.get(&bob).await.unwrap();
+            let reopened = registry.get(&alice).await.unwrap();
+            assert!(reopened.is_usable() && !Arc::ptr_eq(&reopened, &first));
             registry.close_all(DEFAULT_CLOSE_TIMEOUT).await;
         });
         std::fs::remove_dir_all(&dir).unwrap();
