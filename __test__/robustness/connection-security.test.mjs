@@ -4,11 +4,12 @@
 // the test server), compared with what the Node client itself does.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { copyFileSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { MongoClient } from 'mongodb';
 import { MongoClient as MongoClientV6 } from 'mongodb-v6';
 import { setup, seq, rejectsWithCode } from '../helpers.mjs';
-import { makeCertificates, tlsFront, recordingProxy } from '../fixtures/security-lab.mjs';
+import { makeCertificates, tlsFront, recordingProxy, decodeMessages } from '../fixtures/security-lab.mjs';
 
 let env;
 let certs;
@@ -19,7 +20,7 @@ const FAST = { serverSelectionTimeoutMS: 3000 };
 before(async () => {
   env = await setup('security');
   serverAddress = env.address;
-  certs = makeCertificates(['alice', 'bob']);
+  certs = makeCertificates(['alice', 'bob', 'carol']);
   await env.db.collection('counters').insertOne({ _id: 'c', sequence_value: 0 });
 });
 after(async () => {
@@ -95,6 +96,68 @@ test('2. another user\'s certificate: two clients on one URI with different clie
   assert.deepEqual([...new Set(f.peers)], ['bob']);
 });
 
+test('the uri option: a certificate file rewritten in place is presented by the next call (its contents are part of the client key)', async () => {
+  const f = await front({ ...certs.server, ca: readFileSync(certs.ca), requestCert: true });
+  const file = join(certs.dir, 'uri-client.pem');
+  copyFileSync(certs.clients.alice, file);
+  const uri = `mongodb://127.0.0.1:${f.port}/?directConnection=true&serverSelectionTimeoutMS=3000&tls=true&tlsCAFile=${encodeURIComponent(certs.ca)}&tlsCertificateKeyFile=${encodeURIComponent(file)}`;
+  const before = seq.sharedClientCount();
+  await next(env.client, { uri });
+  assert.deepEqual([...new Set(f.peers)], ['alice']);
+  f.peers.length = 0;
+  writeFileSync(file, readFileSync(certs.clients.bob));
+  await next(env.client, { uri });
+  assert.deepEqual([...new Set(f.peers)], ['bob'], 'the file as it is now, not the client opened with the old one');
+  assert.equal(seq.sharedClientCount(), before + 2);
+});
+
+test('a client certificate rotated in place: once the shared client is released, calls recover with the new certificate', async () => {
+  const f = await front({ ...certs.server, ca: readFileSync(certs.ca), requestCert: true });
+  const file = join(certs.dir, 'rotated-client.pem');
+  copyFileSync(certs.clients.alice, file);
+  const uri = `mongodb://127.0.0.1:${f.port}/?directConnection=true&tls=true&tlsCAFile=${encodeURIComponent(certs.ca)}&tlsCertificateKeyFile=${encodeURIComponent(file)}`;
+  // Both connected before the rotation: the driver holds its copy of the file in
+  // client.options.key and .cert. One counts before the rotation, the other first after.
+  const early = nodeClient(uri);
+  const late = nodeClient(uri);
+  await ping(early);
+  await ping(late);
+  await next(early);
+  assert.deepEqual([...new Set(f.peers)], ['alice']);
+  writeFileSync(file, readFileSync(certs.clients.carol));
+  f.peers.length = 0;
+  // The open shared client keeps the certificate it opened with, as the Node client's
+  // connections do.
+  await next(early);
+  assert.deepEqual(f.peers, []);
+  // Released (closeSharedClients here; the idle and least-recently-used releases and the
+  // last Node client closing take the same road): the next client reads the file again.
+  await seq.closeSharedClients();
+  for (let attempt = 0; attempt < 2; attempt++) {
+    assert.equal(typeof (await next(early)), 'number', `call ${attempt + 1} after the release`);
+  }
+  assert.deepEqual([...new Set(f.peers)], ['carol']);
+  f.peers.length = 0;
+  assert.equal(typeof (await next(late)), 'number', 'first call after the rotation');
+  assert.deepEqual([...new Set(f.peers)], ['carol']);
+});
+
+test('a CA file rewritten after the Node client connected, derived only afterwards: refused naming ca (its copy cannot be told from a CA in memory)', async () => {
+  const f = await front(certs.server);
+  const file = join(certs.dir, 'rewritten-ca.pem');
+  copyFileSync(certs.ca, file);
+  const uri = `mongodb://127.0.0.1:${f.port}/?directConnection=true&tls=true&tlsCAFile=${encodeURIComponent(file)}`;
+  const before = nodeClient(uri);
+  const after = nodeClient(uri);
+  await ping(before);
+  await ping(after);
+  assert.equal(typeof (await next(before)), 'number');
+  // The same CA, other bytes: the Node client's copy no longer equals the file.
+  writeFileSync(file, Buffer.concat([readFileSync(certs.ca), Buffer.from('\n')]));
+  assert.equal(typeof (await next(before)), 'number', 'derived before the rewrite');
+  await rejectsWithCode(assert, next(after), 'UNSUPPORTED_CLIENT', /'ca'/);
+});
+
 test('3. authMechanism DEFAULT in the options over PLAIN in the URI: SCRAM on the wire, the password never sent', async () => {
   const p = await proxy();
   const password = 'Wire5ecret';
@@ -162,6 +225,30 @@ test('5. writeConcern, retryWrites from the options object reach the findAndModi
     const concern = (c) => (c.writeConcern ? { w: c.writeConcern.w, j: c.writeConcern.j ?? c.writeConcern.journal } : undefined);
     assert.deepEqual(concern(ours), concern(nodeCommand), `write concern with ${JSON.stringify(options)}`);
     assert.equal('txnNumber' in ours, 'txnNumber' in nodeCommand, `retryable write with ${JSON.stringify(options)}`);
+  }
+});
+
+test('pool sizes: maxPoolSize caps the derived client\'s connections as it caps the Node client\'s (counted at a proxy)', async () => {
+  // Connections through a fresh proxy that carried a findAndModify: the pool's, not the
+  // monitors' (which only say hello).
+  const used = (p) => p.bytes().filter((sent) => decodeMessages(sent).some((c) => Object.keys(c)[0] === 'findAndModify')).length;
+  const load = (run) => Promise.all(Array.from({ length: 40 }, run));
+  for (const maxPoolSize of [1, 5]) {
+    const p = await proxy();
+    // Never connected itself: every connection at this proxy is the derived client's.
+    const client = nodeClient(`mongodb://127.0.0.1:${p.port}/?directConnection=true&maxPoolSize=${maxPoolSize}`);
+    await load(() => next(client, { coalesce: false }));
+    const ours = used(p);
+    const q = await proxy();
+    const node = nodeClient(`mongodb://127.0.0.1:${q.port}/?directConnection=true&maxPoolSize=${maxPoolSize}`);
+    const counters = node.db(env.dbName).collection('counters');
+    await load(() => counters.findOneAndUpdate({ _id: 'c' }, { $inc: { sequence_value: 1 } }));
+    const nodes = used(q);
+    assert.ok(ours >= 1 && ours <= maxPoolSize, `maxPoolSize=${maxPoolSize}: the derived client used ${ours} connections`);
+    assert.ok(nodes >= 1 && nodes <= maxPoolSize, `maxPoolSize=${maxPoolSize}: the Node client used ${nodes} connections`);
+    // 40 calls at once need more than one connection when the pool allows it: the cap
+    // above is what held them back.
+    if (maxPoolSize > 1) assert.ok(ours > 1, `maxPoolSize=${maxPoolSize}: ${ours} connection(s) for 40 concurrent calls`);
   }
 });
 

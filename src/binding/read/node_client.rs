@@ -29,12 +29,39 @@ const MAX_PROTOTYPES: usize = 8;
 /// `client.options` (read as `options`) as the derivation reads it: what the user set, and
 /// the options this package knows.
 pub fn effective_options(env: &Env, client: &Object, options: &Object) -> SeqResult<NodeOptions> {
-    let read = read_options(options)?;
+    let mut read = read_options(options)?;
+    without_key_file_copy(env, options, &mut read);
     if unknown_keys(&read).next().is_none() {
         return Ok(read);
     }
     let defaults = driver_defaults(env, client, options, &read);
     Ok(without_driver_defaults(read, &defaults))
+}
+
+/// Removes `key` and `cert` from `read` when they are the Node driver's own copy of
+/// `tlsCertificateKeyFile`: when it connects, the driver reads that file once into both (the
+/// very same `Buffer`) and keeps that copy, also after the file is rewritten (a certificate
+/// rotated in place). The copy is not a setting of the user: the derived client reads the
+/// file itself when it opens. Certificates given in memory are other objects, and are still
+/// compared with the file (and refused when they differ).
+fn without_key_file_copy(env: &Env, options: &Object, read: &mut NodeOptions) {
+    let named = matches!(read.get("tlsCertificateKeyFile"), Some(NodeValue::Text(_)));
+    let buffers = matches!(
+        (read.get("key"), read.get("cert")),
+        (Some(NodeValue::Bytes(_)), Some(NodeValue::Bytes(_)))
+    );
+    if !(named && buffers) {
+        return;
+    }
+    let (Ok(key), Ok(cert)) = (property(options, "key"), property(options, "cert")) else {
+        // Whatever threw (a getter) must not fail the call here: the copies stay compared.
+        take_exception(env);
+        return;
+    };
+    if same_value(env, &key, &cert) {
+        read.remove("key");
+        read.remove("cert");
+    }
 }
 
 /// For each key of `read` the table does not know, what a client of the same driver made

@@ -8,24 +8,28 @@ use std::collections::HashMap;
 use std::sync::{LazyLock, Mutex};
 use std::time::Duration;
 
-use mongodb::options::{ClientOptions, ConnectionString};
+use mongodb::options::{ClientOptions, ConnectionString, Tls};
 
-use crate::engine::client::node_options::{derive, DerivedConnection, NodeOptions};
+use crate::engine::client::node_options::{derive, DerivedConnection, NodeOptions, TlsFile};
 use crate::engine::error::{SeqError, SeqResult};
 use crate::engine::text::redact::{uri_secrets, without_user_info};
 
 /// Where a target's servers and settings come from.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum TargetSource {
-    /// A connection string given by the user (`connect(uri)`, the `uri` option).
-    Uri(String),
+    /// A connection string given by the user (`connect(uri)`, the `uri` option), with the
+    /// contents of the TLS files it names as they were read ([`uri_tls_files`]).
+    Uri(String, Vec<TlsFile>),
     /// The full effective configuration of a Node driver client.
     Derived(Box<DerivedConnection>),
 }
 
 /// Everything needed to open a driver client; equal targets share one client, so the
 /// target holds the whole configuration (servers, credentials, TLS files and their
-/// contents, write concern…): two users never share a client.
+/// contents, write concern…): two users never share a client. The driver reads the TLS
+/// files itself, by path, when a client opens: a client presents what they hold then
+/// (after a certificate rotated in place, the new one), and a target made from newer
+/// contents never shares a client opened before them.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct ConnectionTarget {
     /// The servers and settings.
@@ -39,9 +43,9 @@ pub struct ConnectionTarget {
 impl ConnectionTarget {
     /// A target for a connection string given by the user.
     pub fn from_uri(uri: &str) -> SeqResult<Self> {
-        parse(uri)?;
+        let parsed = parse(uri)?;
         Ok(ConnectionTarget {
-            source: TargetSource::Uri(uri.to_string()),
+            source: TargetSource::Uri(uri.to_string(), uri_tls_files(&parsed)),
             server_selection_timeout_ms: None,
             connect_timeout_ms: None,
         })
@@ -50,25 +54,9 @@ impl ConnectionTarget {
     /// The strings to keep out of messages about this target.
     pub fn secrets(&self) -> Vec<String> {
         match &self.source {
-            TargetSource::Uri(uri) => uri_secrets(uri),
+            TargetSource::Uri(uri, _) => uri_secrets(uri),
             TargetSource::Derived(derived) => derived.secrets(),
         }
-    }
-
-    /// Whether the TLS files named by a derived target still hold the contents in its key
-    /// (the Rust driver reads them by path when a client is opened: a client opened from
-    /// other contents would present another certificate than the key says).
-    pub fn tls_files_unchanged(&self) -> bool {
-        let TargetSource::Derived(derived) = &self.source else {
-            return true;
-        };
-        let Some(tls) = &derived.tls else {
-            return true;
-        };
-        [&tls.ca_file, &tls.cert_key_file]
-            .into_iter()
-            .flatten()
-            .all(|file| read_tls_file(&file.path).is_ok_and(|now| now[..] == file.contents[..]))
     }
 
     /// The server selection timeout, when overridden.
@@ -85,7 +73,7 @@ impl ConnectionTarget {
     /// timeouts are applied by the caller.
     pub async fn client_options(&self) -> mongodb::error::Result<ClientOptions> {
         match &self.source {
-            TargetSource::Uri(uri) => ClientOptions::parse(uri).await,
+            TargetSource::Uri(uri, _) => ClientOptions::parse(uri).await,
             TargetSource::Derived(derived) => derived.client_options().await,
         }
     }
@@ -145,6 +133,24 @@ pub fn parse(uri: &str) -> SeqResult<ConnectionString> {
     })
 }
 
+/// The TLS files a parsed connection string names (`tlsCAFile`, `tlsCertificateKeyFile`)
+/// with their contents, so that a file rewritten in place (a rotated certificate) makes
+/// another target, as it does for a derived connection. A file that cannot be read is
+/// left out: the driver reports it when the client opens.
+fn uri_tls_files(parsed: &ConnectionString) -> Vec<TlsFile> {
+    let Some(Tls::Enabled(options)) = &parsed.tls else {
+        return Vec::new();
+    };
+    [&options.ca_file_path, &options.cert_key_file_path]
+        .into_iter()
+        .flatten()
+        .filter_map(|path| {
+            let contents = read_tls_file(path).ok()?;
+            Some(TlsFile::new(path.to_string_lossy().into_owned(), contents))
+        })
+        .collect()
+}
+
 /// Derivations already made: a process sees few distinct clients, and reading the
 /// options again on every call would cost more than the rest of a cached call.
 static DERIVED: LazyLock<Mutex<HashMap<NodeOptions, SeqResult<ConnectionTarget>>>> =
@@ -185,7 +191,7 @@ const MAX_TLS_FILE_BYTES: u64 = 4 * 1024 * 1024;
 /// A TLS file's contents, refused past [`MAX_TLS_FILE_BYTES`] (a device or a wrong path)
 /// and unless it is a regular file: opening a named pipe or a terminal (`/dev/stdin`)
 /// would block the JavaScript thread until someone writes to it.
-fn read_tls_file(path: &str) -> std::io::Result<Vec<u8>> {
+fn read_tls_file(path: &std::path::Path) -> std::io::Result<Vec<u8>> {
     use std::io::Read;
     if !std::fs::metadata(path)?.is_file() {
         return Err(std::io::ErrorKind::InvalidInput.into());
@@ -206,7 +212,7 @@ fn read_tls_file(path: &str) -> std::io::Result<Vec<u8>> {
 /// The connection a Node driver client's effective options stand for, or
 /// `UNSUPPORTED_CLIENT` naming an option that cannot be carried over.
 pub fn derive_from_node_client(options: &NodeOptions) -> SeqResult<ConnectionTarget> {
-    let derived = derive(options, &read_tls_file)?;
+    let derived = derive(options, &|path| read_tls_file(path.as_ref()))?;
     let millis = |key: &str| {
         options
             .get(key)
@@ -307,6 +313,33 @@ mod tests {
             std::fs::remove_file(&path).unwrap();
             let e = derive_from_node_client_cached(&o).unwrap_err();
             assert_eq!(e.code, ErrorCode::UnsupportedClient, "{key}");
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn uri_targets_follow_the_tls_files_contents() {
+        let dir = scratch("uri-rotated");
+        for key in ["tlsCertificateKeyFile", "tlsCAFile"] {
+            let path = dir.join(format!("{key}.pem"));
+            std::fs::write(&path, b"alice's certificate and key").unwrap();
+            let uri = format!(
+                "mongodb://h:27017/?tls=true&{key}={}",
+                path.to_str().unwrap()
+            );
+            let alice = ConnectionTarget::from_uri(&uri).unwrap();
+            assert_eq!(alice, ConnectionTarget::from_uri(&uri).unwrap(), "{key}");
+            // Rewritten in place: another target (the string alone is no longer the key).
+            std::fs::write(&path, b"bob's certificate and key").unwrap();
+            let bob = ConnectionTarget::from_uri(&uri).unwrap();
+            assert_ne!(alice, bob, "{key}");
+            // The contents are in the key, never in its Debug output.
+            let shown = format!("{bob:?}");
+            assert!(!shown.contains("bob's"), "{shown}");
+            // A file that cannot be read is left to the driver, which reports it on opening.
+            std::fs::remove_file(&path).unwrap();
+            let gone = ConnectionTarget::from_uri(&uri).unwrap();
+            assert!(gone != alice && gone != bob, "{key}");
         }
         std::fs::remove_dir_all(&dir).unwrap();
     }

@@ -125,8 +125,8 @@ impl Unless {
     }
 }
 
-const POOL: &str = "sizes and times the Node client's own connection pool; the derived client \
-                    has its own pool, and pooling changes no command or result";
+const POOL: &str = "how long the Node client keeps idle connections; pooling changes no \
+                    command or result (the pool sizes are mapped)";
 const MONITORING: &str = "how often and how the topology is monitored; server selection still \
                           follows the mapped read preference and replica set";
 const TIMING: &str = "a time limit on the Node client's own sockets or operations; it changes \
@@ -231,9 +231,9 @@ pub const OPTION_TABLE: &[(&str, Rule)] = &[
     ("keepAlive", Rule::Irrelevant("TCP keep-alive of the Node client's sockets: liveness only")),
     ("keepAliveInitialDelay", Rule::Irrelevant("TCP keep-alive of the Node client's sockets: liveness only")),
     // Pool and monitoring.
-    ("maxPoolSize", Rule::Irrelevant(POOL)),
-    ("minPoolSize", Rule::Irrelevant(POOL)),
-    ("maxConnecting", Rule::Irrelevant(POOL)),
+    ("maxPoolSize", Rule::Mapped),
+    ("minPoolSize", Rule::Mapped),
+    ("maxConnecting", Rule::Mapped),
     ("maxIdleTimeMS", Rule::Irrelevant(POOL)),
     ("heartbeatFrequencyMS", Rule::Irrelevant(MONITORING)),
     ("minHeartbeatFrequencyMS", Rule::Irrelevant(MONITORING)),
@@ -403,6 +403,18 @@ pub struct DerivedWriteConcern {
     pub wtimeout_ms: Option<u64>,
 }
 
+/// Connection pool sizes of a derived connection, per server as in both drivers: a
+/// deployment that caps connections counts the derived client's too.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+pub struct DerivedPool {
+    /// `maxPoolSize` (the Node driver's 0, no limit, is `u32::MAX`).
+    pub max_size: Option<u32>,
+    /// `minPoolSize`.
+    pub min_size: Option<u32>,
+    /// `maxConnecting`.
+    pub max_connecting: Option<u32>,
+}
+
 /// The full effective configuration of a derived connection: equal values share one
 /// client, different ones never do.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -433,6 +445,8 @@ pub struct DerivedConnection {
     pub server_api: Option<DerivedServerApi>,
     /// `appName`.
     pub app_name: Option<String>,
+    /// `maxPoolSize`, `minPoolSize`, `maxConnecting`.
+    pub pool: DerivedPool,
 }
 
 fn refused(option: &str, why: &str) -> SeqError {
@@ -567,6 +581,38 @@ pub fn derive(
         retry_reads: flag("retryReads")?,
         server_api: derive_server_api(get("serverApi"))?,
         app_name: text("appName")?,
+        pool: derive_pool(get)?,
+    })
+}
+
+/// The pool sizes, as the Node driver applies them: `maxPoolSize` 0 is no limit,
+/// `maxConnecting` must be at least 1, and the minimum must not exceed the maximum.
+fn derive_pool<'a>(get: impl Fn(&str) -> &'a NodeValue) -> SeqResult<DerivedPool> {
+    let size = |key: &str| -> SeqResult<Option<u32>> {
+        match get(key) {
+            v if v.is_unset() => Ok(None),
+            v => v
+                .as_f64()
+                .filter(|n| n.fract() == 0.0 && (0.0..=u32::MAX as f64).contains(n))
+                .map(|n| Some(n as u32))
+                .ok_or_else(|| bad(key, "not a whole number")),
+        }
+    };
+    let max_size = size("maxPoolSize")?.map(|n| if n == 0 { u32::MAX } else { n });
+    let min_size = size("minPoolSize")?;
+    let max_connecting = size("maxConnecting")?;
+    if max_connecting == Some(0) {
+        return Err(bad("maxConnecting", "0"));
+    }
+    if let (Some(min), Some(max)) = (min_size, max_size) {
+        if min > max {
+            return Err(bad("minPoolSize", "greater than maxPoolSize"));
+        }
+    }
+    Ok(DerivedPool {
+        max_size,
+        min_size,
+        max_connecting,
     })
 }
 
@@ -672,8 +718,12 @@ fn derive_tls<'a>(
     let ca_file = file("tlsCAFile")?;
     let cert_key_file = file("tlsCertificateKeyFile")?;
     // The Node driver reads the files into `ca`, `cert` and `key` when it connects (only
-    // where those are unset); anything else in them was given in memory and cannot be
-    // carried to the Rust driver, which reads files.
+    // where those are unset) and keeps that copy; anything else in them was given in
+    // memory and cannot be carried to the Rust driver, which reads files. Its copy of the
+    // key file (one object in both `key` and `cert`) never reaches this point: the reader
+    // leaves it out, so that a connection derived after the file was rotated in place
+    // reads the new file. A copy of the CA file cannot be told from a CA given in memory:
+    // it must still hold what the file holds.
     for (key, from) in [
         ("ca", &ca_file),
         ("cert", &cert_key_file),
@@ -1004,6 +1054,9 @@ impl DerivedConnection {
             .read_concern
             .as_ref()
             .map(|level| ReadConcern::custom(level.clone()));
+        cs.max_pool_size = self.pool.max_size;
+        cs.min_pool_size = self.pool.min_size;
+        cs.max_connecting = self.pool.max_connecting;
         let mut options = ClientOptions::parse(cs).await?;
         options.selection_criteria = self
             .read_preference
@@ -1321,6 +1374,9 @@ mod tests {
         );
         o.insert("appName".into(), text("shop"));
         o.insert("replicaSet".into(), text("rs0"));
+        o.insert("maxPoolSize".into(), NodeValue::number(3.0));
+        o.insert("minPoolSize".into(), NodeValue::number(2.0));
+        o.insert("maxConnecting".into(), NodeValue::number(1.0));
         let read = |_: &str| Ok(b"pem".to_vec());
         let d = derive(&o, &read).unwrap();
         let options = tokio::runtime::Builder::new_current_thread()
@@ -1367,6 +1423,9 @@ mod tests {
         assert_eq!(options.server_api.as_ref().unwrap().strict, Some(true));
         assert_eq!(options.app_name.as_deref(), Some("shop"));
         assert_eq!(options.repl_set_name.as_deref(), Some("rs0"));
+        assert_eq!(options.max_pool_size, Some(3));
+        assert_eq!(options.min_pool_size, Some(2));
+        assert_eq!(options.max_connecting, Some(1));
         // The Node driver's DEFAULT mechanism negotiates, as the Rust driver does without one.
         let mut o = base();
         o.insert(
@@ -1386,6 +1445,60 @@ mod tests {
             .unwrap();
         assert_eq!(options.credential.unwrap().mechanism, None);
         assert_eq!(options.tls, Some(Tls::Disabled));
+    }
+
+    #[test]
+    fn pool_sizes_are_carried_as_the_node_driver_applies_them() {
+        let pool = |pairs: &[(&str, NodeValue)]| {
+            let mut o = base();
+            for (k, v) in pairs {
+                o.insert(k.to_string(), v.clone());
+            }
+            derive(&o, &no_files).map(|d| d.pool)
+        };
+        let n = NodeValue::number;
+        // The Node driver's defaults: 100, 0, 2 (carried as they are, not the Rust
+        // driver's 10).
+        assert_eq!(
+            pool(&[("minPoolSize", n(0.0)), ("maxConnecting", n(2.0))]).unwrap(),
+            DerivedPool {
+                max_size: Some(100),
+                min_size: Some(0),
+                max_connecting: Some(2)
+            }
+        );
+        assert_eq!(
+            pool(&[("maxPoolSize", n(0.0))]).unwrap().max_size,
+            Some(u32::MAX),
+            "0 is no limit in the Node driver"
+        );
+        assert_ne!(
+            derive(&base(), &no_files).unwrap(),
+            derive(
+                &{
+                    let mut o = base();
+                    o.insert("maxPoolSize".into(), n(1.0));
+                    o
+                },
+                &no_files
+            )
+            .unwrap(),
+            "another pool size is another client"
+        );
+        for (key, value) in [
+            ("maxPoolSize", n(1.5)),
+            ("minPoolSize", n(-1.0)),
+            ("maxConnecting", n(0.0)),
+            ("maxConnecting", text("2")),
+        ] {
+            let mut o = base();
+            o.insert(key.into(), value);
+            assert!(refusal(&o).contains(&format!("'{key}'")), "{key}");
+        }
+        let mut o = base();
+        o.insert("maxPoolSize".into(), n(2.0));
+        o.insert("minPoolSize".into(), n(3.0));
+        assert!(refusal(&o).contains("'minPoolSize'"));
     }
 
     #[test]

@@ -98,19 +98,10 @@ impl ClientHandle {
         let call_timeout = options
             .server_selection_timeout
             .unwrap_or(DEFAULT_CALL_TIMEOUT);
+        // The driver reads the TLS files here, by path: the client presents what they hold
+        // now, which after a certificate rotated in place is the new one (a target made
+        // from the new contents is another key, and never shares a client opened before).
         let client = Client::with_options(options).map_err(|e| from_driver(&e, &secrets))?;
-        // The driver has read the TLS files by path: they must be the ones the target (the
-        // shared-client key) was derived from, or this client could hold another user's
-        // certificate under this user's key.
-        if !target.tls_files_unchanged() {
-            client.shutdown().await;
-            return Err(SeqError::new(
-                ErrorCode::UnsupportedClient,
-                "cannot derive a connection from this MongoClient: its TLS files \
-                 (tlsCAFile, tlsCertificateKeyFile) changed while the connection was \
-                 opened; retry, or pass the connection string yourself as { uri }",
-            ));
-        }
         Ok(ClientHandle {
             client,
             secrets,
@@ -394,6 +385,10 @@ pub struct ClientRegistry {
     limits: Limits,
     /// The runtime in which the idle sweeper runs, if one does.
     sweeper: Mutex<Option<RuntimeId>>,
+    /// Tests only: a barrier that every opening waits at twice, once when it starts and
+    /// once before it completes, so that a test can act while a client is opening.
+    #[cfg(test)]
+    opening_gate: Option<Arc<tokio::sync::Barrier>>,
 }
 
 impl ClientRegistry {
@@ -407,7 +402,8 @@ impl ClientRegistry {
     }
 
     /// The client for `target`, opened once however many calls ask at the same time. A
-    /// client of another runtime (or closed) is replaced by a new one.
+    /// client of another runtime (or closed) is replaced by a new one. `CLIENT_CLOSED`
+    /// when the clients were closed (or `target` released) while it was opening.
     pub async fn get(&'static self, target: &ConnectionTarget) -> SeqResult<Arc<ClientHandle>> {
         let (slot, replaced) = {
             let mut slots = lock(&self.slots);
@@ -427,10 +423,30 @@ impl ClientRegistry {
         let handle = slot
             .get_or_try_init(|| async {
                 opened = true;
+                #[cfg(test)]
+                if let Some(gate) = &self.opening_gate {
+                    gate.wait().await;
+                    gate.wait().await;
+                }
                 ClientHandle::open(target).await.map(Arc::new)
             })
             .await?
             .clone();
+        // The slot may have been taken out while the client was opening (the clients
+        // were closed, or the last Node client of `target` closed): a client opened into
+        // it would be tracked by nothing, never released nor closed. It is closed here
+        // (nothing used it yet), and the call rejects like those the close found pending.
+        let tracked = lock(&self.slots)
+            .get(target)
+            .is_some_and(|now| Arc::ptr_eq(now, &slot));
+        if !tracked {
+            handle.close().await;
+            return Err(SeqError::new(
+                ErrorCode::ClientClosed,
+                "the client was closed while this call was waiting for it to open; no \
+                 value was reserved",
+            ));
+        }
         handle.touch();
         if opened {
             self.release_unused(Some(target));
@@ -623,6 +639,59 @@ mod tests {
         Box::leak(Box::new(ClientRegistry::with_limits(limits)))
     }
 
+    /// A registry whose openings wait twice at the returned barrier (see `opening_gate`).
+    fn gated() -> (&'static ClientRegistry, Arc<tokio::sync::Barrier>) {
+        let gate = Arc::new(tokio::sync::Barrier::new(2));
+        let registry = ClientRegistry {
+            opening_gate: Some(gate.clone()),
+            ..ClientRegistry::default()
+        };
+        (Box::leak(Box::new(registry)), gate)
+    }
+
+    #[test]
+    fn a_client_still_opening_when_the_clients_close_is_closed_and_never_handed_out() {
+        run(async {
+            let (registry, gate) = gated();
+            let a = target(50);
+            let open = |a: &ConnectionTarget| {
+                let a = a.clone();
+                tokio::spawn(async move { registry.get(&a).await })
+            };
+            // closeSharedClients() while a call's client is opening.
+            let call = open(&a);
+            gate.wait().await;
+            assert_eq!(registry.len(), 0, "still opening");
+            assert!(registry.close_all(DEFAULT_CLOSE_TIMEOUT).await);
+            gate.wait().await;
+            let e = call
+                .await
+                .unwrap()
+                .err()
+                .expect("the call was pending at the close");
+            assert_eq!(e.code, ErrorCode::ClientClosed, "{}", e.message);
+            assert_eq!(registry.len(), 0, "no client is left that nothing tracks");
+            // The last Node client closing while a call's client is opening: the same.
+            registry.watch(&a);
+            let call = open(&a);
+            gate.wait().await;
+            registry.release(&a).await;
+            gate.wait().await;
+            let e = call.await.unwrap().err().expect("its Node client closed");
+            assert_eq!(e.code, ErrorCode::ClientClosed, "{}", e.message);
+            assert_eq!(registry.len(), 0);
+            // A later call opens a client that the next close closes.
+            let later = open(&a);
+            gate.wait().await;
+            gate.wait().await;
+            let later = later.await.unwrap().unwrap();
+            assert_eq!(registry.len(), 1);
+            assert!(Arc::ptr_eq(&registry.try_get(&a).unwrap(), &later));
+            registry.close_all(DEFAULT_CLOSE_TIMEOUT).await;
+            assert!(later.is_closed());
+        });
+    }
+
     fn target(n: u32) -> ConnectionTarget {
         ConnectionTarget::from_uri(&format!(
             "mongodb://127.0.0.1:1/?appName=t{n}&serverSelectionTimeoutMS=300"
@@ -631,7 +700,7 @@ mod tests {
     }
 
     #[test]
-    fn a_client_is_never_opened_from_other_tls_files_than_its_key() {
+    fn a_client_opens_with_its_tls_files_as_they_are_then() {
         use crate::engine::client::connection::derive_from_node_client;
         use crate::engine::client::node_options::{NodeOptions, NodeValue};
         let dir =
@@ -652,17 +721,21 @@ mod tests {
         let alice = derive_from_node_client(&o).unwrap();
         run(async {
             let registry = leaked(Limits::default());
-            // Unchanged: opens.
-            registry.get(&alice).await.unwrap();
+            let first = registry.get(&alice).await.unwrap();
+            // Rotated in place while the client is open: it keeps what it opened with.
+            std::fs::write(&path, b"alice's renewed CA").unwrap();
+            assert!(Arc::ptr_eq(&registry.get(&alice).await.unwrap(), &first));
+            // A derivation of the new contents is another target: it never shares the
+            // client opened before them.
+            let renewed = derive_from_node_client(&o).unwrap();
+            assert_ne!(alice, renewed);
+            assert!(!Arc::ptr_eq(&registry.get(&renewed).await.unwrap(), &first));
+            assert_eq!(registry.len(), 2);
+            // Released (closed, idle, least recently used): the next client of the old
+            // target opens with the files as they are now, instead of failing for good.
             registry.close_all(DEFAULT_CLOSE_TIMEOUT).await;
-            // Rewritten between the derivation and the opening: refused.
-            std::fs::write(&path, b"bob's CA").unwrap();
-            let e = registry.get(&alice).await.err().unwrap();
-            assert_eq!(e.code, ErrorCode::UnsupportedClient, "{}", e.message);
-            assert_eq!(registry.len(), 0);
-            // Derived again, it opens with the file as it is now.
-            let bob = derive_from_node_client(&o).unwrap();
-            registry.get(&bob).await.unwrap();
+            let reopened = registry.get(&alice).await.unwrap();
+            assert!(reopened.is_usable() && !Arc::ptr_eq(&reopened, &first));
             registry.close_all(DEFAULT_CLOSE_TIMEOUT).await;
         });
         std::fs::remove_dir_all(&dir).unwrap();
