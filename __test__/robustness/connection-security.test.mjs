@@ -252,6 +252,19 @@ test('pool sizes: maxPoolSize caps the derived client\'s connections as it caps 
   }
 });
 
+test('pool sizes the Node driver refuses are refused: a minimum above the maximum, also above maxPoolSize 0 (no limit)', async () => {
+  const uri = `mongodb://${serverAddress}/?directConnection=true`;
+  for (const options of [{ maxPoolSize: 0, minPoolSize: 1 }, { maxPoolSize: 2, minPoolSize: 3 }]) {
+    const client = nodeClient(uri, options);
+    await assert.rejects(ping(client), /minimum size must not be greater than maximum/, `the Node client with ${JSON.stringify(options)}`);
+    await rejectsWithCode(assert, next(client), 'UNSUPPORTED_CLIENT', /'minPoolSize'/);
+  }
+  // No limit and no minimum: both work.
+  const unlimited = nodeClient(uri, { maxPoolSize: 0, minPoolSize: 0 });
+  await ping(unlimited);
+  assert.equal(typeof (await next(unlimited)), 'number');
+});
+
 test('serverApi from the options object (the Atlas snippet) is sent with every command', async () => {
   const p = await proxy();
   const client = nodeClient(`mongodb://127.0.0.1:${p.port}/?directConnection=true`, { serverApi: { version: '1', strict: false, deprecationErrors: false } });

@@ -586,7 +586,9 @@ pub fn derive(
 }
 
 /// The pool sizes, as the Node driver applies them: `maxPoolSize` 0 is no limit,
-/// `maxConnecting` must be at least 1, and the minimum must not exceed the maximum.
+/// `maxConnecting` must be at least 1, and the minimum must not exceed the maximum, 0
+/// included (the Node driver compares them before reading 0 as no limit, and refuses to
+/// connect with `maxPoolSize: 0, minPoolSize: 1`).
 fn derive_pool<'a>(get: impl Fn(&str) -> &'a NodeValue) -> SeqResult<DerivedPool> {
     let size = |key: &str| -> SeqResult<Option<u32>> {
         match get(key) {
@@ -598,7 +600,7 @@ fn derive_pool<'a>(get: impl Fn(&str) -> &'a NodeValue) -> SeqResult<DerivedPool
                 .ok_or_else(|| bad(key, "not a whole number")),
         }
     };
-    let max_size = size("maxPoolSize")?.map(|n| if n == 0 { u32::MAX } else { n });
+    let max_size = size("maxPoolSize")?;
     let min_size = size("minPoolSize")?;
     let max_connecting = size("maxConnecting")?;
     if max_connecting == Some(0) {
@@ -609,6 +611,7 @@ fn derive_pool<'a>(get: impl Fn(&str) -> &'a NodeValue) -> SeqResult<DerivedPool
             return Err(bad("minPoolSize", "greater than maxPoolSize"));
         }
     }
+    let max_size = max_size.map(|n| if n == 0 { u32::MAX } else { n });
     Ok(DerivedPool {
         max_size,
         min_size,
@@ -1495,10 +1498,19 @@ mod tests {
             o.insert(key.into(), value);
             assert!(refusal(&o).contains(&format!("'{key}'")), "{key}");
         }
-        let mut o = base();
-        o.insert("maxPoolSize".into(), n(2.0));
-        o.insert("minPoolSize".into(), n(3.0));
-        assert!(refusal(&o).contains("'minPoolSize'"));
+        for (max, min) in [(2.0, 3.0), (0.0, 1.0)] {
+            let mut o = base();
+            o.insert("maxPoolSize".into(), n(max));
+            o.insert("minPoolSize".into(), n(min));
+            assert!(refusal(&o).contains("'minPoolSize'"), "{max} {min}");
+        }
+        // Equal sizes, and no limit with no minimum, are the Node driver's too.
+        for (max, min) in [(2.0, 2.0), (0.0, 0.0)] {
+            let mut o = base();
+            o.insert("maxPoolSize".into(), n(max));
+            o.insert("minPoolSize".into(), n(min));
+            assert!(derive(&o, &no_files).is_ok(), "{max} {min}");
+        }
     }
 
     #[test]
