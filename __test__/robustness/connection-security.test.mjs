@@ -138,9 +138,44 @@ test('a client certificate rotated in place: once the shared client is released,
   }
   assert.deepEqual([...new Set(f.peers)], ['carol']);
   f.peers.length = 0;
-  assert.equal(typeof (await next(late)), 'number', 'first call after the rotation');
-  assert.deepEqual([...new Set(f.peers)], ['carol']);
+  // Its first call after the rotation: its copy of the file was never seen equal to the
+  // file, so it cannot be told from a certificate given in memory.
+  await rejectsWithCode(assert, next(late), 'UNSUPPORTED_CLIENT', /'(cert|key)'.*make the MongoClient again/s);
+  assert.deepEqual(f.peers, [], 'nothing was presented for it');
 });
+
+test('key and cert given in memory (one Buffer) beside tlsCertificateKeyFile: refused, never the file\'s certificate in their place', async () => {
+  const f = await front({ ...certs.server, ca: readFileSync(certs.ca), requestCert: true });
+  const uri = `mongodb://127.0.0.1:${f.port}/?directConnection=true&tls=true&tlsCAFile=${encodeURIComponent(certs.ca)}&tlsCertificateKeyFile=${encodeURIComponent(certs.clients.alice)}`;
+  const bob = readFileSync(certs.clients.bob);
+  const client = nodeClient(uri, { key: bob, cert: bob });
+  await ping(client);
+  assert.deepEqual([...new Set(f.peers)], ['bob'], 'the Node driver reads the file only when key or cert is missing');
+  f.peers.length = 0;
+  await rejectsWithCode(assert, next(client), 'UNSUPPORTED_CLIENT', /'(cert|key)'/);
+  assert.deepEqual(f.peers, [], 'alice\'s certificate was not presented for it');
+});
+
+test('a CA file rewritten in place after the Node client made calls: its calls go on once its derivation is forgotten', async () => {
+  const f = await front(certs.server);
+  const file = join(certs.dir, 'forgotten-ca.pem');
+  copyFileSync(certs.ca, file);
+  const client = nodeClient(`mongodb://127.0.0.1:${f.port}/?directConnection=true&tls=true&tlsCAFile=${encodeURIComponent(file)}`);
+  await ping(client);
+  assert.equal(typeof (await next(client)), 'number');
+  writeFileSync(file, Buffer.concat([readFileSync(certs.ca), Buffer.from('\n')]));
+  // Calls through 20 other Node clients push this client's derivation out of the
+  // per-thread memos: its next call derives the connection again from its options.
+  for (let i = 0; i < 20; i++) {
+    assert.equal(typeof (await next(nodeClient(`mongodb://${serverAddress}/?directConnection=true&appName=memo${i}`))), 'number');
+  }
+  for (let attempt = 0; attempt < 2; attempt++) {
+    assert.equal(typeof (await next(client)), 'number', `call ${attempt + 1} after the rewrite`);
+  }
+  await seq.closeSharedClients();
+  assert.equal(typeof (await next(client)), 'number', 'after the release');
+});
+
 
 test('a CA file rewritten after the Node client connected, derived only afterwards: refused naming ca (its copy cannot be told from a CA in memory)', async () => {
   const f = await front(certs.server);
@@ -155,7 +190,7 @@ test('a CA file rewritten after the Node client connected, derived only afterwar
   // The same CA, other bytes: the Node client's copy no longer equals the file.
   writeFileSync(file, Buffer.concat([readFileSync(certs.ca), Buffer.from('\n')]));
   assert.equal(typeof (await next(before)), 'number', 'derived before the rewrite');
-  await rejectsWithCode(assert, next(after), 'UNSUPPORTED_CLIENT', /'ca'/);
+  await rejectsWithCode(assert, next(after), 'UNSUPPORTED_CLIENT', /'ca'.*make the MongoClient again/s);
 });
 
 test('3. authMechanism DEFAULT in the options over PLAIN in the URI: SCRAM on the wire, the password never sent', async () => {

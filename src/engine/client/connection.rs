@@ -10,7 +10,9 @@ use std::time::Duration;
 
 use mongodb::options::{ClientOptions, ConnectionString, Tls};
 
-use crate::engine::client::node_options::{derive, DerivedConnection, NodeOptions, TlsFile};
+use crate::engine::client::node_options::{
+    derive, file_copy_candidates, DerivedConnection, NodeOptions, NodeValue, TlsFile, FILE_COPIES,
+};
 use crate::engine::error::{SeqError, SeqResult};
 use crate::engine::text::redact::{uri_secrets, without_user_info};
 
@@ -148,6 +150,28 @@ fn uri_tls_files(parsed: &ConnectionString) -> Vec<TlsFile> {
             let contents = read_tls_file(path).ok()?;
             Some(TlsFile::new(path.to_string_lossy().into_owned(), contents))
         })
+        .collect()
+}
+
+/// The options of `options` among `ca`, `cert` and `key` ([`file_copy_candidates`]) whose
+/// bytes equal what their TLS file holds now: the copy the Node driver reads into them
+/// when it connects (or the same bytes given in memory, which present the same
+/// certificate). The reader remembers these values as the driver's copies, and leaves
+/// them out of the derivation from then on, also after the file is rotated in place.
+pub fn tls_file_copies(options: &NodeOptions) -> Vec<&'static str> {
+    let candidates = file_copy_candidates(options);
+    FILE_COPIES
+        .iter()
+        .filter(|(key, _)| candidates.contains(key))
+        .filter(|(key, file_key)| {
+            let (Some(NodeValue::Bytes(bytes)), Some(NodeValue::Text(path))) =
+                (options.get(*key), options.get(*file_key))
+            else {
+                return false;
+            };
+            read_tls_file(path.as_ref()).is_ok_and(|now| now[..] == bytes[..])
+        })
+        .map(|(key, _)| *key)
         .collect()
 }
 
@@ -341,6 +365,33 @@ mod tests {
             let gone = ConnectionTarget::from_uri(&uri).unwrap();
             assert!(gone != alice && gone != bob, "{key}");
         }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn tls_file_copies_are_the_bytes_equal_to_their_file_now() {
+        let dir = scratch("copies");
+        let ca = dir.join("ca.pem");
+        let me = dir.join("me.pem");
+        std::fs::write(&ca, b"the CA").unwrap();
+        std::fs::write(&me, b"my certificate and key").unwrap();
+        let mut o = with_tls_file("tlsCAFile", &ca);
+        o.insert(
+            "tlsCertificateKeyFile".into(),
+            NodeValue::Text(me.to_str().unwrap().into()),
+        );
+        o.insert("ca".into(), NodeValue::Bytes(b"the CA".to_vec()));
+        o.insert(
+            "cert".into(),
+            NodeValue::Bytes(b"my certificate and key".to_vec()),
+        );
+        o.insert("key".into(), NodeValue::Bytes(b"bob's key".to_vec()));
+        assert_eq!(tls_file_copies(&o), vec!["ca", "cert"]);
+        // Rotated: the bytes the driver read before no longer equal the file.
+        std::fs::write(&ca, b"the renewed CA").unwrap();
+        assert_eq!(tls_file_copies(&o), vec!["cert"]);
+        std::fs::remove_file(&me).unwrap();
+        assert!(tls_file_copies(&o).is_empty());
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

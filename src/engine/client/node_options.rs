@@ -676,6 +676,31 @@ fn derive_hosts<'a>(
     }
 }
 
+/// The options into which the Node driver reads a TLS file when it connects (`ca` from
+/// `tlsCAFile`, `cert` and `key` from `tlsCertificateKeyFile`, each only when unset), with
+/// the option naming that file.
+pub const FILE_COPIES: [(&str, &str); 3] = [
+    ("ca", "tlsCAFile"),
+    ("cert", "tlsCertificateKeyFile"),
+    ("key", "tlsCertificateKeyFile"),
+];
+
+/// The options of [`FILE_COPIES`] that may hold the Node driver's copy of their file: with
+/// TLS on, bytes beside a named file (the driver reads files into a `Buffer`).
+pub fn file_copy_candidates(options: &NodeOptions) -> Vec<&'static str> {
+    if options.get("tls") != Some(&NodeValue::Bool(true)) {
+        return Vec::new();
+    }
+    FILE_COPIES
+        .iter()
+        .filter(|(key, file_key)| {
+            matches!(options.get(*key), Some(NodeValue::Bytes(_)))
+                && matches!(options.get(*file_key), Some(NodeValue::Text(_)))
+        })
+        .map(|(key, _)| *key)
+        .collect()
+}
+
 fn derive_tls<'a>(
     get: impl Fn(&str) -> &'a NodeValue,
     read_file: &dyn Fn(&str) -> std::io::Result<Vec<u8>>,
@@ -722,32 +747,42 @@ fn derive_tls<'a>(
     let cert_key_file = file("tlsCertificateKeyFile")?;
     // The Node driver reads the files into `ca`, `cert` and `key` when it connects (only
     // where those are unset) and keeps that copy; anything else in them was given in
-    // memory and cannot be carried to the Rust driver, which reads files. Its copy of the
-    // key file (one object in both `key` and `cert`) never reaches this point: the reader
-    // leaves it out, so that a connection derived after the file was rotated in place
-    // reads the new file. A copy of the CA file cannot be told from a CA given in memory:
-    // it must still hold what the file holds.
-    for (key, from) in [
-        ("ca", &ca_file),
-        ("cert", &cert_key_file),
-        ("key", &cert_key_file),
-    ] {
+    // memory and cannot be carried to the Rust driver, which reads files. The reader
+    // leaves out the driver's copies it recognises ([`FILE_COPIES`]), so that a connection
+    // derived after a file was rotated in place follows the file; what is left must hold
+    // what the file holds now.
+    for (key, file_key) in FILE_COPIES {
         let value = get(key);
         if value.is_unset() {
             continue;
         }
-        let same = from.as_ref().is_some_and(|f| match value {
-            NodeValue::Bytes(b) => b[..] == f.contents[..],
-            NodeValue::Text(s) => s.as_bytes() == &f.contents[..],
+        let from = if file_key == "tlsCAFile" {
+            &ca_file
+        } else {
+            &cert_key_file
+        };
+        let now = from.as_ref().map(|f| &f.contents[..]);
+        let same = now.is_some_and(|now| match value {
+            NodeValue::Bytes(b) => b[..] == now[..],
+            NodeValue::Text(s) => s.as_bytes() == now,
             _ => false,
         });
-        if !same {
-            return Err(refused(
-                key,
-                "certificates or keys given in memory; name their files with tlsCAFile or \
-                 tlsCertificateKeyFile",
-            ));
+        if same {
+            continue;
         }
+        let why = if from.is_some() {
+            format!(
+                "it holds other bytes than its file {file_key} and was never seen equal to \
+                 it: a certificate or key given in memory, which only a file can replace, \
+                 or the Node driver's copy of a file rewritten before this MongoClient's \
+                 first counter call: make the MongoClient again"
+            )
+        } else {
+            "certificates or keys given in memory; name their files with tlsCAFile or \
+             tlsCertificateKeyFile"
+                .to_string()
+        };
+        return Err(refused(key, &why));
     }
     Ok(DerivedTls {
         allow_invalid_certificates,
@@ -1270,8 +1305,43 @@ mod tests {
         o.insert("ca".into(), NodeValue::Bytes(b"/ca.pem".to_vec()));
         assert!(derive(&o, &read).is_ok());
         o.insert("ca".into(), NodeValue::Bytes(b"other".to_vec()));
-        assert!(derive(&o, &read).unwrap_err().message.contains("'ca'"));
+        let e = derive(&o, &read).unwrap_err().message;
+        assert!(e.contains("'ca'") && e.contains("tlsCAFile"), "{e}");
+        assert!(e.contains("make the MongoClient again"), "{e}");
         assert!(refusal(&o).contains("'tlsCAFile'"));
+        o.remove("tlsCAFile");
+        let e = refusal(&o);
+        assert!(e.contains("'ca'") && e.contains("given in memory"), "{e}");
+        // Key and certificate: compared with tlsCertificateKeyFile, `cert` first.
+        let mut o = base();
+        o.insert("tls".into(), NodeValue::Bool(true));
+        o.insert("tlsCertificateKeyFile".into(), text("/me.pem"));
+        o.insert("key".into(), NodeValue::Bytes(b"/me.pem".to_vec()));
+        o.insert("cert".into(), NodeValue::Bytes(b"/me.pem".to_vec()));
+        assert!(derive(&o, &read).is_ok());
+        o.insert("key".into(), NodeValue::Bytes(b"bob".to_vec()));
+        assert!(derive(&o, &read).unwrap_err().message.contains("'key'"));
+        o.insert("cert".into(), NodeValue::Bytes(b"bob".to_vec()));
+        assert!(derive(&o, &read).unwrap_err().message.contains("'cert'"));
+    }
+
+    #[test]
+    fn file_copy_candidates_are_bytes_beside_a_named_file_with_tls_on() {
+        let mut o = base();
+        o.insert("ca".into(), NodeValue::Bytes(b"x".to_vec()));
+        o.insert("tlsCAFile".into(), text("/ca.pem"));
+        o.insert("key".into(), NodeValue::Bytes(b"x".to_vec()));
+        o.insert("cert".into(), text("x"));
+        o.insert("tlsCertificateKeyFile".into(), text("/me.pem"));
+        assert!(
+            file_copy_candidates(&o).is_empty(),
+            "TLS off: nothing is read"
+        );
+        o.insert("tls".into(), NodeValue::Bool(true));
+        // A string is never the driver's copy (it reads files into Buffers).
+        assert_eq!(file_copy_candidates(&o), vec!["ca", "key"]);
+        o.remove("tlsCAFile");
+        assert_eq!(file_copy_candidates(&o), vec!["key"]);
     }
 
     #[test]
