@@ -96,7 +96,7 @@ test('2. another user\'s certificate: two clients on one URI with different clie
   assert.deepEqual([...new Set(f.peers)], ['bob']);
 });
 
-test('the uri option: a certificate file rewritten in place is presented by the next call (its contents are part of the client key)', async () => {
+test('the uri option: a certificate file rewritten in place is presented by the next call, through a client that replaces the old one', async () => {
   const f = await front({ ...certs.server, ca: readFileSync(certs.ca), requestCert: true });
   const file = join(certs.dir, 'uri-client.pem');
   copyFileSync(certs.clients.alice, file);
@@ -108,8 +108,42 @@ test('the uri option: a certificate file rewritten in place is presented by the 
   writeFileSync(file, readFileSync(certs.clients.bob));
   await next(env.client, { uri });
   assert.deepEqual([...new Set(f.peers)], ['bob'], 'the file as it is now, not the client opened with the old one');
-  assert.equal(seq.sharedClientCount(), before + 2);
+  assert.equal(seq.sharedClientCount(), before + 1, 'the client opened with the old file was replaced, not kept beside');
 });
+
+// One connection, one state: a client replaced after its files were rotated gives its
+// cached values back before the new one serves anything, so a reset through the new one
+// is never undone by the old one's release.
+for (const via of ['uri', 'Node client']) {
+  test(`a CA file rewritten in place while a cached handle holds a block (${via}): no value is handed out twice`, async () => {
+    const f = await front(certs.server);
+    const file = join(certs.dir, `dup-ca-${via === 'uri' ? 'uri' : 'node'}.pem`);
+    copyFileSync(certs.ca, file);
+    const name = `dup_${via === 'uri' ? 'uri' : 'node'}`;
+    const uri = `mongodb://127.0.0.1:${f.port}/${env.dbName}?directConnection=true&serverSelectionTimeoutMS=3000&tls=true&tlsCAFile=${encodeURIComponent(file)}`;
+    // A Node client connected before the rewrite holds the driver's copy of the file.
+    const connected = async () => {
+      const client = nodeClient(uri);
+      await ping(client);
+      return client.db(env.dbName);
+    };
+    const dbBefore = via === 'uri' ? env.db : await connected();
+    const cached = seq.sequence(dbBefore, name, { ...(via === 'uri' ? { uri } : {}), cache: 10, upsert: true });
+    assert.equal(await cached.next(), 1, 'its block holds 2..11');
+    // The same CA, other bytes (as a rotation tool rewriting the file would leave it).
+    writeFileSync(file, Buffer.concat([readFileSync(certs.ca), Buffer.from('\n')]));
+    const dbAfter = via === 'uri' ? env.db : await connected();
+    const plain = seq.sequence(dbAfter, name, { ...(via === 'uri' ? { uri } : {}), upsert: true });
+    await plain.reset();
+    const got = [];
+    for (let i = 0; i < 11; i++) got.push(await plain.next());
+    assert.deepEqual(got, [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11]);
+    await seq.closeSharedClients();
+    got.push(await plain.next(), await cached.next(), await plain.next());
+    assert.equal(new Set(got).size, got.length, `a value handed out twice after the reset: ${got}`);
+    assert.equal(got[11], 12, 'the reset is not undone by the old client giving its block back');
+  });
+}
 
 test('a client certificate rotated in place: once the shared client is released, calls recover with the new certificate', async () => {
   const f = await front({ ...certs.server, ca: readFileSync(certs.ca), requestCert: true });
@@ -175,7 +209,6 @@ test('a CA file rewritten in place after the Node client made calls: its calls g
   await seq.closeSharedClients();
   assert.equal(typeof (await next(client)), 'number', 'after the release');
 });
-
 
 test('a CA file rewritten after the Node client connected, derived only afterwards: refused naming ca (its copy cannot be told from a CA in memory)', async () => {
   const f = await front(certs.server);

@@ -27,11 +27,13 @@ pub enum TargetSource {
 }
 
 /// Everything needed to open a driver client; equal targets share one client, so the
-/// target holds the whole configuration (servers, credentials, TLS files and their
-/// contents, write concern…): two users never share a client. The driver reads the TLS
-/// files itself, by path, when a client opens: a client presents what they hold then
-/// (after a certificate rotated in place, the new one), and a target made from newer
-/// contents never shares a client opened before them.
+/// target holds the whole configuration (servers, credentials, TLS file paths, write
+/// concern…): two users never share a client. The contents of the TLS files, as read when
+/// the target was made, are carried beside it but are not part of its identity: the
+/// driver reads the files itself, by path, when a client opens, and one target has one
+/// client at a time, replaced when a later reading of its files finds other contents
+/// ([`ConnectionTarget::supersedes`]), so that a certificate rotated in place is presented
+/// without a second client (a second state of the same counters) beside the first.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct ConnectionTarget {
     /// The servers and settings.
@@ -59,6 +61,69 @@ impl ConnectionTarget {
             TargetSource::Uri(uri, _) => uri_secrets(uri),
             TargetSource::Derived(derived) => derived.secrets(),
         }
+    }
+
+    /// The TLS files this target names, with their contents as read when it was made.
+    fn tls_files(&self) -> [Option<&TlsFile>; 2] {
+        match &self.source {
+            TargetSource::Uri(_, files) => [files.first(), files.get(1)],
+            TargetSource::Derived(derived) => match &derived.tls {
+                Some(tls) => [tls.ca_file.as_ref(), tls.cert_key_file.as_ref()],
+                None => [None, None],
+            },
+        }
+    }
+
+    fn tls_files_mut(&mut self) -> [Option<&mut TlsFile>; 2] {
+        match &mut self.source {
+            TargetSource::Uri(_, files) => {
+                let mut files = files.iter_mut();
+                [files.next(), files.next()]
+            }
+            TargetSource::Derived(derived) => match &mut derived.tls {
+                Some(tls) => [tls.ca_file.as_mut(), tls.cert_key_file.as_mut()],
+                None => [None, None],
+            },
+        }
+    }
+
+    /// Whether the client opened for `opened` (an equal target, with its files as read
+    /// when the client opened) must be replaced to serve this one: one of this target's
+    /// files was read after that and holds other contents (a certificate rotated in
+    /// place). A target made before the client opened never replaces it: the client
+    /// presents what the files held then, which is at least as recent.
+    pub fn supersedes(&self, opened: &ConnectionTarget) -> bool {
+        let earlier = opened.tls_files();
+        self.tls_files().into_iter().flatten().any(|file| {
+            earlier
+                .into_iter()
+                .flatten()
+                .any(|before| before.path == file.path && file.supersedes(before))
+        })
+    }
+
+    /// Whether this target and `other` (an equal target) were made from the same contents
+    /// of their TLS files.
+    pub fn same_tls_contents(&self, other: &ConnectionTarget) -> bool {
+        self.tls_files()
+            .into_iter()
+            .zip(other.tls_files())
+            .all(|pair| match pair {
+                (Some(a), Some(b)) => a.same_contents(b),
+                (None, None) => true,
+                _ => false,
+            })
+    }
+
+    /// This target with its TLS files read again, for a client about to open (the driver
+    /// reads them then).
+    pub fn with_tls_files_read_now(&self) -> ConnectionTarget {
+        let mut now = self.clone();
+        for file in now.tls_files_mut().into_iter().flatten() {
+            let contents = read_tls_file(file.path.as_ref()).ok();
+            *file = TlsFile::new(file.path.clone(), contents);
+        }
+        now
     }
 
     /// The server selection timeout, when overridden.
@@ -136,9 +201,9 @@ pub fn parse(uri: &str) -> SeqResult<ConnectionString> {
 }
 
 /// The TLS files a parsed connection string names (`tlsCAFile`, `tlsCertificateKeyFile`)
-/// with their contents, so that a file rewritten in place (a rotated certificate) makes
-/// another target, as it does for a derived connection. A file that cannot be read is
-/// left out: the driver reports it when the client opens.
+/// with their contents, so that a file rewritten in place (a rotated certificate) replaces
+/// the client opened before, as it does for a derived connection. A file that cannot be
+/// read has no contents: the driver reports it when the client opens.
 fn uri_tls_files(parsed: &ConnectionString) -> Vec<TlsFile> {
     let Some(Tls::Enabled(options)) = &parsed.tls else {
         return Vec::new();
@@ -146,9 +211,11 @@ fn uri_tls_files(parsed: &ConnectionString) -> Vec<TlsFile> {
     [&options.ca_file_path, &options.cert_key_file_path]
         .into_iter()
         .flatten()
-        .filter_map(|path| {
-            let contents = read_tls_file(path).ok()?;
-            Some(TlsFile::new(path.to_string_lossy().into_owned(), contents))
+        .map(|path| {
+            TlsFile::new(
+                path.to_string_lossy().into_owned(),
+                read_tls_file(path).ok(),
+            )
         })
         .collect()
 }
@@ -328,11 +395,16 @@ mod tests {
             std::fs::write(&path, b"alice's certificate and key").unwrap();
             let o = with_tls_file(key, &path);
             let alice = derive_from_node_client_cached(&o).unwrap();
-            // The same path, another user's (or a rotated) file: never alice's client.
+            // The same path rewritten (a rotated file): read again, never remembered; the
+            // later reading replaces a client opened with the earlier one.
             std::fs::write(&path, b"bob's certificate and key").unwrap();
             let bob = derive_from_node_client_cached(&o).unwrap();
-            assert_ne!(alice, bob, "{key}");
-            assert_eq!(bob, derive_from_node_client(&o).unwrap(), "{key}");
+            assert!(bob.supersedes(&alice) && !alice.supersedes(&bob), "{key}");
+            assert!(!bob.same_tls_contents(&alice), "{key}");
+            assert!(
+                bob.same_tls_contents(&derive_from_node_client(&o).unwrap()),
+                "{key}"
+            );
             // A file that is gone is refused, not served from memory.
             std::fs::remove_file(&path).unwrap();
             let e = derive_from_node_client_cached(&o).unwrap_err();
@@ -352,18 +424,38 @@ mod tests {
                 path.to_str().unwrap()
             );
             let alice = ConnectionTarget::from_uri(&uri).unwrap();
-            assert_eq!(alice, ConnectionTarget::from_uri(&uri).unwrap(), "{key}");
-            // Rewritten in place: another target (the string alone is no longer the key).
+            let again = ConnectionTarget::from_uri(&uri).unwrap();
+            assert_eq!(alice, again, "{key}");
+            assert!(
+                again.same_tls_contents(&alice) && !again.supersedes(&alice),
+                "{key}"
+            );
+            // Rewritten in place: the same connection (one client), whose reading of the
+            // new contents replaces a client opened with the old ones, never the reverse.
             std::fs::write(&path, b"bob's certificate and key").unwrap();
             let bob = ConnectionTarget::from_uri(&uri).unwrap();
-            assert_ne!(alice, bob, "{key}");
-            // The contents are in the key, never in its Debug output.
+            assert_eq!(alice, bob, "{key}");
+            assert!(bob.supersedes(&alice) && !alice.supersedes(&bob), "{key}");
+            assert!(!bob.same_tls_contents(&alice), "{key}");
+            // Read again for a client about to open: later than both.
+            let now = alice.with_tls_files_read_now();
+            assert!(
+                now.same_tls_contents(&bob) && now.supersedes(&alice),
+                "{key}"
+            );
+            assert!(!bob.supersedes(&now), "{key}");
+            // The contents are carried, never in its Debug output.
             let shown = format!("{bob:?}");
             assert!(!shown.contains("bob's"), "{shown}");
-            // A file that cannot be read is left to the driver, which reports it on opening.
+            // A file that cannot be read is left to the driver, which reports it on
+            // opening; it replaces nothing (a rotation may remove the file first).
             std::fs::remove_file(&path).unwrap();
             let gone = ConnectionTarget::from_uri(&uri).unwrap();
-            assert!(gone != alice && gone != bob, "{key}");
+            assert_eq!(gone, alice, "{key}");
+            assert!(
+                !gone.supersedes(&bob) && !gone.same_tls_contents(&bob),
+                "{key}"
+            );
         }
         std::fs::remove_dir_all(&dir).unwrap();
     }

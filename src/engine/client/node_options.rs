@@ -279,39 +279,74 @@ pub fn rule(key: &str) -> Option<Rule> {
     BY_KEY.get(key).copied()
 }
 
-/// A TLS file named by the Node client, with its contents when derived (so that two
-/// clients naming the same path with different files never share a client). Its `Debug`
-/// shows the path and size only: the contents may hold a private key.
-#[derive(Clone, PartialEq, Eq)]
+/// A TLS file named by the Node client or a connection string, with its contents as read
+/// (`None`: it could not be read, which the driver reports when a client opens). Files are
+/// equal when their paths are: the contents are not part of a connection's identity, which
+/// has one shared client at a time, replaced when a later reading of a file finds other
+/// contents ([`TlsFile::supersedes`]: a certificate rotated in place). Its `Debug` shows
+/// the path and size only: the contents may hold a private key.
+#[derive(Clone)]
 pub struct TlsFile {
-    /// The path as the Node client has it.
+    /// The path as the Node client (or the connection string) has it.
     pub path: String,
-    /// The file's contents when the connection was derived (shared: targets are cloned).
-    pub contents: std::sync::Arc<[u8]>,
-    /// A digest of `contents`, hashed in their place: targets are hashed on every call,
-    /// and a CA bundle can be large. Equality still compares the contents.
+    /// The file's contents when it was read (shared: targets are cloned).
+    pub contents: Option<std::sync::Arc<[u8]>>,
+    /// A digest of `contents`, compared first: targets are compared on every call, and a
+    /// CA bundle can be large.
     digest: u64,
+    /// When the contents were read, in the order of every reading in this process.
+    read: u64,
 }
 
+/// Readings of TLS files made in this process, in order ([`TlsFile::read`]).
+static READINGS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
 impl TlsFile {
-    /// A file and its contents.
-    pub fn new(path: String, contents: Vec<u8>) -> TlsFile {
+    /// A file and its contents as just read (`None`: unreadable).
+    pub fn new(path: String, contents: Option<Vec<u8>>) -> TlsFile {
         use std::hash::{Hash, Hasher};
         let mut hasher = std::collections::hash_map::DefaultHasher::new();
         contents.hash(&mut hasher);
         TlsFile {
             path,
-            contents: contents.into(),
+            contents: contents.map(Into::into),
             digest: hasher.finish(),
+            read: READINGS.fetch_add(1, std::sync::atomic::Ordering::SeqCst),
         }
     }
+
+    /// Whether both readings found the same contents.
+    pub fn same_contents(&self, other: &TlsFile) -> bool {
+        match (&self.contents, &other.contents) {
+            (Some(a), Some(b)) => {
+                std::sync::Arc::ptr_eq(a, b) || (self.digest == other.digest && a[..] == b[..])
+            }
+            (None, None) => true,
+            _ => false,
+        }
+    }
+
+    /// Whether this reading replaces `earlier` (of the same path): it was made after it
+    /// and found other contents. A file that could not be read replaces nothing (a
+    /// rotation tool may remove a file before writing the new one).
+    pub fn supersedes(&self, earlier: &TlsFile) -> bool {
+        self.contents.is_some() && self.read > earlier.read && !self.same_contents(earlier)
+    }
 }
+
+impl PartialEq for TlsFile {
+    fn eq(&self, other: &Self) -> bool {
+        self.path == other.path
+    }
+}
+
+impl Eq for TlsFile {}
 
 impl std::fmt::Debug for TlsFile {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("TlsFile")
             .field("path", &self.path)
-            .field("bytes", &self.contents.len())
+            .field("bytes", &self.contents.as_ref().map(|c| c.len()))
             .finish()
     }
 }
@@ -319,7 +354,6 @@ impl std::fmt::Debug for TlsFile {
 impl std::hash::Hash for TlsFile {
     fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
         self.path.hash(state);
-        self.digest.hash(state);
     }
 }
 
@@ -738,7 +772,7 @@ fn derive_tls<'a>(
             NodeValue::Text(path) => {
                 let contents = read_file(path)
                     .map_err(|e| refused(key, &format!("its file cannot be read: {}", e.kind())))?;
-                Ok(Some(TlsFile::new(path.clone(), contents)))
+                Ok(Some(TlsFile::new(path.clone(), Some(contents))))
             }
             _ => Err(bad(key, "not a path")),
         }
@@ -761,7 +795,7 @@ fn derive_tls<'a>(
         } else {
             &cert_key_file
         };
-        let now = from.as_ref().map(|f| &f.contents[..]);
+        let now = from.as_ref().and_then(|f| f.contents.as_deref());
         let same = now.is_some_and(|now| match value {
             NodeValue::Bytes(b) => b[..] == now[..],
             NodeValue::Text(s) => s.as_bytes() == now,
@@ -1288,20 +1322,23 @@ mod tests {
         o.insert("rejectUnauthorized".into(), NodeValue::Undefined);
         o.insert("checkServerIdentity".into(), NodeValue::Function);
         assert!(refusal(&o).contains("tlsAllowInvalidHostnames"));
-        // Files: contents in the key; in-memory certificates refused.
+        // Files: their contents are carried beside the connection; in-memory
+        // certificates refused.
         let mut o = base();
         o.insert("tls".into(), NodeValue::Bool(true));
         o.insert("tlsCAFile".into(), text("/ca.pem"));
         let read = |p: &str| Ok(p.as_bytes().to_vec());
         let d = derive(&o, &read).unwrap();
-        assert_eq!(
-            &d.tls.as_ref().unwrap().ca_file.as_ref().unwrap().contents[..],
-            b"/ca.pem"
-        );
-        // The same path with other contents (another user's file) is another connection.
+        let ca = |d: &DerivedConnection| d.tls.as_ref().unwrap().ca_file.clone().unwrap();
+        assert_eq!(ca(&d).contents.as_deref(), Some(&b"/ca.pem"[..]));
+        // The same path with other contents (the file rotated in place) is the same
+        // connection, whose later reading replaces the earlier one; equal contents never do.
         let other = |_: &str| Ok(b"other".to_vec());
-        assert_ne!(derive(&o, &read).unwrap(), derive(&o, &other).unwrap());
-        assert_eq!(derive(&o, &read).unwrap(), derive(&o, &read).unwrap());
+        let rotated = derive(&o, &other).unwrap();
+        assert_eq!(d, rotated);
+        assert!(ca(&rotated).supersedes(&ca(&d)) && !ca(&d).supersedes(&ca(&rotated)));
+        let again = derive(&o, &read).unwrap();
+        assert!(ca(&again).same_contents(&ca(&d)) && !ca(&again).supersedes(&ca(&d)));
         o.insert("ca".into(), NodeValue::Bytes(b"/ca.pem".to_vec()));
         assert!(derive(&o, &read).is_ok());
         o.insert("ca".into(), NodeValue::Bytes(b"other".to_vec()));
