@@ -103,7 +103,8 @@ async function main(argv) {
     } finally {
       await work.close();
     }
-    process.stdout.write(`${wantsJson ? toJson(output.json) : output.text}\n`);
+    // Masked as failures are: a counter name may be a connection string with a password.
+    process.stdout.write(`${redacted(wantsJson ? toJson(output.json) : output.text)}\n`);
     if (output.exitCode) process.exitCode = output.exitCode;
   } catch (e) {
     if (e instanceof UsageError) return fail('USAGE', e.message, EXIT_USAGE);

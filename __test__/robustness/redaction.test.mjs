@@ -139,6 +139,26 @@ test('the issue\'s case: a connection string where the command belongs, or as a 
   }
 });
 
+test('the CLI\'s answers mask a counter name that is a connection string, and --json stays JSON', () => {
+  const name = 'mongodb://app:PW@host/shop';
+  const outputs = [
+    runCli(['init', name]),
+    runCli(['next', name]),
+    runCli(['current', name, '--json']),
+    runCli(['list']),
+    runCli(['list', '--json']),
+    runCli(['check', '--json']),
+  ];
+  for (const r of outputs) {
+    assert.equal(r.status, 0, r.output);
+    assert.ok(!r.output.includes('PW'), r.output);
+  }
+  assert.match(outputs[0].output, /created mongodb:\/\/\*\*\*\*@host\/shop/);
+  const listed = JSON.parse(outputs[4].output);
+  assert.ok(JSON.stringify(listed).includes('mongodb://****@host/shop'), outputs[4].output);
+  JSON.parse(outputs[5].output);
+});
+
 test('a connection string given as any argument of the CLI is never echoed with its password', async () => {
   const place = fc.constantFrom('command', 'name', 'count', 'timeout', 'option', 'scoped name');
   const scheme = fc.constantFrom('mongodb', 'mongodb+srv', 'MongoDB');
