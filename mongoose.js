@@ -40,8 +40,13 @@ function resolvePath(path, source) {
   return path.split('.').reduce((value, key) => (value == null ? null : value[key]), source);
 }
 
-function readField(doc, path) {
-  if (isDocument(doc)) return doc.get(path);
+/**
+ * The value at `path` of a document or a plain object: through the schema's getters, as
+ * mongoose-sequence reads reference values, or with `raw` as it is stored (`inc_field`:
+ * a getter's display form, `INV-12`, is no number).
+ */
+function readField(doc, path, raw = false) {
+  if (isDocument(doc)) return raw ? doc.get(path, null, { getters: false }) : doc.get(path);
   if (doc && Object.hasOwn(doc, path)) return doc[path];
   return resolvePath(path, doc);
 }
@@ -294,7 +299,7 @@ class Counter {
    */
   ownNumber(doc) {
     const mine = this.numbered.get(doc);
-    return mine && readField(doc, this.options.inc_field) === mine.value ? mine : undefined;
+    return mine && readField(doc, this.options.inc_field, true) === mine.value ? mine : undefined;
   }
 
   /**
@@ -335,9 +340,10 @@ class Counter {
     this.created.delete(doc);
   }
 
-  /** Records that this counter gave `value` to `doc` for `reference`. */
-  mark(doc, reference, value) {
-    if (isDocument(doc)) this.numbered.set(doc, { key: this.keyOf(reference), value });
+  /** Sets `value` on `doc` and records that this counter gave it for `reference` (as stored: after setters). */
+  give(doc, reference, value) {
+    writeField(doc, this.options.inc_field, value);
+    if (isDocument(doc)) this.numbered.set(doc, { key: this.keyOf(reference), value: readField(doc, this.options.inc_field, true) });
   }
 
   /**
@@ -351,8 +357,7 @@ class Counter {
     const reference = this.referenceOf(doc);
     if (this.keepsOnSave(doc, reference)) return;
     const value = await this.call((await this.handle(reference, doc.constructor)).next());
-    writeField(doc, this.options.inc_field, value);
-    this.mark(doc, reference, value);
+    this.give(doc, reference, value);
   }
 
   /** Whether the counter has reference_fields (one counter document per combination of their values). */
@@ -435,13 +440,13 @@ class Counter {
    */
   isExplicit(doc, Model) {
     const field = this.options.inc_field;
-    const value = readField(doc, field);
+    const value = readField(doc, field, true);
     if (value === undefined || value === null) return false;
     if (isDocument(doc)) return !(typeof doc.$isDefault === 'function' && doc.$isDefault(field));
     if (carriesOurs(doc, field, value)) return false;
     const cast = asCast(Model, doc);
     if (cast === doc) return true;
-    const stored = readField(cast, field);
+    const stored = readField(cast, field, true);
     return stored !== undefined && stored !== null;
   }
 
@@ -505,8 +510,7 @@ class Counter {
         const values = await this.call((await this.handle(reference, Model)).nextBatch(members.length));
         members.forEach(({ doc, index }, i) => {
           if (isDocument(doc)) {
-            writeField(doc, this.options.inc_field, values[i]);
-            this.mark(doc, reference, values[i]);
+            this.give(doc, reference, values[i]);
           } else {
             result[pending[index]] = withField(doc, this.options.inc_field, values[i]);
           }
@@ -820,8 +824,7 @@ function addMethods(schema) {
       const counter = registered(id, 'increment', this.constructor);
       const reference = counter.referenceOf(this);
       const value = await counter.call((await counter.handle(reference, this.constructor)).next());
-      writeField(this, counter.options.inc_field, value);
-      counter.mark(this, reference, value);
+      counter.give(this, reference, value);
       return this.save();
     })();
     return settle(work, callback);

@@ -164,6 +164,29 @@ for (const [major, mongoose] of [
       assert.deepEqual(await numbers(D, 'no'), [['a', 1], ['b', 2], ['c', 3], ['d', 4]]);
     });
 
+    test('a getter or a setter on inc_field: every path numbers once, from the raw value', async () => {
+      // A display format (issue 34): the getter's "INV-undefined" is no number of the caller's.
+      const schema = new mongoose.Schema({ tag: String, no: { type: Number, get: (n) => `INV-${n}` } });
+      schema.plugin(AutoIncrement, { id: `${p}getter`, inc_field: 'no' });
+      const M = await model(`${p}Getter`, schema);
+      assert.equal((await M.create({ tag: 'a' })).no, 'INV-1');
+      await M.create([{ tag: 'b' }, { tag: 'c' }]);
+      await M.create({ tag: 'd' }, { tag: 'e' });
+      await new M({ tag: 'f' }).save();
+      await M.insertMany([{ tag: 'g' }, new M({ tag: 'h' })]);
+      await M.bulkWrite([{ insertOne: { document: { tag: 'i' } } }]);
+      assert.deepEqual(await numbers(M, 'no'), [['a', 1], ['b', 2], ['c', 3], ['d', 4], ['e', 5], ['f', 6], ['g', 7], ['h', 8], ['i', 9]]);
+      // A setter that changes the value: each document is numbered once (no number spent twice).
+      const scaled = new mongoose.Schema({ tag: String, no: { type: Number, set: (n) => (n == null ? n : n * 10) } });
+      scaled.plugin(AutoIncrement, { id: `${p}setter`, inc_field: 'no' });
+      const S = await model(`${p}Setter`, scaled);
+      await S.create([{ tag: 'a' }, { tag: 'b' }]);
+      await S.create({ tag: 'c' }, { tag: 'd' });
+      await S.insertMany([new S({ tag: 'e' })]);
+      assert.deepEqual(await numbers(S, 'no'), [['a', 10], ['b', 20], ['c', 30], ['d', 40], ['e', 50]]);
+      assert.equal((await counters().findOne({ id: `${p}setter` })).seq, 5);
+    });
+
     test('a save that failed after numbering keeps its number, unless its reference value changed since', async () => {
       const schema = new mongoose.Schema({ tag: { type: String, unique: true }, shop: String, no: Number });
       schema.plugin(AutoIncrement, { id: `${p}retry`, inc_field: 'no', reference_fields: 'shop' });
