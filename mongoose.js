@@ -278,12 +278,10 @@ class Counter {
     this.handles = new BoundedCache(HANDLES_KEPT);
     /** Documents this counter numbered: doc → { key, value } (the reference key and the number). */
     this.numbered = new WeakMap();
-    /** Documents `Model.create` handled for this counter: a number the caller set there is kept on save. */
-    this.created = new WeakSet();
   }
 
   /**
-   * Whether `doc` keeps its `inc_field` in a batch (insertMany, create, bulkWrite): a
+   * Whether `doc` keeps its `inc_field` in a batch writer (insertMany, bulkWrite): a
    * number this counter gave it for `reference` (the reference value it has now), or a
    * number the caller set.
    */
@@ -303,13 +301,12 @@ class Counter {
   }
 
   /**
-   * Whether `doc` keeps its `inc_field` on save: only a number this counter gave it for
-   * `reference` (a save retried after it failed, setNext); a number the caller set is
-   * overwritten, as mongoose-sequence does, so a document cloned from a saved one never
-   * repeats its number. A document `Model.create` handled follows the batch rule.
+   * Whether `doc` keeps its `inc_field` on save (and create, which is save): only a number
+   * this counter gave it for `reference` (create([...]), a save retried after it failed,
+   * setNext); a number the caller set is overwritten, as mongoose-sequence does, so a
+   * document copied from a saved one never repeats its number.
    */
   keepsOnSave(doc, reference) {
-    if (this.created.has(doc)) return this.keeps(doc, reference);
     const mine = this.ownNumber(doc);
     return Boolean(mine) && mine.key === this.keyOf(reference);
   }
@@ -333,11 +330,9 @@ class Counter {
     writeField(doc, this.options.inc_field, undefined);
   }
 
-  /** Forgets what this counter knew of `doc` (numbered, created) once it is saved. */
+  /** Forgets the number this counter gave `doc` once it is saved. */
   settled(doc) {
-    if (!doc || typeof doc !== 'object') return;
-    this.numbered.delete(doc);
-    this.created.delete(doc);
+    if (doc && typeof doc === 'object') this.numbered.delete(doc);
   }
 
   /** Sets `value` on `doc` and records that this counter gave it for `reference` (as stored: after setters). */
@@ -349,9 +344,8 @@ class Counter {
   /**
    * Numbers a new document on save, as mongoose-sequence does, unless it keeps its
    * number: one this counter gave it for the reference value it still has (create([...]),
-   * setNext, or a save that failed after numbering), or, for a document `Model.create`
-   * handled, one the caller set. A document numbered for another reference value than it
-   * has now is numbered again, from the counter of that value.
+   * setNext, or a save that failed after numbering). A document numbered for another
+   * reference value than it has now is numbered again, from the counter of that value.
    */
   async numberOnSave(doc) {
     const reference = this.referenceOf(doc);
@@ -493,16 +487,20 @@ class Counter {
   /**
    * Numbers `docs` (documents or plain objects of `Model`) in array order: one block per
    * reference value, reserved in one round trip. Documents whose `inc_field` the caller
-   * set keep it. Documents are numbered in place; a plain object is never written to:
+   * set keep it, unless `asSave` (create, which is save: only what this counter gave them
+   * is kept). Documents are numbered in place; a plain object is never written to:
    * resolves with `docs` where each numbered plain object is replaced by a numbered copy.
    */
-  async numberAll(docs, Model) {
+  async numberAll(docs, Model, asSave = false) {
     const result = [...docs];
     const pending = [];
     docs.forEach((doc, at) => {
       if (!doc || typeof doc !== 'object') return;
+      let renumber;
+      if (asSave) renumber = !this.keepsOnSave(doc, this.referenceOf(doc));
       // Documents this counter numbered before: kept unless their reference value changed.
-      const renumber = isDocument(doc) && this.numbered.has(doc) ? !this.keeps(doc, this.referenceOf(doc)) : !this.isExplicit(doc, Model);
+      else if (isDocument(doc) && this.numbered.has(doc)) renumber = !this.keeps(doc, this.referenceOf(doc));
+      else renumber = !this.isExplicit(doc, Model);
       if (renumber) pending.push(at);
     });
     await Promise.all(
@@ -524,10 +522,10 @@ class Counter {
    * Gapless mode: validates `docs` (documents of `Model`), then numbers and inserts them
    * in one transaction per reference value (the native insertMany with `gapless`), so a
    * failed insert gives its numbers back. Documents whose `inc_field` the caller set are
-   * inserted as they are (they take no number). Resolves with the inserted documents,
-   * hydrated, in the order given.
+   * inserted as they are (they take no number), unless `asSave` (create, which numbers
+   * them as save does). Resolves with the inserted documents, hydrated, in the order given.
    */
-  async insertGapless(Model, docs) {
+  async insertGapless(Model, docs, asSave = false) {
     // What Model.insertMany does for its documents: timestamps, validation (save
     // middleware does not run, as for insertMany).
     for (const doc of docs) if (typeof doc.initializeTimestamps === 'function') doc.initializeTimestamps();
@@ -535,16 +533,22 @@ class Counter {
     const versionKey = Model.schema.options.versionKey;
     const db = await this.db(Model);
     const inserted = new Array(docs.length);
-    const toObject = (doc) => {
+    const toObject = (doc, numbered) => {
       const object = doc.toBSON();
       if (versionKey && object[versionKey] === undefined) object[versionKey] = 0;
+      // The gapless insert sets the field itself (and refuses a document that has one).
+      if (numbered) {
+        const path = this.options.inc_field.split('.');
+        const parent = path.length === 1 ? object : resolvePath(path.slice(0, -1).join('.'), object);
+        if (parent && typeof parent === 'object') delete parent[path.at(-1)];
+      }
       return object;
     };
     const explicit = [];
     const numbered = [];
-    docs.forEach((doc, index) => (this.isExplicit(doc) ? explicit : numbered).push({ doc, index }));
+    docs.forEach((doc, index) => (!asSave && this.isExplicit(doc) ? explicit : numbered).push({ doc, index }));
     for (const { reference, members } of this.groupByReference(numbered.map(({ doc }) => doc), Model)) {
-      const objects = members.map(({ doc }) => toObject(doc));
+      const objects = members.map(({ doc }) => toObject(doc, true));
       const options = {
         gapless: true,
         field: this.options.inc_field,
@@ -787,8 +791,8 @@ function asDocuments(Model, list) {
 
 /**
  * Model.create numbered in array order with one reservation per reference value: the
- * array form `create([a, b])` and the spread form `create(a, b)` alike. A number the
- * caller set is kept (the documents are marked as created, so the save hook keeps it).
+ * array form `create([a, b])` and the spread form `create(a, b)` alike. In mongoose,
+ * create is save: a number the caller set is overwritten as save overwrites it.
  */
 function addCreate(schema, counter) {
   const previous = schema.statics.create;
@@ -800,14 +804,13 @@ function addCreate(schema, counter) {
     if (!many && inputs.length > 1 && !inputs.at(-1)) inputs = inputs.slice(0, -1);
     if (counter.options.gapless) {
       if (inputs.length === 0) return many ? [] : null;
-      const inserted = await counter.insertGapless(this, asDocuments(this, inputs));
+      const inserted = await counter.insertGapless(this, asDocuments(this, inputs), true);
       return many || inputs.length > 1 ? inserted : inserted[0];
     }
     if (inputs.length === 0) return base.apply(this, args);
     const docs = asDocuments(this, inputs);
-    for (const doc of docs) counter.created.add(doc);
     // One document is numbered by its save hook (after the hooks before it, as on save).
-    if (docs.length > 1) await counter.numberAll(docs.filter((d) => d.isNew), this);
+    if (docs.length > 1) await counter.numberAll(docs.filter((d) => d.isNew), this, true);
     return many ? base.apply(this, [docs, ...args.slice(1)]) : base.apply(this, docs);
   });
   if (counter.options.gapless) {

@@ -1,7 +1,8 @@
-// mongodb-sequence/mongoose at the edges (issue 17): reference values cast with the schema
-// on every path and keyed by their exact BSON value, two counters on one schema, explicit
-// numbers kept by the batch writers (overwritten by save), descending counters synced downwards, counterReset with start_seq 0,
-// gapless create in its spread form, parallel_hooks. On mongoose 9 and mongoose 8.
+// mongodb-sequence/mongoose at the edges (issues 17 and 34): reference values cast with the
+// schema on every path and keyed by their exact BSON value, two counters on one schema,
+// explicit numbers kept by insertMany, bulkWrite and upserts (overwritten by save and
+// create), getters and setters on inc_field, descending counters synced downwards,
+// counterReset with start_seq 0, gapless create, parallel_hooks. On mongoose 9 and 8.
 import { test, before, after, describe } from 'node:test';
 import assert from 'node:assert/strict';
 import { createRequire } from 'node:module';
@@ -120,22 +121,21 @@ for (const [major, mongoose] of [
       assert.equal((await counters().findOne({ id: `${p}two_b` })).seq, 16);
     });
 
-    test('batch writers keep a number the caller set; save numbers every new document, as mongoose-sequence', async () => {
+    test('insertMany, bulkWrite and upserts keep a number the caller set; save and create number every new document', async () => {
       const schema = new mongoose.Schema({ tag: String, no: Number });
       schema.plugin(AutoIncrement, { id: `${p}explicit`, inc_field: 'no' });
       const M = await model(`${p}Explicit`, schema);
       await M.insertMany([{ tag: 'a', no: 500 }, { tag: 'b' }]);
+      // create is save: it overwrites the caller's number, as mongoose-sequence 6 does.
       await M.create([{ tag: 'c' }, { tag: 'd', no: 501 }]);
       await M.create({ tag: 'e', no: 502 }, { tag: 'f' });
       await M.bulkWrite([{ insertOne: { document: { tag: 'g', no: 503 } } }, { insertOne: { document: { tag: 'h' } } }]);
-      // save overwrites the caller's number, as mongoose-sequence 6 does.
       const saved = await new M({ tag: 'i', no: 504 }).save();
-      assert.equal(saved.no, 5);
+      assert.equal(saved.no, 7);
       await new M({ tag: 'j' }).save();
       await M.updateOne({ tag: 'k' }, { $set: { no: 505 } }, { upsert: true });
       // As the schema casts it: '506' is a number, '' is none.
       await M.insertMany([{ tag: 'l', no: '' }, { tag: 'm', no: '506' }]);
-      // create of one document keeps it too (its save hook knows create handled it).
       await M.create({ tag: 'n', no: 507 });
       await M.create([{ tag: 'o', no: 508 }]);
       // A clone of a saved document is a new document: it never repeats the number.
@@ -150,10 +150,10 @@ for (const [major, mongoose] of [
         await again.save();
       }
       assert.deepEqual(await numbers(M, 'no'), [
-        ['a', 500], ['b', 1], ['c', 2], ['d', 501], ['e', 502], ['f', 3], ['g', 503], ['h', 4], ['i', 5], ['j', 6], ['j2', 9], ['j3', 10], ['j4', 11], ['j5', 509], ['j6', 12], ['k', 505], ['l', 7], ['m', 506],
-        ['n', 507], ['o', 508], ['p', 8], ['q', 13], ['r', 14], ['s', 15], ['t', 16],
+        ['a', 500], ['b', 1], ['c', 2], ['d', 3], ['e', 4], ['f', 5], ['g', 503], ['h', 6], ['i', 7], ['j', 8], ['j2', 13], ['j3', 14], ['j4', 15], ['j5', 16], ['j6', 17], ['k', 505], ['l', 9], ['m', 506],
+        ['n', 10], ['o', 11], ['p', 12], ['q', 18], ['r', 19], ['s', 20], ['t', 21],
       ]);
-      assert.equal((await counters().findOne({ id: `${p}explicit` })).seq, 16);
+      assert.equal((await counters().findOne({ id: `${p}explicit` })).seq, 21);
       // A default is not the caller's value.
       const defaulted = new mongoose.Schema({ tag: String, no: { type: Number, default: 0 } });
       defaulted.plugin(AutoIncrement, { id: `${p}explicit_default`, inc_field: 'no' });
@@ -185,6 +185,35 @@ for (const [major, mongoose] of [
       await S.insertMany([new S({ tag: 'e' })]);
       assert.deepEqual(await numbers(S, 'no'), [['a', 10], ['b', 20], ['c', 30], ['d', 40], ['e', 50]]);
       assert.equal((await counters().findOne({ id: `${p}setter` })).seq, 5);
+    });
+
+    test('create numbers as save does, a number the caller set included: a copy of a record takes a new number', async () => {
+      const schema = new mongoose.Schema({ tag: String, no: Number });
+      schema.plugin(AutoIncrement, { id: `${p}create_copy`, inc_field: 'no' });
+      const M = await model(`${p}CreateCopy`, schema);
+      const first = await M.create({ tag: 'a' });
+      const copy = first.toObject();
+      delete copy._id;
+      assert.equal((await M.create({ ...copy, tag: 'b' })).no, 2);
+      await M.create([{ ...copy, tag: 'c' }, { tag: 'd', no: 500 }]);
+      await M.create({ tag: 'e', no: 501 }, { ...copy, tag: 'f' });
+      await M.create(new M({ tag: 'g', no: 502 }));
+      // As mongoose-sequence 6.0.1, whose create is save.
+      assert.deepEqual(await numbers(M, 'no'), [['a', 1], ['b', 2], ['c', 3], ['d', 4], ['e', 5], ['f', 6], ['g', 7]]);
+      assert.equal((await counters().findOne({ id: `${p}create_copy` })).seq, 7);
+    });
+
+    test('gapless: create numbers a number the caller set too; insertMany keeps it', { skip: needsTransactions }, async () => {
+      const schema = new mongoose.Schema({ tag: String, no: Number });
+      schema.plugin(AutoIncrement, { id: `${p}gapless_copy`, inc_field: 'no', gapless: true });
+      const G = await model(`${p}GaplessCopy`, schema);
+      const first = await G.create({ tag: 'a' });
+      const copy = first.toObject();
+      delete copy._id;
+      assert.equal((await G.create({ ...copy, tag: 'b' })).no, 2);
+      await G.create([{ tag: 'c', no: 500 }, { tag: 'd' }]);
+      await G.insertMany([{ tag: 'e', no: 600 }, { tag: 'f' }]);
+      assert.deepEqual(await numbers(G, 'no'), [['a', 1], ['b', 2], ['c', 3], ['d', 4], ['e', 600], ['f', 5]]);
     });
 
     test('a save that failed after numbering keeps its number, unless its reference value changed since', async () => {
@@ -402,18 +431,14 @@ for (const [major, mongoose] of [
       await assert.rejects(doc.save(), (e) => e.code === 11000);
       await doc.save();
       assert.equal(doc.no, 2);
-      // The caller's own number given to create is the caller's: kept, and refused again
-      // when the document is saved after create failed.
-      const mine = new M({ tag: 'b', no: 1 });
-      await assert.rejects(M.create(mine), (e) => e.code === 11000);
-      assert.equal(mine.no, 1);
-      await assert.rejects(mine.save(), (e) => e.code === 11000);
-      assert.equal(mine.no, 1);
-      // Given to save, it is overwritten, as mongoose-sequence does.
+      // The caller's own number given to insertMany is the caller's: kept, and refused.
+      await assert.rejects(M.insertMany([{ tag: 'b', no: 1 }]), (e) => e.code === 11000);
+      // Given to save or create, it is overwritten, as mongoose-sequence does.
       const overwritten = new M({ tag: 'c', no: 1 });
       await overwritten.save();
       assert.equal(overwritten.no, 3);
-      assert.deepEqual(await numbers(M, 'no'), [['a', 2], ['c', 3], ['imported', 1]]);
+      assert.equal((await M.create(new M({ tag: 'd', no: 1 }))).no, 4);
+      assert.deepEqual(await numbers(M, 'no'), [['a', 2], ['c', 3], ['d', 4], ['imported', 1]]);
     });
 
     test('a gapless counter refuses to share its schema; every refusal has a code and registers nothing', async () => {

@@ -5,13 +5,14 @@
 //
 // What mongoose-sequence supports (save, create, counterReset, setNext) runs through it as
 // the same calls; what it does not (insertMany, bulkWrite, upserts, a spread create) runs
-// as the same documents saved one by one in array order. `save` numbers every new
-// document as mongoose-sequence does, a number the caller set included: there the same
-// call is the oracle. Two rules of this plugin that mongoose-sequence lacks are applied to
-// the oracle side by hand: a document whose number the caller set, given to a batch writer
-// (create, insertMany, bulkWrite, an upsert), is inserted as it is (no number taken), and
-// syncCounterToMax moves each counter to the largest (ascending) or smallest (descending)
-// number of its documents with an atomic $max / $min on the counter document.
+// as the same documents saved one by one in array order. `save` and `create` (which is
+// save) number every new document as mongoose-sequence does, a number the caller set
+// included: there the same call is the oracle. Two rules of this plugin that
+// mongoose-sequence lacks are applied to the oracle side by hand: a document whose number
+// the caller set, given to insertMany, bulkWrite or an upsert, is inserted as it is (no
+// number taken), and syncCounterToMax moves each counter to the largest (ascending) or
+// smallest (descending) number of its documents with an atomic $max / $min on the counter
+// document.
 import Module, { createRequire } from 'node:module';
 import { dirname, sep } from 'node:path';
 import fc from 'fast-check';
@@ -224,20 +225,20 @@ async function apply(side, Model, ids, instances, op) {
       // Both sides number it, explicit numbers overwritten: the same call on both.
       return new Model(op.docs[0]).save();
     case 'createOne':
-      return side.oracle && isExplicit(op.docs[0], instances) ? explicitInsert(op.docs[0]) : Model.create(op.docs[0]);
+      return Model.create(op.docs[0]);
     case 'createArray':
-      if (!side.oracle) return Model.create(op.docs);
-      if (!op.docs.some((d) => isExplicit(d, instances))) return Model.create(op.docs, { ordered: true });
-      for (const doc of op.docs) await saveOne(doc);
-      return undefined;
+      return side.oracle ? Model.create(op.docs, { ordered: true }) : Model.create(op.docs);
     case 'createSpread':
+      if (!side.oracle) return Model.create(...op.docs);
+      // mongoose 8 saves a spread create's documents in parallel: one by one here.
+      for (const doc of op.docs) await new Model(doc).save();
+      return undefined;
     case 'insertMany':
     case 'bulkWrite':
       if (side.oracle) {
         for (const doc of op.docs) await saveOne(doc);
         return undefined;
       }
-      if (op.op === 'createSpread') return Model.create(...op.docs);
       if (op.op === 'insertMany') return Model.insertMany(op.docs);
       return Model.bulkWrite(op.docs.map((document) => ({ insertOne: { document } })));
     case 'upsert':
