@@ -108,13 +108,6 @@ function referenceKey(reference, bson) {
 }
 
 /**
- * Plain objects this plugin made (copies of the caller's objects carrying numbers) and the
- * numbers they carry, by field: such a number is not the caller's, so the same object
- * inserted again (an array passed to insertMany twice) is numbered again.
- */
-const carried = new WeakMap();
-
-/**
  * A copy of the plain object `source` with `value` at `path` (the objects along a dotted
  * path copied too): the caller's object is never written to, so one object given twice
  * (`insertMany([o, o])`, or again in a later call) is numbered once per insert.
@@ -129,14 +122,7 @@ function withField(source, path, value) {
     target = target[key];
   }
   target[keys.at(-1)] = value;
-  carried.set(copy, { ...carried.get(source), [path]: value });
   return copy;
-}
-
-/** Whether the plain object `doc` carries at `path` a number this plugin set (not the caller's). */
-function carriesOurs(doc, path, value) {
-  const ours = carried.get(doc);
-  return Boolean(ours) && Object.hasOwn(ours, path) && ours[path] === value;
 }
 
 function writeField(doc, path, value) {
@@ -437,7 +423,6 @@ class Counter {
     const value = readField(doc, field, true);
     if (value === undefined || value === null) return false;
     if (isDocument(doc)) return !(typeof doc.$isDefault === 'function' && doc.$isDefault(field));
-    if (carriesOurs(doc, field, value)) return false;
     const cast = asCast(Model, doc);
     if (cast === doc) return true;
     const stored = readField(cast, field, true);
@@ -680,31 +665,20 @@ function addHooks(schema, counter) {
   // any (none otherwise), mongoose 9 (docs, options); either way the promise settles it.
   // Plain objects are numbered as copies, never written to (one object given twice must
   // take two numbers): mongoose 9 takes the copies as the hook's new arguments; mongoose
-  // 8 cannot, so there they replace the objects in the caller's array (or, for one
-  // object given without an array, the number is written into it and recognised as ours
-  // if the object is inserted again).
+  // 8 cannot, so there they replace the objects in the array, which is the insertMany
+  // static's own copy of the caller's (see addCreate).
   schema.pre('insertMany', async function numberInsertMany(first, second, third) {
-    if (counter.options.gapless) return; // numbered by the insertMany static itself
+    if (counter.options.gapless) return undefined; // numbered by the insertMany static itself
     const given = [first, second, third].slice(0, arguments.length);
     const overwrite = this.base && typeof this.base.overwriteMiddlewareArguments === 'function' ? this.base.overwriteMiddlewareArguments : null;
     const docs = arrayArgument(given);
-    if (docs) {
-      const numbered = await counter.numberAll(docs, this);
-      if (numbered.every((d, i) => d === docs[i])) return undefined;
-      if (overwrite && given[0] === docs) return overwrite(numbered, ...given.slice(1));
-      numbered.forEach((d, i) => {
-        if (d !== docs[i]) docs[i] = d;
-      });
-      return undefined;
-    }
-    const single = given.find((a) => a && typeof a === 'object');
-    if (!single) return undefined;
-    const [numbered] = await counter.numberAll([single], this);
-    if (numbered === single) return undefined;
-    if (overwrite && given[0] === single) return overwrite(numbered, ...given.slice(1));
-    const field = counter.options.inc_field;
-    writeField(single, field, readField(numbered, field));
-    carried.set(single, { ...carried.get(single), [field]: readField(numbered, field) });
+    if (!docs) return undefined;
+    const numbered = await counter.numberAll(docs, this);
+    if (numbered.every((d, i) => d === docs[i])) return undefined;
+    if (overwrite && given[0] === docs) return overwrite(numbered, ...given.slice(1));
+    numbered.forEach((d, i) => {
+      if (d !== docs[i]) docs[i] = d;
+    });
     return undefined;
   });
 
@@ -817,6 +791,14 @@ function addCreate(schema, counter) {
     schema.static('insertMany', async function insertManyGapless(docs) {
       const list = Array.isArray(docs) ? docs : [docs];
       return counter.insertGapless(this, asDocuments(this, list));
+    });
+  } else {
+    // The numbering hook gets an array of our own (one object given alone becomes one, as
+    // mongoose makes it), which mongoose 8's hook writes the numbered copies into.
+    const previousInsertMany = schema.statics.insertMany;
+    schema.static('insertMany', function insertManyOnCopy(docs, ...rest) {
+      const base = previousInsertMany || (this.base && this.base.Model && this.base.Model.insertMany) || Object.getPrototypeOf(this).insertMany;
+      return base.call(this, Array.isArray(docs) ? [...docs] : [docs], ...rest);
     });
   }
 }

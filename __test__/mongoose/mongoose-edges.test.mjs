@@ -340,6 +340,26 @@ for (const [major, mongoose] of [
       }
     });
 
+    test('insertMany leaves the caller\'s array and objects as they were: inserted again, they take new numbers', async () => {
+      const schema = new mongoose.Schema({ tag: String, no: Number });
+      schema.plugin(AutoIncrement, { id: `${p}untouched`, inc_field: 'no' });
+      const M = await model(`${p}Untouched`, schema);
+      const a = { tag: 'a' };
+      const b = { tag: 'b' };
+      const docs = [a, b];
+      await M.insertMany(docs);
+      assert.ok(docs.length === 2 && docs[0] === a && docs[1] === b, 'the same array of the same objects');
+      assert.deepEqual(docs, [{ tag: 'a' }, { tag: 'b' }]);
+      await M.create(docs);
+      await M.insertMany(docs);
+      const c = { tag: 'c' };
+      await M.insertMany(c);
+      assert.deepEqual(c, { tag: 'c' });
+      await M.create(c);
+      const tagged = (await M.find().sort({ no: 1 }).lean()).map((d) => [d.tag, d.no]);
+      assert.deepEqual(tagged, [['a', 1], ['b', 2], ['a', 3], ['b', 4], ['a', 5], ['b', 6], ['c', 7], ['c', 8]]);
+    });
+
     test('a reference value holding undefined is keyed as the null the server stores', async () => {
       const schema = new mongoose.Schema({ tag: String, no: Number, mix: mongoose.Schema.Types.Mixed });
       schema.plugin(AutoIncrement, { id: `${p}undef`, inc_field: 'no', reference_fields: ['mix'] });
