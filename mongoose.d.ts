@@ -81,7 +81,11 @@ declare namespace AutoIncrementFactory {
 
   /** Methods the plugin adds to documents. */
   export interface SequenceDocument {
-    /** Takes the next value of counter `id` for this document, sets it and saves; resolves with the saved document. */
+    /**
+     * Takes the next value of counter `id` for this document, sets it and saves; resolves
+     * with the saved document. Rejects with `INVALID_ARGUMENT`, taking no number, when the
+     * document is saved and its inc_field cannot change (`_id`, or declared `immutable`).
+     */
     setNext(id: string): Promise<this>
     setNext(id: string, callback: (error: Error | null, document?: this) => void): void
   }

@@ -803,10 +803,27 @@ function addCreate(schema, counter) {
   }
 }
 
+/**
+ * Whether `field` of the saved document `doc` cannot change: `_id`, or a path the schema
+ * declares `immutable` (a function deciding it per document too), which mongoose would
+ * silently keep as it is.
+ */
+function unchangeable(doc, field) {
+  if (doc.isNew) return false;
+  if (field === '_id') return true;
+  const path = doc.schema && doc.schema.path(field);
+  const immutable = path && path.$immutable;
+  return typeof immutable === 'function' ? Boolean(immutable.call(doc, doc)) : Boolean(immutable);
+}
+
 function addMethods(schema) {
   schema.method('setNext', function setNext(id, callback) {
     const work = (async () => {
       const counter = registered(id, 'increment', this.constructor);
+      const field = counter.options.inc_field;
+      if (unchangeable(this, field)) {
+        throw codedError('INVALID_ARGUMENT', `${PLUGIN}: setNext cannot give this saved document a new ${field}: the field is ${field === '_id' ? 'its _id' : 'immutable'}, so the number would not be stored (none was taken)`);
+      }
       const reference = counter.referenceOf(this);
       const value = await counter.call((await counter.handle(reference, this.constructor)).next());
       counter.give(this, reference, value);

@@ -360,6 +360,30 @@ for (const [major, mongoose] of [
       assert.deepEqual(tagged, [['a', 1], ['b', 2], ['a', 3], ['b', 4], ['a', 5], ['b', 6], ['c', 7], ['c', 8]]);
     });
 
+    test('setNext on a saved document whose inc_field cannot change fails with INVALID_ARGUMENT and spends nothing', async () => {
+      const schema = new mongoose.Schema({ tag: String, locked: Boolean, no: { type: Number, immutable: (doc) => doc.locked !== false } });
+      schema.plugin(AutoIncrement, { id: `${p}immutable`, inc_field: 'no' });
+      const M = await model(`${p}Immutable`, schema);
+      const saved = await M.create({ tag: 'a' });
+      const error = await rejectsCode(saved.setNext(`${p}immutable`), 'INVALID_ARGUMENT');
+      assert.match(error.message, /immutable/);
+      const viaCallback = await new Promise((resolve) => saved.setNext(`${p}immutable`, resolve));
+      assert.equal(viaCallback?.code, 'INVALID_ARGUMENT');
+      assert.equal((await counters().findOne({ id: `${p}immutable` })).seq, 1, 'no number spent');
+      // Before its first save an immutable field takes one; where it is not immutable, always.
+      assert.equal((await new M({ tag: 'b' }).setNext(`${p}immutable`)).no, 2);
+      const open = await M.create({ tag: 'c', locked: false });
+      assert.equal((await open.setNext(`${p}immutable`)).no, 4);
+      assert.deepEqual(await numbers(M, 'no'), [['a', 1], ['b', 2], ['c', 4]]);
+      // A stored _id never changes.
+      const byId = new mongoose.Schema({ _id: Number, tag: String });
+      byId.plugin(AutoIncrement, { id: `${p}immutable_id` });
+      const I = await model(`${p}ImmutableId`, byId);
+      const doc = await I.create({ tag: 'a' });
+      await rejectsCode(doc.setNext(`${p}immutable_id`), 'INVALID_ARGUMENT');
+      assert.equal((await counters().findOne({ id: `${p}immutable_id` })).seq, 1, 'no number spent');
+    });
+
     test('a reference value holding undefined is keyed as the null the server stores', async () => {
       const schema = new mongoose.Schema({ tag: String, no: Number, mix: mongoose.Schema.Types.Mixed });
       schema.plugin(AutoIncrement, { id: `${p}undef`, inc_field: 'no', reference_fields: ['mix'] });
@@ -508,5 +532,10 @@ for (const [major, mongoose] of [
 }
 
 async function rejectsCode(promise, code) {
-  await assert.rejects(promise, (e) => e.code === code);
+  let error;
+  await assert.rejects(promise, (e) => {
+    error = e;
+    return e.code === code;
+  });
+  return error;
 }
