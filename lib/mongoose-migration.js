@@ -4,7 +4,7 @@
 // (`takeOverCounter`).
 
 const { codedError } = require('./coded-error.js');
-const { counterOf } = require('./mongoose-counters.js');
+const { counterOf, numberedModel } = require('./mongoose-counters.js');
 
 /** A number read from the server as a JS number, or a BigInt beyond 2^53 (an int64 `Long`). */
 function fromServer(value) {
@@ -21,8 +21,9 @@ function fromServer(value) {
  * imported or numbered elsewhere never collides with new numbers: an ascending counter
  * to at least the largest value, a descending one (negative `inc_amount`) to at most the
  * smallest. Never moves a counter back over numbers it handed out. `inc_field` may be a
- * dotted path (not one through an array). Resolves with the counters moved as
- * `[{ reference_value, value }]`.
+ * dotted path (not one through an array). For a discriminator, a counter of the base
+ * schema is moved past the documents of the whole collection, which it numbers. Resolves
+ * with the counters moved as `[{ reference_value, value }]`.
  */
 async function syncCounterToMax(Model, id) {
   const counter = counterOf(Model, id);
@@ -35,7 +36,7 @@ async function syncCounterToMax(Model, id) {
       group[`f${i}`] = `$${f}`;
     });
   }
-  const extremes = await Model.aggregate([
+  const extremes = await numberedModel(Model, counter).aggregate([
     { $match: { [field]: { $type: ['int', 'long', 'double'] } } },
     { $group: { _id: group, extreme: { [descending ? '$min' : '$max']: `$${field}` } } },
   ]);

@@ -384,6 +384,36 @@ for (const [major, mongoose] of [
       assert.equal((await counters().findOne({ id: `${p}immutable_id` })).seq, 1, 'no number spent');
     });
 
+    test('discriminators: the migration helpers and counterReset find the counters of the base schema and of the child\'s', async () => {
+      const schema = new mongoose.Schema({ tag: String, year: Number, no: Number });
+      schema.plugin(AutoIncrement, { id: `${p}disc`, inc_field: 'no', reference_fields: ['year'] });
+      const Base = await model(`${p}Disc`, schema);
+      const Child = Base.discriminator(`${p}DiscChild`, new mongoose.Schema({ extra: String }));
+      await Base.create({ tag: 'a', year: 2025 });
+      await Child.create({ tag: 'b', year: 2025 });
+      // The counter numbers every document of the collection: sync reads them all.
+      await Base.collection.insertOne({ tag: 'imported', year: 2025, no: 40 });
+      assert.deepEqual(await syncCounterToMax(Child), [{ reference_value: { year: 2025 }, value: 40 }]);
+      assert.deepEqual(await syncCounterToMax(Child, `${p}disc`), [{ reference_value: { year: 2025 }, value: 40 }]);
+      assert.equal((await Child.create({ tag: 'c', year: 2025 })).no, 41);
+      // Reference values cast with the child's schema: '2025' is the Number 2025.
+      assert.equal((await Child.counterReset(`${p}disc`, { year: '2025' })).matchedCount, 1);
+      assert.equal((await Child.create({ tag: 'd', year: 2025 })).no, 1);
+      // A counter of the child's own schema, beside the base's.
+      const own = new mongoose.Schema({ cno: Number });
+      own.plugin(AutoIncrement, { id: `${p}disc_own`, inc_field: 'cno', start_seq: 100 });
+      const Other = Base.discriminator(`${p}DiscOther`, own);
+      const e = await Other.create({ tag: 'e', year: 2025 });
+      assert.deepEqual([e.no, e.cno], [2, 100]);
+      await rejectsCode(syncCounterToMax(Other), 'INVALID_ARGUMENT');
+      await Base.collection.insertOne({ tag: 'f', year: 2025, cno: 150, __t: `${p}DiscOther` });
+      assert.deepEqual(await syncCounterToMax(Other, `${p}disc_own`), [{ reference_value: null, value: 150 }]);
+      assert.equal((await Other.create({ tag: 'g', year: 2025 })).cno, 151);
+      assert.equal((await Other.counterReset(`${p}disc_own`)).matchedCount, 1);
+      assert.equal((await Other.create({ tag: 'h', year: 2025 })).cno, 100);
+      await rejectsCode(syncCounterToMax(Child, `${p}disc_own`), 'INVALID_ARGUMENT');
+    });
+
     test('a reference value holding undefined is keyed as the null the server stores', async () => {
       const schema = new mongoose.Schema({ tag: String, no: Number, mix: mongoose.Schema.Types.Mixed });
       schema.plugin(AutoIncrement, { id: `${p}undef`, inc_field: 'no', reference_fields: ['mix'] });
