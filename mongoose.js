@@ -452,11 +452,6 @@ class Counter {
     return handle;
   }
 
-  /** The next value for a document like `source` (cast with `Model`). */
-  async next(source, Model) {
-    return this.call((await this.handle(this.referenceOf(source, Model), Model)).next());
-  }
-
   /** `docs` grouped by reference value, in order of first appearance: `[{ reference, members: [{ doc, index }] }]`. */
   groupByReference(docs, Model) {
     const groups = new Map();
@@ -470,36 +465,58 @@ class Counter {
   }
 
   /**
-   * Numbers `docs` (documents or plain objects of `Model`) in array order: one block per
-   * reference value, reserved in one round trip. Documents whose `inc_field` the caller
-   * set keep it, unless `asSave` (create, which is save: only what this counter gave them
-   * is kept). Documents are numbered in place; a plain object is never written to:
-   * resolves with `docs` where each numbered plain object is replaced by a numbered copy.
+   * Numbers for `sources` (documents, or plain objects cast with `Model`), in array order:
+   * one block per reference value, reserved in one round trip. Resolves with
+   * `[{ reference, value }]`, one per source.
    */
-  async numberAll(docs, Model, asSave = false) {
-    const result = [...docs];
-    const pending = [];
-    docs.forEach((doc, at) => {
-      if (!doc || typeof doc !== 'object') return;
-      let renumber;
-      if (asSave) renumber = !this.keepsOnSave(doc, this.referenceOf(doc));
-      // Documents this counter numbered before: kept unless their reference value changed.
-      else if (isDocument(doc) && this.numbered.has(doc)) renumber = !this.keeps(doc, this.referenceOf(doc));
-      else renumber = !this.isExplicit(doc, Model);
-      if (renumber) pending.push(at);
-    });
+  async reserve(sources, Model) {
+    const numbers = new Array(sources.length);
     await Promise.all(
-      this.groupByReference(pending.map((at) => docs[at]), Model).map(async ({ reference, members }) => {
+      this.groupByReference(sources, Model).map(async ({ reference, members }) => {
         const values = await this.call((await this.handle(reference, Model)).nextBatch(members.length));
-        members.forEach(({ doc, index }, i) => {
-          if (isDocument(doc)) {
-            this.give(doc, reference, values[i]);
-          } else {
-            result[pending[index]] = withField(doc, this.options.inc_field, values[i]);
-          }
+        members.forEach(({ index }, i) => {
+          numbers[index] = { reference, value: values[i] };
         });
       }),
     );
+    return numbers;
+  }
+
+  /**
+   * Whether `doc` (a document or a plain object of `Model`) takes a number in a batch: not
+   * when the caller set its `inc_field` — unless `asSave` (create, which is save: only what
+   * this counter gave it is kept) — nor when this counter numbered it for the reference
+   * value it still has.
+   */
+  needsNumber(doc, Model, asSave = false) {
+    if (!doc || typeof doc !== 'object') return false;
+    if (asSave) return !this.keepsOnSave(doc, this.referenceOf(doc));
+    if (isDocument(doc) && this.numbered.has(doc)) return !this.keeps(doc, this.referenceOf(doc));
+    return !this.isExplicit(doc, Model);
+  }
+
+  /** `doc` with `value`, given for `reference`: a document numbered in place, a plain object as a numbered copy. */
+  withNumber(doc, { reference, value }) {
+    if (!isDocument(doc)) return withField(doc, this.options.inc_field, value);
+    this.give(doc, reference, value);
+    return doc;
+  }
+
+  /**
+   * Numbers the `docs` that need it (see `needsNumber`), in array order, one round trip
+   * per reference value. Documents are numbered in place; a plain object is never written
+   * to: resolves with `docs` where each numbered plain object is replaced by a numbered copy.
+   */
+  async numberAll(docs, Model, asSave = false) {
+    const pending = [];
+    docs.forEach((doc, at) => {
+      if (this.needsNumber(doc, Model, asSave)) pending.push(at);
+    });
+    const numbers = await this.reserve(pending.map((at) => docs[at]), Model);
+    const result = [...docs];
+    pending.forEach((at, i) => {
+      result[at] = this.withNumber(docs[at], numbers[i]);
+    });
     return result;
   }
 
@@ -682,46 +699,135 @@ function addHooks(schema, counter) {
     return undefined;
   });
 
-  schema.pre('bulkWrite', async function numberBulkInserts(first, second, third) {
+  schema.pre('bulkWrite', async function numberBulkWrite(first, second, third) {
     const ops = arrayArgument([first, second, third]);
     if (!ops) return;
-    const inserts = ops.filter((op) => op && op.insertOne && op.insertOne.document);
-    if (inserts.length && counter.options.gapless) throw gaplessRefusal('a bulkWrite insertOne');
-    if (!inserts.length) return;
-    // mongoose replaces each insertOne's document by the document it casts; a numbered
-    // copy takes the caller's object's place there first.
-    const numbered = await counter.numberAll(inserts.map((op) => op.insertOne.document), this);
-    inserts.forEach((op, i) => {
-      op.insertOne.document = numbered[i];
-    });
+    // What takes a number, in operation order: insertOne documents and upserts. mongoose
+    // replaces each operation's document or update by its cast copy; ours (a numbered
+    // copy) takes the caller's object's place there first.
+    const work = [];
+    for (const op of ops) {
+      if (!op || typeof op !== 'object') continue;
+      const doc = op.insertOne && op.insertOne.document;
+      if (doc && counter.options.gapless) throw gaplessRefusal('a bulkWrite insertOne');
+      if (doc && counter.needsNumber(doc, this)) {
+        work.push({ source: doc, place: (number) => (op.insertOne.document = counter.withNumber(doc, number)) });
+      }
+      for (const [kind, key] of Object.entries(BULK_UPSERTS)) {
+        const spec = op[kind];
+        const plan = spec && spec.upsert ? upsertPlan(counter, this, spec.filter, spec[key], kind === 'replaceOne') : null;
+        if (plan) work.push({ source: plan.source, place: (number) => (op[kind] = { ...spec, [key]: plan.place(number && number.value) }) });
+      }
+    }
+    const reserved = work.filter((w) => w.source !== null);
+    const numbers = await counter.reserve(reserved.map((w) => w.source), this);
+    reserved.forEach((w, i) => w.place(numbers[i]));
+    for (const w of work) if (w.source === null) w.place(null);
   });
 
-  for (const operation of ['findOneAndUpdate', 'updateOne', 'updateMany']) {
+  for (const [operation, replace] of [['findOneAndUpdate', false], ['updateOne', false], ['updateMany', false], ['replaceOne', true], ['findOneAndReplace', true]]) {
     schema.pre(operation, async function numberUpsert() {
       if (!this.getOptions().upsert) return;
-      const update = this.getUpdate() || {};
-      // An aggregation-pipeline update has no $setOnInsert: it is left as it is (no number).
-      if (Array.isArray(update)) return;
-      const field = counter.options.inc_field;
-      // The filter's equalities become fields of the inserted document: an upsert by its
-      // number (`{ no: 5 }`, `{ _id: 5 }`) inserts that number, as the caller set it.
-      const equalities = filterEqualities(this.getFilter());
-      const byNumber = equalities[field] !== undefined && equalities[field] !== null;
-      const touched = updateTouches(update, field);
-      if (byNumber || touched === true) return;
-      if (counter.options.gapless) throw gaplessRefusal('an upsert');
-      // The document an insert would store: the filter's equalities, then the update's
-      // values, cast with the schema as save casts them.
-      const plainFields = Object.fromEntries(Object.entries(update).filter(([key]) => !key.startsWith('$')));
-      const source = { ...equalities, ...(update.$setOnInsert || {}), ...(update.$set || {}), ...plainFields };
-      const value = await counter.next(source, this.model);
-      // `$setOnInsert: { meta: {…} }` with inc_field `meta.no`: the number goes into a copy
-      // of that object (a second path under it would conflict, code 40).
-      const [key, inside] = touched ? [touched, field.slice(touched.length + 1)] : [field, null];
-      const placed = inside === null ? value : readField(withField({ [key]: update.$setOnInsert[key] }, `${key}.${inside}`, value), key);
-      this.setUpdate({ ...update, $setOnInsert: { ...(update.$setOnInsert || {}), [key]: placed } });
+      const plan = upsertPlan(counter, this.model, this.getFilter(), this.getUpdate() || {}, replace);
+      if (!plan) return;
+      const [number] = plan.source === null ? [null] : await counter.reserve([plan.source], this.model);
+      this.setUpdate(plan.place(number && number.value));
     });
   }
+}
+
+/** The upserting operations of bulkWrite, and the key of each one's update. */
+const BULK_UPSERTS = { updateOne: 'update', updateMany: 'update', replaceOne: 'replacement' };
+
+/**
+ * How an upsert of `Model` numbers the document it would insert: `null` when it takes no
+ * number (the filter gives the field by equality, the update sets it), else `{ source,
+ * place }`: the values that choose the counter (`null`: no number to take) and
+ * `place(value)`, the update with the number. `update` is an update document, an
+ * aggregation pipeline, or with `replace` a replacement. Throws what cannot be numbered.
+ */
+function upsertPlan(counter, Model, filter, update, replace) {
+  const field = counter.options.inc_field;
+  // The filter's equalities become fields of the inserted document (only _id for a
+  // replacement): an upsert by its number (`{ no: 5 }`, `{ _id: 5 }`) inserts that number.
+  const equalities = filterEqualities(filter);
+  const byNumber = equalities[field] !== undefined && equalities[field] !== null;
+  if (replace) return replacementPlan(counter, Model, equalities, byNumber, isDocument(update) ? update.toObject() : update);
+  if (byNumber) return null;
+  if (Array.isArray(update)) return pipelinePlan(counter, Model, equalities, update);
+  const touched = updateTouches(update, field);
+  if (touched === true) return null;
+  if (counter.options.gapless) throw gaplessRefusal('an upsert');
+  // The document an insert would store: the filter's equalities, then the update's
+  // values, cast with the schema as save casts them.
+  const plainFields = Object.fromEntries(Object.entries(update).filter(([key]) => !key.startsWith('$')));
+  const source = { ...equalities, ...(update.$setOnInsert || {}), ...(update.$set || {}), ...plainFields };
+  // `$setOnInsert: { meta: {…} }` with inc_field `meta.no`: the number goes into a copy
+  // of that object (a second path under it would conflict, code 40).
+  const [key, inside] = touched ? [touched, field.slice(touched.length + 1)] : [field, null];
+  const place = (value) => {
+    const placed = inside === null ? value : readField(withField({ [key]: update.$setOnInsert[key] }, `${key}.${inside}`, value), key);
+    return { ...update, $setOnInsert: { ...(update.$setOnInsert || {}), [key]: placed } };
+  };
+  return { source, place };
+}
+
+/**
+ * An upsert's replacement is stored as it is, whether it inserts or replaces: it takes a
+ * number unless it holds one, or the filter gives one by equality (put into it, so that a
+ * matched document keeps it). Numbered by `_id`, it must give the _id: a number of ours
+ * would change the _id of a document it replaces.
+ */
+function replacementPlan(counter, Model, equalities, byNumber, replacement) {
+  const field = counter.options.inc_field;
+  if (!replacement || typeof replacement !== 'object' || counter.isExplicit(replacement, Model)) return null;
+  if (field === '_id') {
+    if (byNumber) return null; // the server inserts the filter's _id
+    throw codedError('INVALID_ARGUMENT', `${PLUGIN}: a replace with upsert on a model numbered by _id must give the _id, in its filter or its replacement: a number in the replacement would change the _id of a document it replaces`);
+  }
+  if (byNumber) return { source: null, place: () => withField(replacement, field, equalities[field]) };
+  if (counter.options.gapless) throw gaplessRefusal('an upsert');
+  return { source: replacement, place: (value) => withField(replacement, field, value) };
+}
+
+/**
+ * An aggregation-pipeline upsert: a last stage sets the field where the document has none
+ * (`$ifNull`: the inserted document; a matched one keeps its number). The counter is
+ * chosen by the filter's equalities and the constants the `$set` / `$addFields` stages
+ * give; a reference value the pipeline computes (or may remove) cannot choose it: refused.
+ */
+function pipelinePlan(counter, Model, equalities, pipeline) {
+  if (counter.options.gapless) throw gaplessRefusal('an upsert');
+  const field = counter.options.inc_field;
+  const source = { ...equalities };
+  const computed = [];
+  for (const stage of pipeline) {
+    const [name, spec] = Object.entries(stage || {})[0] || [];
+    if ((name === '$set' || name === '$addFields') && spec && typeof spec === 'object') {
+      for (const [path, value] of Object.entries(spec)) {
+        if (isConstant(value)) source[path] = value;
+        else computed.push(path);
+      }
+    } else {
+      computed.push(...(name === '$unset' ? [].concat(spec) : [''])); // '': any field
+    }
+  }
+  const overlaps = (a, b) => a === '' || a === b || b.startsWith(`${a}.`) || a.startsWith(`${b}.`);
+  const unknown = (counter.options.reference_fields || []).find((r) => computed.some((c) => overlaps(c, r)));
+  if (unknown !== undefined) {
+    throw codedError('INVALID_ARGUMENT', `${PLUGIN}: an upsert whose pipeline computes reference field '${unknown}' cannot be numbered: the counter is chosen by that value before the server computes it. Give it in the filter by equality or as a constant`);
+  }
+  // The value as the schema stores it (setters), which mongoose does not apply to a pipeline.
+  const stored = (value) => readField(asCast(Model, withField({}, field, value)), field, true) ?? value;
+  return { source, place: (value) => [...pipeline, { $set: { [field]: { $ifNull: [`$${field}`, stored(value)] } } }] };
+}
+
+/** Whether a pipeline stage's value is a constant (no field path, no expression operator). */
+function isConstant(value) {
+  if (typeof value === 'string') return !value.startsWith('$');
+  if (Array.isArray(value)) return value.every(isConstant);
+  if (!value || typeof value !== 'object' || value._bsontype || value instanceof Date) return true;
+  return Object.entries(value).every(([key, inner]) => !key.startsWith('$') && isConstant(inner));
 }
 
 /**

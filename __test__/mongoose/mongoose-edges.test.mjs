@@ -445,6 +445,64 @@ for (const [major, mongoose] of [
       assert.deepEqual((await I.find().sort({ _id: 1 }).lean()).map((d) => [d._id, d.tag]), [[1, 'c'], [77, 'b']]);
     });
 
+    test('every upsert and replace that can insert a document numbers it, in bulkWrite too', async () => {
+      const schema = new mongoose.Schema({ tag: String, x: Number, no: Number });
+      schema.plugin(AutoIncrement, { id: `${p}upsert_all`, inc_field: 'no' });
+      const M = await model(`${p}UpsertAll`, schema);
+      await M.bulkWrite([
+        { updateOne: { filter: { tag: 'a' }, update: { $set: { x: 1 } }, upsert: true } },
+        { insertOne: { document: { tag: 'b' } } },
+        { updateMany: { filter: { tag: 'c' }, update: { $set: { x: 1 } }, upsert: true } },
+        { replaceOne: { filter: { tag: 'd' }, replacement: { tag: 'd', x: 1 }, upsert: true } },
+        { updateOne: { filter: { tag: 'e' }, update: [{ $set: { x: 1 } }], upsert: true } },
+      ]);
+      await M.replaceOne({ tag: 'f' }, { tag: 'f' }, { upsert: true });
+      await M.findOneAndReplace({ tag: 'g' }, { tag: 'g' }, { upsert: true });
+      await M.updateOne({ tag: 'h' }, [{ $set: { x: 2 } }], { upsert: true, updatePipeline: true });
+      await M.findOneAndUpdate({ tag: 'i' }, [{ $set: { x: 3 } }], { upsert: true, updatePipeline: true });
+      assert.deepEqual(await numbers(M, 'no'), [['a', 1], ['b', 2], ['c', 3], ['d', 4], ['e', 5], ['f', 6], ['g', 7], ['h', 8], ['i', 9]]);
+      // (mongoose 9 takes an aggregation pipeline as an update with updatePipeline only.)
+      // Matching an existing document: an update keeps its number (a value spent: a gap)...
+      await M.bulkWrite([{ updateOne: { filter: { tag: 'a' }, update: { $set: { x: 5 } }, upsert: true } }]);
+      await M.updateOne({ tag: 'h' }, [{ $set: { x: 9 } }], { upsert: true, updatePipeline: true });
+      // ...a replacement is stored as a new document would be: with a new number.
+      await M.replaceOne({ tag: 'f' }, { tag: 'f', x: 2 }, { upsert: true });
+      // A number given by the filter's equality, or by the replacement, is the document's.
+      await M.replaceOne({ no: 500 }, { tag: 'j' }, { upsert: true });
+      await M.findOneAndReplace({ no: 500 }, { tag: 'j', x: 1 }, { upsert: true });
+      await M.bulkWrite([{ replaceOne: { filter: { tag: 'k' }, replacement: { tag: 'k', no: 501 }, upsert: true } }]);
+      await M.updateOne({ no: 502 }, [{ $set: { tag: 'l' } }], { upsert: true, updatePipeline: true });
+      assert.deepEqual(await numbers(M, 'no'), [['a', 1], ['b', 2], ['c', 3], ['d', 4], ['e', 5], ['f', 12], ['g', 7], ['h', 8], ['i', 9], ['j', 500], ['k', 501], ['l', 502]]);
+      assert.equal((await counters().findOne({ id: `${p}upsert_all` })).seq, 12);
+
+      // Reference values: a replacement's own (the server inserts it as it is, with the
+      // filter's _id only); a pipeline's filter equalities and literal values.
+      const scoped = new mongoose.Schema({ tag: String, shop: String, no: Number });
+      scoped.plugin(AutoIncrement, { id: `${p}upsert_scoped`, inc_field: 'no', reference_fields: 'shop' });
+      const S = await model(`${p}UpsertScoped`, scoped);
+      await S.replaceOne({ tag: 'a' }, { tag: 'a', shop: 'x' }, { upsert: true });
+      await S.replaceOne({ tag: 'b', shop: 'y' }, { tag: 'b' }, { upsert: true });
+      await S.updateOne({ tag: 'c', shop: 'x' }, [{ $set: { n: 1 } }], { upsert: true, updatePipeline: true });
+      await S.bulkWrite([{ updateOne: { filter: { tag: 'd' }, update: [{ $set: { shop: 'x' } }], upsert: true } }]);
+      assert.deepEqual((await S.find().sort({ tag: 1 }).lean()).map((d) => [d.tag, d.shop ?? null, d.no]), [['a', 'x', 1], ['b', null, 1], ['c', 'x', 2], ['d', 'x', 3]]);
+      // A pipeline computing a reference value: the counter cannot be chosen, refused.
+      await rejectsCode(S.updateOne({ tag: 'e' }, [{ $set: { shop: { $concat: ['$tag', '!'] } } }], { upsert: true, updatePipeline: true }), 'INVALID_ARGUMENT');
+      await rejectsCode(S.bulkWrite([{ updateOne: { filter: { tag: 'e' }, update: [{ $replaceWith: { tag: 'e' } }], upsert: true } }]), 'INVALID_ARGUMENT');
+
+      // Numbered by _id: a replacement must keep the _id of a document it replaces.
+      const byId = new mongoose.Schema({ _id: Number, tag: String });
+      byId.plugin(AutoIncrement, { id: `${p}upsert_all_id` });
+      const I = await model(`${p}UpsertAllId`, byId);
+      await I.replaceOne({ _id: 70 }, { tag: 'a' }, { upsert: true });
+      await I.bulkWrite([{ replaceOne: { filter: { tag: 'b' }, replacement: { _id: 71, tag: 'b' }, upsert: true } }]);
+      await I.updateOne({ tag: 'c' }, [{ $set: { x: 1 } }], { upsert: true, updatePipeline: true });
+      await rejectsCode(I.replaceOne({ tag: 'd' }, { tag: 'd' }, { upsert: true }), 'INVALID_ARGUMENT');
+      await rejectsCode(I.findOneAndReplace({ tag: 'd' }, { tag: 'd' }, { upsert: true }), 'INVALID_ARGUMENT');
+      await rejectsCode(I.bulkWrite([{ replaceOne: { filter: { tag: 'd' }, replacement: { tag: 'd' }, upsert: true } }]), 'INVALID_ARGUMENT');
+      assert.deepEqual((await I.find().sort({ _id: 1 }).lean()).map((d) => [d._id, d.tag]), [[1, 'c'], [70, 'a'], [71, 'b']]);
+      assert.equal((await counters().findOne({ id: `${p}upsert_all_id` })).seq, 1);
+    });
+
     test('an upsert that writes the object above a nested inc_field, or the field itself, still runs', async () => {
       const schema = new mongoose.Schema({ tag: String, meta: { no: Number, x: Number } });
       schema.plugin(AutoIncrement, { id: `${p}upsert_nested`, inc_field: 'meta.no' });
