@@ -554,6 +554,43 @@ for (const [major, mongoose] of [
       }
     });
 
+    test('one factory, a schema on two connections: one counter, in the factory connection\'s database, reset through either', async () => {
+      const other = mongoose.createConnection();
+      await other.openUri(env.uri, { dbName: `${env.dbName}_${major}_tenant`, serverSelectionTimeoutMS: 10_000 });
+      try {
+        const schema = new mongoose.Schema({ tag: String, no: Number });
+        schema.plugin(AutoIncrement, { id: `${p}tenants`, inc_field: 'no' });
+        const A = await model(`${p}Tenant`, schema);
+        const B = other.model(`${p}Tenant`, schema);
+        await B.init();
+        await A.create({ tag: 'a1' });
+        await B.create({ tag: 'b1' });
+        await A.create({ tag: 'a2' });
+        assert.deepEqual([await numbers(A, 'no'), await numbers(B, 'no')], [[['a1', 1], ['a2', 3]], [['b1', 2]]]);
+        assert.equal(await other.db.collection('counters').countDocuments(), 0, 'no counter in the other database');
+        await B.counterReset(`${p}tenants`);
+        assert.equal((await A.create({ tag: 'a3' })).no, 1, 'reset through B, for A too');
+      } finally {
+        await other.dropDatabase();
+        await other.close();
+      }
+    });
+
+    test('on a subdocument schema: new subdocuments are numbered when their parent is saved, not by its insertMany', async () => {
+      const item = new mongoose.Schema({ name: String });
+      item.plugin(AutoIncrement, { id: `${p}items`, inc_field: 'no' });
+      const Order = await model(`${p}Order`, new mongoose.Schema({ tag: String, items: [item], main: item }));
+      await new Order({ tag: 'a', items: [{ name: 'x' }, { name: 'y' }], main: { name: 'm' } }).save();
+      await Order.create({ tag: 'b', items: [{ name: 'z' }] });
+      const a = await Order.findOne({ tag: 'a' });
+      a.items.push({ name: 'w' });
+      await a.save();
+      await Order.insertMany([{ tag: 'c', items: [{ name: 'v' }] }]);
+      await Order.updateOne({ tag: 'd' }, { $set: { items: [{ name: 'u' }] } }, { upsert: true });
+      const stored = (await Order.find().sort({ tag: 1 }).lean()).map((d) => [d.tag, d.items.map((i) => i.no ?? null), d.main?.no ?? null]);
+      assert.deepEqual(stored, [['a', [1, 2, 5], 3], ['b', [4], null], ['c', [null], null], ['d', [null], null]]);
+    });
+
     test('a number refused by a unique index on inc_field is not kept for the retry', async () => {
       const schema = new mongoose.Schema({ tag: String, no: { type: Number, unique: true } });
       schema.plugin(AutoIncrement, { id: `${p}refused`, inc_field: 'no' });
