@@ -286,6 +286,17 @@ for (const [major, mongoose] of [
       assert.equal((await Fresh.create({ tag: 'c', shop: 'y' })).no, 8);
     });
 
+    test('syncCounterToMax chooses each counter as save does: reference values through the schema\'s getters', async () => {
+      const schema = new mongoose.Schema({ tag: String, shop: { type: String, get: (v) => (v == null ? v : `<${v}>`) }, no: Number });
+      schema.plugin(AutoIncrement, { id: `${p}sync_getter`, inc_field: 'no', reference_fields: 'shop' });
+      const M = await model(`${p}SyncGetter`, schema);
+      await M.create({ tag: 'a', shop: 'x' });
+      await M.collection.insertOne({ tag: 'b', shop: 'x', no: 30 });
+      assert.deepEqual(await syncCounterToMax(M), [{ reference_value: { shop: '<x>' }, value: 30 }]);
+      assert.equal((await M.create({ tag: 'c', shop: 'x' })).no, 31);
+      assert.deepEqual((await counters().find({ id: `${p}sync_getter` }).toArray()).map((c) => [c.reference_value, c.seq]), [[{ shop: '<x>' }, 31]]);
+    });
+
     test('syncCounterToMax with a nested inc_field reads the dotted path', async () => {
       const schema = new mongoose.Schema({ tag: String });
       schema.plugin(AutoIncrement, { id: `${p}nested`, inc_field: 'meta.no' });
