@@ -715,7 +715,8 @@ function addHooks(schema, counter) {
       }
       for (const [kind, key] of Object.entries(BULK_UPSERTS)) {
         const spec = op[kind];
-        const plan = spec && spec.upsert ? upsertPlan(counter, this, spec.filter, spec[key], kind === 'replaceOne') : null;
+        const given = spec && spec.upsert && spec[key] && typeof spec[key] === 'object';
+        const plan = given ? upsertPlan(counter, this, spec.filter, spec[key], kind === 'replaceOne') : null;
         if (plan) work.push({ source: plan.source, place: (number) => (op[kind] = { ...spec, [key]: plan.place(number && number.value) }) });
       }
     }
