@@ -215,10 +215,9 @@ function materialise(history, mongoose) {
     for (const [key, value] of Object.entries(flat)) {
       if (key === 'tag') continue;
       if (instances.some((i) => i.field === key)) {
-        // A pipeline's number by the filter's equality; an update's by $set, or by
-        // $setOnInsert where the field is immutable (mongoose drops a $set of it).
+        // A pipeline's number by the filter's equality (mongoose casts no pipeline); an
+        // update's by $set.
         if (how === 'pipeline') filter[key] = value;
-        else if (spec.immutable && decorated(spec, key)) $setOnInsert[key] = value;
         else $set[key] = value;
         continue;
       }
