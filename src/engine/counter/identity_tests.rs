@@ -74,6 +74,14 @@ fn decimals_whose_coefficient_is_past_34_digits_are_zero() {
     // The usual form with a coefficient past 34 digits (but below 2^113) is zero too.
     let bits = 6176u128 << 113 | (MAX_COEFFICIENT + 1);
     assert_eq!(key(decimal_bits(bits)), zero);
+    // 34 digits are a number, the largest coefficient there is.
+    let largest = dec("9999999999999999999999999999999999");
+    assert_ne!(key(largest.clone()), zero);
+    assert_eq!(
+        key(decimal_bits(6176u128 << 113 | MAX_COEFFICIENT)),
+        key(largest)
+    );
+    assert_ne!(key(dec("12345678901234567890123456789012")), zero);
     assert_eq!(
         key(decimal_bits(6176u128 << 113 | 12_345)),
         key(Bson::Int32(12_345))
