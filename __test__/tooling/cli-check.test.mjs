@@ -221,6 +221,8 @@ test('check prints a status line first on stdout for every exit code, 0 to 3', a
     ['UNKNOWN', ['check', ...on, '--bogus']],
     ['UNKNOWN', ['check', ...on, '--warn', 'lots']],
     ['UNKNOWN', ['check', ...on, '--timeout', '0']],
+    // Refused by the package once connected (INVALID_ARGUMENT), not by the command line.
+    ['UNKNOWN', ['check', '--collection', 'a$b']],
   ];
   for (const [state, args] of runs) {
     const r = await cli(args);
@@ -402,20 +404,21 @@ async function freezingProxy(address) {
   };
 }
 
-test('check --timeout bounds the whole check: UNKNOWN in time from a server that never answers', async () => {
+test('check --timeout bounds the whole check: UNKNOWN in time from a server that never answers', async (t) => {
   const silent = await silentServer();
   try {
     const r = await cli(['check', '--timeout', '2'], { uri: `mongodb://127.0.0.1:${silent.port}/shop?directConnection=true`, db: null, killAfterMs: 2000 + 10_000 });
     assert.ok(!r.killed, `still running ${r.ms} ms after a --timeout of 2 s`);
     assert.equal(r.code, 3, r.stdout + r.stderr);
     assertStatusLine(r, 'silent server');
+    t.diagnostic(`--timeout 2: exit 3 after ${r.ms} ms: ${r.stdout.trim()}`);
     assert.ok(silent.connections() > 0, 'the check reached the server');
   } finally {
     await silent.close();
   }
 });
 
-test('check --timeout bounds the whole check: UNKNOWN in time from a server that freezes at the listing', async () => {
+test('check --timeout bounds the whole check: UNKNOWN in time from a server that freezes at the listing', async (t) => {
   await ready();
   for (const format of [[], ['--json'], ['--format', 'openmetrics']]) {
     const proxy = await freezingProxy(env.address);
@@ -424,6 +427,7 @@ test('check --timeout bounds the whole check: UNKNOWN in time from a server that
       assert.ok(!r.killed, `${format}: still running ${r.ms} ms after a --timeout of 2 s`);
       assert.equal(r.code, 3, r.stdout + r.stderr);
       assert.ok(proxy.held() > 0, 'the listing reached the frozen server');
+      t.diagnostic(`--timeout 2 ${format.join(' ') || '(text)'}: exit 3 after ${r.ms} ms`);
       if (format[0] === '--json') {
         assert.equal(JSON.parse(r.stdout).status, 'UNKNOWN');
         assert.equal(JSON.parse(r.stdout).error.code, 'TIMEOUT');
