@@ -148,6 +148,9 @@ test('the CLI\'s answers mask a counter name that is a connection string, and --
     runCli(['list']),
     runCli(['list', '--json']),
     runCli(['check', '--json']),
+    // The plugin's performance data label and the OpenMetrics label hold the name too.
+    runCli(['check']),
+    runCli(['check', '--format', 'openmetrics']),
   ];
   for (const r of outputs) {
     assert.equal(r.status, 0, r.output);
@@ -157,6 +160,8 @@ test('the CLI\'s answers mask a counter name that is a connection string, and --
   const listed = JSON.parse(outputs[4].output);
   assert.ok(JSON.stringify(listed).includes('mongodb://****@host/shop'), outputs[4].output);
   JSON.parse(outputs[5].output);
+  assert.match(outputs[6].output, /'mongodb:\/\/\*\*\*\*@host\/shop'=/);
+  assert.match(outputs[7].output, /name="mongodb:\/\/\*\*\*\*@host\/shop"/);
 });
 
 test('a connection string given as any argument of the CLI is never echoed with its password', async () => {
