@@ -7,7 +7,7 @@
 
 const { parseArgs } = require('node:util');
 const { version } = require('../package.json');
-const { redacted, quote, UsageError, TimeoutError, withinTimeout, COMMON, COMMON_HELP, connectionOf, session, toJson } = require('../lib/cli.js');
+const { redacted, masked, quote, UsageError, TimeoutError, withinTimeout, COMMON, COMMON_HELP, connectionOf, session, toJson } = require('../lib/cli.js');
 
 const EXIT_ERROR = 1;
 const EXIT_USAGE = 2;
@@ -136,10 +136,9 @@ async function main(argv) {
       throw e;
     }
     await work.close();
-    // Masked as failures are: a counter name may be a connection string with a password
-    // (a text whose command masked each name in it is `masked` already).
-    const text = wantsJson ? toJson(output.json) : output.text;
-    process.stdout.write(`${output.masked ? text : redacted(text)}\n`);
+    // A counter name may be a connection string with a password: texts mask each name
+    // (`nameText`), JSON every string on its own.
+    process.stdout.write(`${wantsJson ? toJson(masked(output.json)) : output.text}\n`);
     if (output.exitCode) process.exitCode = output.exitCode;
   } catch (e) {
     if (e instanceof UsageError) return fail('USAGE', e.message, EXIT_USAGE);

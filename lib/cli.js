@@ -145,8 +145,20 @@ function withinTimeout(work, session) {
 
 /** A number as printed: BigInts as their exact digits. */
 const show = (v) => (typeof v === 'bigint' ? v.toString() : typeof v === 'string' ? v : JSON.stringify(v));
-/** A sequence name as printed: a string as it is, a scoped name as its JSON. */
-const nameText = (name) => (typeof name === 'string' ? name : toJson(name));
+/**
+ * `value` with every string in it (keys too) masked on its own: masking a whole output at
+ * once would take everything up to the last `@` after a connection string with it.
+ */
+const masked = (value) => {
+  if (typeof value === 'string') return redacted(value);
+  if (Array.isArray(value)) return value.map(masked);
+  if (value && typeof value === 'object' && [Object.prototype, null].includes(Object.getPrototypeOf(value))) {
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [redacted(k), masked(v)]));
+  }
+  return value;
+};
+/** A sequence name as printed, masked: a string as it is, a scoped name as its JSON. */
+const nameText = (name) => (typeof name === 'string' ? redacted(name) : toJson(masked(name)));
 
 /** `rows` under `headers` in aligned columns (those in `rightAligned` to the right). */
 function table(rows, headers, rightAligned) {
@@ -165,4 +177,4 @@ async function confirm(question) {
   return /^y(es)?$/i.test(answer.trim());
 }
 
-module.exports = { redacted, quote, UsageError, TimeoutError, withinTimeout, COMMON, COMMON_HELP, integer, sequenceName, timeoutMs, connectionOf, session, show, nameText, table, confirm, toJson };
+module.exports = { redacted, masked, quote, UsageError, TimeoutError, withinTimeout, COMMON, COMMON_HELP, integer, sequenceName, timeoutMs, connectionOf, session, show, nameText, table, confirm, toJson };

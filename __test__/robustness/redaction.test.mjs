@@ -162,6 +162,14 @@ test('the CLI\'s answers mask a counter name that is a connection string, and --
   JSON.parse(outputs[5].output);
   assert.match(outputs[6].output, /'mongodb:\/\/\*\*\*\*@host\/shop'=/);
   assert.match(outputs[7].output, /name="mongodb:\/\/\*\*\*\*@host\/shop"/);
+  // Each name is masked on its own: the names after it, up to the last '@', are all there.
+  for (const other of ['orders', 'zz@example', '{"tenant":"mongodb://t:PW@h/x","n":1}']) assert.equal(runCli(['init', other]).status, 0);
+  const text = runCli(['list']).output;
+  const json = JSON.stringify(JSON.parse(runCli(['list', '--json']).output));
+  for (const shown of [text, json]) {
+    assert.ok(!shown.includes('PW'), shown);
+    for (const name of ['mongodb://****@host/shop', 'orders', 'zz@example', 'mongodb://****@h/x']) assert.ok(shown.includes(name), `${name} missing from\n${shown}`);
+  }
 });
 
 test('a connection string given as any argument of the CLI is never echoed with its password', async () => {
