@@ -238,8 +238,13 @@ function upsertValues(filter, update, replace) {
   return { ...equalities, ...(update.$setOnInsert || {}), ...(update.$set || {}), ...plainFields };
 }
 
-/** Refuses an upsert through `Model` that would insert a discriminator numbered by its own counters (see checkDiscriminator). */
-function checkUpsertDiscriminator(Model, filter, update, replace) {
+/**
+ * Refuses an upsert through `Model` that any of its counters refuses, or that would
+ * insert a discriminator numbered by its own counters (see checkDiscriminator). Each
+ * counter's hook runs it before taking a number, so that a refusal by one counter leaves
+ * no number of another spent.
+ */
+function checkUpsert(Model, filter, update, replace) {
   checkDiscriminator(Model, upsertValues(filter, update, replace), (counter, Child) => {
     try {
       return upsertPlan(counter, Child, filter, update, replace) !== null;
@@ -247,6 +252,7 @@ function checkUpsertDiscriminator(Model, filter, update, replace) {
       return true;
     }
   });
+  for (const counter of countersOf(Model)) if (!counter.options.disable_hooks) upsertPlan(counter, Model, filter, update, replace);
 }
 
 /** Whether a filter's condition on one path is an operator object (`{ $gt: … }`). */
@@ -755,7 +761,7 @@ function addHooks(schema, counter) {
       for (const [kind, key] of Object.entries(BULK_UPSERTS)) {
         const spec = op[kind];
         const given = spec && spec.upsert && spec[key] && typeof spec[key] === 'object';
-        if (given) checkUpsertDiscriminator(this, spec.filter, spec[key], kind === 'replaceOne');
+        if (given) checkUpsert(this, spec.filter, spec[key], kind === 'replaceOne');
         const plan = given ? upsertPlan(counter, this, spec.filter, spec[key], kind === 'replaceOne') : null;
         if (plan) work.push({ source: plan.source, place: (number) => (op[kind] = { ...spec, [key]: plan.place(number && number.value) }) });
       }
@@ -769,7 +775,7 @@ function addHooks(schema, counter) {
   for (const [operation, replace] of [['findOneAndUpdate', false], ['updateOne', false], ['updateMany', false], ['replaceOne', true], ['findOneAndReplace', true]]) {
     schema.pre(operation, async function numberUpsert() {
       if (!this.getOptions().upsert) return;
-      checkUpsertDiscriminator(this.model, this.getFilter(), this.getUpdate() || {}, replace);
+      checkUpsert(this.model, this.getFilter(), this.getUpdate() || {}, replace);
       const plan = upsertPlan(counter, this.model, this.getFilter(), this.getUpdate() || {}, replace);
       if (!plan) return;
       const [number] = plan.source === null ? [null] : await counter.reserve([plan.source], this.model);

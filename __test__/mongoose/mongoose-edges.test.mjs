@@ -562,6 +562,16 @@ for (const [major, mongoose] of [
       await M.updateOne({ tag: 'd', year: 2025, 'meta.y': 1 }, { $inc: { old: 1 } }, { upsert: true });
       await M.updateOne({ tag: 'e' }, { $inc: { year: 2025 }, $set: { no: 90 } }, { upsert: true });
       assert.deepEqual(await numbers(M, 'no'), [['a', 1], ['d', 2], ['e', 90]]);
+      // Refused by one counter of two: the other takes no number either.
+      const two = new mongoose.Schema({ tag: String, year: Number, a: Number, b: Number });
+      two.plugin(AutoIncrement, { id: `${p}ref_ops_a`, inc_field: 'a' });
+      two.plugin(AutoIncrement, { id: `${p}ref_ops_b`, inc_field: 'b', reference_fields: ['year'] });
+      const Two = await model(`${p}RefOpsTwo`, two);
+      await Two.create({ tag: 'a', year: 1 });
+      await assert.rejects(Two.updateOne({ tag: 'b' }, { $inc: { year: 1 } }, { upsert: true }), refusal('$inc'));
+      await assert.rejects(Two.bulkWrite([{ updateOne: { filter: { tag: 'b' }, update: { $max: { year: 1 } }, upsert: true } }]), refusal('$max'));
+      await assert.rejects(Two.replaceOne({ tag: 'a' }, { tag: 'a', a: 1 }, { upsert: true }), (e) => e.code === 'INVALID_ARGUMENT');
+      assert.deepEqual((await counters().find({ id: { $in: [`${p}ref_ops_a`, `${p}ref_ops_b`] } }).sort({ id: 1 }).toArray()).map((c) => [c.id, c.seq]), [[`${p}ref_ops_a`, 1], [`${p}ref_ops_b`, 1]]);
     });
 
     test('a replace upsert without a number is refused: it would renumber a document it matches', async () => {
