@@ -2,7 +2,9 @@
 // schema on every path and keyed by their exact BSON value, two counters on one schema,
 // explicit numbers kept by insertMany, bulkWrite and upserts (overwritten by save and
 // create), getters and setters on inc_field, descending counters synced downwards,
-// counterReset with start_seq 0, gapless create, parallel_hooks. On mongoose 9 and 8.
+// counterReset with start_seq 0, gapless create, parallel_hooks, the upserts refused
+// (pipelines, replaces without a number, reference values by other operators, a
+// discriminator's own counters through its base). On mongoose 9 and 8.
 import { test, before, after, describe } from 'node:test';
 import assert from 'node:assert/strict';
 import { createRequire } from 'node:module';
