@@ -11,6 +11,17 @@
  * document saved (or inserted) before the connection opens is numbered once it opens,
  * as mongoose buffers it: the plugin waits up to `bufferTimeoutMS` (not at all with
  * `bufferCommands: false`), then rejects with `CONNECTION`.
+ *
+ * Upserts (`updateOne`, `updateMany`, `findOneAndUpdate`, `replaceOne`,
+ * `findOneAndReplace`, and bulkWrite's) are numbered when they insert. Refused with
+ * `INVALID_ARGUMENT` before a number is taken (and, in `bulkWrite`, before any operation
+ * is sent, ordered or not): an aggregation-pipeline upsert (it cannot tell an insert
+ * from a match: use an update document with `$setOnInsert`); a replace upsert whose
+ * number is not given by the replacement or by the filter's equality (it would renumber
+ * a document it matches); an upsert writing a reference field with an operator other
+ * than `$set` / `$setOnInsert` (`$inc`, `$max`, `$rename`…); and, through a
+ * discriminator's base model, a document of a discriminator whose own schema has
+ * counters (write it through that discriminator).
  */
 declare function AutoIncrementFactory(mongooseOrConnection: unknown): AutoIncrementFactory.AutoIncrementPlugin
 

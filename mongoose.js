@@ -212,6 +212,49 @@ function discriminatorOf(Model, plain) {
   return Model.discriminators[name] || Object.values(Model.discriminators).find((d) => d.discriminatorMapping && d.discriminatorMapping.value === name) || Model;
 }
 
+/**
+ * Refuses a write through `Model` (a base model) of a document that is, or names by the
+ * discriminator key, a discriminator with counters of its own schema: `Model`'s hooks
+ * are its own schema's, so those counters would give it no number. `takes(counter,
+ * Child)` says whether the write would take a number of that counter.
+ */
+function checkDiscriminator(Model, source, takes) {
+  if (!source || typeof source !== 'object') return;
+  const Child = isDocument(source) ? source.constructor : discriminatorOf(Model, source);
+  if (typeof Child !== 'function' || Child === Model) return;
+  const inherited = countersOf(Model);
+  const missing = countersOf(Child).find((c) => !inherited.includes(c) && !c.options.disable_hooks && takes(c, Child));
+  if (missing) {
+    throw codedError('INVALID_ARGUMENT', `${PLUGIN}: a ${Child.modelName} document is numbered by counter '${missing.options.id}' of its own schema, which a write through ${Model.modelName} does not run: write it through the model ${Child.modelName} (no number was taken)`);
+  }
+}
+
+/** The values of the document an upsert would insert, as far as they name its discriminator. */
+function upsertValues(filter, update, replace) {
+  const equalities = filterEqualities(filter);
+  if (replace) return { ...equalities, ...(isDocument(update) ? update.toObject() : update) };
+  if (!update || typeof update !== 'object' || Array.isArray(update)) return equalities;
+  const plainFields = Object.fromEntries(Object.entries(update).filter(([key]) => !key.startsWith('$')));
+  return { ...equalities, ...(update.$setOnInsert || {}), ...(update.$set || {}), ...plainFields };
+}
+
+/**
+ * Refuses an upsert through `Model` that any of its counters refuses, or that would
+ * insert a discriminator numbered by its own counters (see checkDiscriminator). Each
+ * counter's hook runs it before taking a number, so that a refusal by one counter leaves
+ * no number of another spent.
+ */
+function checkUpsert(Model, filter, update, replace) {
+  checkDiscriminator(Model, upsertValues(filter, update, replace), (counter, Child) => {
+    try {
+      return upsertPlan(counter, Child, filter, update, replace) !== null;
+    } catch {
+      return true;
+    }
+  });
+  for (const counter of countersOf(Model)) if (!counter.options.disable_hooks) upsertPlan(counter, Model, filter, update, replace);
+}
+
 /** Whether a filter's condition on one path is an operator object (`{ $gt: … }`). */
 function isOperatorObject(value) {
   return Boolean(value) && typeof value === 'object' && !Array.isArray(value) && !value._bsontype && !(value instanceof Date) && Object.keys(value).some((k) => k.startsWith('$'));
@@ -690,6 +733,7 @@ function addHooks(schema, counter) {
     const overwrite = this.base && typeof this.base.overwriteMiddlewareArguments === 'function' ? this.base.overwriteMiddlewareArguments : null;
     const docs = arrayArgument(given);
     if (!docs) return undefined;
+    for (const doc of docs) checkDiscriminator(this, doc, (c, Child) => c.needsNumber(doc, Child));
     const numbered = await counter.numberAll(docs, this);
     if (numbered.every((d, i) => d === docs[i])) return undefined;
     if (overwrite && given[0] === docs) return overwrite(numbered, ...given.slice(1));
@@ -710,12 +754,14 @@ function addHooks(schema, counter) {
       if (!op || typeof op !== 'object') continue;
       const doc = op.insertOne && op.insertOne.document;
       if (doc && counter.options.gapless) throw gaplessRefusal('a bulkWrite insertOne');
+      if (doc) checkDiscriminator(this, doc, (c, Child) => c.needsNumber(doc, Child));
       if (doc && counter.needsNumber(doc, this)) {
         work.push({ source: doc, place: (number) => (op.insertOne.document = counter.withNumber(doc, number)) });
       }
       for (const [kind, key] of Object.entries(BULK_UPSERTS)) {
         const spec = op[kind];
         const given = spec && spec.upsert && spec[key] && typeof spec[key] === 'object';
+        if (given) checkUpsert(this, spec.filter, spec[key], kind === 'replaceOne');
         const plan = given ? upsertPlan(counter, this, spec.filter, spec[key], kind === 'replaceOne') : null;
         if (plan) work.push({ source: plan.source, place: (number) => (op[kind] = { ...spec, [key]: plan.place(number && number.value) }) });
       }
@@ -729,6 +775,7 @@ function addHooks(schema, counter) {
   for (const [operation, replace] of [['findOneAndUpdate', false], ['updateOne', false], ['updateMany', false], ['replaceOne', true], ['findOneAndReplace', true]]) {
     schema.pre(operation, async function numberUpsert() {
       if (!this.getOptions().upsert) return;
+      checkUpsert(this.model, this.getFilter(), this.getUpdate() || {}, replace);
       const plan = upsertPlan(counter, this.model, this.getFilter(), this.getUpdate() || {}, replace);
       if (!plan) return;
       const [number] = plan.source === null ? [null] : await counter.reserve([plan.source], this.model);
@@ -742,23 +789,29 @@ const BULK_UPSERTS = { updateOne: 'update', updateMany: 'update', replaceOne: 'r
 
 /**
  * How an upsert of `Model` numbers the document it would insert: `null` when it takes no
- * number (the filter gives the field by equality, the update sets it), else `{ source,
- * place }`: the values that choose the counter (`null`: no number to take) and
- * `place(value)`, the update with the number. `update` is an update document, an
- * aggregation pipeline, or with `replace` a replacement. Throws what cannot be numbered.
+ * number (the filter gives the field by equality, the update sets it, the replacement
+ * holds it), else `{ source, place }`: the values that choose the counter (`null`: no
+ * number to take) and `place(value)`, the update with the number. `update` is an update
+ * document, or with `replace` a replacement. Throws what cannot be numbered, before any
+ * number is taken: an aggregation pipeline, a replacement that would renumber a document
+ * it matches, a reference value written by another operator than `$set` / `$setOnInsert`.
  */
 function upsertPlan(counter, Model, filter, update, replace) {
   const field = counter.options.inc_field;
+  if (!replace && Array.isArray(update)) {
+    if (counter.options.gapless) throw gaplessRefusal('an upsert');
+    throw codedError('INVALID_ARGUMENT', `${PLUGIN}: an upsert with an aggregation pipeline cannot be numbered: a pipeline cannot tell the document it inserts from one it matches, so a number would go to matched documents too. Use an update document with $setOnInsert (or number the document afterwards)`);
+  }
   // The filter's equalities become fields of the inserted document (only _id for a
   // replacement): an upsert by its number (`{ no: 5 }`, `{ _id: 5 }`) inserts that number.
   const equalities = filterEqualities(filter);
   const byNumber = equalities[field] !== undefined && equalities[field] !== null;
   if (replace) return replacementPlan(counter, Model, equalities, byNumber, isDocument(update) ? update.toObject() : update);
   if (byNumber) return null;
-  if (Array.isArray(update)) return pipelinePlan(counter, Model, equalities, update);
   const touched = updateTouches(update, field);
   if (touched === true) return null;
   if (counter.options.gapless) throw gaplessRefusal('an upsert');
+  checkReferenceOperators(counter, update);
   // The document an insert would store: the filter's equalities, then the update's
   // values, cast with the schema as save casts them.
   const plainFields = Object.fromEntries(Object.entries(update).filter(([key]) => !key.startsWith('$')));
@@ -773,62 +826,45 @@ function upsertPlan(counter, Model, filter, update, replace) {
   return { source, place };
 }
 
+/** Whether dotted paths `a` and `b` are the same, or one lies under the other. */
+function overlaps(a, b) {
+  return a === b || b.startsWith(`${a}.`) || a.startsWith(`${b}.`);
+}
+
 /**
- * An upsert's replacement is stored as it is, whether it inserts or replaces: it takes a
- * number unless it holds one, or the filter gives one by equality (put into it, so that a
- * matched document keeps it). Numbered by `_id`, it must give the _id: a number of ours
- * would change the _id of a document it replaces.
+ * Refuses an upsert that would take a number of a scoped counter while an operator other
+ * than `$set` / `$setOnInsert` (`$inc`, `$max`, `$push`, `$rename`, `$unset`…) writes a
+ * reference field, a path under it or an object above it: the counter is chosen from the
+ * values given by the filter's equalities, `$set` and `$setOnInsert`, so such a value
+ * would be stored beside the number of another counter.
+ */
+function checkReferenceOperators(counter, update) {
+  const references = counter.options.reference_fields || [];
+  if (references.length === 0) return;
+  for (const [operator, part] of Object.entries(update)) {
+    if (!operator.startsWith('$') || operator === '$set' || operator === '$setOnInsert' || !part || typeof part !== 'object') continue;
+    // `$rename: { from: to }` writes its targets, and removes its sources.
+    const paths = operator === '$rename' ? [...Object.keys(part), ...Object.values(part).map(String)] : Object.keys(part);
+    const written = references.find((r) => paths.some((path) => overlaps(path, r)));
+    if (written !== undefined) {
+      throw codedError('INVALID_ARGUMENT', `${PLUGIN}: an upsert that writes reference field '${written}' with ${operator} cannot be numbered: the counter is chosen from the filter's equalities, $set and $setOnInsert, before the server applies ${operator}. Give the value in one of those (no number was taken)`);
+    }
+  }
+}
+
+/**
+ * An upsert's replacement is stored as it is, whether it inserts or replaces: a number
+ * taken for it would renumber a document it matches. It is accepted only when its number
+ * is known without taking one: the replacement holds it, or the filter gives it by
+ * equality (put into the replacement, so that a matched document keeps it; numbered by
+ * `_id`, the server inserts the filter's _id).
  */
 function replacementPlan(counter, Model, equalities, byNumber, replacement) {
   const field = counter.options.inc_field;
   if (!replacement || typeof replacement !== 'object' || counter.isExplicit(replacement, Model)) return null;
-  if (field === '_id') {
-    if (byNumber) return null; // the server inserts the filter's _id
-    throw codedError('INVALID_ARGUMENT', `${PLUGIN}: a replace with upsert on a model numbered by _id must give the _id, in its filter or its replacement: a number in the replacement would change the _id of a document it replaces`);
-  }
-  if (byNumber) return { source: null, place: () => withField(replacement, field, equalities[field]) };
+  if (byNumber) return field === '_id' ? null : { source: null, place: () => withField(replacement, field, equalities[field]) };
   if (counter.options.gapless) throw gaplessRefusal('an upsert');
-  return { source: replacement, place: (value) => withField(replacement, field, value) };
-}
-
-/**
- * An aggregation-pipeline upsert: a last stage sets the field where the document has none
- * (`$ifNull`: the inserted document; a matched one keeps its number). The counter is
- * chosen by the filter's equalities and the constants the `$set` / `$addFields` stages
- * give; a reference value the pipeline computes (or may remove) cannot choose it: refused.
- */
-function pipelinePlan(counter, Model, equalities, pipeline) {
-  if (counter.options.gapless) throw gaplessRefusal('an upsert');
-  const field = counter.options.inc_field;
-  const source = { ...equalities };
-  const computed = [];
-  for (const stage of pipeline) {
-    const [name, spec] = Object.entries(stage || {})[0] || [];
-    if ((name === '$set' || name === '$addFields') && spec && typeof spec === 'object') {
-      for (const [path, value] of Object.entries(spec)) {
-        if (isConstant(value)) source[path] = value;
-        else computed.push(path);
-      }
-    } else {
-      computed.push(...(name === '$unset' ? [].concat(spec) : [''])); // '': any field
-    }
-  }
-  const overlaps = (a, b) => a === '' || a === b || b.startsWith(`${a}.`) || a.startsWith(`${b}.`);
-  const unknown = (counter.options.reference_fields || []).find((r) => computed.some((c) => overlaps(c, r)));
-  if (unknown !== undefined) {
-    throw codedError('INVALID_ARGUMENT', `${PLUGIN}: an upsert whose pipeline computes reference field '${unknown}' cannot be numbered: the counter is chosen by that value before the server computes it. Give it in the filter by equality or as a constant`);
-  }
-  // The value as the schema stores it (setters), which mongoose does not apply to a pipeline.
-  const stored = (value) => readField(asCast(Model, withField({}, field, value)), field, true) ?? value;
-  return { source, place: (value) => [...pipeline, { $set: { [field]: { $ifNull: [`$${field}`, stored(value)] } } }] };
-}
-
-/** Whether a pipeline stage's value is a constant (no field path, no expression operator). */
-function isConstant(value) {
-  if (typeof value === 'string') return !value.startsWith('$');
-  if (Array.isArray(value)) return value.every(isConstant);
-  if (!value || typeof value !== 'object' || value._bsontype || value instanceof Date) return true;
-  return Object.entries(value).every(([key, inner]) => !key.startsWith('$') && isConstant(inner));
+  throw codedError('INVALID_ARGUMENT', `${PLUGIN}: a replace upsert would renumber a document it matches: give the number (${field}) in the filter or the replacement, or use updateOne with $setOnInsert (no number was taken)`);
 }
 
 /**

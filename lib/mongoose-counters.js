@@ -13,14 +13,16 @@ const modelCounters = new WeakMap();
 
 /**
  * The counters `Model` numbers with: those its schema registered, and for a discriminator
- * those of its base model, which it shares with the base and every other child (none for
- * anything else).
+ * those of its base model, which it shares with the base and every other child, each
+ * once (none for anything else).
  */
 function countersOf(Model) {
   if (!Model || !Model.schema) return [];
   const own = schemaCounters.get(Model.schema) || modelCounters.get(Model) || [];
   const base = baseModelOf(Model);
-  return base ? [...countersOf(base), ...own] : own;
+  // A discriminator compiled from a copy of the base schema (`base.clone()`) registered
+  // the base's counters as its own too: each counter once.
+  return base ? [...new Set([...countersOf(base), ...own])] : own;
 }
 
 /** The base model of a discriminator `Model`; `null` for any other model. */

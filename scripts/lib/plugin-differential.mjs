@@ -25,7 +25,14 @@
 //   given them as the counter stores them);
 // - setNext on a saved document whose inc_field cannot change (`_id`, immutable) takes
 //   nothing (mongoose-sequence spends a number there): this plugin must reject it with
-//   INVALID_ARGUMENT, as it must a replace upsert numbered by `_id` without an `_id`;
+//   INVALID_ARGUMENT and change nothing, as it must every aggregation-pipeline upsert, a
+//   replace upsert that does not give its number, and an upsert writing a reference field
+//   with an operator other than $set / $setOnInsert ($max, $min);
+// - an upsert that MATCHES existing documents (updateOne, findOneAndUpdate, updateMany over
+//   every document) spends one number of each counter without writing it (reserved before
+//   the server decides): the oracle runs the same update, then saves and deletes a
+//   document with no reference values (one number spent per counter); a replace that
+//   matches, with the document's own numbers given, runs as the same call on both sides;
 // - on a subdocument schema, the parent's insertMany, bulkWrite and upserts number no
 //   subdocument: the oracle inserts those documents with insertMany, which
 //   mongoose-sequence does not number either.
@@ -124,6 +131,10 @@ const opArb = fc.oneof(
       .record({ doc: docArb, how: fc.constantFrom(...UPSERTS), places: placesArb, onChild })
       .map(({ doc, how, places, onChild: child }) => ({ op: 'upsert', docs: [doc], how, places, onChild: child })),
   },
+  // An upsert or replace whose filter matches existing documents (updateMany: all of them).
+  { weight: 2, arbitrary: fc.record({ how: fc.constantFrom(...UPSERTS), explicit: fc.boolean(), pick: fc.nat(1000), onChild }).map((r) => ({ op: 'match', ...r })) },
+  // An upsert writing a reference value with another operator than $set / $setOnInsert.
+  { weight: 1, arbitrary: fc.record({ doc: docArb, operator: fc.constantFrom('$max', '$min'), ref: fc.nat(KINDS.length - 1), onChild }).map((r) => ({ op: 'refop', ...r })) },
   { weight: 1, arbitrary: fc.record({ inst: fc.nat(1), values: fc.option(valuesArb, { nil: null }), onChild }).map((r) => ({ op: 'reset', ...r })) },
   { weight: 1, arbitrary: fc.record({ inst: fc.nat(1), pick: fc.nat(1000) }).map((r) => ({ op: 'setNext', ...r })) },
   { weight: 1, arbitrary: fc.record({ inst: fc.nat(1), onChild }).map((r) => ({ op: 'sync', ...r })) },
@@ -200,8 +211,10 @@ function materialise(history, mongoose) {
     const replace = how === 'replaceOne' || how === 'findOneAndReplace';
     // mongoose casts no aggregation pipeline: its values are given typed.
     const object = plain(doc, how === 'pipeline');
-    // A replace numbered by `_id` must give the _id; this plugin refuses it otherwise.
-    const refused = replace && !embedded && instances[0].field === '_id' && !doc.explicit;
+    // This plugin refuses a replace that does not give its number (it would renumber a
+    // document it matches), and every pipeline upsert; the parent of a subdocument schema
+    // has no hooks of it.
+    const refused = !embedded && ((replace && !doc.explicit) || how === 'pipeline');
     if (replace) return { how, filter: { tag: object.tag }, update: object, doc: object, refused };
     const filter = { tag: object.tag };
     const $set = {};
@@ -254,6 +267,22 @@ function materialise(history, mongoose) {
       case 'setNext':
       case 'sync':
         return { op: op.op, index, pick: op.pick, child };
+      case 'match': {
+        // A replacement always gives a saved _id (it cannot change); an update never sets it.
+        const replace = op.how === 'replaceOne' || op.how === 'findOneAndReplace';
+        const explicit = op.explicit && (replace || !instances.some((i) => i.field === '_id'));
+        const unnumbered = !explicit && instances.some((i) => i.field !== '_id');
+        return { op: 'match', how: op.how, explicit, pick: op.pick, child, refused: !embedded && (op.how === 'pipeline' || (replace && unnumbered)) };
+      }
+      case 'refop': {
+        const kind = kinds[op.ref % Math.max(kinds.length, 1)];
+        // Without a reference field (or on a subdocument schema): nothing to refuse.
+        if (embedded || kind === undefined) return { op: 'noop' };
+        const object = plain({ ...op.doc, explicit: false });
+        const path = REFS[kind].path;
+        const value = resolvePath(path, object) ?? REFS[kind].typed(mongoose)[0];
+        return { op: 'refop', filter: { tag: object.tag }, update: { [op.operator]: { [path]: value }, $set: { touched: true } }, child };
+      }
       case 'upsert': {
         const w = write(op.docs[0], op.how, op.places);
         return { op: 'upsert', writes: [w], child, refused: w.refused };
@@ -336,6 +365,31 @@ function bulkOp(w) {
   return { [w.how === 'pipeline' ? 'updateOne' : w.how]: { filter: w.filter, update: w.update, upsert: true } };
 }
 
+/**
+ * An upsert or replace through `Model` whose filter matches existing documents: `{ tag }`
+ * of one picked by `op.pick` (updateMany: every document). A replacement gives the
+ * document's own numbers with `op.explicit`; an update sets `touched`, or with
+ * `op.explicit` the numbers the document has. `null` when there is no document yet.
+ */
+async function matchingWrite(Model, run, op) {
+  // Through a discriminator, its own documents (mongoose adds its key to the filter).
+  const docs = await Model.find({}).sort({ tag: 1 }).lean();
+  if (!docs.length) return null;
+  const doc = docs[op.pick % docs.length];
+  const filter = op.how === 'updateMany' ? { tag: { $gte: 0 } } : { tag: doc.tag };
+  const numbers = {};
+  if (op.explicit) for (const inst of run.instances) if (resolvePath(inst.field, doc) !== undefined) setPath(numbers, inst.field, resolvePath(inst.field, doc));
+  if (op.how === 'replaceOne' || op.how === 'findOneAndReplace') {
+    const replacement = { tag: doc.tag, touched: true, ...numbers };
+    if (run.instances.some((i) => i.field === '_id')) replacement._id = doc._id;
+    return { filter, update: replacement };
+  }
+  if (op.how === 'pipeline') return { filter, update: [{ $set: { touched: true } }] };
+  const $set = { touched: true };
+  if (op.explicit) for (const inst of run.instances) if (resolvePath(inst.field, doc) !== undefined) $set[inst.field] = resolvePath(inst.field, doc);
+  return { filter, update: { $set } };
+}
+
 /** Runs one concrete operation on a side (`ours` or mongoose-sequence). */
 async function apply(side, run, op) {
   const { Base, instances, spec } = run;
@@ -392,6 +446,27 @@ async function apply(side, run, op) {
       else if (w.how === 'pipeline') work = Model.updateOne(w.filter, w.update, { upsert: true, updatePipeline: true });
       else work = Model[w.how](w.filter, w.update, { upsert: true });
       return op.refused ? refusal(work) : work;
+    }
+    case 'noop':
+      return undefined;
+    case 'refop':
+      if (side.oracle) return undefined;
+      return refusal(Model.updateOne(op.filter, op.update, { upsert: true }));
+    case 'match': {
+      const w = await matchingWrite(Model, run, op);
+      if (w === null) return undefined;
+      const how = op.how === 'pipeline' ? 'updateOne' : op.how;
+      const options = op.how === 'pipeline' ? { updatePipeline: true } : {};
+      if (op.refused) return side.oracle ? undefined : refusal(Model[how](w.filter, w.update, { ...options, upsert: true }));
+      if (!side.oracle) return Model[how](w.filter, w.update, { ...options, upsert: true });
+      await Model[how](w.filter, w.update, options);
+      // This plugin reserved a number of each counter for the insert that did not happen.
+      const replace = how === 'replaceOne' || how === 'findOneAndReplace';
+      if (!embedded && !replace && !op.explicit) {
+        const spent = await new Model({ tag: -1 }).save();
+        await Model.deleteOne({ _id: spent._id });
+      }
+      return undefined;
     }
     case 'reset': {
       if (embedded) return undefined; // the parent has no counterReset of the items' counter
@@ -539,7 +614,14 @@ export async function differentialRunner({ uri, dbName }) {
       }
       const [oracle, ...ours] = runsOfSides;
       for (let step = 0; step < history.ops.length; step += 1) {
-        for (const r of runsOfSides) await apply(r.side, r, r.ops[step]);
+        for (const r of runsOfSides) {
+          try {
+            await apply(r.side, r, r.ops[step]);
+          } catch (error) {
+            error.message = `${r.side.name}, operation ${step} (${history.ops[step].op}): ${error.message}`;
+            throw error;
+          }
+        }
         const expected = await snapshot(oracle.side, oracle);
         for (const r of ours) {
           const got = await snapshot(r.side, r);
