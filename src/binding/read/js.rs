@@ -155,7 +155,7 @@ pub fn object_or_array<'a>(value: &Unknown<'a>) -> Option<Object<'a>> {
 
 /// The value at `path` from the global object (`["Object", "isExtensible"]`), when every
 /// step can be read.
-fn global_path(
+pub(crate) fn global_path(
     env: napi::sys::napi_env,
     path: &[&std::ffi::CStr],
 ) -> Option<napi::sys::napi_value> {
