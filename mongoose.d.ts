@@ -11,6 +11,17 @@
  * document saved (or inserted) before the connection opens is numbered once it opens,
  * as mongoose buffers it: the plugin waits up to `bufferTimeoutMS` (not at all with
  * `bufferCommands: false`), then rejects with `CONNECTION`.
+ *
+ * Upserts (`updateOne`, `updateMany`, `findOneAndUpdate`, `replaceOne`,
+ * `findOneAndReplace`, and bulkWrite's) are numbered when they insert. Refused with
+ * `INVALID_ARGUMENT` before a number is taken (and, in `bulkWrite`, before any operation
+ * is sent, ordered or not): an aggregation-pipeline upsert (it cannot tell an insert
+ * from a match: use an update document with `$setOnInsert`); a replace upsert whose
+ * number is not given by the replacement or by the filter's equality (it would renumber
+ * a document it matches); an upsert writing a reference field with an operator other
+ * than `$set` / `$setOnInsert` (`$inc`, `$max`, `$rename`…); and, through a
+ * discriminator's base model, a document of a discriminator whose own schema has
+ * counters (write it through that discriminator).
  */
 declare function AutoIncrementFactory(mongooseOrConnection: unknown): AutoIncrementFactory.AutoIncrementPlugin
 
@@ -81,7 +92,11 @@ declare namespace AutoIncrementFactory {
 
   /** Methods the plugin adds to documents. */
   export interface SequenceDocument {
-    /** Takes the next value of counter `id` for this document, sets it and saves; resolves with the saved document. */
+    /**
+     * Takes the next value of counter `id` for this document, sets it and saves; resolves
+     * with the saved document. Rejects with `INVALID_ARGUMENT`, taking no number, when the
+     * document is saved and its inc_field cannot change (`_id`, or declared `immutable`).
+     */
     setNext(id: string): Promise<this>
     setNext(id: string, callback: (error: Error | null, document?: this) => void): void
   }
@@ -92,6 +107,9 @@ declare namespace AutoIncrementFactory {
      * Resets counter `id` (of every reference value, or of the one `referenceValues`
      * gives, cast with this model's schema) so that its next value is
      * `start_seq - 1 + inc_amount` (`inc_amount` when `start_seq` is 0, as mongoose-sequence).
+     * The counter is in the database of the connection the factory was given: a schema used
+     * on two connections (a database per tenant) shares it, and a reset through either
+     * model resets both. Make a factory and a schema per connection for a counter each.
      */
     counterReset(id: string, referenceValues?: Record<string, unknown>): Promise<CounterResetResult>
     counterReset(id: string, callback: (error: Error | null, result?: CounterResetResult) => void): void

@@ -40,8 +40,13 @@ function resolvePath(path, source) {
   return path.split('.').reduce((value, key) => (value == null ? null : value[key]), source);
 }
 
-function readField(doc, path) {
-  if (isDocument(doc)) return doc.get(path);
+/**
+ * The value at `path` of a document or a plain object: through the schema's getters, as
+ * mongoose-sequence reads reference values, or with `raw` as it is stored (`inc_field`:
+ * a getter's display form, `INV-12`, is no number).
+ */
+function readField(doc, path, raw = false) {
+  if (isDocument(doc)) return raw ? doc.get(path, null, { getters: false }) : doc.get(path);
   if (doc && Object.hasOwn(doc, path)) return doc[path];
   return resolvePath(path, doc);
 }
@@ -103,13 +108,6 @@ function referenceKey(reference, bson) {
 }
 
 /**
- * Plain objects this plugin made (copies of the caller's objects carrying numbers) and the
- * numbers they carry, by field: such a number is not the caller's, so the same object
- * inserted again (an array passed to insertMany twice) is numbered again.
- */
-const carried = new WeakMap();
-
-/**
  * A copy of the plain object `source` with `value` at `path` (the objects along a dotted
  * path copied too): the caller's object is never written to, so one object given twice
  * (`insertMany([o, o])`, or again in a later call) is numbered once per insert.
@@ -124,14 +122,7 @@ function withField(source, path, value) {
     target = target[key];
   }
   target[keys.at(-1)] = value;
-  carried.set(copy, { ...carried.get(source), [path]: value });
   return copy;
-}
-
-/** Whether the plain object `doc` carries at `path` a number this plugin set (not the caller's). */
-function carriesOurs(doc, path, value) {
-  const ours = carried.get(doc);
-  return Boolean(ours) && Object.hasOwn(ours, path) && ours[path] === value;
 }
 
 function writeField(doc, path, value) {
@@ -221,6 +212,49 @@ function discriminatorOf(Model, plain) {
   return Model.discriminators[name] || Object.values(Model.discriminators).find((d) => d.discriminatorMapping && d.discriminatorMapping.value === name) || Model;
 }
 
+/**
+ * Refuses a write through `Model` (a base model) of a document that is, or names by the
+ * discriminator key, a discriminator with counters of its own schema: `Model`'s hooks
+ * are its own schema's, so those counters would give it no number. `takes(counter,
+ * Child)` says whether the write would take a number of that counter.
+ */
+function checkDiscriminator(Model, source, takes) {
+  if (!source || typeof source !== 'object') return;
+  const Child = isDocument(source) ? source.constructor : discriminatorOf(Model, source);
+  if (typeof Child !== 'function' || Child === Model) return;
+  const inherited = countersOf(Model);
+  const missing = countersOf(Child).find((c) => !inherited.includes(c) && !c.options.disable_hooks && takes(c, Child));
+  if (missing) {
+    throw codedError('INVALID_ARGUMENT', `${PLUGIN}: a ${Child.modelName} document is numbered by counter '${missing.options.id}' of its own schema, which a write through ${Model.modelName} does not run: write it through the model ${Child.modelName} (no number was taken)`);
+  }
+}
+
+/** The values of the document an upsert would insert, as far as they name its discriminator. */
+function upsertValues(filter, update, replace) {
+  const equalities = filterEqualities(filter);
+  if (replace) return { ...equalities, ...(isDocument(update) ? update.toObject() : update) };
+  if (!update || typeof update !== 'object' || Array.isArray(update)) return equalities;
+  const plainFields = Object.fromEntries(Object.entries(update).filter(([key]) => !key.startsWith('$')));
+  return { ...equalities, ...(update.$setOnInsert || {}), ...(update.$set || {}), ...plainFields };
+}
+
+/**
+ * Refuses an upsert through `Model` that any of its counters refuses, or that would
+ * insert a discriminator numbered by its own counters (see checkDiscriminator). Each
+ * counter's hook runs it before taking a number, so that a refusal by one counter leaves
+ * no number of another spent.
+ */
+function checkUpsert(Model, filter, update, replace) {
+  checkDiscriminator(Model, upsertValues(filter, update, replace), (counter, Child) => {
+    try {
+      return upsertPlan(counter, Child, filter, update, replace) !== null;
+    } catch {
+      return true;
+    }
+  });
+  for (const counter of countersOf(Model)) if (!counter.options.disable_hooks) upsertPlan(counter, Model, filter, update, replace);
+}
+
 /** Whether a filter's condition on one path is an operator object (`{ $gt: … }`). */
 function isOperatorObject(value) {
   return Boolean(value) && typeof value === 'object' && !Array.isArray(value) && !value._bsontype && !(value instanceof Date) && Object.keys(value).some((k) => k.startsWith('$'));
@@ -273,12 +307,10 @@ class Counter {
     this.handles = new BoundedCache(HANDLES_KEPT);
     /** Documents this counter numbered: doc → { key, value } (the reference key and the number). */
     this.numbered = new WeakMap();
-    /** Documents `Model.create` handled for this counter: a number the caller set there is kept on save. */
-    this.created = new WeakSet();
   }
 
   /**
-   * Whether `doc` keeps its `inc_field` in a batch (insertMany, create, bulkWrite): a
+   * Whether `doc` keeps its `inc_field` in a batch writer (insertMany, bulkWrite): a
    * number this counter gave it for `reference` (the reference value it has now), or a
    * number the caller set.
    */
@@ -294,17 +326,16 @@ class Counter {
    */
   ownNumber(doc) {
     const mine = this.numbered.get(doc);
-    return mine && readField(doc, this.options.inc_field) === mine.value ? mine : undefined;
+    return mine && readField(doc, this.options.inc_field, true) === mine.value ? mine : undefined;
   }
 
   /**
-   * Whether `doc` keeps its `inc_field` on save: only a number this counter gave it for
-   * `reference` (a save retried after it failed, setNext); a number the caller set is
-   * overwritten, as mongoose-sequence does, so a document cloned from a saved one never
-   * repeats its number. A document `Model.create` handled follows the batch rule.
+   * Whether `doc` keeps its `inc_field` on save (and create, which is save): only a number
+   * this counter gave it for `reference` (create([...]), a save retried after it failed,
+   * setNext); a number the caller set is overwritten, as mongoose-sequence does, so a
+   * document copied from a saved one never repeats its number.
    */
   keepsOnSave(doc, reference) {
-    if (this.created.has(doc)) return this.keeps(doc, reference);
     const mine = this.ownNumber(doc);
     return Boolean(mine) && mine.key === this.keyOf(reference);
   }
@@ -328,31 +359,28 @@ class Counter {
     writeField(doc, this.options.inc_field, undefined);
   }
 
-  /** Forgets what this counter knew of `doc` (numbered, created) once it is saved. */
+  /** Forgets the number this counter gave `doc` once it is saved. */
   settled(doc) {
-    if (!doc || typeof doc !== 'object') return;
-    this.numbered.delete(doc);
-    this.created.delete(doc);
+    if (doc && typeof doc === 'object') this.numbered.delete(doc);
   }
 
-  /** Records that this counter gave `value` to `doc` for `reference`. */
-  mark(doc, reference, value) {
-    if (isDocument(doc)) this.numbered.set(doc, { key: this.keyOf(reference), value });
+  /** Sets `value` on `doc` and records that this counter gave it for `reference` (as stored: after setters). */
+  give(doc, reference, value) {
+    writeField(doc, this.options.inc_field, value);
+    if (isDocument(doc)) this.numbered.set(doc, { key: this.keyOf(reference), value: readField(doc, this.options.inc_field, true) });
   }
 
   /**
    * Numbers a new document on save, as mongoose-sequence does, unless it keeps its
    * number: one this counter gave it for the reference value it still has (create([...]),
-   * setNext, or a save that failed after numbering), or, for a document `Model.create`
-   * handled, one the caller set. A document numbered for another reference value than it
-   * has now is numbered again, from the counter of that value.
+   * setNext, or a save that failed after numbering). A document numbered for another
+   * reference value than it has now is numbered again, from the counter of that value.
    */
   async numberOnSave(doc) {
     const reference = this.referenceOf(doc);
     if (this.keepsOnSave(doc, reference)) return;
     const value = await this.call((await this.handle(reference, doc.constructor)).next());
-    writeField(doc, this.options.inc_field, value);
-    this.mark(doc, reference, value);
+    this.give(doc, reference, value);
   }
 
   /** Whether the counter has reference_fields (one counter document per combination of their values). */
@@ -435,13 +463,12 @@ class Counter {
    */
   isExplicit(doc, Model) {
     const field = this.options.inc_field;
-    const value = readField(doc, field);
+    const value = readField(doc, field, true);
     if (value === undefined || value === null) return false;
     if (isDocument(doc)) return !(typeof doc.$isDefault === 'function' && doc.$isDefault(field));
-    if (carriesOurs(doc, field, value)) return false;
     const cast = asCast(Model, doc);
     if (cast === doc) return true;
-    const stored = readField(cast, field);
+    const stored = readField(cast, field, true);
     return stored !== undefined && stored !== null;
   }
 
@@ -468,11 +495,6 @@ class Counter {
     return handle;
   }
 
-  /** The next value for a document like `source` (cast with `Model`). */
-  async next(source, Model) {
-    return this.call((await this.handle(this.referenceOf(source, Model), Model)).next());
-  }
-
   /** `docs` grouped by reference value, in order of first appearance: `[{ reference, members: [{ doc, index }] }]`. */
   groupByReference(docs, Model) {
     const groups = new Map();
@@ -486,33 +508,58 @@ class Counter {
   }
 
   /**
-   * Numbers `docs` (documents or plain objects of `Model`) in array order: one block per
-   * reference value, reserved in one round trip. Documents whose `inc_field` the caller
-   * set keep it. Documents are numbered in place; a plain object is never written to:
-   * resolves with `docs` where each numbered plain object is replaced by a numbered copy.
+   * Numbers for `sources` (documents, or plain objects cast with `Model`), in array order:
+   * one block per reference value, reserved in one round trip. Resolves with
+   * `[{ reference, value }]`, one per source.
    */
-  async numberAll(docs, Model) {
-    const result = [...docs];
-    const pending = [];
-    docs.forEach((doc, at) => {
-      if (!doc || typeof doc !== 'object') return;
-      // Documents this counter numbered before: kept unless their reference value changed.
-      const renumber = isDocument(doc) && this.numbered.has(doc) ? !this.keeps(doc, this.referenceOf(doc)) : !this.isExplicit(doc, Model);
-      if (renumber) pending.push(at);
-    });
+  async reserve(sources, Model) {
+    const numbers = new Array(sources.length);
     await Promise.all(
-      this.groupByReference(pending.map((at) => docs[at]), Model).map(async ({ reference, members }) => {
+      this.groupByReference(sources, Model).map(async ({ reference, members }) => {
         const values = await this.call((await this.handle(reference, Model)).nextBatch(members.length));
-        members.forEach(({ doc, index }, i) => {
-          if (isDocument(doc)) {
-            writeField(doc, this.options.inc_field, values[i]);
-            this.mark(doc, reference, values[i]);
-          } else {
-            result[pending[index]] = withField(doc, this.options.inc_field, values[i]);
-          }
+        members.forEach(({ index }, i) => {
+          numbers[index] = { reference, value: values[i] };
         });
       }),
     );
+    return numbers;
+  }
+
+  /**
+   * Whether `doc` (a document or a plain object of `Model`) takes a number in a batch: not
+   * when the caller set its `inc_field` — unless `asSave` (create, which is save: only what
+   * this counter gave it is kept) — nor when this counter numbered it for the reference
+   * value it still has.
+   */
+  needsNumber(doc, Model, asSave = false) {
+    if (!doc || typeof doc !== 'object') return false;
+    if (asSave) return !this.keepsOnSave(doc, this.referenceOf(doc));
+    if (isDocument(doc) && this.numbered.has(doc)) return !this.keeps(doc, this.referenceOf(doc));
+    return !this.isExplicit(doc, Model);
+  }
+
+  /** `doc` with `value`, given for `reference`: a document numbered in place, a plain object as a numbered copy. */
+  withNumber(doc, { reference, value }) {
+    if (!isDocument(doc)) return withField(doc, this.options.inc_field, value);
+    this.give(doc, reference, value);
+    return doc;
+  }
+
+  /**
+   * Numbers the `docs` that need it (see `needsNumber`), in array order, one round trip
+   * per reference value. Documents are numbered in place; a plain object is never written
+   * to: resolves with `docs` where each numbered plain object is replaced by a numbered copy.
+   */
+  async numberAll(docs, Model, asSave = false) {
+    const pending = [];
+    docs.forEach((doc, at) => {
+      if (this.needsNumber(doc, Model, asSave)) pending.push(at);
+    });
+    const numbers = await this.reserve(pending.map((at) => docs[at]), Model);
+    const result = [...docs];
+    pending.forEach((at, i) => {
+      result[at] = this.withNumber(docs[at], numbers[i]);
+    });
     return result;
   }
 
@@ -520,10 +567,10 @@ class Counter {
    * Gapless mode: validates `docs` (documents of `Model`), then numbers and inserts them
    * in one transaction per reference value (the native insertMany with `gapless`), so a
    * failed insert gives its numbers back. Documents whose `inc_field` the caller set are
-   * inserted as they are (they take no number). Resolves with the inserted documents,
-   * hydrated, in the order given.
+   * inserted as they are (they take no number), unless `asSave` (create, which numbers
+   * them as save does). Resolves with the inserted documents, hydrated, in the order given.
    */
-  async insertGapless(Model, docs) {
+  async insertGapless(Model, docs, asSave = false) {
     // What Model.insertMany does for its documents: timestamps, validation (save
     // middleware does not run, as for insertMany).
     for (const doc of docs) if (typeof doc.initializeTimestamps === 'function') doc.initializeTimestamps();
@@ -531,16 +578,22 @@ class Counter {
     const versionKey = Model.schema.options.versionKey;
     const db = await this.db(Model);
     const inserted = new Array(docs.length);
-    const toObject = (doc) => {
+    const toObject = (doc, numbered) => {
       const object = doc.toBSON();
       if (versionKey && object[versionKey] === undefined) object[versionKey] = 0;
+      // The gapless insert sets the field itself (and refuses a document that has one).
+      if (numbered) {
+        const path = this.options.inc_field.split('.');
+        const parent = path.length === 1 ? object : resolvePath(path.slice(0, -1).join('.'), object);
+        if (parent && typeof parent === 'object') delete parent[path.at(-1)];
+      }
       return object;
     };
     const explicit = [];
     const numbered = [];
-    docs.forEach((doc, index) => (this.isExplicit(doc) ? explicit : numbered).push({ doc, index }));
+    docs.forEach((doc, index) => (!asSave && this.isExplicit(doc) ? explicit : numbered).push({ doc, index }));
     for (const { reference, members } of this.groupByReference(numbered.map(({ doc }) => doc), Model)) {
-      const objects = members.map(({ doc }) => toObject(doc));
+      const objects = members.map(({ doc }) => toObject(doc, true));
       const options = {
         gapless: true,
         field: this.options.inc_field,
@@ -672,74 +725,146 @@ function addHooks(schema, counter) {
   // any (none otherwise), mongoose 9 (docs, options); either way the promise settles it.
   // Plain objects are numbered as copies, never written to (one object given twice must
   // take two numbers): mongoose 9 takes the copies as the hook's new arguments; mongoose
-  // 8 cannot, so there they replace the objects in the caller's array (or, for one
-  // object given without an array, the number is written into it and recognised as ours
-  // if the object is inserted again).
+  // 8 cannot, so there they replace the objects in the array, which is the insertMany
+  // static's own copy of the caller's (see addCreate).
   schema.pre('insertMany', async function numberInsertMany(first, second, third) {
-    if (counter.options.gapless) return; // numbered by the insertMany static itself
+    if (counter.options.gapless) return undefined; // numbered by the insertMany static itself
     const given = [first, second, third].slice(0, arguments.length);
     const overwrite = this.base && typeof this.base.overwriteMiddlewareArguments === 'function' ? this.base.overwriteMiddlewareArguments : null;
     const docs = arrayArgument(given);
-    if (docs) {
-      const numbered = await counter.numberAll(docs, this);
-      if (numbered.every((d, i) => d === docs[i])) return undefined;
-      if (overwrite && given[0] === docs) return overwrite(numbered, ...given.slice(1));
-      numbered.forEach((d, i) => {
-        if (d !== docs[i]) docs[i] = d;
-      });
-      return undefined;
-    }
-    const single = given.find((a) => a && typeof a === 'object');
-    if (!single) return undefined;
-    const [numbered] = await counter.numberAll([single], this);
-    if (numbered === single) return undefined;
-    if (overwrite && given[0] === single) return overwrite(numbered, ...given.slice(1));
-    const field = counter.options.inc_field;
-    writeField(single, field, readField(numbered, field));
-    carried.set(single, { ...carried.get(single), [field]: readField(numbered, field) });
+    if (!docs) return undefined;
+    for (const doc of docs) checkDiscriminator(this, doc, (c, Child) => c.needsNumber(doc, Child));
+    const numbered = await counter.numberAll(docs, this);
+    if (numbered.every((d, i) => d === docs[i])) return undefined;
+    if (overwrite && given[0] === docs) return overwrite(numbered, ...given.slice(1));
+    numbered.forEach((d, i) => {
+      if (d !== docs[i]) docs[i] = d;
+    });
     return undefined;
   });
 
-  schema.pre('bulkWrite', async function numberBulkInserts(first, second, third) {
+  schema.pre('bulkWrite', async function numberBulkWrite(first, second, third) {
     const ops = arrayArgument([first, second, third]);
     if (!ops) return;
-    const inserts = ops.filter((op) => op && op.insertOne && op.insertOne.document);
-    if (inserts.length && counter.options.gapless) throw gaplessRefusal('a bulkWrite insertOne');
-    if (!inserts.length) return;
-    // mongoose replaces each insertOne's document by the document it casts; a numbered
-    // copy takes the caller's object's place there first.
-    const numbered = await counter.numberAll(inserts.map((op) => op.insertOne.document), this);
-    inserts.forEach((op, i) => {
-      op.insertOne.document = numbered[i];
-    });
+    // What takes a number, in operation order: insertOne documents and upserts. mongoose
+    // replaces each operation's document or update by its cast copy; ours (a numbered
+    // copy) takes the caller's object's place there first.
+    const work = [];
+    for (const op of ops) {
+      if (!op || typeof op !== 'object') continue;
+      const doc = op.insertOne && op.insertOne.document;
+      if (doc && counter.options.gapless) throw gaplessRefusal('a bulkWrite insertOne');
+      if (doc) checkDiscriminator(this, doc, (c, Child) => c.needsNumber(doc, Child));
+      if (doc && counter.needsNumber(doc, this)) {
+        work.push({ source: doc, place: (number) => (op.insertOne.document = counter.withNumber(doc, number)) });
+      }
+      for (const [kind, key] of Object.entries(BULK_UPSERTS)) {
+        const spec = op[kind];
+        const given = spec && spec.upsert && spec[key] && typeof spec[key] === 'object';
+        if (given) checkUpsert(this, spec.filter, spec[key], kind === 'replaceOne');
+        const plan = given ? upsertPlan(counter, this, spec.filter, spec[key], kind === 'replaceOne') : null;
+        if (plan) work.push({ source: plan.source, place: (number) => (op[kind] = { ...spec, [key]: plan.place(number && number.value) }) });
+      }
+    }
+    const reserved = work.filter((w) => w.source !== null);
+    const numbers = await counter.reserve(reserved.map((w) => w.source), this);
+    reserved.forEach((w, i) => w.place(numbers[i]));
+    for (const w of work) if (w.source === null) w.place(null);
   });
 
-  for (const operation of ['findOneAndUpdate', 'updateOne', 'updateMany']) {
+  for (const [operation, replace] of [['findOneAndUpdate', false], ['updateOne', false], ['updateMany', false], ['replaceOne', true], ['findOneAndReplace', true]]) {
     schema.pre(operation, async function numberUpsert() {
       if (!this.getOptions().upsert) return;
-      const update = this.getUpdate() || {};
-      // An aggregation-pipeline update has no $setOnInsert: it is left as it is (no number).
-      if (Array.isArray(update)) return;
-      const field = counter.options.inc_field;
-      // The filter's equalities become fields of the inserted document: an upsert by its
-      // number (`{ no: 5 }`, `{ _id: 5 }`) inserts that number, as the caller set it.
-      const equalities = filterEqualities(this.getFilter());
-      const byNumber = equalities[field] !== undefined && equalities[field] !== null;
-      const touched = updateTouches(update, field);
-      if (byNumber || touched === true) return;
-      if (counter.options.gapless) throw gaplessRefusal('an upsert');
-      // The document an insert would store: the filter's equalities, then the update's
-      // values, cast with the schema as save casts them.
-      const plainFields = Object.fromEntries(Object.entries(update).filter(([key]) => !key.startsWith('$')));
-      const source = { ...equalities, ...(update.$setOnInsert || {}), ...(update.$set || {}), ...plainFields };
-      const value = await counter.next(source, this.model);
-      // `$setOnInsert: { meta: {…} }` with inc_field `meta.no`: the number goes into a copy
-      // of that object (a second path under it would conflict, code 40).
-      const [key, inside] = touched ? [touched, field.slice(touched.length + 1)] : [field, null];
-      const placed = inside === null ? value : readField(withField({ [key]: update.$setOnInsert[key] }, `${key}.${inside}`, value), key);
-      this.setUpdate({ ...update, $setOnInsert: { ...(update.$setOnInsert || {}), [key]: placed } });
+      checkUpsert(this.model, this.getFilter(), this.getUpdate() || {}, replace);
+      const plan = upsertPlan(counter, this.model, this.getFilter(), this.getUpdate() || {}, replace);
+      if (!plan) return;
+      const [number] = plan.source === null ? [null] : await counter.reserve([plan.source], this.model);
+      this.setUpdate(plan.place(number && number.value));
     });
   }
+}
+
+/** The upserting operations of bulkWrite, and the key of each one's update. */
+const BULK_UPSERTS = { updateOne: 'update', updateMany: 'update', replaceOne: 'replacement' };
+
+/**
+ * How an upsert of `Model` numbers the document it would insert: `null` when it takes no
+ * number (the filter gives the field by equality, the update sets it, the replacement
+ * holds it), else `{ source, place }`: the values that choose the counter (`null`: no
+ * number to take) and `place(value)`, the update with the number. `update` is an update
+ * document, or with `replace` a replacement. Throws what cannot be numbered, before any
+ * number is taken: an aggregation pipeline, a replacement that would renumber a document
+ * it matches, a reference value written by another operator than `$set` / `$setOnInsert`.
+ */
+function upsertPlan(counter, Model, filter, update, replace) {
+  const field = counter.options.inc_field;
+  if (!replace && Array.isArray(update)) {
+    if (counter.options.gapless) throw gaplessRefusal('an upsert');
+    throw codedError('INVALID_ARGUMENT', `${PLUGIN}: an upsert with an aggregation pipeline cannot be numbered: a pipeline cannot tell the document it inserts from one it matches, so a number would go to matched documents too. Use an update document with $setOnInsert (or number the document afterwards)`);
+  }
+  // The filter's equalities become fields of the inserted document (only _id for a
+  // replacement): an upsert by its number (`{ no: 5 }`, `{ _id: 5 }`) inserts that number.
+  const equalities = filterEqualities(filter);
+  const byNumber = equalities[field] !== undefined && equalities[field] !== null;
+  if (replace) return replacementPlan(counter, Model, equalities, byNumber, isDocument(update) ? update.toObject() : update);
+  if (byNumber) return null;
+  const touched = updateTouches(update, field);
+  if (touched === true) return null;
+  if (counter.options.gapless) throw gaplessRefusal('an upsert');
+  checkReferenceOperators(counter, update);
+  // The document an insert would store: the filter's equalities, then the update's
+  // values, cast with the schema as save casts them.
+  const plainFields = Object.fromEntries(Object.entries(update).filter(([key]) => !key.startsWith('$')));
+  const source = { ...equalities, ...(update.$setOnInsert || {}), ...(update.$set || {}), ...plainFields };
+  // `$setOnInsert: { meta: {…} }` with inc_field `meta.no`: the number goes into a copy
+  // of that object (a second path under it would conflict, code 40).
+  const [key, inside] = touched ? [touched, field.slice(touched.length + 1)] : [field, null];
+  const place = (value) => {
+    const placed = inside === null ? value : readField(withField({ [key]: update.$setOnInsert[key] }, `${key}.${inside}`, value), key);
+    return { ...update, $setOnInsert: { ...(update.$setOnInsert || {}), [key]: placed } };
+  };
+  return { source, place };
+}
+
+/** Whether dotted paths `a` and `b` are the same, or one lies under the other. */
+function overlaps(a, b) {
+  return a === b || b.startsWith(`${a}.`) || a.startsWith(`${b}.`);
+}
+
+/**
+ * Refuses an upsert that would take a number of a scoped counter while an operator other
+ * than `$set` / `$setOnInsert` (`$inc`, `$max`, `$push`, `$rename`, `$unset`…) writes a
+ * reference field, a path under it or an object above it: the counter is chosen from the
+ * values given by the filter's equalities, `$set` and `$setOnInsert`, so such a value
+ * would be stored beside the number of another counter.
+ */
+function checkReferenceOperators(counter, update) {
+  const references = counter.options.reference_fields || [];
+  if (references.length === 0) return;
+  for (const [operator, part] of Object.entries(update)) {
+    if (!operator.startsWith('$') || operator === '$set' || operator === '$setOnInsert' || !part || typeof part !== 'object') continue;
+    // `$rename: { from: to }` writes its targets, and removes its sources.
+    const paths = operator === '$rename' ? [...Object.keys(part), ...Object.values(part).map(String)] : Object.keys(part);
+    const written = references.find((r) => paths.some((path) => overlaps(path, r)));
+    if (written !== undefined) {
+      throw codedError('INVALID_ARGUMENT', `${PLUGIN}: an upsert that writes reference field '${written}' with ${operator} cannot be numbered: the counter is chosen from the filter's equalities, $set and $setOnInsert, before the server applies ${operator}. Give the value in one of those (no number was taken)`);
+    }
+  }
+}
+
+/**
+ * An upsert's replacement is stored as it is, whether it inserts or replaces: a number
+ * taken for it would renumber a document it matches. It is accepted only when its number
+ * is known without taking one: the replacement holds it, or the filter gives it by
+ * equality (put into the replacement, so that a matched document keeps it; numbered by
+ * `_id`, the server inserts the filter's _id).
+ */
+function replacementPlan(counter, Model, equalities, byNumber, replacement) {
+  const field = counter.options.inc_field;
+  if (!replacement || typeof replacement !== 'object' || counter.isExplicit(replacement, Model)) return null;
+  if (byNumber) return field === '_id' ? null : { source: null, place: () => withField(replacement, field, equalities[field]) };
+  if (counter.options.gapless) throw gaplessRefusal('an upsert');
+  throw codedError('INVALID_ARGUMENT', `${PLUGIN}: a replace upsert would renumber a document it matches: give the number (${field}) in the filter or the replacement, or use updateOne with $setOnInsert (no number was taken)`);
 }
 
 /**
@@ -783,8 +908,8 @@ function asDocuments(Model, list) {
 
 /**
  * Model.create numbered in array order with one reservation per reference value: the
- * array form `create([a, b])` and the spread form `create(a, b)` alike. A number the
- * caller set is kept (the documents are marked as created, so the save hook keeps it).
+ * array form `create([a, b])` and the spread form `create(a, b)` alike. In mongoose,
+ * create is save: a number the caller set is overwritten as save overwrites it.
  */
 function addCreate(schema, counter) {
   const previous = schema.statics.create;
@@ -796,14 +921,13 @@ function addCreate(schema, counter) {
     if (!many && inputs.length > 1 && !inputs.at(-1)) inputs = inputs.slice(0, -1);
     if (counter.options.gapless) {
       if (inputs.length === 0) return many ? [] : null;
-      const inserted = await counter.insertGapless(this, asDocuments(this, inputs));
+      const inserted = await counter.insertGapless(this, asDocuments(this, inputs), true);
       return many || inputs.length > 1 ? inserted : inserted[0];
     }
     if (inputs.length === 0) return base.apply(this, args);
     const docs = asDocuments(this, inputs);
-    for (const doc of docs) counter.created.add(doc);
     // One document is numbered by its save hook (after the hooks before it, as on save).
-    if (docs.length > 1) await counter.numberAll(docs.filter((d) => d.isNew), this);
+    if (docs.length > 1) await counter.numberAll(docs.filter((d) => d.isNew), this, true);
     return many ? base.apply(this, [docs, ...args.slice(1)]) : base.apply(this, docs);
   });
   if (counter.options.gapless) {
@@ -811,17 +935,41 @@ function addCreate(schema, counter) {
       const list = Array.isArray(docs) ? docs : [docs];
       return counter.insertGapless(this, asDocuments(this, list));
     });
+  } else {
+    // The numbering hook gets an array of our own (one object given alone becomes one, as
+    // mongoose makes it), which mongoose 8's hook writes the numbered copies into.
+    const previousInsertMany = schema.statics.insertMany;
+    schema.static('insertMany', function insertManyOnCopy(docs, ...rest) {
+      const base = previousInsertMany || (this.base && this.base.Model && this.base.Model.insertMany) || Object.getPrototypeOf(this).insertMany;
+      return base.call(this, Array.isArray(docs) ? [...docs] : [docs], ...rest);
+    });
   }
+}
+
+/**
+ * Whether `field` of the saved document `doc` cannot change: `_id`, or a path the schema
+ * declares `immutable` (a function deciding it per document too), which mongoose would
+ * silently keep as it is.
+ */
+function unchangeable(doc, field) {
+  if (doc.isNew) return false;
+  if (field === '_id') return true;
+  const path = doc.schema && doc.schema.path(field);
+  const immutable = path && path.$immutable;
+  return typeof immutable === 'function' ? Boolean(immutable.call(doc, doc)) : Boolean(immutable);
 }
 
 function addMethods(schema) {
   schema.method('setNext', function setNext(id, callback) {
     const work = (async () => {
       const counter = registered(id, 'increment', this.constructor);
+      const field = counter.options.inc_field;
+      if (unchangeable(this, field)) {
+        throw codedError('INVALID_ARGUMENT', `${PLUGIN}: setNext cannot give this saved document a new ${field}: the field is ${field === '_id' ? 'its _id' : 'immutable'}, so the number would not be stored (none was taken)`);
+      }
       const reference = counter.referenceOf(this);
       const value = await counter.call((await counter.handle(reference, this.constructor)).next());
-      writeField(this, counter.options.inc_field, value);
-      counter.mark(this, reference, value);
+      counter.give(this, reference, value);
       return this.save();
     })();
     return settle(work, callback);

@@ -7,7 +7,7 @@
 
 const { parseArgs } = require('node:util');
 const { version } = require('../package.json');
-const { redacted, quote, UsageError, COMMON, COMMON_HELP, connectionOf, session, toJson } = require('../lib/cli.js');
+const { redacted, masked, quote, UsageError, TimeoutError, withinTimeout, COMMON, COMMON_HELP, connectionOf, session, toJson } = require('../lib/cli.js');
 
 const EXIT_ERROR = 1;
 const EXIT_USAGE = 2;
@@ -35,10 +35,27 @@ Example:
   mongodb-sequence list --db shop`;
 }
 
+/** `text` in lines of at most 88 characters, the ones after the first indented by `indent`. */
+function wrapped(text, indent) {
+  const lines = [''];
+  for (const word of text.split(' ')) {
+    const line = lines[lines.length - 1];
+    if (line && indent + line.length + 1 + word.length > 88) lines.push(word);
+    else lines[lines.length - 1] = line ? `${line} ${word}` : word;
+  }
+  return lines.join(`\n${' '.repeat(indent)}`);
+}
+
 function commandHelp(name) {
   const c = COMMANDS[name];
   const args = c.args.map((a) => ` <${a}>`).join('');
-  const own = Object.entries(c.options).map(([k, o]) => `  --${k}${o.type === 'string' ? ' <value>' : ''}`);
+  // An option as written (`-w, --warning <percent>`), with what the command says of it.
+  const written = Object.entries(c.options).map(([k, o]) => {
+    const [value, text] = c.optionHelp?.[k] ?? [o.type === 'string' ? '<value>' : '', ''];
+    return [`${o.short ? `-${o.short}, ` : ''}--${k}${value ? ` ${value}` : ''}`, text];
+  });
+  const width = Math.max(0, ...written.map(([w]) => w.length));
+  const own = written.map(([w, text]) => `  ${text ? `${w.padEnd(width)}  ${wrapped(text, width + 4)}` : w}`);
   return `Usage: mongodb-sequence ${name}${args} [options]
 
 ${c.summary}
@@ -81,14 +98,19 @@ function parse(argv) {
 async function main(argv) {
   const wantsJson = argv.includes('--json');
   // A command may give its own exit code for a failure (check: 3, UNKNOWN, as monitoring
-  // plugins do, since 1 and 2 are its WARNING and CRITICAL).
-  const failureExitCode = Object.hasOwn(COMMANDS, argv[0] ?? '') ? COMMANDS[argv[0]].failureExitCode : undefined;
+  // plugins do, since 1 and 2 are its WARNING and CRITICAL), and its own way to print one.
+  const own = Object.hasOwn(COMMANDS, argv[0] ?? '') ? COMMANDS[argv[0]] : undefined;
   // Every failure is printed here, masked: whatever put user input into the message.
   const fail = (code, text, exitCode) => {
     const message = redacted(text);
-    if (wantsJson) process.stdout.write(`${toJson({ error: { code, message } })}\n`);
-    else process.stderr.write(`error ${code}: ${message.replace(/\s*\n\s*/g, ' ')}\n`);
-    process.exitCode = failureExitCode ?? exitCode;
+    const printed = own?.failure
+      ? own.failure(code, message, argv)
+      : wantsJson
+        ? { stdout: toJson({ error: { code, message } }) }
+        : { stderr: `error ${code}: ${message.replace(/\s*\n\s*/g, ' ')}` };
+    if (printed.stdout !== undefined) process.stdout.write(`${redacted(printed.stdout)}\n`);
+    if (printed.stderr !== undefined) process.stderr.write(`${redacted(printed.stderr)}\n`);
+    process.exitCode = own?.failureExitCode ?? exitCode;
   };
   try {
     const parsed = parse(argv);
@@ -96,14 +118,27 @@ async function main(argv) {
       process.stdout.write(`${parsed.help}\n`);
       return;
     }
-    const work = session(parsed.connection);
+    const work = session(parsed.connection, { bounded: parsed.command.timeoutBoundsRun === true });
     let output;
     try {
-      output = await parsed.command.run(parsed.input, work);
-    } finally {
+      const running = parsed.command.run(parsed.input, work);
+      output = await (parsed.command.timeoutBoundsRun ? withinTimeout(running, work) : running);
+    } catch (e) {
+      if (e instanceof TimeoutError) {
+        // The server may never answer (a frozen one): say so now and leave, waiting
+        // neither for the work nor for the client to close.
+        fail('TIMEOUT', e.message, EXIT_ERROR);
+        const flushed = (stream) => new Promise((resolve) => stream.write('', resolve));
+        await Promise.all([flushed(process.stdout), flushed(process.stderr)]);
+        process.exit();
+      }
       await work.close();
+      throw e;
     }
-    process.stdout.write(`${wantsJson ? toJson(output.json) : output.text}\n`);
+    await work.close();
+    // A counter name may be a connection string with a password: texts mask each name
+    // (`nameText`), JSON every string on its own.
+    process.stdout.write(`${wantsJson ? toJson(masked(output.json)) : output.text}\n`);
     if (output.exitCode) process.exitCode = output.exitCode;
   } catch (e) {
     if (e instanceof UsageError) return fail('USAGE', e.message, EXIT_USAGE);

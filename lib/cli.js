@@ -25,6 +25,9 @@ const quote = (text) => JSON.stringify(redacted(text).slice(0, 40));
 /** A mistake in the command line (exit code 2, code `USAGE`). */
 class UsageError extends Error {}
 
+/** A command that did not finish within `--timeout` (code `TIMEOUT`). */
+class TimeoutError extends Error {}
+
 /** The options every command takes (node:util parseArgs form). */
 const COMMON = {
   uri: { type: 'string' },
@@ -101,13 +104,23 @@ function connectionOf(values) {
 /**
  * A session on `connection`: `database()` connects on its first call (a command connects
  * only once its arguments are checked and confirmed); `close()` closes what was opened.
+ * `stage` says what the command is waiting for, for a message when it times out: the
+ * session sets `'connecting'`, a command its own later stages. `bounded`: the command
+ * runs within `withinTimeout`.
  */
-function session(connection) {
+function session(connection, { bounded = false } = {}) {
+  // Bounded by a deadline of --timeout (check), connecting gives up a little before it,
+  // so that an unreachable server is reported with the driver's reason.
+  const connectMs = bounded ? Math.max(Math.floor(connection.timeoutMs * 0.8), connection.timeoutMs - 1000) : connection.timeoutMs;
   let client;
   return {
     ...connection,
+    stage: 'starting',
     async database() {
-      if (!client) client = await seq.connect(connection.uri, { serverSelectionTimeoutMS: connection.timeoutMs, connectTimeoutMS: connection.timeoutMs });
+      if (!client) {
+        this.stage = 'connecting';
+        client = await seq.connect(connection.uri, { serverSelectionTimeoutMS: connectMs, connectTimeoutMS: connectMs });
+      }
       return client.db(connection.db);
     },
     async close() {
@@ -116,10 +129,36 @@ function session(connection) {
   };
 }
 
+/**
+ * `work` bounded by the session's `--timeout`: resolves or rejects as `work` does, or
+ * rejects with a `TimeoutError` naming the session's stage once the time is up (the work
+ * goes on, its outcome ignored: the caller leaves without waiting for it).
+ */
+function withinTimeout(work, session) {
+  let timer;
+  const expired = new Promise((_, reject) => {
+    timer = setTimeout(() => reject(new TimeoutError(`no answer within --timeout (${session.timeoutMs / 1000} s) while ${session.stage}`)), session.timeoutMs);
+  });
+  work.catch(() => {});
+  return Promise.race([work, expired]).finally(() => clearTimeout(timer));
+}
+
 /** A number as printed: BigInts as their exact digits. */
 const show = (v) => (typeof v === 'bigint' ? v.toString() : typeof v === 'string' ? v : JSON.stringify(v));
-/** A sequence name as printed: a string as it is, a scoped name as its JSON. */
-const nameText = (name) => (typeof name === 'string' ? name : toJson(name));
+/**
+ * `value` with every string in it (keys too) masked on its own: masking a whole output at
+ * once would take everything up to the last `@` after a connection string with it.
+ */
+const masked = (value) => {
+  if (typeof value === 'string') return redacted(value);
+  if (Array.isArray(value)) return value.map(masked);
+  if (value && typeof value === 'object' && [Object.prototype, null].includes(Object.getPrototypeOf(value))) {
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [redacted(k), masked(v)]));
+  }
+  return value;
+};
+/** A sequence name as printed, masked: a string as it is, a scoped name as its JSON. */
+const nameText = (name) => (typeof name === 'string' ? redacted(name) : toJson(masked(name)));
 
 /** `rows` under `headers` in aligned columns (those in `rightAligned` to the right). */
 function table(rows, headers, rightAligned) {
@@ -138,4 +177,4 @@ async function confirm(question) {
   return /^y(es)?$/i.test(answer.trim());
 }
 
-module.exports = { redacted, quote, UsageError, COMMON, COMMON_HELP, integer, sequenceName, timeoutMs, connectionOf, session, show, nameText, table, confirm, toJson };
+module.exports = { redacted, masked, quote, UsageError, TimeoutError, withinTimeout, COMMON, COMMON_HELP, integer, sequenceName, timeoutMs, connectionOf, session, show, nameText, table, confirm, toJson };

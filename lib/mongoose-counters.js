@@ -8,15 +8,53 @@ const { codedError } = require('./coded-error.js');
 const registry = new Map();
 /** The counters each schema numbers with. */
 const schemaCounters = new WeakMap();
+/** The counters of models compiled from a copy of a schema that registered them: model → counters. */
+const modelCounters = new WeakMap();
 
-/** The counters `Model`'s schema registered (none for anything else). */
+/**
+ * The counters `Model` numbers with: those its schema registered, and for a discriminator
+ * those of its base model, which it shares with the base and every other child, each
+ * once (none for anything else).
+ */
 function countersOf(Model) {
-  return (Model && Model.schema && schemaCounters.get(Model.schema)) || [];
+  if (!Model || !Model.schema) return [];
+  const own = schemaCounters.get(Model.schema) || modelCounters.get(Model) || [];
+  const base = baseModelOf(Model);
+  // A discriminator compiled from a copy of the base schema (`base.clone()`) registered
+  // the base's counters as its own too: each counter once.
+  return base ? [...new Set([...countersOf(base), ...own])] : own;
+}
+
+/** The base model of a discriminator `Model`; `null` for any other model. */
+function baseModelOf(Model) {
+  const name = Model.baseModelName;
+  if (typeof name !== 'string' || name === Model.modelName || !Model.db || !Model.db.models) return null;
+  return Model.db.models[name] || null;
+}
+
+/**
+ * The model whose documents `counter` numbers, asked through `Model`: the base model when
+ * `Model` is a discriminator and the counter its base's (it numbers every document of the
+ * collection), else `Model` itself.
+ */
+function numberedModel(Model, counter) {
+  const base = baseModelOf(Model);
+  return base && countersOf(base).includes(counter) ? numberedModel(base, counter) : Model;
 }
 
 /** Records that `schema` numbers with `counter`. */
 function addToSchema(schema, counter) {
-  if (!schemaCounters.has(schema)) schemaCounters.set(schema, []);
+  if (!schemaCounters.has(schema)) {
+    schemaCounters.set(schema, []);
+    // mongoose compiles a discriminator (and, with `cloneSchemas`, any model) from a copy of
+    // the schema it is given; the copy's `init` event, emitted as the model is made,
+    // bubbles up to this schema.
+    if (typeof schema.on === 'function') {
+      schema.on('init', (model) => {
+        if (typeof model === 'function' && model.schema && model.schema !== schema) modelCounters.set(model, schemaCounters.get(schema));
+      });
+    }
+  }
   schemaCounters.get(schema).push(counter);
 }
 
@@ -50,4 +88,4 @@ function counterOf(Model, id) {
   return counters[0];
 }
 
-module.exports = { registry, countersOf, addToSchema, registered, numbersFor, counterOf };
+module.exports = { registry, countersOf, addToSchema, registered, numbersFor, counterOf, numberedModel };

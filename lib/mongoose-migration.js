@@ -4,7 +4,18 @@
 // (`takeOverCounter`).
 
 const { codedError } = require('./coded-error.js');
-const { counterOf } = require('./mongoose-counters.js');
+const { counterOf, numberedModel } = require('./mongoose-counters.js');
+
+/** Sets the dotted `path` of the plain object `object`. */
+function setPath(object, path, value) {
+  const keys = path.split('.');
+  let target = object;
+  for (const key of keys.slice(0, -1)) {
+    if (target[key] === null || typeof target[key] !== 'object') target[key] = {};
+    target = target[key];
+  }
+  target[keys.at(-1)] = value;
+}
 
 /** A number read from the server as a JS number, or a BigInt beyond 2^53 (an int64 `Long`). */
 function fromServer(value) {
@@ -21,8 +32,9 @@ function fromServer(value) {
  * imported or numbered elsewhere never collides with new numbers: an ascending counter
  * to at least the largest value, a descending one (negative `inc_amount`) to at most the
  * smallest. Never moves a counter back over numbers it handed out. `inc_field` may be a
- * dotted path (not one through an array). Resolves with the counters moved as
- * `[{ reference_value, value }]`.
+ * dotted path (not one through an array). For a discriminator, a counter of the base
+ * schema is moved past the documents of the whole collection, which it numbers. Resolves
+ * with the counters moved as `[{ reference_value, value }]`.
  */
 async function syncCounterToMax(Model, id) {
   const counter = counterOf(Model, id);
@@ -35,7 +47,8 @@ async function syncCounterToMax(Model, id) {
       group[`f${i}`] = `$${f}`;
     });
   }
-  const extremes = await Model.aggregate([
+  const Source = numberedModel(Model, counter);
+  const extremes = await Source.aggregate([
     { $match: { [field]: { $type: ['int', 'long', 'double'] } } },
     { $group: { _id: group, extreme: { [descending ? '$min' : '$max']: `$${field}` } } },
   ]);
@@ -43,11 +56,13 @@ async function syncCounterToMax(Model, id) {
   for (const { _id: values, extreme } of extremes) {
     let reference = null;
     if (counter.scoped) {
-      const source = {};
+      // The stored values as a document of the model, so the counter is chosen as save
+      // chooses it (through the schema's getters).
+      const stored = {};
       counter.options.reference_fields.forEach((f, i) => {
-        source[f] = values && values[`f${i}`] !== undefined ? values[`f${i}`] : null;
+        setPath(stored, f, values && values[`f${i}`] !== undefined ? values[`f${i}`] : null);
       });
-      reference = counter.referenceOf(source);
+      reference = counter.referenceOf(Source.hydrate(stored));
     }
     // The whole number at or past the extreme, in the counter's direction.
     let target = fromServer(extreme);

@@ -189,6 +189,80 @@ test('a document whose setter or Proxy drops the number is not inserted without 
   assert.equal(await env.db.collection('dropped_docs').countDocuments(), 0, 'nothing was inserted without its number');
 });
 
+test('a document whose field the driver would not store is refused before any number is spent', async () => {
+  await seq.insertOne(env.db, 'hidden_docs', { a: 0 }, { field: 'no' });
+  class Accessor {
+    #no;
+    get no() {
+      return this.#no;
+    }
+    set no(v) {
+      this.#no = v;
+    }
+  }
+  const makers = {
+    'a class accessor': () => new Accessor(),
+    'a non-enumerable own field': () => Object.defineProperty({ a: 1 }, 'no', { value: undefined, writable: true, enumerable: false }),
+    'a field of its prototype': () => Object.create({ no: null }),
+  };
+  for (const [kind, make] of Object.entries(makers)) {
+    for (const gapless of modes) {
+      const label = `${kind}, gapless: ${gapless}`;
+      const e = await rejectsWithCode(assert, seq.insertOne(env.db, 'hidden_docs', make(), { field: 'no', gapless }), 'INVALID_ARGUMENT');
+      assert.match(e.message, /document 0 has 'no' as an inherited or non-enumerable property/, label);
+      await rejectsWithCode(assert, seq.insertMany(env.db, 'hidden_docs', [{ a: 2 }, make()], { field: 'no', gapless }), 'INVALID_ARGUMENT', /document 1 has 'no'/);
+    }
+  }
+  // A Proxy that stores the number as a field the driver skips is caught when read back.
+  const hiding = new Proxy(
+    { a: 3 },
+    { set: (target, key, value) => Reflect.defineProperty(target, key, { value, writable: true, configurable: true, enumerable: false }) },
+  );
+  await rejectsWithCode(assert, seq.insertOne(env.db, 'hidden_docs', hiding, { field: 'no' }), 'INVALID_ARGUMENT', /did not keep its number 2 in 'no' as a field the driver stores/);
+  assert.equal((await env.db.collection('counters').findOne({ _id: 'hidden_docs' })).sequence_value, 2, 'only the read-back spent a number');
+  assert.deepEqual(await env.db.collection('hidden_docs').find().project({ _id: 0 }).toArray(), [{ a: 0, no: 1 }], 'nothing was inserted');
+});
+
+test('a document that says how it is stored (toBSON) is inserted with its number', async () => {
+  class Record {
+    #no;
+    get no() {
+      return this.#no;
+    }
+    set no(v) {
+      this.#no = v;
+    }
+    toBSON() {
+      return { kind: 'record', no: this.#no };
+    }
+  }
+  const doc = new Record();
+  await seq.insertOne(env.db, 'records', doc, { field: 'no' });
+  await seq.insertMany(env.db, 'records', [new Record(), new Record()], { field: 'no' });
+  assert.equal(doc.no, 1);
+  const stored = await env.db.collection('records').find().sort({ no: 1 }).project({ _id: 0 }).toArray();
+  assert.deepEqual(stored, [1, 2, 3].map((no) => ({ kind: 'record', no })));
+});
+
+test('insertMany inserts the documents the array held when it was called, each once', async () => {
+  const docs = [{ a: 1 }];
+  const pending = seq.insertMany(env.db, 'grown_docs', docs, { field: 'no' });
+  docs.push({ a: 2 });
+  const result = await pending;
+  assert.equal(result.insertedCount, 1);
+  assert.equal(docs[1].no, undefined);
+  assert.deepEqual(await env.db.collection('grown_docs').find().project({ _id: 0 }).toArray(), [{ a: 1, no: 1 }]);
+
+  const twice = { a: 3 };
+  for (const gapless of modes) {
+    const e = await rejectsWithCode(assert, seq.insertMany(env.db, 'grown_docs', [{ a: 4 }, twice, twice], { field: 'no', gapless }), 'INVALID_ARGUMENT');
+    assert.match(e.message, /one document object more than once/);
+    assert.deepEqual(Object.keys(twice), ['a'], `gapless: ${gapless}: no _id or number was written into it`);
+  }
+  assert.equal((await env.db.collection('counters').findOne({ _id: 'grown_docs' })).sequence_value, 1, 'no number was spent');
+  assert.equal(await env.db.collection('grown_docs').countDocuments(), 1);
+});
+
 test('gapless: a document that drops its number after the commit is reported as inserted, with its number', { skip: noTransactions }, async () => {
   const doc = Object.defineProperty({ a: 1 }, 'no', { get: () => undefined, set: () => {}, enumerable: true });
   const e = await rejectsWithCode(assert, seq.insertOne(env.db, 'gapless_dropped', doc, { field: 'no', gapless: true }), 'INVALID_ARGUMENT');

@@ -1,8 +1,11 @@
 // The mongoose plugin against an oracle (see scripts/lib/plugin-differential.mjs): random
 // schemas (reference fields of every kind, _id / another / a nested inc_field, start_seq
-// and inc_amount with 0 and negatives, one or two plugins) and random histories (save,
-// create single / array / spread, insertMany, bulkWrite, upserts with values to cast,
-// explicit numbers, counterReset, setNext, syncCounterToMax), run through this plugin on
+// and inc_amount with 0 and negatives, one or two plugins, getters, setters and
+// immutable, on the base of a discriminator or on a subdocument schema) and random
+// histories (save, create single / array / spread, insertMany, bulkWrite inserts and
+// upserts, every upsert and replace with values to cast, inserting or matching existing
+// documents, reference values written by $max / $min, explicit numbers, counterReset,
+// setNext, syncCounterToMax, through the base or the child), run through this plugin on
 // mongoose 8 and 9 and through mongoose-sequence 6.0.1 on mongoose 8: after every
 // operation, the same numbers in the documents and the same counter documents.
 // Fixed seeds here (PLUGIN_DIFF_SEEDS=1,2 and PLUGIN_DIFF_RUNS=n replay or widen a run);

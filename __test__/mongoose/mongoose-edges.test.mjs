@@ -1,7 +1,10 @@
-// mongodb-sequence/mongoose at the edges (issue 17): reference values cast with the schema
-// on every path and keyed by their exact BSON value, two counters on one schema, explicit
-// numbers kept by the batch writers (overwritten by save), descending counters synced downwards, counterReset with start_seq 0,
-// gapless create in its spread form, parallel_hooks. On mongoose 9 and mongoose 8.
+// mongodb-sequence/mongoose at the edges (issues 17 and 34): reference values cast with the
+// schema on every path and keyed by their exact BSON value, two counters on one schema,
+// explicit numbers kept by insertMany, bulkWrite and upserts (overwritten by save and
+// create), getters and setters on inc_field, descending counters synced downwards,
+// counterReset with start_seq 0, gapless create, parallel_hooks, the upserts refused
+// (pipelines, replaces without a number, reference values by other operators, a
+// discriminator's own counters through its base). On mongoose 9 and 8.
 import { test, before, after, describe } from 'node:test';
 import assert from 'node:assert/strict';
 import { createRequire } from 'node:module';
@@ -120,22 +123,21 @@ for (const [major, mongoose] of [
       assert.equal((await counters().findOne({ id: `${p}two_b` })).seq, 16);
     });
 
-    test('batch writers keep a number the caller set; save numbers every new document, as mongoose-sequence', async () => {
+    test('insertMany, bulkWrite and upserts keep a number the caller set; save and create number every new document', async () => {
       const schema = new mongoose.Schema({ tag: String, no: Number });
       schema.plugin(AutoIncrement, { id: `${p}explicit`, inc_field: 'no' });
       const M = await model(`${p}Explicit`, schema);
       await M.insertMany([{ tag: 'a', no: 500 }, { tag: 'b' }]);
+      // create is save: it overwrites the caller's number, as mongoose-sequence 6 does.
       await M.create([{ tag: 'c' }, { tag: 'd', no: 501 }]);
       await M.create({ tag: 'e', no: 502 }, { tag: 'f' });
       await M.bulkWrite([{ insertOne: { document: { tag: 'g', no: 503 } } }, { insertOne: { document: { tag: 'h' } } }]);
-      // save overwrites the caller's number, as mongoose-sequence 6 does.
       const saved = await new M({ tag: 'i', no: 504 }).save();
-      assert.equal(saved.no, 5);
+      assert.equal(saved.no, 7);
       await new M({ tag: 'j' }).save();
       await M.updateOne({ tag: 'k' }, { $set: { no: 505 } }, { upsert: true });
       // As the schema casts it: '506' is a number, '' is none.
       await M.insertMany([{ tag: 'l', no: '' }, { tag: 'm', no: '506' }]);
-      // create of one document keeps it too (its save hook knows create handled it).
       await M.create({ tag: 'n', no: 507 });
       await M.create([{ tag: 'o', no: 508 }]);
       // A clone of a saved document is a new document: it never repeats the number.
@@ -150,10 +152,10 @@ for (const [major, mongoose] of [
         await again.save();
       }
       assert.deepEqual(await numbers(M, 'no'), [
-        ['a', 500], ['b', 1], ['c', 2], ['d', 501], ['e', 502], ['f', 3], ['g', 503], ['h', 4], ['i', 5], ['j', 6], ['j2', 9], ['j3', 10], ['j4', 11], ['j5', 509], ['j6', 12], ['k', 505], ['l', 7], ['m', 506],
-        ['n', 507], ['o', 508], ['p', 8], ['q', 13], ['r', 14], ['s', 15], ['t', 16],
+        ['a', 500], ['b', 1], ['c', 2], ['d', 3], ['e', 4], ['f', 5], ['g', 503], ['h', 6], ['i', 7], ['j', 8], ['j2', 13], ['j3', 14], ['j4', 15], ['j5', 16], ['j6', 17], ['k', 505], ['l', 9], ['m', 506],
+        ['n', 10], ['o', 11], ['p', 12], ['q', 18], ['r', 19], ['s', 20], ['t', 21],
       ]);
-      assert.equal((await counters().findOne({ id: `${p}explicit` })).seq, 16);
+      assert.equal((await counters().findOne({ id: `${p}explicit` })).seq, 21);
       // A default is not the caller's value.
       const defaulted = new mongoose.Schema({ tag: String, no: { type: Number, default: 0 } });
       defaulted.plugin(AutoIncrement, { id: `${p}explicit_default`, inc_field: 'no' });
@@ -162,6 +164,58 @@ for (const [major, mongoose] of [
       await new D({ tag: 'c' }).save();
       await D.insertMany([{ tag: 'd' }]);
       assert.deepEqual(await numbers(D, 'no'), [['a', 1], ['b', 2], ['c', 3], ['d', 4]]);
+    });
+
+    test('a getter or a setter on inc_field: every path numbers once, from the raw value', async () => {
+      // A display format (issue 34): the getter's "INV-undefined" is no number of the caller's.
+      const schema = new mongoose.Schema({ tag: String, no: { type: Number, get: (n) => `INV-${n}` } });
+      schema.plugin(AutoIncrement, { id: `${p}getter`, inc_field: 'no' });
+      const M = await model(`${p}Getter`, schema);
+      assert.equal((await M.create({ tag: 'a' })).no, 'INV-1');
+      await M.create([{ tag: 'b' }, { tag: 'c' }]);
+      await M.create({ tag: 'd' }, { tag: 'e' });
+      await new M({ tag: 'f' }).save();
+      await M.insertMany([{ tag: 'g' }, new M({ tag: 'h' })]);
+      await M.bulkWrite([{ insertOne: { document: { tag: 'i' } } }]);
+      assert.deepEqual(await numbers(M, 'no'), [['a', 1], ['b', 2], ['c', 3], ['d', 4], ['e', 5], ['f', 6], ['g', 7], ['h', 8], ['i', 9]]);
+      // A setter that changes the value: each document is numbered once (no number spent twice).
+      const scaled = new mongoose.Schema({ tag: String, no: { type: Number, set: (n) => (n == null ? n : n * 10) } });
+      scaled.plugin(AutoIncrement, { id: `${p}setter`, inc_field: 'no' });
+      const S = await model(`${p}Setter`, scaled);
+      await S.create([{ tag: 'a' }, { tag: 'b' }]);
+      await S.create({ tag: 'c' }, { tag: 'd' });
+      await S.insertMany([new S({ tag: 'e' })]);
+      assert.deepEqual(await numbers(S, 'no'), [['a', 10], ['b', 20], ['c', 30], ['d', 40], ['e', 50]]);
+      assert.equal((await counters().findOne({ id: `${p}setter` })).seq, 5);
+    });
+
+    test('create numbers as save does, a number the caller set included: a copy of a record takes a new number', async () => {
+      const schema = new mongoose.Schema({ tag: String, no: Number });
+      schema.plugin(AutoIncrement, { id: `${p}create_copy`, inc_field: 'no' });
+      const M = await model(`${p}CreateCopy`, schema);
+      const first = await M.create({ tag: 'a' });
+      const copy = first.toObject();
+      delete copy._id;
+      assert.equal((await M.create({ ...copy, tag: 'b' })).no, 2);
+      await M.create([{ ...copy, tag: 'c' }, { tag: 'd', no: 500 }]);
+      await M.create({ tag: 'e', no: 501 }, { ...copy, tag: 'f' });
+      await M.create(new M({ tag: 'g', no: 502 }));
+      // As mongoose-sequence 6.0.1, whose create is save.
+      assert.deepEqual(await numbers(M, 'no'), [['a', 1], ['b', 2], ['c', 3], ['d', 4], ['e', 5], ['f', 6], ['g', 7]]);
+      assert.equal((await counters().findOne({ id: `${p}create_copy` })).seq, 7);
+    });
+
+    test('gapless: create numbers a number the caller set too; insertMany keeps it', { skip: needsTransactions }, async () => {
+      const schema = new mongoose.Schema({ tag: String, no: Number });
+      schema.plugin(AutoIncrement, { id: `${p}gapless_copy`, inc_field: 'no', gapless: true });
+      const G = await model(`${p}GaplessCopy`, schema);
+      const first = await G.create({ tag: 'a' });
+      const copy = first.toObject();
+      delete copy._id;
+      assert.equal((await G.create({ ...copy, tag: 'b' })).no, 2);
+      await G.create([{ tag: 'c', no: 500 }, { tag: 'd' }]);
+      await G.insertMany([{ tag: 'e', no: 600 }, { tag: 'f' }]);
+      assert.deepEqual(await numbers(G, 'no'), [['a', 1], ['b', 2], ['c', 3], ['d', 4], ['e', 600], ['f', 5]]);
     });
 
     test('a save that failed after numbering keeps its number, unless its reference value changed since', async () => {
@@ -234,6 +288,17 @@ for (const [major, mongoose] of [
       assert.equal((await Fresh.create({ tag: 'c', shop: 'y' })).no, 8);
     });
 
+    test('syncCounterToMax chooses each counter as save does: reference values through the schema\'s getters', async () => {
+      const schema = new mongoose.Schema({ tag: String, shop: { type: String, get: (v) => (v == null ? v : `<${v}>`) }, no: Number });
+      schema.plugin(AutoIncrement, { id: `${p}sync_getter`, inc_field: 'no', reference_fields: 'shop' });
+      const M = await model(`${p}SyncGetter`, schema);
+      await M.create({ tag: 'a', shop: 'x' });
+      await M.collection.insertOne({ tag: 'b', shop: 'x', no: 30 });
+      assert.deepEqual(await syncCounterToMax(M), [{ reference_value: { shop: '<x>' }, value: 30 }]);
+      assert.equal((await M.create({ tag: 'c', shop: 'x' })).no, 31);
+      assert.deepEqual((await counters().find({ id: `${p}sync_getter` }).toArray()).map((c) => [c.reference_value, c.seq]), [[{ shop: '<x>' }, 31]]);
+    });
+
     test('syncCounterToMax with a nested inc_field reads the dotted path', async () => {
       const schema = new mongoose.Schema({ tag: String });
       schema.plugin(AutoIncrement, { id: `${p}nested`, inc_field: 'meta.no' });
@@ -288,6 +353,80 @@ for (const [major, mongoose] of [
       }
     });
 
+    test('insertMany leaves the caller\'s array and objects as they were: inserted again, they take new numbers', async () => {
+      const schema = new mongoose.Schema({ tag: String, no: Number });
+      schema.plugin(AutoIncrement, { id: `${p}untouched`, inc_field: 'no' });
+      const M = await model(`${p}Untouched`, schema);
+      const a = { tag: 'a' };
+      const b = { tag: 'b' };
+      const docs = [a, b];
+      await M.insertMany(docs);
+      assert.ok(docs.length === 2 && docs[0] === a && docs[1] === b, 'the same array of the same objects');
+      assert.deepEqual(docs, [{ tag: 'a' }, { tag: 'b' }]);
+      await M.create(docs);
+      await M.insertMany(docs);
+      const c = { tag: 'c' };
+      await M.insertMany(c);
+      assert.deepEqual(c, { tag: 'c' });
+      await M.create(c);
+      const tagged = (await M.find().sort({ no: 1 }).lean()).map((d) => [d.tag, d.no]);
+      assert.deepEqual(tagged, [['a', 1], ['b', 2], ['a', 3], ['b', 4], ['a', 5], ['b', 6], ['c', 7], ['c', 8]]);
+    });
+
+    test('setNext on a saved document whose inc_field cannot change fails with INVALID_ARGUMENT and spends nothing', async () => {
+      const schema = new mongoose.Schema({ tag: String, locked: Boolean, no: { type: Number, immutable: (doc) => doc.locked !== false } });
+      schema.plugin(AutoIncrement, { id: `${p}immutable`, inc_field: 'no' });
+      const M = await model(`${p}Immutable`, schema);
+      const saved = await M.create({ tag: 'a' });
+      const error = await rejectsCode(saved.setNext(`${p}immutable`), 'INVALID_ARGUMENT');
+      assert.match(error.message, /immutable/);
+      const viaCallback = await new Promise((resolve) => saved.setNext(`${p}immutable`, resolve));
+      assert.equal(viaCallback?.code, 'INVALID_ARGUMENT');
+      assert.equal((await counters().findOne({ id: `${p}immutable` })).seq, 1, 'no number spent');
+      // Before its first save an immutable field takes one; where it is not immutable, always.
+      assert.equal((await new M({ tag: 'b' }).setNext(`${p}immutable`)).no, 2);
+      const open = await M.create({ tag: 'c', locked: false });
+      assert.equal((await open.setNext(`${p}immutable`)).no, 4);
+      assert.deepEqual(await numbers(M, 'no'), [['a', 1], ['b', 2], ['c', 4]]);
+      // A stored _id never changes.
+      const byId = new mongoose.Schema({ _id: Number, tag: String });
+      byId.plugin(AutoIncrement, { id: `${p}immutable_id` });
+      const I = await model(`${p}ImmutableId`, byId);
+      const doc = await I.create({ tag: 'a' });
+      await rejectsCode(doc.setNext(`${p}immutable_id`), 'INVALID_ARGUMENT');
+      assert.equal((await counters().findOne({ id: `${p}immutable_id` })).seq, 1, 'no number spent');
+    });
+
+    test('discriminators: the migration helpers and counterReset find the counters of the base schema and of the child\'s', async () => {
+      const schema = new mongoose.Schema({ tag: String, year: Number, no: Number });
+      schema.plugin(AutoIncrement, { id: `${p}disc`, inc_field: 'no', reference_fields: ['year'] });
+      const Base = await model(`${p}Disc`, schema);
+      const Child = Base.discriminator(`${p}DiscChild`, new mongoose.Schema({ extra: String }));
+      await Base.create({ tag: 'a', year: 2025 });
+      await Child.create({ tag: 'b', year: 2025 });
+      // The counter numbers every document of the collection: sync reads them all.
+      await Base.collection.insertOne({ tag: 'imported', year: 2025, no: 40 });
+      assert.deepEqual(await syncCounterToMax(Child), [{ reference_value: { year: 2025 }, value: 40 }]);
+      assert.deepEqual(await syncCounterToMax(Child, `${p}disc`), [{ reference_value: { year: 2025 }, value: 40 }]);
+      assert.equal((await Child.create({ tag: 'c', year: 2025 })).no, 41);
+      // Reference values cast with the child's schema: '2025' is the Number 2025.
+      assert.equal((await Child.counterReset(`${p}disc`, { year: '2025' })).matchedCount, 1);
+      assert.equal((await Child.create({ tag: 'd', year: 2025 })).no, 1);
+      // A counter of the child's own schema, beside the base's.
+      const own = new mongoose.Schema({ cno: Number });
+      own.plugin(AutoIncrement, { id: `${p}disc_own`, inc_field: 'cno', start_seq: 100 });
+      const Other = Base.discriminator(`${p}DiscOther`, own);
+      const e = await Other.create({ tag: 'e', year: 2025 });
+      assert.deepEqual([e.no, e.cno], [2, 100]);
+      await rejectsCode(syncCounterToMax(Other), 'INVALID_ARGUMENT');
+      await Base.collection.insertOne({ tag: 'f', year: 2025, cno: 150, __t: `${p}DiscOther` });
+      assert.deepEqual(await syncCounterToMax(Other, `${p}disc_own`), [{ reference_value: null, value: 150 }]);
+      assert.equal((await Other.create({ tag: 'g', year: 2025 })).cno, 151);
+      assert.equal((await Other.counterReset(`${p}disc_own`)).matchedCount, 1);
+      assert.equal((await Other.create({ tag: 'h', year: 2025 })).cno, 100);
+      await rejectsCode(syncCounterToMax(Child, `${p}disc_own`), 'INVALID_ARGUMENT');
+    });
+
     test('a reference value holding undefined is keyed as the null the server stores', async () => {
       const schema = new mongoose.Schema({ tag: String, no: Number, mix: mongoose.Schema.Types.Mixed });
       schema.plugin(AutoIncrement, { id: `${p}undef`, inc_field: 'no', reference_fields: ['mix'] });
@@ -317,6 +456,191 @@ for (const [major, mongoose] of [
       await I.findOneAndUpdate({ _id: 77 }, { tag: 'b' }, { upsert: true });
       await I.updateOne({ tag: 'c' }, { $set: { x: 1 } }, { upsert: true });
       assert.deepEqual((await I.find().sort({ _id: 1 }).lean()).map((d) => [d._id, d.tag]), [[1, 'c'], [77, 'b']]);
+    });
+
+    test('every upsert that can insert a document numbers it, in bulkWrite too; a replace only by a number it is given', async () => {
+      const schema = new mongoose.Schema({ tag: String, x: Number, no: Number });
+      schema.plugin(AutoIncrement, { id: `${p}upsert_all`, inc_field: 'no' });
+      const M = await model(`${p}UpsertAll`, schema);
+      await M.bulkWrite([
+        { updateOne: { filter: { tag: 'a' }, update: { $set: { x: 1 } }, upsert: true } },
+        { insertOne: { document: { tag: 'b' } } },
+        { updateMany: { filter: { tag: 'c' }, update: { $set: { x: 1 } }, upsert: true } },
+        { replaceOne: { filter: { tag: 'd' }, replacement: { tag: 'd', x: 1, no: 400 }, upsert: true } },
+      ]);
+      await M.findOneAndUpdate({ tag: 'e' }, { $setOnInsert: { x: 1 } }, { upsert: true });
+      assert.deepEqual(await numbers(M, 'no'), [['a', 1], ['b', 2], ['c', 3], ['d', 400], ['e', 4]]);
+      // Matching an existing document: an update keeps its number (a value spent: a gap).
+      await M.bulkWrite([{ updateOne: { filter: { tag: 'a' }, update: { $set: { x: 5 } }, upsert: true } }]);
+      await M.updateMany({ tag: { $in: ['b', 'c'] } }, { $set: { x: 6 } }, { upsert: true });
+      // A replacement is stored as it is: accepted when it holds its number, or when the
+      // filter gives it by equality (put into the replacement, which a match keeps).
+      await M.replaceOne({ no: 500 }, { tag: 'j' }, { upsert: true });
+      await M.findOneAndReplace({ no: 500 }, { tag: 'j', x: 1 }, { upsert: true });
+      await M.bulkWrite([{ replaceOne: { filter: { tag: 'k' }, replacement: { tag: 'k', no: 501 }, upsert: true } }]);
+      await M.replaceOne({ tag: 'a' }, { tag: 'a', x: 7, no: 1 }, { upsert: true });
+      assert.deepEqual(await numbers(M, 'no'), [['a', 1], ['b', 2], ['c', 3], ['d', 400], ['e', 4], ['j', 500], ['k', 501]]);
+      assert.equal((await counters().findOne({ id: `${p}upsert_all` })).seq, 6);
+
+      // Reference values of an upsert: the filter's equalities, $set and $setOnInsert.
+      const scoped = new mongoose.Schema({ tag: String, shop: String, no: Number });
+      scoped.plugin(AutoIncrement, { id: `${p}upsert_scoped`, inc_field: 'no', reference_fields: 'shop' });
+      const S = await model(`${p}UpsertScoped`, scoped);
+      await S.updateOne({ tag: 'a', shop: 'x' }, { $set: { n: 1 } }, { upsert: true });
+      await S.updateOne({ tag: 'b' }, { $setOnInsert: { shop: 'y' } }, { upsert: true });
+      await S.bulkWrite([{ updateOne: { filter: { tag: 'c' }, update: { $set: { shop: 'x' } }, upsert: true } }]);
+      assert.deepEqual((await S.find().sort({ tag: 1 }).lean()).map((d) => [d.tag, d.shop, d.no]), [['a', 'x', 1], ['b', 'y', 1], ['c', 'x', 2]]);
+
+      // Numbered by _id: the server inserts the filter's _id, or the replacement's.
+      const byId = new mongoose.Schema({ _id: Number, tag: String });
+      byId.plugin(AutoIncrement, { id: `${p}upsert_all_id` });
+      const I = await model(`${p}UpsertAllId`, byId);
+      await I.replaceOne({ _id: 70 }, { tag: 'a' }, { upsert: true });
+      await I.bulkWrite([{ replaceOne: { filter: { tag: 'b' }, replacement: { _id: 71, tag: 'b' }, upsert: true } }]);
+      await I.updateOne({ tag: 'c' }, { $set: { x: 1 } }, { upsert: true });
+      await rejectsCode(I.replaceOne({ tag: 'd' }, { tag: 'd' }, { upsert: true }), 'INVALID_ARGUMENT');
+      await rejectsCode(I.findOneAndReplace({ tag: 'd' }, { tag: 'd' }, { upsert: true }), 'INVALID_ARGUMENT');
+      await rejectsCode(I.bulkWrite([{ replaceOne: { filter: { tag: 'd' }, replacement: { tag: 'd' }, upsert: true } }]), 'INVALID_ARGUMENT');
+      assert.deepEqual((await I.find().sort({ _id: 1 }).lean()).map((d) => [d._id, d.tag]), [[1, 'c'], [70, 'a'], [71, 'b']]);
+      assert.equal((await counters().findOne({ id: `${p}upsert_all_id` })).seq, 1);
+    });
+
+    test('a pipeline upsert is refused, alone or in bulkWrite (ordered or not), before anything is written', async () => {
+      const schema = new mongoose.Schema({ tag: String, grp: String, x: Number, no: Number });
+      schema.plugin(AutoIncrement, { id: `${p}pipe`, inc_field: 'no' });
+      const M = await model(`${p}Pipe`, schema);
+      await M.create([{ tag: 'a', grp: 'G' }, { tag: 'b', grp: 'G' }]);
+      // Documents written before the plugin, without a number.
+      await M.collection.insertMany([{ tag: 'l1', grp: 'L' }, { tag: 'l2', grp: 'L' }]);
+      const before = await M.find().sort({ tag: 1 }).lean();
+      const options = { upsert: true, updatePipeline: true };
+      const refusal = (e) => e.code === 'INVALID_ARGUMENT' && /pipeline cannot tell/.test(e.message) && /\$setOnInsert/.test(e.message);
+      await assert.rejects(M.updateMany({ grp: 'L' }, [{ $set: { x: 1 } }], options), refusal);
+      await assert.rejects(M.updateMany({ grp: 'G' }, [{ $replaceWith: { tag: '$tag', grp: '$grp' } }], options), refusal);
+      await assert.rejects(M.updateOne({ tag: 'n' }, [{ $set: { x: 1 } }], options), refusal);
+      await assert.rejects(M.findOneAndUpdate({ tag: 'n' }, [{ $set: { x: 1 } }], options), refusal);
+      // Even with the number in the filter: every pipeline upsert.
+      await assert.rejects(M.updateOne({ no: 502 }, [{ $set: { tag: 'n' } }], options), refusal);
+      for (const ordered of [true, false]) {
+        const ops = [
+          { insertOne: { document: { tag: 'n' } } },
+          { updateMany: { filter: { grp: 'L' }, update: [{ $set: { x: 2 } }], upsert: true } },
+          { updateOne: { filter: { tag: 'o' }, update: [{ $set: { x: 2 } }], upsert: true } },
+        ];
+        await assert.rejects(M.bulkWrite(ops, { ordered, updatePipeline: true }), refusal);
+      }
+      // Nothing written, no number taken; without upsert a pipeline runs as mongoose runs it.
+      assert.deepEqual(await M.find().sort({ tag: 1 }).lean(), before);
+      assert.equal((await counters().findOne({ id: `${p}pipe` })).seq, 2);
+      await M.updateMany({ grp: 'L' }, [{ $set: { x: 3 } }], { updatePipeline: true });
+      assert.deepEqual(await numbers(M, 'no'), [['a', 1], ['b', 2], ['l1', undefined], ['l2', undefined]]);
+    });
+
+    test('an upsert writing a reference field by another operator than $set or $setOnInsert is refused', async () => {
+      const schema = new mongoose.Schema({ tag: String, year: Number, old: Number, meta: { y: Number }, no: Number });
+      schema.plugin(AutoIncrement, { id: `${p}ref_ops`, inc_field: 'no', reference_fields: ['year', 'meta.y'] });
+      const M = await model(`${p}RefOps`, schema);
+      await M.create({ tag: 'a', year: 2025, meta: { y: 1 } });
+      const refusal = (operator) => (e) => e.code === 'INVALID_ARGUMENT' && e.message.includes(`with ${operator}`);
+      for (const [operator, update] of [
+        ['$inc', { $inc: { year: 2025 } }],
+        ['$max', { $max: { year: 2025 } }],
+        ['$min', { $min: { year: 2025 } }],
+        ['$mul', { $mul: { year: 1 } }],
+        ['$unset', { $unset: { year: 1 } }],
+        ['$rename', { $rename: { old: 'year' } }],
+        ['$rename', { $rename: { year: 'old' } }],
+        ['$inc', { $inc: { 'meta.y': 1 } }],
+        ['$unset', { $unset: { meta: 1 } }],
+      ]) {
+        await assert.rejects(M.updateOne({ tag: 'b', year: 2025 }, update, { upsert: true }), refusal(operator));
+        await assert.rejects(M.findOneAndUpdate({ tag: 'b' }, { $set: { year: 2025 }, ...update }, { upsert: true }), refusal(operator));
+        await assert.rejects(M.updateMany({ tag: 'b' }, update, { upsert: true }), refusal(operator));
+        await assert.rejects(M.bulkWrite([{ insertOne: { document: { tag: 'c', year: 2025 } } }, { updateOne: { filter: { tag: 'b' }, update, upsert: true } }], { ordered: false }), refusal(operator));
+      }
+      assert.deepEqual(await numbers(M, 'no'), [['a', 1]]);
+      assert.deepEqual((await counters().find({ id: `${p}ref_ops` }).toArray()).map((c) => c.seq), [1]);
+      // Other operators on other fields, or an upsert that takes no number, run.
+      await M.updateOne({ tag: 'd', year: 2025, 'meta.y': 1 }, { $inc: { old: 1 } }, { upsert: true });
+      await M.updateOne({ tag: 'e' }, { $inc: { year: 2025 }, $set: { no: 90 } }, { upsert: true });
+      assert.deepEqual(await numbers(M, 'no'), [['a', 1], ['d', 2], ['e', 90]]);
+      // Refused by one counter of two: the other takes no number either.
+      const two = new mongoose.Schema({ tag: String, year: Number, a: Number, b: Number });
+      two.plugin(AutoIncrement, { id: `${p}ref_ops_a`, inc_field: 'a' });
+      two.plugin(AutoIncrement, { id: `${p}ref_ops_b`, inc_field: 'b', reference_fields: ['year'] });
+      const Two = await model(`${p}RefOpsTwo`, two);
+      await Two.create({ tag: 'a', year: 1 });
+      await assert.rejects(Two.updateOne({ tag: 'b' }, { $inc: { year: 1 } }, { upsert: true }), refusal('$inc'));
+      await assert.rejects(Two.bulkWrite([{ updateOne: { filter: { tag: 'b' }, update: { $max: { year: 1 } }, upsert: true } }]), refusal('$max'));
+      await assert.rejects(Two.replaceOne({ tag: 'a' }, { tag: 'a', a: 1 }, { upsert: true }), (e) => e.code === 'INVALID_ARGUMENT');
+      assert.deepEqual((await counters().find({ id: { $in: [`${p}ref_ops_a`, `${p}ref_ops_b`] } }).sort({ id: 1 }).toArray()).map((c) => [c.id, c.seq]), [[`${p}ref_ops_a`, 1], [`${p}ref_ops_b`, 1]]);
+    });
+
+    test('a replace upsert without a number is refused: it would renumber a document it matches', async () => {
+      const schema = new mongoose.Schema({ tag: String, x: Number, no: Number }, { timestamps: true });
+      schema.plugin(AutoIncrement, { id: `${p}replace`, inc_field: 'no' });
+      const M = await model(`${p}Replace`, schema);
+      const a = await M.create({ tag: 'a' });
+      const refusal = (e) => e.code === 'INVALID_ARGUMENT' && /would renumber a document it matches/.test(e.message);
+      await assert.rejects(M.replaceOne({ _id: a._id }, { tag: 'a', x: 1 }, { upsert: true }), refusal);
+      await assert.rejects(M.findOneAndReplace({ tag: 'a' }, { tag: 'a', x: 1 }, { upsert: true, new: true }), refusal);
+      await assert.rejects(M.replaceOne({ tag: 'new' }, { tag: 'new' }, { upsert: true }), refusal);
+      for (const ordered of [true, false]) {
+        await assert.rejects(M.bulkWrite([{ insertOne: { document: { tag: 'b' } } }, { replaceOne: { filter: { tag: 'a' }, replacement: { tag: 'a' }, upsert: true } }], { ordered }), refusal);
+      }
+      assert.deepEqual(await numbers(M, 'no'), [['a', 1]]);
+      assert.equal((await counters().findOne({ id: `${p}replace` })).seq, 1);
+      // The number given in the filter or the replacement: kept by a match, inserted otherwise.
+      await M.replaceOne({ tag: 'a', no: 1 }, { tag: 'a', x: 2 }, { upsert: true });
+      await M.findOneAndReplace({ _id: a._id }, { tag: 'a', x: 3, no: 1 }, { upsert: true });
+      await M.bulkWrite([{ replaceOne: { filter: { tag: 'c' }, replacement: { tag: 'c', no: 300 }, upsert: true } }]);
+      assert.deepEqual((await M.find().sort({ tag: 1 }).lean()).map((d) => [d.tag, d.no, d.x]), [['a', 1, 3], ['c', 300, undefined]]);
+      // Without upsert, a replace is mongoose's own.
+      await M.replaceOne({ tag: 'c' }, { tag: 'c', x: 4 });
+      assert.deepEqual(await numbers(M, 'no'), [['a', 1], ['c', undefined]]);
+      assert.equal((await counters().findOne({ id: `${p}replace` })).seq, 1);
+    });
+
+    test('a discriminator numbered by its own schema\'s counters is refused through the base model\'s batch writers', async () => {
+      const base = new mongoose.Schema({ tag: String, no: Number }, { discriminatorKey: 'kind' });
+      base.plugin(AutoIncrement, { id: `${p}dbase`, inc_field: 'no' });
+      const Base = await model(`${p}DBase`, base);
+      const own = new mongoose.Schema({ cno: Number });
+      own.plugin(AutoIncrement, { id: `${p}dchild`, inc_field: 'cno' });
+      const Child = Base.discriminator(`${p}DChild`, own);
+      const Plain = Base.discriminator(`${p}DPlain`, new mongoose.Schema({ other: String }));
+      const kind = Child.modelName;
+      const refusal = (e) => e.code === 'INVALID_ARGUMENT' && e.message.includes(`through the model ${kind}`) && e.message.includes(`'${p}dchild'`);
+      await assert.rejects(Base.insertMany([{ tag: 'a', kind }]), refusal);
+      await assert.rejects(Base.insertMany([new Child({ tag: 'a' })]), refusal);
+      await assert.rejects(Base.bulkWrite([{ insertOne: { document: { tag: 'a', kind } } }], { ordered: false }), refusal);
+      await assert.rejects(Base.updateOne({ tag: 'a', kind }, { $set: { x: 1 } }, { upsert: true }), refusal);
+      await assert.rejects(Base.findOneAndUpdate({ tag: 'a' }, { $setOnInsert: { kind } }, { upsert: true }), refusal);
+      await assert.rejects(Base.bulkWrite([{ updateOne: { filter: { tag: 'a', kind }, update: { $set: { x: 1 } }, upsert: true } }]), refusal);
+      await assert.rejects(Base.replaceOne({ tag: 'a' }, { tag: 'a', kind, no: 5 }, { upsert: true }), refusal);
+      assert.equal(await Base.countDocuments(), 0);
+      assert.equal(await counters().countDocuments({ id: { $in: [`${p}dbase`, `${p}dchild`] } }), 0);
+      // With the child's number given, through the child, or a child without counters of its own: numbered.
+      await Base.insertMany([{ tag: 'b', kind, cno: 50 }, { tag: 'c', kind: Plain.modelName }]);
+      await Base.create({ tag: 'd', kind });
+      await Child.insertMany([{ tag: 'e' }]);
+      await Child.updateOne({ tag: 'f' }, { $set: { x: 1 } }, { upsert: true });
+      await Child.bulkWrite([{ insertOne: { document: { tag: 'g' } } }]);
+      const docs = (await Base.find().sort({ tag: 1 }).lean()).map((d) => [d.tag, d.no, d.cno]);
+      assert.deepEqual(docs, [['b', 1, 50], ['c', 2, undefined], ['d', 3, 1], ['e', 4, 2], ['f', 5, 3], ['g', 6, 4]]);
+    });
+
+    test('a discriminator compiled from a clone of the base schema counts the base\'s counter once', async () => {
+      const base = new mongoose.Schema({ tag: String, no: Number }, { discriminatorKey: 'kind' });
+      base.plugin(AutoIncrement, { id: `${p}clone`, inc_field: 'no' });
+      const Base = await model(`${p}CloneBase`, base);
+      const Copy = Base.discriminator(`${p}CloneCopy`, base.clone());
+      await Copy.create([{ tag: 'a' }, { tag: 'b' }]);
+      await Base.collection.insertOne({ tag: 'c', no: 30, kind: Copy.modelName });
+      assert.deepEqual(await syncCounterToMax(Copy), [{ reference_value: null, value: 30 }]);
+      assert.equal((await Copy.create({ tag: 'd' })).no, 31);
+      assert.equal((await Copy.counterReset(`${p}clone`)).matchedCount, 1);
+      assert.equal((await Base.create({ tag: 'e' })).no, 1);
     });
 
     test('an upsert that writes the object above a nested inc_field, or the field itself, still runs', async () => {
@@ -370,6 +694,43 @@ for (const [major, mongoose] of [
       }
     });
 
+    test('one factory, a schema on two connections: one counter, in the factory connection\'s database, reset through either', async () => {
+      const other = mongoose.createConnection();
+      await other.openUri(env.uri, { dbName: `${env.dbName}_${major}_tenant`, serverSelectionTimeoutMS: 10_000 });
+      try {
+        const schema = new mongoose.Schema({ tag: String, no: Number });
+        schema.plugin(AutoIncrement, { id: `${p}tenants`, inc_field: 'no' });
+        const A = await model(`${p}Tenant`, schema);
+        const B = other.model(`${p}Tenant`, schema);
+        await B.init();
+        await A.create({ tag: 'a1' });
+        await B.create({ tag: 'b1' });
+        await A.create({ tag: 'a2' });
+        assert.deepEqual([await numbers(A, 'no'), await numbers(B, 'no')], [[['a1', 1], ['a2', 3]], [['b1', 2]]]);
+        assert.equal(await other.db.collection('counters').countDocuments(), 0, 'no counter in the other database');
+        await B.counterReset(`${p}tenants`);
+        assert.equal((await A.create({ tag: 'a3' })).no, 1, 'reset through B, for A too');
+      } finally {
+        await other.dropDatabase();
+        await other.close();
+      }
+    });
+
+    test('on a subdocument schema: new subdocuments are numbered when their parent is saved, not by its insertMany', async () => {
+      const item = new mongoose.Schema({ name: String });
+      item.plugin(AutoIncrement, { id: `${p}items`, inc_field: 'no' });
+      const Order = await model(`${p}Order`, new mongoose.Schema({ tag: String, items: [item], main: item }));
+      await new Order({ tag: 'a', items: [{ name: 'x' }, { name: 'y' }], main: { name: 'm' } }).save();
+      await Order.create({ tag: 'b', items: [{ name: 'z' }] });
+      const a = await Order.findOne({ tag: 'a' });
+      a.items.push({ name: 'w' });
+      await a.save();
+      await Order.insertMany([{ tag: 'c', items: [{ name: 'v' }] }]);
+      await Order.updateOne({ tag: 'd' }, { $set: { items: [{ name: 'u' }] } }, { upsert: true });
+      const stored = (await Order.find().sort({ tag: 1 }).lean()).map((d) => [d.tag, d.items.map((i) => i.no ?? null), d.main?.no ?? null]);
+      assert.deepEqual(stored, [['a', [1, 2, 5], 3], ['b', [4], null], ['c', [null], null], ['d', [null], null]]);
+    });
+
     test('a number refused by a unique index on inc_field is not kept for the retry', async () => {
       const schema = new mongoose.Schema({ tag: String, no: { type: Number, unique: true } });
       schema.plugin(AutoIncrement, { id: `${p}refused`, inc_field: 'no' });
@@ -379,18 +740,14 @@ for (const [major, mongoose] of [
       await assert.rejects(doc.save(), (e) => e.code === 11000);
       await doc.save();
       assert.equal(doc.no, 2);
-      // The caller's own number given to create is the caller's: kept, and refused again
-      // when the document is saved after create failed.
-      const mine = new M({ tag: 'b', no: 1 });
-      await assert.rejects(M.create(mine), (e) => e.code === 11000);
-      assert.equal(mine.no, 1);
-      await assert.rejects(mine.save(), (e) => e.code === 11000);
-      assert.equal(mine.no, 1);
-      // Given to save, it is overwritten, as mongoose-sequence does.
+      // The caller's own number given to insertMany is the caller's: kept, and refused.
+      await assert.rejects(M.insertMany([{ tag: 'b', no: 1 }]), (e) => e.code === 11000);
+      // Given to save or create, it is overwritten, as mongoose-sequence does.
       const overwritten = new M({ tag: 'c', no: 1 });
       await overwritten.save();
       assert.equal(overwritten.no, 3);
-      assert.deepEqual(await numbers(M, 'no'), [['a', 2], ['c', 3], ['imported', 1]]);
+      assert.equal((await M.create(new M({ tag: 'd', no: 1 }))).no, 4);
+      assert.deepEqual(await numbers(M, 'no'), [['a', 2], ['c', 3], ['d', 4], ['imported', 1]]);
     });
 
     test('a gapless counter refuses to share its schema; every refusal has a code and registers nothing', async () => {
@@ -440,5 +797,10 @@ for (const [major, mongoose] of [
 }
 
 async function rejectsCode(promise, code) {
-  await assert.rejects(promise, (e) => e.code === code);
+  let error;
+  await assert.rejects(promise, (e) => {
+    error = e;
+    return e.code === code;
+  });
+  return error;
 }

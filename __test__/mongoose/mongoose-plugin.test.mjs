@@ -272,6 +272,10 @@ for (const [major, mongoose] of [
       await assert.rejects(new Ledger({ code: 'h', shop: 's' }).save(), (e) => e.code === 'GAPLESS_UNSUPPORTED_OPERATION');
       await assert.rejects(Ledger.bulkWrite([{ insertOne: { document: { code: 'i', shop: 's' } } }]), (e) => e.code === 'GAPLESS_UNSUPPORTED_OPERATION');
       await assert.rejects(Ledger.updateOne({ code: 'j' }, { $set: { shop: 's' } }, { upsert: true }), (e) => e.code === 'GAPLESS_UNSUPPORTED_OPERATION');
+      await assert.rejects(Ledger.replaceOne({ code: 'j' }, { code: 'j', shop: 's' }, { upsert: true }), (e) => e.code === 'GAPLESS_UNSUPPORTED_OPERATION');
+      await assert.rejects(Ledger.updateOne({ code: 'j' }, [{ $set: { shop: 's' } }], { upsert: true, updatePipeline: true }), (e) => e.code === 'GAPLESS_UNSUPPORTED_OPERATION');
+      await assert.rejects(Ledger.bulkWrite([{ updateOne: { filter: { code: 'j' }, update: { $set: { shop: 's' } }, upsert: true } }]), (e) => e.code === 'GAPLESS_UNSUPPORTED_OPERATION');
+      assert.equal(await Ledger.countDocuments({ code: 'j' }), 0);
       assert.equal((await Ledger.create({ code: 'k', shop: 's' })).no, 150);
     });
 

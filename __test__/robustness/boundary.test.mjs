@@ -125,11 +125,22 @@ test('exceptions thrown while numbers are written back reject the promise', asyn
     ['a throwing _id setter', () => seq.insertOne(env.db, 'wb', documentWithThrowingSetter()), /setter says no/],
     ['a Proxy whose set trap throws', () => seq.insertOne(env.db, 'wb', throwingProxy()), /trap says no/],
     [
-      'docs[0] replaced by such a Proxy after the call',
+      // insertMany numbers the documents its array held when called (replacing docs[0]
+      // afterwards changes nothing), so the document itself starts throwing.
+      'a document whose set trap starts throwing after the call',
       () => {
-        const docs = [{ a: 1 }];
-        const p = seq.insertMany(env.db, 'wb', docs);
-        docs[0] = throwingProxy();
+        let armed = false;
+        const doc = new Proxy(
+          { a: 1 },
+          {
+            set(target, key, value) {
+              if (armed) throw new Error('trap says no');
+              return Reflect.set(target, key, value);
+            },
+          },
+        );
+        const p = seq.insertMany(env.db, 'wb', [doc]);
+        armed = true;
         return p;
       },
       /trap says no/,

@@ -139,6 +139,39 @@ test('the issue\'s case: a connection string where the command belongs, or as a 
   }
 });
 
+test('the CLI\'s answers mask a counter name that is a connection string, and --json stays JSON', () => {
+  const name = 'mongodb://app:PW@host/shop';
+  const outputs = [
+    runCli(['init', name]),
+    runCli(['next', name]),
+    runCli(['current', name, '--json']),
+    runCli(['list']),
+    runCli(['list', '--json']),
+    runCli(['check', '--json']),
+    // The plugin's performance data label and the OpenMetrics label hold the name too.
+    runCli(['check']),
+    runCli(['check', '--format', 'openmetrics']),
+  ];
+  for (const r of outputs) {
+    assert.equal(r.status, 0, r.output);
+    assert.ok(!r.output.includes('PW'), r.output);
+  }
+  assert.match(outputs[0].output, /created mongodb:\/\/\*\*\*\*@host\/shop/);
+  const listed = JSON.parse(outputs[4].output);
+  assert.ok(JSON.stringify(listed).includes('mongodb://****@host/shop'), outputs[4].output);
+  JSON.parse(outputs[5].output);
+  assert.match(outputs[6].output, /'mongodb:\/\/\*\*\*\*@host\/shop'=/);
+  assert.match(outputs[7].output, /name="mongodb:\/\/\*\*\*\*@host\/shop"/);
+  // Each name is masked on its own: the names after it, up to the last '@', are all there.
+  for (const other of ['orders', 'zz@example', '{"tenant":"mongodb://t:PW@h/x","n":1}']) assert.equal(runCli(['init', other]).status, 0);
+  const text = runCli(['list']).output;
+  const json = JSON.stringify(JSON.parse(runCli(['list', '--json']).output));
+  for (const shown of [text, json]) {
+    assert.ok(!shown.includes('PW'), shown);
+    for (const name of ['mongodb://****@host/shop', 'orders', 'zz@example', 'mongodb://****@h/x']) assert.ok(shown.includes(name), `${name} missing from\n${shown}`);
+  }
+});
+
 test('a connection string given as any argument of the CLI is never echoed with its password', async () => {
   const place = fc.constantFrom('command', 'name', 'count', 'timeout', 'option', 'scoped name');
   const scheme = fc.constantFrom('mongodb', 'mongodb+srv', 'MongoDB');

@@ -186,9 +186,11 @@ test('check: a counter at 81 % warns (exit 1), one at 96 % is critical (exit 2),
   assert.doesNotMatch(asBigInts.stdout, /big:/);
   const usage = await cli(['check', ...on, '--warn', '90', '--critical', '80']);
   assert.equal(usage.code, 3, 'UNKNOWN when the check cannot be made');
-  assert.match(usage.stderr, /--warn \(90\) must not be above --critical \(80\)/);
+  // Monitoring shows only stdout: the reason is there, as the plugin's status line.
+  assert.equal(usage.stdout, 'SEQUENCES UNKNOWN: USAGE: --warn (90) must not be above --critical (80)\n');
   const unreachable = await cli(['check', '--timeout', '1'], { uri: 'mongodb://127.0.0.1:9/shop', db: null });
   assert.equal(unreachable.code, 3);
+  assert.match(unreachable.stdout, /^SEQUENCES UNKNOWN: /);
 });
 
 test('check: a cycling counter at its limit is not graded (it starts over), unless numbers run out first', async () => {
@@ -199,10 +201,12 @@ test('check: a cycling counter at its limit is not graded (it starts over), unle
   await ok(['set', 'laps', '96', ...on]);
   const text = await cli(['check', ...on]);
   assert.equal(text.code, 0, text.stdout + text.stderr);
+  // The status line, then performance data after the '|' (their own test: cli-check.test.mjs).
   assert.equal(
-    text.stdout.trim(),
+    text.stdout.trim().split(' | ')[0],
     'SEQUENCES OK: 0 of 2 counter(s) at or over 80 % of their range (critical: 95 %); 2 cycling counter(s) at or over 80 % not graded: they start over at their limit',
   );
+  assert.equal(text.stdout.trim().split('\n').length, 1, 'no counter over a threshold: one line');
   const json = JSON.parse((await cli(['check', ...on, '--json'])).stdout);
   assert.equal(json.status, 'OK');
   assert.deepEqual(json.over, []);

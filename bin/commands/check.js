@@ -1,16 +1,23 @@
 'use strict';
-// `mongodb-sequence check`: how close each counter is to the end of its range, as the
-// monitoring plugins operators already use (check_postgres's sequence check) report it:
-// exit 0 (OK), 1 (WARNING) or 2 (CRITICAL), one line per counter over a threshold.
-// Cycling counters are not graded on the limit they start over at.
+// `mongodb-sequence check`: how close each counter is to the end of its range, as a
+// monitoring plugin (the Monitoring Plugins guidelines that Nagios and Icinga follow, as
+// check_postgres's sequence check reports it): exit 0 (OK), 1 (WARNING), 2 (CRITICAL) or 3
+// (UNKNOWN: it cannot tell), a status line first on stdout with performance data after a
+// `|`, then one line per counter over a threshold. Cycling counters are not graded on the
+// limit they start over at. `--format openmetrics` writes the same figures for Prometheus
+// (the node exporter's textfile collector), `--format json` (or `--json`) as JSON.
 
 const seq = require('../../index.js');
-const { quote, UsageError, show, nameText, table } = require('../../lib/cli.js');
+const { quote, redacted, UsageError, show, nameText, toJson } = require('../../lib/cli.js');
 
 /** Exit codes of a monitoring plugin. */
 const OK = 0;
 const WARNING = 1;
 const CRITICAL = 2;
+const UNKNOWN = 3;
+const STATES = ['OK', 'WARNING', 'CRITICAL', 'UNKNOWN'];
+
+const FORMATS = ['text', 'json', 'openmetrics'];
 
 /** A percentage threshold from 0 to 100. */
 function percent(label, text, fallback) {
@@ -22,35 +29,148 @@ function percent(label, text, fallback) {
   return value;
 }
 
+/** A number in decimal notation (performance data take no exponent). */
+const decimal = (x) => (/e/i.test(String(x)) ? x.toFixed(20).replace(/\.?0+$/, '') : String(x));
+
+/** `text` with each character `pattern` matches written as a `\uXXXX` escape. */
+const escaped = (text, pattern) => text.replace(pattern, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+
+/** A name as the output shows it: a scoped name as its JSON, credentials masked. */
+const named = (name) => redacted(nameText(name));
+
+/** A name for the JSON output, credentials masked: a string, or a scoped name's fields. */
+const maskedName = (name) =>
+  typeof name === 'string' ? redacted(name) : Object.fromEntries(Object.entries(name).map(([k, v]) => [redacted(k), typeof v === 'string' ? redacted(v) : v]));
+
+/** A name in the status text: `|` (it would start performance data) and control characters escaped. */
+const shown = (name) => escaped(named(name), /[|\u0000-\u001f\u007f]/g);
+
+/**
+ * A performance data label: the name (and `suffix`) in single quotes, a quote in it
+ * doubled, `=`, `|` and control characters (which a label cannot hold) escaped; a name
+ * with no other character than spaces as its JSON string.
+ */
+function label(name, suffix = '') {
+  let text = escaped(named(name), /[=|\u0000-\u001f\u007f]/g);
+  if (!/\S/.test(text)) text = JSON.stringify(text);
+  return `'${`${text}${suffix}`.replace(/'/g, "''")}'`;
+}
+
+/** An OpenMetrics label value: `\`, `"` and line feeds escaped. */
+const labelValue = (text) => text.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n');
+
+/**
+ * Values a counter can still hand out before the end of its range: the steps from its
+ * value to `rangeEnd` (a plain counter steps by 1, or -1 when its value is negative), 0
+ * once there.
+ */
+function remainingValues(s, rangeEnd) {
+  const value = BigInt(s.value);
+  const step = s.step !== undefined ? BigInt(s.step) : value < 0n ? -1n : 1n;
+  const left = (BigInt(rangeEnd) - value) / step;
+  return left < 0n ? 0n : left;
+}
+
+/** The output format from `--format` and `--json`. */
+function formatOf(values) {
+  const format = values.format ?? (values.json ? 'json' : 'text');
+  if (!FORMATS.includes(format)) throw new UsageError(`--format must be text, json or openmetrics; got ${quote(format)}`);
+  if (values.json && format !== 'json') throw new UsageError(`--json and --format ${format} disagree: give one`);
+  return format;
+}
+
+/** The output format a command line asks for, read before (or without) parsing it. */
+function formatIn(argv) {
+  let format;
+  argv.forEach((arg, i) => {
+    if (arg === '--format') format = argv[i + 1];
+    else if (arg.startsWith('--format=')) format = arg.slice('--format='.length);
+  });
+  if (argv.includes('--json') || format === 'json') return 'json';
+  return format === 'openmetrics' ? 'openmetrics' : 'text';
+}
+
+/** The OpenMetrics text of `graded` counters of `collection` in `database`, ending with `# EOF`. */
+function openMetrics(graded, database, collection) {
+  const where = `database="${labelValue(redacted(database))}",collection="${labelValue(redacted(collection))}"`;
+  const labels = (g) => `{${where},name="${labelValue(named(g.name))}"}`;
+  const family = (name, help, unit, value) => [
+    `# HELP ${name} ${help}`,
+    `# TYPE ${name} gauge`,
+    ...(unit ? [`# UNIT ${name} ${unit}`] : []),
+    ...graded.map((g) => `${name}${labels(g)} ${value(g)}`),
+  ];
+  return [
+    ...family('mongodb_sequence_capacity_used_ratio', 'Share of its range a counter has used, from 0 to 1.', 'ratio', (g) => String(g.usedPercent / 100)),
+    ...family('mongodb_sequence_capacity_remaining_values', 'Values a counter can still hand out before the end of its range.', '', (g) => show(g.remaining)),
+    ...family('mongodb_sequence_value', 'Current value of a counter.', '', (g) => show(g.value)),
+    ...family('mongodb_sequence_cycling', '1 when a counter starts over at the end of its range (check does not grade it), else 0.', '', (g) => (g.wraps ? '1' : '0')),
+    '# EOF',
+  ].join('\n');
+}
+
 module.exports = {
   args: [],
   options: {
     warn: { type: 'string' },
-    critical: { type: 'string' },
+    warning: { type: 'string', short: 'w' },
+    critical: { type: 'string', short: 'c' },
+    timeout: { type: 'string', short: 't' },
+    format: { type: 'string' },
     bigint: { type: 'boolean' },
   },
-  summary: 'Check how much of its range each counter has used: exit 0 OK, 1 at --warn % (default 80), 2 at --critical % (default 95), 3 when it cannot tell.',
-  example: 'MONGODB_URI=mongodb://localhost:27017/shop mongodb-sequence check --warn 80 --critical 95',
+  /** What `check --help` says of each option. */
+  optionHelp: {
+    warn: ['<percent>', 'the same as -w/--warning'],
+    warning: ['<percent>', 'WARNING when a counter has used this share of its range or more (default 80)'],
+    critical: ['<percent>', 'CRITICAL at this share or more (default 95)'],
+    timeout: ['<seconds>', 'bounds the whole check (connecting and listing): UNKNOWN after it (default 10)'],
+    format: ['<format>', 'text: a status line with performance data, then a line per counter over a threshold (the default); json: as --json; openmetrics: for the textfile collector of the Prometheus node exporter, exit 0 once written'],
+    bigint: ['', 'grade against the range of an application reading BigInts (default: JavaScript numbers)'],
+  },
+  summary: 'Check how much of its range each counter has used, as a monitoring plugin: exit 0 OK, 1 at -w % used (default 80), 2 at -c % (default 95), 3 when it cannot tell.',
+  example: 'MONGODB_URI=mongodb://localhost:27017/shop mongodb-sequence check -w 80 -c 95',
 
-  /** `--warn` and `--critical` as percentages, the warning not above the critical one. */
+  /** The thresholds as percentages (the warning not above the critical one), `--bigint` and the format. */
   parse({ values }) {
-    const warn = percent('--warn', values.warn, 80);
+    if (values.warn !== undefined && values.warning !== undefined) throw new UsageError('give the warning threshold once: --warn or -w/--warning');
+    const warnLabel = values.warning !== undefined ? '--warning' : '--warn';
+    const warn = percent(warnLabel, values.warning ?? values.warn, 80);
     const critical = percent('--critical', values.critical, 95);
-    if (warn > critical) throw new UsageError(`--warn (${warn}) must not be above --critical (${critical})`);
-    return { warn, critical, bigint: values.bigint === true };
+    if (warn > critical) throw new UsageError(`${warnLabel} (${warn}) must not be above --critical (${critical})`);
+    return { warn, critical, bigint: values.bigint === true, format: formatOf(values) };
   },
 
-  /** Exit code when the check cannot be made (usage, connection): UNKNOWN. */
-  failureExitCode: 3,
+  /** Exit code when the check cannot be made (usage, connection, timeout): UNKNOWN. */
+  failureExitCode: UNKNOWN,
+
+  /** `--timeout` bounds the whole of `run`, not only connecting. */
+  timeoutBoundsRun: true,
+
+  /**
+   * What a failure prints, in the format `argv` asks for: the plugin's status line on
+   * stdout (`SEQUENCES UNKNOWN: CODE: message`, monitoring shows only stdout), with
+   * `--json` `{ status: 'UNKNOWN', error: { code, message } }`, and with `--format
+   * openmetrics` nothing on stdout (no metrics to move into place), the error on stderr.
+   */
+  failure(code, message, argv) {
+    const format = formatIn(argv);
+    if (format === 'json') return { stdout: toJson({ status: 'UNKNOWN', error: { code, message } }) };
+    const line = message.replace(/\s*\n\s*/g, ' ');
+    if (format === 'openmetrics') return { stderr: `error ${code}: ${line}` };
+    return { stdout: `SEQUENCES UNKNOWN: ${code}: ${escaped(line, /[|\u0000-\u001f\u007f]/g)}` };
+  },
 
   /**
    * Lists the counters and grades them against the range an application reading values
    * as JavaScript numbers has (`--bigint`: as BigInts); a cycling counter whose range
    * ends at its own limit is shown but not graded (it starts over there). Resolves with
-   * `{ text, json, exitCode }`.
+   * `{ text, json, exitCode, masked }`.
    */
-  async run({ warn, critical, bigint }, session) {
-    const all = await seq.listSequences(await session.database(), session.options);
+  async run({ warn, critical, bigint, format }, session) {
+    const db = await session.database();
+    session.stage = 'listing the counters';
+    const all = await seq.listSequences(db, session.options);
     const graded = all.map((s) => {
       const used = bigint ? s.usedPercent : s.usedPercentAsNumber;
       const rangeKind = bigint ? s.rangeKind : s.rangeKindAsNumber;
@@ -60,20 +180,33 @@ module.exports = {
       // unless the reader's numbers end before that limit (rangeKind 'number').
       const wraps = cycle && rangeKind === 'limit';
       const state = wraps ? 'OK' : used >= critical ? 'CRITICAL' : used >= warn ? 'WARNING' : 'OK';
-      return { name: s.name, value: s.value, rangeEnd, rangeKind, usedPercent: used, cycle, state, wraps };
+      return { name: s.name, value: s.value, rangeEnd, rangeKind, usedPercent: used, cycle, state, remaining: remainingValues(s, rangeEnd), wraps };
     });
+    // Every output is `masked`: each name in it masked on its own (a pass over the whole
+    // text would mask from one name's credentials to the last '@' of the text, dropping
+    // the counters in between).
+    if (format === 'openmetrics') return { text: openMetrics(graded, session.db, session.options.collection ?? 'counters'), exitCode: OK, masked: true };
+    const counters = graded.map(({ wraps, ...g }) => ({ ...g, name: maskedName(g.name) }));
     const wrapping = graded.filter((g) => g.wraps && g.usedPercent >= warn).length;
-    for (const g of graded) delete g.wraps;
     const over = graded.filter((g) => g.state !== 'OK').sort((a, b) => b.usedPercent - a.usedPercent);
     const exitCode = over.some((g) => g.state === 'CRITICAL') ? CRITICAL : over.length ? WARNING : OK;
-    const status = ['OK', 'WARNING', 'CRITICAL'][exitCode];
+    const status = STATES[exitCode];
+    const json = { status, warn, critical, counters, over: over.map((g) => named(g.name)) };
+    if (format === 'json') return { text: toJson(json), json, exitCode, masked: true };
     const skipped = wrapping ? `; ${wrapping} cycling counter(s) at or over ${warn} % not graded: they start over at their limit` : '';
+    // Per counter: the share used, with the thresholds (none for a counter not graded),
+    // and the values left.
+    const perfdata = graded.map((g) => {
+      const thresholds = g.wraps ? ';;' : `;${decimal(warn)};${decimal(critical)}`;
+      return `${label(g.name)}=${g.usedPercent.toFixed(1)}%${thresholds};0;100 ${label(g.name, ' remaining')}=${g.remaining};;;0`;
+    });
     const head = `SEQUENCES ${status}: ${over.length} of ${all.length} counter(s) at or over ${warn} % of their range (critical: ${critical} %)${skipped}`;
-    const lines = over.map((g) => `${g.state} ${nameText(g.name)}: ${g.usedPercent.toFixed(1)} % used (${show(g.value)} of ${show(g.rangeEnd)}, ${g.rangeKind})`);
+    const lines = over.map((g) => `${g.state} ${shown(g.name)}: ${g.usedPercent.toFixed(1)} % used (${show(g.value)} of ${show(g.rangeEnd)}, ${g.rangeKind})`);
     return {
-      text: [head, ...lines].join('\n'),
-      json: { status, warn, critical, counters: graded, over: over.map((g) => nameText(g.name)) },
+      text: [perfdata.length ? `${head} | ${perfdata.join(' ')}` : head, ...lines].join('\n'),
+      json,
       exitCode,
+      masked: true,
     };
   },
 };

@@ -3,14 +3,14 @@
 //! the Node driver's own `db.collection(name).insertOne/insertMany`.
 //!
 //! Every document must be able to take its number: one that cannot be extended (frozen,
-//! sealed) is refused before anything is reserved, and each number written is read back,
-//! so that a setter or Proxy that drops it fails the call instead of a document being
-//! inserted without its number. In gapless mode the documents are converted when the
-//! call is made, `_id`s come from the Node client's `pkFactory` and `undefined` fields
-//! follow its `ignoreUndefined`, as the driver's own insert does, and the numbers are
-//! written back into the very documents that were converted, whatever happens to the
-//! array meanwhile.
-
+//! sealed), or whose field is inherited or not enumerable (the driver would not store
+//! it), is refused before anything is reserved, and each number written is read back as
+//! the driver reads it, so that a setter or Proxy that drops it fails the call instead of
+//! a document being inserted without its number. `insertMany` numbers and inserts its own
+//! copy of the array, made when the call is made, and refuses one object twice in it. In
+//! gapless mode the documents are converted when the call is made, `_id`s come from the
+//! Node client's `pkFactory` and `undefined` fields follow its `ignoreUndefined`, as the
+//! driver's own insert does.
 use crate::binding::guard::{promise_call, sync_call};
 use crate::engine::panic_safety::caught;
 use napi::bindgen_prelude::{
@@ -22,8 +22,9 @@ use crate::binding::error::OrThrow;
 use crate::binding::output::Value;
 use crate::binding::read::bson::{to_document_with, DocumentRules};
 use crate::binding::read::js::{
-    array_items, array_length, boolean, describe, element, is_extensible, is_nullish, object,
-    object_or_array, property, required_string, set_and_check, type_of,
+    array_items, array_length, boolean, describe, distinct_count, element, has_property,
+    is_extensible, is_nullish, is_own_enumerable, object, object_or_array, property,
+    required_string, set_and_check, type_of,
 };
 use crate::binding::read::options::read_insert_options;
 use crate::binding::reserve::values::{reserve_in_order, NamedCounter};
@@ -34,6 +35,12 @@ use crate::engine::stats::Recorder;
 use crate::engine::text::format::now_millis;
 use crate::engine::text::validate::{check_collection, MAX_BATCH_COUNT};
 use mongodb::bson::{Bson, Document};
+
+/// Whether the driver stores what the document's `toBSON()` returns (a mongoose document,
+/// a class that says how it is stored) rather than its own enumerable fields.
+fn serializes_itself(doc: &Object) -> bool {
+    property(doc, "toBSON").is_ok_and(|f| type_of(&f) == ValueType::Function)
+}
 
 /// An insert call whose arguments were read and checked.
 struct Insert {
@@ -83,6 +90,24 @@ fn read_insert(
                 return Err(SeqError::invalid_argument(format!(
                     "document {index}: asking whether it can take its number threw"
                 )))
+            }
+        }
+        if !serializes_itself(&doc) {
+            match (has_property(&doc, &field), is_own_enumerable(&doc, &field)) {
+                (Some(false), _) | (Some(true), Some(true)) => {}
+                (Some(true), Some(false)) => {
+                    return Err(SeqError::invalid_argument(format!(
+                        "document {index} has '{field}' as an inherited or non-enumerable \
+                         property (a class accessor, a prototype's field): the driver stores \
+                         only a document's own enumerable fields, so a number written there \
+                         would not be stored; insert a plain object"
+                    )))
+                }
+                _ => {
+                    return Err(SeqError::invalid_argument(format!(
+                        "document {index}: asking whether '{field}' is its own field threw"
+                    )))
+                }
             }
         }
         objects.push(doc);
@@ -252,9 +277,9 @@ fn number_docs(env: &Env, target: &Object, insert: &Insert, range: IdRange) -> n
     let options = &insert.named.options;
     let now = now_millis();
     for (index, v) in range.values().enumerate() {
-        // Read one element at a time: the array may have been changed (even to a length
-        // of 2^32 - 1) while the values were reserved (gapless inserts number a copy of
-        // the array made when the call was made).
+        // `target` is the call's own copy of the array (`insert_many`), so its elements
+        // are the documents read when the call was made; a document itself may have been
+        // changed since, which the read-back below catches.
         let doc = if insert.many {
             element(&target.to_unknown(), index as u32)
         } else {
@@ -282,10 +307,14 @@ fn number_docs(env: &Env, target: &Object, insert: &Insert, range: IdRange) -> n
             };
             Unknown::from_raw_unchecked(env.raw(), raw)
         };
-        if !set_and_check(&doc, &insert.field, &value)? {
+        // Read back as the driver will read it: an own enumerable field, unless the
+        // document says itself how it is stored.
+        let kept = set_and_check(&doc, &insert.field, &value)?
+            && (serializes_itself(&doc) || is_own_enumerable(&doc, &insert.field) == Some(true));
+        if !kept {
             return Err(SeqError::invalid_argument(format!(
-                "document {index} did not keep its number {v} in '{}' (a setter or a Proxy \
-                 dropped it); {}",
+                "document {index} did not keep its number {v} in '{}' as a field the driver \
+                 stores (a setter, a Proxy or a property definition dropped it); {}",
                 insert.field,
                 fate(insert, &range)
             )))
@@ -472,13 +501,22 @@ pub fn insert_many<'env>(
             )),
             Some(n) => match array_items(&docs, n) {
                 Some(items) => {
-                    let insert = read_insert(env, &db, &collection, &items, options.as_ref(), true);
-                    if matches!(&insert, Ok(i) if i.gapless.is_some()) {
-                        // The documents converted are the ones numbered afterwards.
-                        let copy = copy_of(env, &items)?;
-                        return spawn_insert(env, &db, &copy, insert);
-                    }
-                    insert
+                    // The documents read now are the ones numbered and inserted, whatever
+                    // happens to the caller's array meanwhile.
+                    let copy = copy_of(env, &items)?;
+                    let insert = match object_or_array(&copy).and_then(|a| distinct_count(&a)) {
+                        Some(distinct) if distinct == n => {
+                            read_insert(env, &db, &collection, &items, options.as_ref(), true)
+                        }
+                        Some(_) => Err(SeqError::invalid_argument(
+                            "docs holds one document object more than once; each document \
+                             takes a number of its own, so insert copies",
+                        )),
+                        None => Err(SeqError::invalid_argument(
+                            "docs: telling its documents apart threw",
+                        )),
+                    };
+                    return spawn_insert(env, &db, &copy, insert);
                 }
                 None => Err(SeqError::invalid_argument(
                     "docs: an element of the array cannot be read",

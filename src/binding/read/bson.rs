@@ -14,7 +14,8 @@ use napi::bindgen_prelude::{BigInt, Buffer, FromNapiValue, JsObjectValue, Object
 use napi::{sys, JsValue, ValueType};
 
 use crate::binding::read::js::{
-    array_items, array_length, describe, number, object_or_array, property, string, type_of,
+    array_items, array_length, describe, global_path, number, object_or_array, property, string,
+    type_of,
 };
 use crate::engine::error::{SeqError, SeqResult};
 use crate::engine::text::quote::quoted;
@@ -113,28 +114,17 @@ fn is_date(value: &Unknown) -> Option<f64> {
 /// Node driver stores as a document; `None` for anything else.
 fn map_entries<'a>(value: &Unknown<'a>) -> Option<Unknown<'a>> {
     let env = value.value().env;
-    let named = |object: sys::napi_value, name: &std::ffi::CStr| {
-        let mut out = std::ptr::null_mut();
-        // SAFETY: N-API property read on a live object of this env.
-        let ok = unsafe { sys::napi_get_named_property(env, object, name.as_ptr(), &mut out) }
-            == sys::Status::napi_ok;
-        ok.then_some(out)
-    };
-    let mut global = std::ptr::null_mut();
+    let map = global_path(env, &[c"Map"])?;
+    let mut is_map = false;
     // SAFETY: N-API calls on the current env with handles it made.
     unsafe {
-        if sys::napi_get_global(env, &mut global) != sys::Status::napi_ok {
-            return None;
-        }
-        let map = named(global, c"Map")?;
-        let mut is_map = false;
         if sys::napi_instanceof(env, value.raw(), map, &mut is_map) != sys::Status::napi_ok
             || !is_map
         {
             return None;
         }
-        let array = named(global, c"Array")?;
-        let from = named(array, c"from")?;
+        let array = global_path(env, &[c"Array"])?;
+        let from = global_path(env, &[c"Array", c"from"])?;
         let mut pairs = std::ptr::null_mut();
         let args = [value.raw()];
         if sys::napi_call_function(env, array, from, 1, args.as_ptr(), &mut pairs)
@@ -376,15 +366,9 @@ const BSON_VERSION_KEY: &str = "@@mdb.bson.version";
 /// object literals cannot make such a property by accident.
 pub fn is_bson_instance(obj: &Object) -> bool {
     let env = obj.value().env;
-    let named = |object: sys::napi_value, name: &std::ffi::CStr| {
-        let mut out = std::ptr::null_mut();
-        // SAFETY: N-API property read on a live object of this env.
-        let ok = unsafe { sys::napi_get_named_property(env, object, name.as_ptr(), &mut out) }
-            == sys::Status::napi_ok;
-        ok.then_some(out)
-    };
     let version = || -> Option<f64> {
-        let mut global = std::ptr::null_mut();
+        let symbols = global_path(env, &[c"Symbol"])?;
+        let symbol_for = global_path(env, &[c"Symbol", c"for"])?;
         let mut key = std::ptr::null_mut();
         let mut symbol = std::ptr::null_mut();
         let mut version = std::ptr::null_mut();
@@ -392,11 +376,6 @@ pub fn is_bson_instance(obj: &Object) -> bool {
         // SAFETY: N-API calls on the current env with handles it made; the key's bytes
         // and length are those of a live `&str`.
         unsafe {
-            if sys::napi_get_global(env, &mut global) != sys::Status::napi_ok {
-                return None;
-            }
-            let symbols = named(global, c"Symbol")?;
-            let symbol_for = named(symbols, c"for")?;
             (sys::napi_create_string_utf8(
                 env,
                 BSON_VERSION_KEY.as_ptr().cast(),

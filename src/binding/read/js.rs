@@ -153,39 +153,109 @@ pub fn object_or_array<'a>(value: &Unknown<'a>) -> Option<Object<'a>> {
         .flatten()
 }
 
-/// `Object.isExtensible(object)`: whether properties can be added to it (false for a
-/// frozen, sealed or `Object.preventExtensions` object). `None` when asking threw (a
-/// Proxy's trap; the exception stays pending for the guard).
-pub fn is_extensible(object: &Object) -> Option<bool> {
+/// The value at `path` from the global object (`["Object", "isExtensible"]`), when every
+/// step can be read.
+pub(crate) fn global_path(
+    env: napi::sys::napi_env,
+    path: &[&std::ffi::CStr],
+) -> Option<napi::sys::napi_value> {
     use napi::sys;
-    let env = object.value().env;
-    let named = |from: sys::napi_value, name: &std::ffi::CStr| {
-        let mut out = std::ptr::null_mut();
-        // SAFETY: N-API property read on a live object of this env.
-        let ok = unsafe { sys::napi_get_named_property(env, from, name.as_ptr(), &mut out) }
-            == sys::Status::napi_ok;
-        ok.then_some(out)
-    };
-    let mut global = std::ptr::null_mut();
+    let mut at = std::ptr::null_mut();
+    // SAFETY: N-API reads on the current env, from handles it made.
+    unsafe {
+        if sys::napi_get_global(env, &mut at) != sys::Status::napi_ok {
+            return None;
+        }
+        for name in path {
+            let mut next = std::ptr::null_mut();
+            if sys::napi_get_named_property(env, at, name.as_ptr(), &mut next)
+                != sys::Status::napi_ok
+            {
+                return None;
+            }
+            at = next;
+        }
+    }
+    Some(at)
+}
+
+/// Calls the built-in at `path` with `this` and `args`, for a boolean answer. `None` when
+/// the call threw (a Proxy's trap; the exception stays pending for the guard).
+fn builtin_bool(
+    env: napi::sys::napi_env,
+    path: &[&std::ffi::CStr],
+    this: napi::sys::napi_value,
+    args: &[napi::sys::napi_value],
+) -> Option<bool> {
+    use napi::sys;
+    let function = global_path(env, path)?;
     let mut answer = std::ptr::null_mut();
     let mut yes = false;
     // SAFETY: N-API calls on the current env with handles it made.
     unsafe {
-        if sys::napi_get_global(env, &mut global) != sys::Status::napi_ok {
-            return None;
-        }
-        let class = named(global, c"Object")?;
-        let function = named(class, c"isExtensible")?;
-        (sys::napi_call_function(
-            env,
-            class,
-            function,
-            1,
-            [object.raw()].as_ptr(),
-            &mut answer,
-        ) == sys::Status::napi_ok
+        (sys::napi_call_function(env, this, function, args.len(), args.as_ptr(), &mut answer)
+            == sys::Status::napi_ok
             && sys::napi_get_value_bool(env, answer, &mut yes) == sys::Status::napi_ok)
             .then_some(yes)
+    }
+}
+
+/// `Object.isExtensible(object)`: whether properties can be added to it (false for a
+/// frozen, sealed or `Object.preventExtensions` object). `None` when asking threw (a
+/// Proxy's trap; the exception stays pending for the guard).
+pub fn is_extensible(object: &Object) -> Option<bool> {
+    let env = object.value().env;
+    let class = global_path(env, &[c"Object"])?;
+    builtin_bool(env, &[c"Object", c"isExtensible"], class, &[object.raw()])
+}
+
+/// Whether `key` is an own enumerable property of `object`, the only kind the Node
+/// driver serializes (`Object.prototype.propertyIsEnumerable`). `None` when asking threw.
+pub fn is_own_enumerable(object: &Object, key: &str) -> Option<bool> {
+    let env = object.value().env;
+    let mut name = std::ptr::null_mut();
+    // SAFETY: N-API string creation on the current env.
+    let made = unsafe {
+        napi::sys::napi_create_string_utf8(env, key.as_ptr().cast(), key.len() as isize, &mut name)
+    } == napi::sys::Status::napi_ok;
+    if !made {
+        return None;
+    }
+    builtin_bool(
+        env,
+        &[c"Object", c"prototype", c"propertyIsEnumerable"],
+        object.raw(),
+        &[name],
+    )
+}
+
+/// `key in object`: own or inherited. `None` when asking threw.
+pub fn has_property(object: &Object, key: &str) -> Option<bool> {
+    let env = object.value().env;
+    let key = std::ffi::CString::new(key).ok()?;
+    let mut yes = false;
+    // SAFETY: N-API call on a live object of this env; `key` is NUL-terminated.
+    (unsafe { napi::sys::napi_has_named_property(env, object.raw(), key.as_ptr(), &mut yes) }
+        == napi::sys::Status::napi_ok)
+        .then_some(yes)
+}
+
+/// How many distinct values `array` holds (`new Set(array).size`). `None` when it threw.
+pub fn distinct_count(array: &Object) -> Option<u32> {
+    use napi::sys;
+    let env = array.value().env;
+    let class = global_path(env, &[c"Set"])?;
+    let mut set = std::ptr::null_mut();
+    let mut size = std::ptr::null_mut();
+    let mut count = 0u32;
+    // SAFETY: N-API calls on the current env with handles it made.
+    unsafe {
+        (sys::napi_new_instance(env, class, 1, [array.raw()].as_ptr(), &mut set)
+            == sys::Status::napi_ok
+            && sys::napi_get_named_property(env, set, c"size".as_ptr(), &mut size)
+                == sys::Status::napi_ok
+            && sys::napi_get_value_uint32(env, size, &mut count) == sys::Status::napi_ok)
+            .then_some(count)
     }
 }
 

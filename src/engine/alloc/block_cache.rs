@@ -535,6 +535,31 @@ mod tests {
     }
 
     #[test]
+    fn a_block_too_short_for_a_batch_is_skipped_and_counted_as_short() {
+        // Large: no other test's values can make up for a missed count.
+        const SHORT: i64 = 876_543_211;
+        let mut contents = SlotContents {
+            blocks: VecDeque::from([
+                IdRange::contiguous(1, SHORT),
+                IdRange::contiguous(SHORT + 1, 3 * SHORT),
+            ]),
+            fetching: false,
+            waiters: VecDeque::new(),
+            blocks_per_fetch: 1,
+            last_fetch: None,
+        };
+        let before = crate::engine::stats::PROCESS.snapshot().discarded_short;
+        let taken = contents.take(SHORT + 1).expect("the second block has room");
+        assert_eq!(taken, IdRange::contiguous(SHORT + 1, 2 * SHORT + 1));
+        let after = crate::engine::stats::PROCESS.snapshot().discarded_short;
+        assert!(
+            after - before >= SHORT as u64,
+            "{before} + {SHORT} > {after}"
+        );
+        assert_eq!(contents.available(), SHORT - 1);
+    }
+
+    #[test]
     fn a_slot_dropped_with_values_counts_them_as_dropped() {
         let cache = slot(10);
         let counter = Arc::new(FakeCounter::default());

@@ -44,7 +44,7 @@ fn double(d: f64) -> Number {
 }
 
 /// Largest coefficient of a valid decimal (34 digits); a larger one encodes zero.
-const MAX_COEFFICIENT: u128 = 9_999_999_999_999_999_999_999_999_999_999;
+const MAX_COEFFICIENT: u128 = 9_999_999_999_999_999_999_999_999_999_999_999;
 /// The exponent bias of IEEE 754 decimal128.
 const EXPONENT_BIAS: i32 = 6176;
 

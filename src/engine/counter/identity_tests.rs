@@ -56,6 +56,38 @@ fn numbers_equal_by_value_share_a_key() {
     );
 }
 
+/// A decimal from its bits (IEEE 754 decimal128, binary integer encoding).
+fn decimal_bits(bits: u128) -> Bson {
+    Bson::Decimal128(Decimal128::from_bytes(bits.to_le_bytes()))
+}
+
+#[test]
+fn decimals_whose_coefficient_is_past_34_digits_are_zero() {
+    let zero = key(Bson::Int32(0));
+    // The "11" form (the two bits after the sign are 11, and not infinity or NaN): its
+    // coefficient is 2^113 or more, past the largest valid one, so it encodes zero, of
+    // whatever sign and exponent; a small coefficient in its low bits changes nothing.
+    for (sign, exponent, low) in [(0u128, 6176u128, 1u128), (1, 0, 7), (0, 12_287, 0)] {
+        let bits = sign << 127 | 0b11 << 125 | exponent << 111 | low;
+        assert_eq!(key(decimal_bits(bits)), zero, "{bits:#x}");
+    }
+    // The usual form with a coefficient past 34 digits (but below 2^113) is zero too.
+    let bits = 6176u128 << 113 | (MAX_COEFFICIENT + 1);
+    assert_eq!(key(decimal_bits(bits)), zero);
+    // 34 digits are a number, the largest coefficient there is.
+    let largest = dec("9999999999999999999999999999999999");
+    assert_ne!(key(largest.clone()), zero);
+    assert_eq!(
+        key(decimal_bits(6176u128 << 113 | MAX_COEFFICIENT)),
+        key(largest)
+    );
+    assert_ne!(key(dec("12345678901234567890123456789012")), zero);
+    assert_eq!(
+        key(decimal_bits(6176u128 << 113 | 12_345)),
+        key(Bson::Int32(12_345))
+    );
+}
+
 #[test]
 fn numbers_that_differ_do_not() {
     let pairs = [

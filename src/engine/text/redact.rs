@@ -61,6 +61,10 @@ const MIN_PIECE: usize = 4;
 /// Query options whose values are secrets.
 const SECRET_OPTIONS: [&str; 2] = ["proxypassword", "tlscertificatekeyfilepassword"];
 
+/// Properties of `authMechanismProperties` (`KEY:value,KEY:value`) whose values are
+/// secrets, with the colon as written or percent-encoded.
+const SECRET_PROPERTIES: [&str; 2] = ["aws_session_token:", "aws_session_token%3a"];
+
 /// The secrets in a connection string: the whole string; the password of its user
 /// information as written, percent-decoded, and cut at the delimiters a parser may cut it
 /// at (`user:pa55?abc@host` is read by some parsers as host `user`, port `pa55`); and the
@@ -93,6 +97,14 @@ pub fn uri_secrets(uri: &str) -> Vec<String> {
             if let Some((key, value)) = pair.split_once('=') {
                 if SECRET_OPTIONS.contains(&key.to_ascii_lowercase().as_str()) {
                     add(value);
+                } else if key.eq_ignore_ascii_case("authMechanismProperties") {
+                    for property in percent_decode(value).split(',') {
+                        if let Some((name, token)) = property.split_once(':') {
+                            if name.eq_ignore_ascii_case("AWS_SESSION_TOKEN") {
+                                add(token);
+                            }
+                        }
+                    }
                 }
             }
         }
@@ -164,21 +176,27 @@ pub fn redact_connection_strings(text: &str) -> String {
 
 /// `text` with the value of each password option (`proxyPassword=…`,
 /// `tlsCertificateKeyFilePassword=…`, any case) masked, up to the next `&`, `#` or
-/// white space.
+/// white space, and each secret property of `authMechanismProperties` up to the next `,`
+/// as well.
 fn mask_secret_options(text: &str) -> String {
     let lower = text.to_ascii_lowercase();
+    let starts = |key: String, ends: &'static [char]| {
+        lower
+            .match_indices(&key)
+            .map(|(at, _)| (at + key.len(), ends))
+            .collect::<Vec<_>>()
+    };
     let mut values: Vec<(usize, usize)> = SECRET_OPTIONS
         .iter()
-        .flat_map(|option| {
-            let key = format!("{option}=");
-            lower
-                .match_indices(&key)
-                .map(|(at, _)| at + key.len())
-                .collect::<Vec<_>>()
-        })
-        .map(|start| {
+        .flat_map(|option| starts(format!("{option}="), &['&', '#']))
+        .chain(
+            SECRET_PROPERTIES
+                .iter()
+                .flat_map(|property| starts(property.to_string(), &['&', '#', ','])),
+        )
+        .map(|(start, ends)| {
             let end = text[start..]
-                .find(|c: char| c == '&' || c == '#' || c.is_whitespace())
+                .find(|c: char| ends.contains(&c) || c.is_whitespace())
                 .map_or(text.len(), |i| start + i);
             (start, end)
         })
@@ -265,6 +283,11 @@ mod tests {
         assert!(!secrets.contains(&"abc".to_string()), "{secrets:?}");
         let secrets = uri_secrets("mongodb://h/?proxyPassword=Zx9%21k&appName=a");
         assert!(secrets.contains(&"Zx9!k".to_string()), "{secrets:?}");
+        let secrets = uri_secrets(
+            "mongodb://h/?authMechanismProperties=SERVICE_NAME:svc,AWS_SESSION_TOKEN:T0k%2Bn",
+        );
+        assert!(secrets.contains(&"T0k+n".to_string()), "{secrets:?}");
+        assert!(!secrets.contains(&"svc".to_string()), "{secrets:?}");
     }
 
     #[test]
@@ -318,6 +341,14 @@ mod tests {
             (
                 "mongodb://h/?proxyPassword=s3cr%21t&appName=x TLSCertificateKeyFilePassword=k#f",
                 "mongodb://h/?proxyPassword=****&appName=x TLSCertificateKeyFilePassword=****#f",
+            ),
+            (
+                "mongodb://h/?authMechanism=MONGODB-AWS&authMechanismProperties=AWS_SESSION_TOKEN:tok3n,SERVICE_NAME:s&x=1",
+                "mongodb://h/?authMechanism=MONGODB-AWS&authMechanismProperties=AWS_SESSION_TOKEN:****,SERVICE_NAME:s&x=1",
+            ),
+            (
+                "mongodb://h/?authMechanismProperties=aws_session_token%3Atok3n%2Cb",
+                "mongodb://h/?authMechanismProperties=aws_session_token%3A****",
             ),
             ("mongodb://u:p@", "mongodb://****@"),
             ("mongodb://", "mongodb://"),
