@@ -6,6 +6,8 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { copyFileSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { once } from 'node:events';
+import { Worker } from 'node:worker_threads';
 import { MongoClient } from 'mongodb';
 import { MongoClient as MongoClientV6 } from 'mongodb-v6';
 import { setup, seq, rejectsWithCode } from '../helpers.mjs';
@@ -145,6 +147,63 @@ for (const via of ['uri', 'Node client']) {
   });
 }
 
+// A TCP proxy to the test server that stops forwarding while `stalled` (a server that
+// stopped answering).
+async function stallingProxy() {
+  const { createServer, connect } = await import('node:net');
+  const state = { stalled: false, port: 0 };
+  const sockets = new Set();
+  const server = createServer((socket) => {
+    const [host, port] = String(serverAddress).split(':');
+    const upstream = connect(Number(port), host);
+    for (const [from, to] of [[socket, upstream], [upstream, socket]]) {
+      sockets.add(from);
+      from.on('data', (data) => state.stalled || to.write(data));
+      from.on('error', () => {});
+      from.on('close', () => to.destroy());
+    }
+  });
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  state.port = server.address().port;
+  closers.push(() => {
+    for (const socket of sockets) socket.destroy();
+    return new Promise((resolve) => server.close(resolve));
+  });
+  return state;
+}
+
+test('a client retiring after a rotation (its pending call hung) holds up no call of another connection, and its replacement waits at most its timeout', async () => {
+  const stall = await stallingProxy();
+  const f = await tlsFront({ ...certs.server, targetPort: stall.port });
+  closers.push(() => f.close());
+  const file = join(certs.dir, 'retiring-ca.pem');
+  copyFileSync(certs.ca, file);
+  const uri = `mongodb://127.0.0.1:${f.port}/${env.dbName}?directConnection=true&serverSelectionTimeoutMS=3000&tls=true&tlsCAFile=${encodeURIComponent(file)}`;
+  await seq.sequence(env.db, 'retiring', { uri, upsert: true }).next();
+  const other = seq.sequence(env.db, 'retiring_other', { cache: 1000, upsert: true });
+  await other.next();
+  stall.stalled = true;
+  const hung = seq.sequence(env.db, 'retiring', { uri }).next().then(() => 'resolved', (e) => e.code);
+  await new Promise((r) => setTimeout(r, 100));
+  writeFileSync(file, Buffer.concat([readFileSync(certs.ca), Buffer.from('\n')]));
+  const started = Date.now();
+  const replacing = seq.sequence(env.db, 'retiring', { uri }).next().then(
+    () => ['resolved'],
+    (e) => [e.code, Date.now() - started],
+  );
+  // Served from its block, while the other connection's client retires.
+  const values = await Promise.race([
+    Promise.all(Array.from({ length: 5 }, () => other.next())),
+    new Promise((r) => setTimeout(() => r('held up'), 1000)),
+  ]);
+  assert.deepEqual(values, [2, 3, 4, 5, 6], 'a call of another connection waited for the retiring client');
+  assert.equal(await hung, 'CONNECTION');
+  const [code, waited] = await replacing;
+  assert.equal(code, 'CONNECTION', 'the old client retires only once its hung call times out');
+  assert.ok(waited < 3000 + 1500, `the replacing call waited ${waited} ms, past its 3000 ms timeout`);
+  stall.stalled = false;
+});
+
 test('a client certificate rotated in place: once the shared client is released, calls recover with the new certificate', async () => {
   const f = await front({ ...certs.server, ca: readFileSync(certs.ca), requestCert: true });
   const file = join(certs.dir, 'rotated-client.pem');
@@ -176,6 +235,15 @@ test('a client certificate rotated in place: once the shared client is released,
   // file, so it cannot be told from a certificate given in memory.
   await rejectsWithCode(assert, next(late), 'UNSUPPORTED_CLIENT', /'(cert|key)'.*make the MongoClient again/s);
   assert.deepEqual(f.peers, [], 'nothing was presented for it');
+});
+
+test('a replaced WeakSet that calls the addon while a TLS file copy is looked up: both calls answer', async () => {
+  const f = await front(certs.server);
+  const uri = `mongodb://127.0.0.1:${f.port}/?directConnection=true&serverSelectionTimeoutMS=3000&tls=true&tlsCAFile=${encodeURIComponent(certs.ca)}`;
+  const worker = new Worker(new URL('../fixtures/nested-weakset-worker.cjs', import.meta.url), { workerData: { uri, db: env.dbName } });
+  const [result] = await once(worker, 'message');
+  await once(worker, 'exit');
+  assert.deepEqual(result, { nested: true, outer: 1, inner: 1 });
 });
 
 test('key and cert given in memory (one Buffer) beside tlsCertificateKeyFile: refused, never the file\'s certificate in their place', async () => {

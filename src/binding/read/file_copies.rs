@@ -87,38 +87,56 @@ fn make(env: &Env) -> Option<Seen> {
 }
 
 /// `set.has(value)` (`method` `has`) or `set.add(value)` (`add`) on this thread's set,
-/// made on first use; `None` when that fails (an exception is cleared).
+/// made on first use; `None` when that fails (an exception is cleared). The cell is never
+/// borrowed while JavaScript runs: a replaced `WeakSet` may call the addon again.
 fn call(
     env: &Env,
     value: &Unknown,
     method: impl Fn(&Seen) -> sys::napi_ref,
 ) -> Option<sys::napi_value> {
-    let result = SEEN.with(|seen| {
-        let mut seen = seen.borrow_mut();
-        // A set of another env (one that ended on this thread) is not used again.
-        if seen.as_ref().is_none_or(|s| s.env != env.raw()) {
-            *seen = Some(make(env)?);
-        }
-        let held = seen.as_ref()?;
-        let raw = env.raw();
-        // SAFETY: the references were made in this env, on this thread; `value` is a live
-        // value of it.
-        unsafe {
-            let set = value_of(raw, held.set)?;
-            let function = value_of(raw, method(held))?;
-            let mut result = ptr::null_mut();
-            let argument = value.raw();
-            (sys::napi_call_function(raw, set, function, 1, &argument, &mut result)
-                == sys::Status::napi_ok)
-                .then_some(result)
-        }
-    });
+    let result = call_set(env, value, method);
     if result.is_none() {
         // Whatever threw (a replaced `WeakSet`) must not fail the call: the value is then
         // compared with its file as if never seen.
         take_exception(env);
     }
     result
+}
+
+fn call_set(
+    env: &Env,
+    value: &Unknown,
+    method: impl Fn(&Seen) -> sys::napi_ref,
+) -> Option<sys::napi_value> {
+    let raw = env.raw();
+    // A set of another env (one that ended on this thread) is not used again.
+    let held = SEEN.with(|seen| {
+        seen.borrow()
+            .as_ref()
+            .filter(|s| s.env == raw)
+            .map(|s| (s.set, method(s)))
+    });
+    let (set, function) = match held {
+        Some(held) => held,
+        None => {
+            let made = make(env)?;
+            let held = (made.set, method(&made));
+            SEEN.with(|seen| *seen.borrow_mut() = Some(made));
+            held
+        }
+    };
+    // SAFETY: the references were made in this env, on this thread; `value` is a live
+    // value of it. The values are taken before the call, so a set replaced during it
+    // (by a nested call) does not matter.
+    unsafe {
+        let set = value_of(raw, set)?;
+        let function = value_of(raw, function)?;
+        let mut result = ptr::null_mut();
+        let argument = value.raw();
+        (sys::napi_call_function(raw, set, function, 1, &argument, &mut result)
+            == sys::Status::napi_ok)
+            .then_some(result)
+    }
 }
 
 /// Whether `value` (an object) was remembered as the driver's copy of its file.

@@ -14,16 +14,31 @@ use crate::engine::client::node_options::{
     derive, file_copy_candidates, DerivedConnection, NodeOptions, NodeValue, TlsFile, FILE_COPIES,
 };
 use crate::engine::error::{SeqError, SeqResult};
-use crate::engine::text::redact::{uri_secrets, without_user_info};
+use crate::engine::text::redact::{redact_connection_strings, uri_secrets, without_user_info};
 
 /// Where a target's servers and settings come from.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Clone, PartialEq, Eq, Hash)]
 pub enum TargetSource {
     /// A connection string given by the user (`connect(uri)`, the `uri` option), with the
     /// contents of the TLS files it names as they were read ([`uri_tls_files`]).
     Uri(String, Vec<TlsFile>),
     /// The full effective configuration of a Node driver client.
     Derived(Box<DerivedConnection>),
+}
+
+/// The connection string with its passwords masked: a target's debug form must not carry
+/// them into a panic message or log.
+impl std::fmt::Debug for TargetSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            TargetSource::Uri(uri, files) => f
+                .debug_tuple("Uri")
+                .field(&redact_connection_strings(uri))
+                .field(files)
+                .finish(),
+            TargetSource::Derived(derived) => f.debug_tuple("Derived").field(derived).finish(),
+        }
+    }
 }
 
 /// Everything needed to open a driver client; equal targets share one client, so the
@@ -584,5 +599,13 @@ mod tests {
         assert!(ConnectionTarget::from_uri("mongodb://u:p%25%C3%A9@h/").is_ok());
         let long = format!("mongodb://h/?appName={}", "a".repeat(MAX_URI_BYTES));
         assert!(ConnectionTarget::from_uri(&long).is_err());
+    }
+
+    #[test]
+    fn a_target_s_debug_form_masks_the_password() {
+        let target = ConnectionTarget::from_uri("mongodb://app:s3cr3t-pw@h:27017/shop").unwrap();
+        let shown = format!("{target:?}");
+        assert!(!shown.contains("s3cr3t-pw"), "{shown}");
+        assert!(shown.contains("h:27017"), "{shown}");
     }
 }

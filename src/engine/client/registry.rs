@@ -19,7 +19,8 @@
 //! least recently used idle ones first).
 //!
 //! Every call waits at most its client's call timeout (the server selection timeout) from
-//! when it was submitted, and closing is bounded: calls still pending reject with
+//! when it was submitted, and before that at most as long again for the client it replaces
+//! to retire or close; closing is bounded: calls still pending reject with
 //! `CLIENT_CLOSED`, and a driver shutdown that outlasts the bound goes on in the background.
 
 use crate::engine::panic_safety::lock;
@@ -387,8 +388,12 @@ struct Opened {
     files: ConnectionTarget,
 }
 
-/// A client of the same target that a new one replaces (its TLS files were rotated), while
-/// it retires ([`ClientHandle::retire`]).
+/// A client of a target that leaves while the next client of that target may already be
+/// asked for: replaced (its TLS files were rotated: it retires, [`ClientHandle::retire`])
+/// or released (its last Node client closed, it went idle or least recently used, or the
+/// clients were closed: it closes, [`ClientHandle::close_within`]). The next client opens
+/// only once it has given its cached tails back, so that a counter never has two states
+/// in one process at a time, not even one that only gives back.
 #[derive(Clone)]
 struct Retiring {
     handle: Arc<ClientHandle>,
@@ -398,13 +403,37 @@ struct Retiring {
 impl Retiring {
     /// Retires `handle` in the background.
     fn start(handle: Arc<ClientHandle>) -> Retiring {
-        let (finished, done) = watch::channel(false);
         let retiring = handle.clone();
+        Retiring::leaving(handle, async move { retiring.retire().await })
+    }
+
+    /// Closes `handle` (pending calls reject at once) in the background, waiting at most
+    /// `timeout` for its give-back and shutdown. Its calls are refused from now on.
+    fn closing(handle: Arc<ClientHandle>, timeout: Duration) -> Retiring {
+        let states = handle.mark_closed();
+        let closing = handle.clone();
+        Retiring::leaving(handle, async move {
+            if let Some(states) = states {
+                closing.give_back_and_shut_down(states, timeout).await;
+            }
+        })
+    }
+
+    fn leaving(
+        handle: Arc<ClientHandle>,
+        leave: impl std::future::Future<Output = ()> + Send + 'static,
+    ) -> Retiring {
+        let (finished, done) = watch::channel(false);
         tokio::spawn(async move {
-            retiring.retire().await;
+            leave.await;
             finished.send_replace(true);
         });
         Retiring { handle, done }
+    }
+
+    /// Whether the client has closed.
+    fn is_finished(&self) -> bool {
+        *self.done.borrow() || self.done.has_changed().is_err()
     }
 
     /// Waits until the client has closed (its cached tails given back or abandoned).
@@ -430,6 +459,20 @@ struct SlotCell {
 impl SlotCell {
     fn handle(&self) -> Option<&Arc<ClientHandle>> {
         self.cell.get().map(|opened| &opened.handle)
+    }
+
+    /// The slot that takes the place of one whose client `leaving` is leaving: the next
+    /// client opens into it once that one has closed.
+    fn after(leaving: Retiring) -> Slot {
+        Arc::new(SlotCell {
+            replaces: Some(leaving),
+            ..SlotCell::default()
+        })
+    }
+
+    /// Holds no client and waits for none: nothing to keep it for.
+    fn is_spent(&self) -> bool {
+        !self.cell.initialized() && self.replaces.as_ref().is_none_or(Retiring::is_finished)
     }
 }
 
@@ -523,10 +566,7 @@ impl ClientRegistry {
                     if let Some(taken) = slots.remove(target) {
                         taken.rotated.store(true, Ordering::SeqCst);
                     }
-                    let slot = Arc::new(SlotCell {
-                        replaces: Some(Retiring::start(old)),
-                        ..SlotCell::default()
-                    });
+                    let slot = SlotCell::after(Retiring::start(old));
                     slots.insert(target.clone(), slot.clone());
                     slot
                 }
@@ -550,7 +590,21 @@ impl ClientRegistry {
                     gate.wait().await;
                 }
                 if let Some(old) = &slot.replaces {
-                    old.finished().await;
+                    // Within the call's own timeout: a client whose pending calls hang (a
+                    // server that stopped answering) retires only once they time out.
+                    let timeout = old.handle.call_timeout();
+                    if tokio::time::timeout(timeout, old.finished()).await.is_err() {
+                        return Err(SeqError::new(
+                            ErrorCode::Connection,
+                            format!(
+                                "cannot reach MongoDB: the connection's previous client, \
+                                 closing, did not finish within {} ms of the call (the \
+                                 serverSelectionTimeoutMS of the connection); no value was \
+                                 reserved",
+                                timeout.as_millis()
+                            ),
+                        ));
+                    }
                 }
                 // The files as the driver reads them now, for the rotations to come.
                 let files = target.with_tls_files_read_now();
@@ -622,27 +676,45 @@ impl ClientRegistry {
     /// (pending calls reject with `CLIENT_CLOSED` at once). True when every shutdown
     /// finished in time.
     pub async fn close_all(&self, timeout: Duration) -> bool {
-        let slots: Vec<Slot> = {
+        // Each client leaves a slot that a call made meanwhile opens its next client into
+        // only once this one has given its cached tails back.
+        let slots: Vec<(Option<Retiring>, Option<Retiring>)> = {
             let mut slots = lock(&self.slots);
-            slots.drain().map(|(_, slot)| slot).collect()
+            let mut taken = Vec::new();
+            for (_, slot) in slots.iter_mut() {
+                let closing = slot
+                    .handle()
+                    .filter(|handle| !handle.is_stale())
+                    .map(|handle| Retiring::closing(handle.clone(), timeout));
+                if let Some(stale) = slot.handle().filter(|handle| handle.is_stale()) {
+                    stale.mark_closed();
+                }
+                taken.push((closing.clone(), slot.replaces.clone()));
+                *slot = match (closing, &slot.replaces) {
+                    (Some(closing), _) => SlotCell::after(closing),
+                    // Still waiting for a client that retires: so are calls made meanwhile.
+                    (None, Some(retiring)) => SlotCell::after(retiring.clone()),
+                    (None, None) => Arc::default(),
+                };
+            }
+            slots.retain(|_, slot| !slot.is_spent());
+            taken
         };
         // A client still retiring closes too (its pending calls reject at once).
-        let closing = slots.iter().map(|slot| {
-            let handle = slot.handle().cloned();
-            let retiring = slot.replaces.clone();
-            async move {
-                let mut done = true;
-                if let Some(handle) = handle {
-                    done &= handle.close_within(timeout).await;
-                }
-                if let Some(retiring) = retiring {
-                    done &= retiring.handle.close_within(timeout).await;
-                    done &= tokio::time::timeout(timeout, retiring.finished())
-                        .await
-                        .is_ok();
-                }
-                done
+        let closing = slots.into_iter().map(|(closing, retiring)| async move {
+            let mut done = true;
+            if let Some(closing) = closing {
+                done &= tokio::time::timeout(timeout, closing.finished())
+                    .await
+                    .is_ok();
             }
+            if let Some(retiring) = retiring {
+                done &= retiring.handle.close_within(timeout).await;
+                done &= tokio::time::timeout(timeout, retiring.finished())
+                    .await
+                    .is_ok();
+            }
+            done
         });
         futures_util::future::join_all(closing)
             .await
@@ -676,67 +748,90 @@ impl ClientRegistry {
         if !last {
             return;
         }
-        let slot = lock(&self.slots).remove(target);
-        if let Some(handle) = slot.as_ref().and_then(|slot| slot.handle()) {
-            handle.close().await;
+        let closing = {
+            let mut slots = lock(&self.slots);
+            let handle = slots.get(target).and_then(|slot| slot.handle()).cloned();
+            match handle {
+                Some(handle) if !handle.is_stale() => {
+                    let closing = Retiring::closing(handle, DEFAULT_CLOSE_TIMEOUT);
+                    slots.insert(target.clone(), SlotCell::after(closing.clone()));
+                    Some(closing)
+                }
+                stale => {
+                    // A client still opening is closed by the call that opens it; one that
+                    // waits for a retiring client keeps the next one waiting too.
+                    let retiring = slots.remove(target).and_then(|slot| slot.replaces.clone());
+                    if let Some(retiring) = retiring {
+                        slots.insert(target.clone(), SlotCell::after(retiring));
+                    }
+                    if let Some(stale) = stale {
+                        stale.mark_closed();
+                    }
+                    None
+                }
+            }
+        };
+        if let Some(closing) = closing {
+            closing.finished().await;
         }
     }
 
     /// Takes out the clients to release: idle ones (no call pending for
     /// [`Limits::idle_after`]), then, past [`Limits::max_clients`], the least recently
     /// used ones with no call pending. Clients of another runtime go too. The client of
-    /// `keep` (just opened for a call) stays.
+    /// `keep` (just opened for a call) stays. Each released client closes in the
+    /// background, leaving a slot that its target's next client opens into once it has
+    /// closed; slots left by clients that closed since are forgotten.
     fn take_unused(&self, keep: Option<&ConnectionTarget>) -> Vec<Arc<ClientHandle>> {
         let mut slots = lock(&self.slots);
-        let mut taken = Vec::new();
-        slots.retain(|target, slot| match slot.handle() {
-            Some(handle)
-                if handle.is_stale()
+        slots.retain(|_, slot| !slot.is_spent());
+        let mut chosen: Vec<ConnectionTarget> = slots
+            .iter()
+            .filter_map(|(target, slot)| {
+                let handle = slot.handle()?;
+                (handle.is_stale()
                     || (Some(target) != keep
                         && handle.busy() == 0
-                        && handle.idle_for() >= self.limits.idle_after) =>
-            {
-                taken.push(handle.clone());
-                false
-            }
-            _ => true,
-        });
-        if slots.len() > self.limits.max_clients {
+                        && handle.idle_for() >= self.limits.idle_after))
+                    .then(|| target.clone())
+            })
+            .collect();
+        let open = slots.values().filter(|s| s.cell.initialized()).count() - chosen.len();
+        if open > self.limits.max_clients {
             let mut idle: Vec<(ConnectionTarget, Duration)> = slots
                 .iter()
-                .filter(|(target, _)| Some(*target) != keep)
+                .filter(|(target, _)| Some(*target) != keep && !chosen.contains(target))
                 .filter_map(|(target, slot)| {
                     let handle = slot.handle()?;
                     (handle.busy() == 0).then(|| (target.clone(), handle.idle_for()))
                 })
                 .collect();
             idle.sort_by_key(|entry| std::cmp::Reverse(entry.1));
-            let excess = slots.len() - self.limits.max_clients;
-            for (target, _) in idle.into_iter().take(excess) {
-                if let Some(handle) = slots.remove(&target).and_then(|s| s.handle().cloned()) {
-                    taken.push(handle);
-                }
+            let excess = open - self.limits.max_clients;
+            chosen.extend(idle.into_iter().take(excess).map(|(target, _)| target));
+        }
+        let mut taken = Vec::new();
+        for target in chosen {
+            let Some(handle) = slots.get(&target).and_then(|s| s.handle()).cloned() else {
+                continue;
+            };
+            if handle.is_stale() {
+                // Its runtime ended, its tasks with it: nothing to give back or wait for.
+                handle.mark_closed();
+                slots.remove(&target);
+            } else {
+                let closing = Retiring::closing(handle.clone(), DEFAULT_CLOSE_TIMEOUT);
+                slots.insert(target, SlotCell::after(closing));
             }
+            taken.push(handle);
         }
         taken
     }
 
-    /// Closes the clients [`ClientRegistry::take_unused`] gives, in the background.
-    /// Returns how many clients are left.
+    /// Releases the clients [`ClientRegistry::take_unused`] gives (closing in the
+    /// background). Returns how many clients are left.
     fn release_unused(&self, keep: Option<&ConnectionTarget>) -> usize {
-        for handle in self.take_unused(keep) {
-            // Closed at once (calls holding it prepare again), shut down in the background.
-            let Some(states) = handle.mark_closed() else {
-                continue;
-            };
-            if !handle.is_stale() {
-                tokio::spawn(async move {
-                    handle
-                        .give_back_and_shut_down(states, DEFAULT_CLOSE_TIMEOUT)
-                        .await
-                });
-            }
-        }
+        self.take_unused(keep);
         self.len()
     }
 
