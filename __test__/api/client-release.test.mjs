@@ -67,6 +67,41 @@ test('a call pending when its Node driver client closes settles (with its value 
   assert.equal(new Set(values).size, values.length);
 });
 
+// A released client gives its cached tails back before its connection's next client
+// serves anything: a reset through the next one is never undone by that give-back (its
+// guarded update would find the counter back at the tail's last value and move it under
+// values the next client handed out).
+for (const release of ['its Node client closes', 'closeSharedClients()']) {
+  test(`a client released as ${release} gives back before the next client of its connection serves: no value twice after a reset`, async () => {
+    const options = { maxPoolSize: 1 }; // one connection: the give-back of many counters takes a while
+    const first = await new MongoClient(env.uri, options).connect();
+    const names = Array.from({ length: 100 }, (_, i) => `gb_${release.length}_${i}`);
+    for (const name of names) assert.equal(await seq.getNextSequenceValue(first.db(env.dbName), name, { cache: 10, upsert: true }), 1);
+    const released = release === 'closeSharedClients()' ? seq.closeSharedClients() : first.close();
+    const second = await new MongoClient(env.uri, options).connect();
+    try {
+      const db = second.db(env.dbName);
+      const handed = new Map();
+      for (const name of names) {
+        const handle = seq.sequence(db, name, { cache: 10 });
+        await handle.reset();
+        handed.set(name, [await handle.next()]);
+      }
+      await released;
+      for (const name of names) {
+        const handle = seq.sequence(db, name, { cache: 10 });
+        for (let i = 0; i < 11; i++) handed.get(name).push(await handle.next());
+      }
+      const twice = [...handed].filter(([, values]) => new Set(values).size !== values.length);
+      assert.deepEqual(twice, [], 'values handed out twice after a reset');
+    } finally {
+      await seq.closeSharedClients();
+      await second.close();
+      await first.close();
+    }
+  });
+}
+
 test('at most 32 shared clients: past it the least recently used idle ones close', async () => {
   const uris = Array.from({ length: 40 }, (_, i) => withQuery(env.uri, `appName=release${i}`));
   const values = [];

@@ -6,6 +6,8 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { copyFileSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { once } from 'node:events';
+import { Worker } from 'node:worker_threads';
 import { MongoClient } from 'mongodb';
 import { MongoClient as MongoClientV6 } from 'mongodb-v6';
 import { setup, seq, rejectsWithCode } from '../helpers.mjs';
@@ -96,7 +98,7 @@ test('2. another user\'s certificate: two clients on one URI with different clie
   assert.deepEqual([...new Set(f.peers)], ['bob']);
 });
 
-test('the uri option: a certificate file rewritten in place is presented by the next call (its contents are part of the client key)', async () => {
+test('the uri option: a certificate file rewritten in place is presented by the next call, through a client that replaces the old one', async () => {
   const f = await front({ ...certs.server, ca: readFileSync(certs.ca), requestCert: true });
   const file = join(certs.dir, 'uri-client.pem');
   copyFileSync(certs.clients.alice, file);
@@ -108,7 +110,98 @@ test('the uri option: a certificate file rewritten in place is presented by the 
   writeFileSync(file, readFileSync(certs.clients.bob));
   await next(env.client, { uri });
   assert.deepEqual([...new Set(f.peers)], ['bob'], 'the file as it is now, not the client opened with the old one');
-  assert.equal(seq.sharedClientCount(), before + 2);
+  assert.equal(seq.sharedClientCount(), before + 1, 'the client opened with the old file was replaced, not kept beside');
+});
+
+// One connection, one state: a client replaced after its files were rotated gives its
+// cached values back before the new one serves anything, so a reset through the new one
+// is never undone by the old one's release.
+for (const via of ['uri', 'Node client']) {
+  test(`a CA file rewritten in place while a cached handle holds a block (${via}): no value is handed out twice`, async () => {
+    const f = await front(certs.server);
+    const file = join(certs.dir, `dup-ca-${via === 'uri' ? 'uri' : 'node'}.pem`);
+    copyFileSync(certs.ca, file);
+    const name = `dup_${via === 'uri' ? 'uri' : 'node'}`;
+    const uri = `mongodb://127.0.0.1:${f.port}/${env.dbName}?directConnection=true&serverSelectionTimeoutMS=3000&tls=true&tlsCAFile=${encodeURIComponent(file)}`;
+    // A Node client connected before the rewrite holds the driver's copy of the file.
+    const connected = async () => {
+      const client = nodeClient(uri);
+      await ping(client);
+      return client.db(env.dbName);
+    };
+    const dbBefore = via === 'uri' ? env.db : await connected();
+    const cached = seq.sequence(dbBefore, name, { ...(via === 'uri' ? { uri } : {}), cache: 10, upsert: true });
+    assert.equal(await cached.next(), 1, 'its block holds 2..11');
+    // The same CA, other bytes (as a rotation tool rewriting the file would leave it).
+    writeFileSync(file, Buffer.concat([readFileSync(certs.ca), Buffer.from('\n')]));
+    const dbAfter = via === 'uri' ? env.db : await connected();
+    const plain = seq.sequence(dbAfter, name, { ...(via === 'uri' ? { uri } : {}), upsert: true });
+    await plain.reset();
+    const got = [];
+    for (let i = 0; i < 11; i++) got.push(await plain.next());
+    assert.deepEqual(got, [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11]);
+    await seq.closeSharedClients();
+    got.push(await plain.next(), await cached.next(), await plain.next());
+    assert.equal(new Set(got).size, got.length, `a value handed out twice after the reset: ${got}`);
+    assert.equal(got[11], 12, 'the reset is not undone by the old client giving its block back');
+  });
+}
+
+// A TCP proxy to the test server that stops forwarding while `stalled` (a server that
+// stopped answering).
+async function stallingProxy() {
+  const { createServer, connect } = await import('node:net');
+  const state = { stalled: false, port: 0 };
+  const sockets = new Set();
+  const server = createServer((socket) => {
+    const [host, port] = String(serverAddress).split(':');
+    const upstream = connect(Number(port), host);
+    for (const [from, to] of [[socket, upstream], [upstream, socket]]) {
+      sockets.add(from);
+      from.on('data', (data) => state.stalled || to.write(data));
+      from.on('error', () => {});
+      from.on('close', () => to.destroy());
+    }
+  });
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  state.port = server.address().port;
+  closers.push(() => {
+    for (const socket of sockets) socket.destroy();
+    return new Promise((resolve) => server.close(resolve));
+  });
+  return state;
+}
+
+test('a client retiring after a rotation (its pending call hung) holds up no call of another connection, and its replacement waits at most its timeout', async () => {
+  const stall = await stallingProxy();
+  const f = await tlsFront({ ...certs.server, targetPort: stall.port });
+  closers.push(() => f.close());
+  const file = join(certs.dir, 'retiring-ca.pem');
+  copyFileSync(certs.ca, file);
+  const uri = `mongodb://127.0.0.1:${f.port}/${env.dbName}?directConnection=true&serverSelectionTimeoutMS=3000&tls=true&tlsCAFile=${encodeURIComponent(file)}`;
+  await seq.sequence(env.db, 'retiring', { uri, upsert: true }).next();
+  const other = seq.sequence(env.db, 'retiring_other', { cache: 1000, upsert: true });
+  await other.next();
+  stall.stalled = true;
+  const hung = seq.sequence(env.db, 'retiring', { uri }).next().then(() => 'resolved', (e) => e.code);
+  await new Promise((r) => setTimeout(r, 100));
+  writeFileSync(file, Buffer.concat([readFileSync(certs.ca), Buffer.from('\n')]));
+  const started = Date.now();
+  const replacing = seq.sequence(env.db, 'retiring', { uri }).next().then(
+    () => ['resolved'],
+    (e) => [e.code, Date.now() - started],
+  );
+  // Served from its block, while the other connection's client retires.
+  const values = await Promise.race([
+    Promise.all(Array.from({ length: 5 }, () => other.next())),
+    new Promise((r) => setTimeout(() => r('held up'), 1000)),
+  ]);
+  assert.deepEqual(values, [2, 3, 4, 5, 6], 'a call of another connection waited for the retiring client');
+  assert.equal(await hung, 'CONNECTION');
+  const [code, waited] = await replacing;
+  assert.equal(code, 'CONNECTION', 'the old client retires only once its hung call times out');
+  assert.ok(waited < 3000 + 1500, `the replacing call waited ${waited} ms, past its 3000 ms timeout`);
+  stall.stalled = false;
 });
 
 test('a client certificate rotated in place: once the shared client is released, calls recover with the new certificate', async () => {
@@ -138,8 +231,51 @@ test('a client certificate rotated in place: once the shared client is released,
   }
   assert.deepEqual([...new Set(f.peers)], ['carol']);
   f.peers.length = 0;
-  assert.equal(typeof (await next(late)), 'number', 'first call after the rotation');
-  assert.deepEqual([...new Set(f.peers)], ['carol']);
+  // Its first call after the rotation: its copy of the file was never seen equal to the
+  // file, so it cannot be told from a certificate given in memory.
+  await rejectsWithCode(assert, next(late), 'UNSUPPORTED_CLIENT', /'(cert|key)'.*make the MongoClient again/s);
+  assert.deepEqual(f.peers, [], 'nothing was presented for it');
+});
+
+test('a replaced WeakSet that calls the addon while a TLS file copy is looked up: both calls answer', async () => {
+  const f = await front(certs.server);
+  const uri = `mongodb://127.0.0.1:${f.port}/?directConnection=true&serverSelectionTimeoutMS=3000&tls=true&tlsCAFile=${encodeURIComponent(certs.ca)}`;
+  const worker = new Worker(new URL('../fixtures/nested-weakset-worker.cjs', import.meta.url), { workerData: { uri, db: env.dbName } });
+  const [result] = await once(worker, 'message');
+  await once(worker, 'exit');
+  assert.deepEqual(result, { nested: true, outer: 1, inner: 1 });
+});
+
+test('key and cert given in memory (one Buffer) beside tlsCertificateKeyFile: refused, never the file\'s certificate in their place', async () => {
+  const f = await front({ ...certs.server, ca: readFileSync(certs.ca), requestCert: true });
+  const uri = `mongodb://127.0.0.1:${f.port}/?directConnection=true&tls=true&tlsCAFile=${encodeURIComponent(certs.ca)}&tlsCertificateKeyFile=${encodeURIComponent(certs.clients.alice)}`;
+  const bob = readFileSync(certs.clients.bob);
+  const client = nodeClient(uri, { key: bob, cert: bob });
+  await ping(client);
+  assert.deepEqual([...new Set(f.peers)], ['bob'], 'the Node driver reads the file only when key or cert is missing');
+  f.peers.length = 0;
+  await rejectsWithCode(assert, next(client), 'UNSUPPORTED_CLIENT', /'(cert|key)'/);
+  assert.deepEqual(f.peers, [], 'alice\'s certificate was not presented for it');
+});
+
+test('a CA file rewritten in place after the Node client made calls: its calls go on once its derivation is forgotten', async () => {
+  const f = await front(certs.server);
+  const file = join(certs.dir, 'forgotten-ca.pem');
+  copyFileSync(certs.ca, file);
+  const client = nodeClient(`mongodb://127.0.0.1:${f.port}/?directConnection=true&tls=true&tlsCAFile=${encodeURIComponent(file)}`);
+  await ping(client);
+  assert.equal(typeof (await next(client)), 'number');
+  writeFileSync(file, Buffer.concat([readFileSync(certs.ca), Buffer.from('\n')]));
+  // Calls through 20 other Node clients push this client's derivation out of the
+  // per-thread memos: its next call derives the connection again from its options.
+  for (let i = 0; i < 20; i++) {
+    assert.equal(typeof (await next(nodeClient(`mongodb://${serverAddress}/?directConnection=true&appName=memo${i}`))), 'number');
+  }
+  for (let attempt = 0; attempt < 2; attempt++) {
+    assert.equal(typeof (await next(client)), 'number', `call ${attempt + 1} after the rewrite`);
+  }
+  await seq.closeSharedClients();
+  assert.equal(typeof (await next(client)), 'number', 'after the release');
 });
 
 test('a CA file rewritten after the Node client connected, derived only afterwards: refused naming ca (its copy cannot be told from a CA in memory)', async () => {
@@ -155,7 +291,7 @@ test('a CA file rewritten after the Node client connected, derived only afterwar
   // The same CA, other bytes: the Node client's copy no longer equals the file.
   writeFileSync(file, Buffer.concat([readFileSync(certs.ca), Buffer.from('\n')]));
   assert.equal(typeof (await next(before)), 'number', 'derived before the rewrite');
-  await rejectsWithCode(assert, next(after), 'UNSUPPORTED_CLIENT', /'ca'/);
+  await rejectsWithCode(assert, next(after), 'UNSUPPORTED_CLIENT', /'ca'.*make the MongoClient again/s);
 });
 
 test('3. authMechanism DEFAULT in the options over PLAIN in the URI: SCRAM on the wire, the password never sent', async () => {
@@ -250,6 +386,19 @@ test('pool sizes: maxPoolSize caps the derived client\'s connections as it caps 
     // above is what held them back.
     if (maxPoolSize > 1) assert.ok(ours > 1, `maxPoolSize=${maxPoolSize}: ${ours} connection(s) for 40 concurrent calls`);
   }
+});
+
+test('pool sizes the Node driver refuses are refused: a minimum above the maximum, also above maxPoolSize 0 (no limit)', async () => {
+  const uri = `mongodb://${serverAddress}/?directConnection=true`;
+  for (const options of [{ maxPoolSize: 0, minPoolSize: 1 }, { maxPoolSize: 2, minPoolSize: 3 }]) {
+    const client = nodeClient(uri, options);
+    await assert.rejects(ping(client), /minimum size must not be greater than maximum/, `the Node client with ${JSON.stringify(options)}`);
+    await rejectsWithCode(assert, next(client), 'UNSUPPORTED_CLIENT', /'minPoolSize'/);
+  }
+  // No limit and no minimum: both work.
+  const unlimited = nodeClient(uri, { maxPoolSize: 0, minPoolSize: 0 });
+  await ping(unlimited);
+  assert.equal(typeof (await next(unlimited)), 'number');
 });
 
 test('serverApi from the options object (the Atlas snippet) is sent with every command', async () => {

@@ -35,6 +35,20 @@ impl DbTarget {
         }
     }
 
+    /// Which client's line of waiting calls a call stands in (see `reserve::order`):
+    /// one per own client, one per shared connection.
+    pub fn line(&self) -> u64 {
+        use std::hash::{Hash, Hasher};
+        match self {
+            DbTarget::Own(handle, _) => Arc::as_ptr(handle) as usize as u64,
+            DbTarget::Shared(target, _) => {
+                let mut hasher = std::collections::hash_map::DefaultHasher::new();
+                target.hash(&mut hasher);
+                hasher.finish()
+            }
+        }
+    }
+
     /// The client and database, opening the shared client on first use.
     pub async fn resolve(self) -> SeqResult<(Arc<ClientHandle>, String)> {
         match self {

@@ -4,6 +4,7 @@
 pub mod bson;
 pub mod db;
 pub mod db_memo;
+pub mod file_copies;
 pub mod js;
 pub mod kinds;
 pub mod name;

@@ -6,12 +6,14 @@ use napi::bindgen_prelude::{Env, Object, Unknown};
 use napi::{sys, JsValue, ValueType};
 
 use crate::binding::guard::take_exception;
+use crate::binding::read::file_copies;
 use crate::binding::read::js::{
     array_items, boolean, for_each_property, number, object, object_or_array, property, string,
     type_of,
 };
+use crate::engine::client::connection::tls_file_copies;
 use crate::engine::client::node_options::{
-    rule, unknown_keys, without_driver_defaults, NodeOptions, NodeValue, Rule,
+    file_copy_candidates, rule, unknown_keys, without_driver_defaults, NodeOptions, NodeValue, Rule,
 };
 use crate::engine::error::SeqResult;
 
@@ -30,7 +32,7 @@ const MAX_PROTOTYPES: usize = 8;
 /// the options this package knows.
 pub fn effective_options(env: &Env, client: &Object, options: &Object) -> SeqResult<NodeOptions> {
     let mut read = read_options(options)?;
-    without_key_file_copy(env, options, &mut read);
+    without_file_copies(env, options, &mut read);
     if unknown_keys(&read).next().is_none() {
         return Ok(read);
     }
@@ -38,29 +40,34 @@ pub fn effective_options(env: &Env, client: &Object, options: &Object) -> SeqRes
     Ok(without_driver_defaults(read, &defaults))
 }
 
-/// Removes `key` and `cert` from `read` when they are the Node driver's own copy of
-/// `tlsCertificateKeyFile`: when it connects, the driver reads that file once into both (the
-/// very same `Buffer`) and keeps that copy, also after the file is rewritten (a certificate
-/// rotated in place). The copy is not a setting of the user: the derived client reads the
-/// file itself when it opens. Certificates given in memory are other objects, and are still
-/// compared with the file (and refused when they differ).
-fn without_key_file_copy(env: &Env, options: &Object, read: &mut NodeOptions) {
-    let named = matches!(read.get("tlsCertificateKeyFile"), Some(NodeValue::Text(_)));
-    let buffers = matches!(
-        (read.get("key"), read.get("cert")),
-        (Some(NodeValue::Bytes(_)), Some(NodeValue::Bytes(_)))
-    );
-    if !(named && buffers) {
+/// Removes from `read` the options (`ca`, `cert`, `key`) that hold the Node driver's own
+/// copy of a TLS file: when it connects, the driver reads `tlsCAFile` into `ca` and
+/// `tlsCertificateKeyFile` into `cert` and `key` (each only when unset) and keeps that copy,
+/// also after the file is rewritten (a certificate rotated in place). A `Buffer` is taken
+/// for that copy once it has been seen holding what its file holds, and from then on for
+/// as long as it lives ([`file_copies`]): the derived client then reads the file itself
+/// when it opens. A `Buffer` never seen equal to its file stays, and is refused by the
+/// derivation: it was given in memory (the Node driver presents it, not the file), or it
+/// is the copy of a file rewritten before this client's first counter call, which cannot
+/// be told apart.
+fn without_file_copies(env: &Env, options: &Object, read: &mut NodeOptions) {
+    let candidates = file_copy_candidates(read);
+    if candidates.is_empty() {
         return;
     }
-    let (Ok(key), Ok(cert)) = (property(options, "key"), property(options, "cert")) else {
-        // Whatever threw (a getter) must not fail the call here: the copies stay compared.
-        take_exception(env);
-        return;
-    };
-    if same_value(env, &key, &cert) {
-        read.remove("key");
-        read.remove("cert");
+    let equal_now = tls_file_copies(read);
+    for key in candidates {
+        let Ok(value) = property(options, key) else {
+            // Whatever threw (a getter) must not fail the call here: the value stays compared.
+            take_exception(env);
+            continue;
+        };
+        if equal_now.contains(&key) {
+            file_copies::remember(env, &value);
+            read.remove(key);
+        } else if file_copies::seen(env, &value) {
+            read.remove(key);
+        }
     }
 }
 

@@ -27,7 +27,11 @@ thread_local! {
 fn same_target(a: &DbTarget, b: &DbTarget) -> bool {
     match (a, b) {
         (DbTarget::Own(x, db_x), DbTarget::Own(y, db_y)) => Arc::ptr_eq(x, y) && db_x == db_y,
-        (DbTarget::Shared(x, db_x), DbTarget::Shared(y, db_y)) => x == y && db_x == db_y,
+        // The same TLS contents too: a call that read rotated files must reach the
+        // registry, which replaces the client opened before the rotation.
+        (DbTarget::Shared(x, db_x), DbTarget::Shared(y, db_y)) => {
+            x == y && db_x == db_y && x.same_tls_contents(y)
+        }
         _ => false,
     }
 }

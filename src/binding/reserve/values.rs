@@ -203,7 +203,8 @@ pub fn reserve_promise<'env>(
         (Ok(named), Err(error)) => Recorder::new(named.stats.clone()).failed(error.code),
         _ => {}
     }
-    if let (Ok(named), Ok(count), true) = (counter, &count, nobody_waiting()) {
+    let line = || counter.map_or(0, |named| named.target.line());
+    if let (Ok(named), Ok(count), true) = (counter, &count, nobody_waiting(line)) {
         // In the runtime's context, so that a client of an ended runtime is recognised.
         if let Some(submitted) = within_runtime_if_available(|| submit_now(named, *count, slot)) {
             let Submitted {
@@ -229,9 +230,9 @@ pub fn reserve_promise<'env>(
         }
     }
     // The client is still opening (or earlier calls wait for it): submit in turn.
+    let ticket = Ticket::take(line());
     let counter = counter.cloned().map_err(Clone::clone);
     let slot = slot.cloned();
-    let ticket = Ticket::take();
     promise(env, async move {
         let (named, count) = (counter?, count?);
         let (label, options) = (named.label.clone(), named.options.clone());
@@ -252,7 +253,7 @@ pub type Reserved = Pin<Box<dyn Future<Output = SeqResult<IdRange>> + Send + 'st
 /// `reserve_promise` does), otherwise in turn once the client is open. The future must
 /// be awaited on the runtime.
 pub fn reserve_in_order(named: &NamedCounter, count: i64) -> Reserved {
-    if nobody_waiting() {
+    if nobody_waiting(|| named.target.line()) {
         if let Some(submitted) = within_runtime_if_available(|| submit_now(named, count, None)) {
             return match submitted {
                 Ok(submitted) => Box::pin(submitted.finish()),
@@ -260,8 +261,8 @@ pub fn reserve_in_order(named: &NamedCounter, count: i64) -> Reserved {
             };
         }
     }
+    let ticket = Ticket::take(named.target.line());
     let named = named.clone();
-    let ticket = Ticket::take();
     Box::pin(async move {
         let stats = named.stats.clone();
         let prepared = named.prepare(None).await;

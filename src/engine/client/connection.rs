@@ -10,12 +10,14 @@ use std::time::Duration;
 
 use mongodb::options::{ClientOptions, ConnectionString, Tls};
 
-use crate::engine::client::node_options::{derive, DerivedConnection, NodeOptions, TlsFile};
+use crate::engine::client::node_options::{
+    derive, file_copy_candidates, DerivedConnection, NodeOptions, NodeValue, TlsFile, FILE_COPIES,
+};
 use crate::engine::error::{SeqError, SeqResult};
-use crate::engine::text::redact::{uri_secrets, without_user_info};
+use crate::engine::text::redact::{redact_connection_strings, uri_secrets, without_user_info};
 
 /// Where a target's servers and settings come from.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Clone, PartialEq, Eq, Hash)]
 pub enum TargetSource {
     /// A connection string given by the user (`connect(uri)`, the `uri` option), with the
     /// contents of the TLS files it names as they were read ([`uri_tls_files`]).
@@ -24,12 +26,29 @@ pub enum TargetSource {
     Derived(Box<DerivedConnection>),
 }
 
+/// The connection string with its passwords masked: a target's debug form must not carry
+/// them into a panic message or log.
+impl std::fmt::Debug for TargetSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            TargetSource::Uri(uri, files) => f
+                .debug_tuple("Uri")
+                .field(&redact_connection_strings(uri))
+                .field(files)
+                .finish(),
+            TargetSource::Derived(derived) => f.debug_tuple("Derived").field(derived).finish(),
+        }
+    }
+}
+
 /// Everything needed to open a driver client; equal targets share one client, so the
-/// target holds the whole configuration (servers, credentials, TLS files and their
-/// contents, write concern…): two users never share a client. The driver reads the TLS
-/// files itself, by path, when a client opens: a client presents what they hold then
-/// (after a certificate rotated in place, the new one), and a target made from newer
-/// contents never shares a client opened before them.
+/// target holds the whole configuration (servers, credentials, TLS file paths, write
+/// concern…): two users never share a client. The contents of the TLS files, as read when
+/// the target was made, are carried beside it but are not part of its identity: the
+/// driver reads the files itself, by path, when a client opens, and one target has one
+/// client at a time, replaced when a later reading of its files finds other contents
+/// ([`ConnectionTarget::supersedes`]), so that a certificate rotated in place is presented
+/// without a second client (a second state of the same counters) beside the first.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct ConnectionTarget {
     /// The servers and settings.
@@ -57,6 +76,69 @@ impl ConnectionTarget {
             TargetSource::Uri(uri, _) => uri_secrets(uri),
             TargetSource::Derived(derived) => derived.secrets(),
         }
+    }
+
+    /// The TLS files this target names, with their contents as read when it was made.
+    fn tls_files(&self) -> [Option<&TlsFile>; 2] {
+        match &self.source {
+            TargetSource::Uri(_, files) => [files.first(), files.get(1)],
+            TargetSource::Derived(derived) => match &derived.tls {
+                Some(tls) => [tls.ca_file.as_ref(), tls.cert_key_file.as_ref()],
+                None => [None, None],
+            },
+        }
+    }
+
+    fn tls_files_mut(&mut self) -> [Option<&mut TlsFile>; 2] {
+        match &mut self.source {
+            TargetSource::Uri(_, files) => {
+                let mut files = files.iter_mut();
+                [files.next(), files.next()]
+            }
+            TargetSource::Derived(derived) => match &mut derived.tls {
+                Some(tls) => [tls.ca_file.as_mut(), tls.cert_key_file.as_mut()],
+                None => [None, None],
+            },
+        }
+    }
+
+    /// Whether the client opened for `opened` (an equal target, with its files as read
+    /// when the client opened) must be replaced to serve this one: one of this target's
+    /// files was read after that and holds other contents (a certificate rotated in
+    /// place). A target made before the client opened never replaces it: the client
+    /// presents what the files held then, which is at least as recent.
+    pub fn supersedes(&self, opened: &ConnectionTarget) -> bool {
+        let earlier = opened.tls_files();
+        self.tls_files().into_iter().flatten().any(|file| {
+            earlier
+                .into_iter()
+                .flatten()
+                .any(|before| before.path == file.path && file.supersedes(before))
+        })
+    }
+
+    /// Whether this target and `other` (an equal target) were made from the same contents
+    /// of their TLS files.
+    pub fn same_tls_contents(&self, other: &ConnectionTarget) -> bool {
+        self.tls_files()
+            .into_iter()
+            .zip(other.tls_files())
+            .all(|pair| match pair {
+                (Some(a), Some(b)) => a.same_contents(b),
+                (None, None) => true,
+                _ => false,
+            })
+    }
+
+    /// This target with its TLS files read again, for a client about to open (the driver
+    /// reads them then).
+    pub fn with_tls_files_read_now(&self) -> ConnectionTarget {
+        let mut now = self.clone();
+        for file in now.tls_files_mut().into_iter().flatten() {
+            let contents = read_tls_file(file.path.as_ref()).ok();
+            *file = TlsFile::new(file.path.clone(), contents);
+        }
+        now
     }
 
     /// The server selection timeout, when overridden.
@@ -134,9 +216,9 @@ pub fn parse(uri: &str) -> SeqResult<ConnectionString> {
 }
 
 /// The TLS files a parsed connection string names (`tlsCAFile`, `tlsCertificateKeyFile`)
-/// with their contents, so that a file rewritten in place (a rotated certificate) makes
-/// another target, as it does for a derived connection. A file that cannot be read is
-/// left out: the driver reports it when the client opens.
+/// with their contents, so that a file rewritten in place (a rotated certificate) replaces
+/// the client opened before, as it does for a derived connection. A file that cannot be
+/// read has no contents: the driver reports it when the client opens.
 fn uri_tls_files(parsed: &ConnectionString) -> Vec<TlsFile> {
     let Some(Tls::Enabled(options)) = &parsed.tls else {
         return Vec::new();
@@ -144,10 +226,34 @@ fn uri_tls_files(parsed: &ConnectionString) -> Vec<TlsFile> {
     [&options.ca_file_path, &options.cert_key_file_path]
         .into_iter()
         .flatten()
-        .filter_map(|path| {
-            let contents = read_tls_file(path).ok()?;
-            Some(TlsFile::new(path.to_string_lossy().into_owned(), contents))
+        .map(|path| {
+            TlsFile::new(
+                path.to_string_lossy().into_owned(),
+                read_tls_file(path).ok(),
+            )
         })
+        .collect()
+}
+
+/// The options of `options` among `ca`, `cert` and `key` ([`file_copy_candidates`]) whose
+/// bytes equal what their TLS file holds now: the copy the Node driver reads into them
+/// when it connects (or the same bytes given in memory, which present the same
+/// certificate). The reader remembers these values as the driver's copies, and leaves
+/// them out of the derivation from then on, also after the file is rotated in place.
+pub fn tls_file_copies(options: &NodeOptions) -> Vec<&'static str> {
+    let candidates = file_copy_candidates(options);
+    FILE_COPIES
+        .iter()
+        .filter(|(key, _)| candidates.contains(key))
+        .filter(|(key, file_key)| {
+            let (Some(NodeValue::Bytes(bytes)), Some(NodeValue::Text(path))) =
+                (options.get(*key), options.get(*file_key))
+            else {
+                return false;
+            };
+            read_tls_file(path.as_ref()).is_ok_and(|now| now[..] == bytes[..])
+        })
+        .map(|(key, _)| *key)
         .collect()
 }
 
@@ -304,11 +410,16 @@ mod tests {
             std::fs::write(&path, b"alice's certificate and key").unwrap();
             let o = with_tls_file(key, &path);
             let alice = derive_from_node_client_cached(&o).unwrap();
-            // The same path, another user's (or a rotated) file: never alice's client.
+            // The same path rewritten (a rotated file): read again, never remembered; the
+            // later reading replaces a client opened with the earlier one.
             std::fs::write(&path, b"bob's certificate and key").unwrap();
             let bob = derive_from_node_client_cached(&o).unwrap();
-            assert_ne!(alice, bob, "{key}");
-            assert_eq!(bob, derive_from_node_client(&o).unwrap(), "{key}");
+            assert!(bob.supersedes(&alice) && !alice.supersedes(&bob), "{key}");
+            assert!(!bob.same_tls_contents(&alice), "{key}");
+            assert!(
+                bob.same_tls_contents(&derive_from_node_client(&o).unwrap()),
+                "{key}"
+            );
             // A file that is gone is refused, not served from memory.
             std::fs::remove_file(&path).unwrap();
             let e = derive_from_node_client_cached(&o).unwrap_err();
@@ -328,19 +439,66 @@ mod tests {
                 path.to_str().unwrap()
             );
             let alice = ConnectionTarget::from_uri(&uri).unwrap();
-            assert_eq!(alice, ConnectionTarget::from_uri(&uri).unwrap(), "{key}");
-            // Rewritten in place: another target (the string alone is no longer the key).
+            let again = ConnectionTarget::from_uri(&uri).unwrap();
+            assert_eq!(alice, again, "{key}");
+            assert!(
+                again.same_tls_contents(&alice) && !again.supersedes(&alice),
+                "{key}"
+            );
+            // Rewritten in place: the same connection (one client), whose reading of the
+            // new contents replaces a client opened with the old ones, never the reverse.
             std::fs::write(&path, b"bob's certificate and key").unwrap();
             let bob = ConnectionTarget::from_uri(&uri).unwrap();
-            assert_ne!(alice, bob, "{key}");
-            // The contents are in the key, never in its Debug output.
+            assert_eq!(alice, bob, "{key}");
+            assert!(bob.supersedes(&alice) && !alice.supersedes(&bob), "{key}");
+            assert!(!bob.same_tls_contents(&alice), "{key}");
+            // Read again for a client about to open: later than both.
+            let now = alice.with_tls_files_read_now();
+            assert!(
+                now.same_tls_contents(&bob) && now.supersedes(&alice),
+                "{key}"
+            );
+            assert!(!bob.supersedes(&now), "{key}");
+            // The contents are carried, never in its Debug output.
             let shown = format!("{bob:?}");
             assert!(!shown.contains("bob's"), "{shown}");
-            // A file that cannot be read is left to the driver, which reports it on opening.
+            // A file that cannot be read is left to the driver, which reports it on
+            // opening; it replaces nothing (a rotation may remove the file first).
             std::fs::remove_file(&path).unwrap();
             let gone = ConnectionTarget::from_uri(&uri).unwrap();
-            assert!(gone != alice && gone != bob, "{key}");
+            assert_eq!(gone, alice, "{key}");
+            assert!(
+                !gone.supersedes(&bob) && !gone.same_tls_contents(&bob),
+                "{key}"
+            );
         }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn tls_file_copies_are_the_bytes_equal_to_their_file_now() {
+        let dir = scratch("copies");
+        let ca = dir.join("ca.pem");
+        let me = dir.join("me.pem");
+        std::fs::write(&ca, b"the CA").unwrap();
+        std::fs::write(&me, b"my certificate and key").unwrap();
+        let mut o = with_tls_file("tlsCAFile", &ca);
+        o.insert(
+            "tlsCertificateKeyFile".into(),
+            NodeValue::Text(me.to_str().unwrap().into()),
+        );
+        o.insert("ca".into(), NodeValue::Bytes(b"the CA".to_vec()));
+        o.insert(
+            "cert".into(),
+            NodeValue::Bytes(b"my certificate and key".to_vec()),
+        );
+        o.insert("key".into(), NodeValue::Bytes(b"bob's key".to_vec()));
+        assert_eq!(tls_file_copies(&o), vec!["ca", "cert"]);
+        // Rotated: the bytes the driver read before no longer equal the file.
+        std::fs::write(&ca, b"the renewed CA").unwrap();
+        assert_eq!(tls_file_copies(&o), vec!["cert"]);
+        std::fs::remove_file(&me).unwrap();
+        assert!(tls_file_copies(&o).is_empty());
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
@@ -441,5 +599,13 @@ mod tests {
         assert!(ConnectionTarget::from_uri("mongodb://u:p%25%C3%A9@h/").is_ok());
         let long = format!("mongodb://h/?appName={}", "a".repeat(MAX_URI_BYTES));
         assert!(ConnectionTarget::from_uri(&long).is_err());
+    }
+
+    #[test]
+    fn a_target_s_debug_form_masks_the_password() {
+        let target = ConnectionTarget::from_uri("mongodb://app:s3cr3t-pw@h:27017/shop").unwrap();
+        let shown = format!("{target:?}");
+        assert!(!shown.contains("s3cr3t-pw"), "{shown}");
+        assert!(shown.contains("h:27017"), "{shown}");
     }
 }

@@ -279,39 +279,74 @@ pub fn rule(key: &str) -> Option<Rule> {
     BY_KEY.get(key).copied()
 }
 
-/// A TLS file named by the Node client, with its contents when derived (so that two
-/// clients naming the same path with different files never share a client). Its `Debug`
-/// shows the path and size only: the contents may hold a private key.
-#[derive(Clone, PartialEq, Eq)]
+/// A TLS file named by the Node client or a connection string, with its contents as read
+/// (`None`: it could not be read, which the driver reports when a client opens). Files are
+/// equal when their paths are: the contents are not part of a connection's identity, which
+/// has one shared client at a time, replaced when a later reading of a file finds other
+/// contents ([`TlsFile::supersedes`]: a certificate rotated in place). Its `Debug` shows
+/// the path and size only: the contents may hold a private key.
+#[derive(Clone)]
 pub struct TlsFile {
-    /// The path as the Node client has it.
+    /// The path as the Node client (or the connection string) has it.
     pub path: String,
-    /// The file's contents when the connection was derived (shared: targets are cloned).
-    pub contents: std::sync::Arc<[u8]>,
-    /// A digest of `contents`, hashed in their place: targets are hashed on every call,
-    /// and a CA bundle can be large. Equality still compares the contents.
+    /// The file's contents when it was read (shared: targets are cloned).
+    pub contents: Option<std::sync::Arc<[u8]>>,
+    /// A digest of `contents`, compared first: targets are compared on every call, and a
+    /// CA bundle can be large.
     digest: u64,
+    /// When the contents were read, in the order of every reading in this process.
+    read: u64,
 }
 
+/// Readings of TLS files made in this process, in order ([`TlsFile::read`]).
+static READINGS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
 impl TlsFile {
-    /// A file and its contents.
-    pub fn new(path: String, contents: Vec<u8>) -> TlsFile {
+    /// A file and its contents as just read (`None`: unreadable).
+    pub fn new(path: String, contents: Option<Vec<u8>>) -> TlsFile {
         use std::hash::{Hash, Hasher};
         let mut hasher = std::collections::hash_map::DefaultHasher::new();
         contents.hash(&mut hasher);
         TlsFile {
             path,
-            contents: contents.into(),
+            contents: contents.map(Into::into),
             digest: hasher.finish(),
+            read: READINGS.fetch_add(1, std::sync::atomic::Ordering::SeqCst),
         }
     }
+
+    /// Whether both readings found the same contents.
+    pub fn same_contents(&self, other: &TlsFile) -> bool {
+        match (&self.contents, &other.contents) {
+            (Some(a), Some(b)) => {
+                std::sync::Arc::ptr_eq(a, b) || (self.digest == other.digest && a[..] == b[..])
+            }
+            (None, None) => true,
+            _ => false,
+        }
+    }
+
+    /// Whether this reading replaces `earlier` (of the same path): it was made after it
+    /// and found other contents. A file that could not be read replaces nothing (a
+    /// rotation tool may remove a file before writing the new one).
+    pub fn supersedes(&self, earlier: &TlsFile) -> bool {
+        self.contents.is_some() && self.read > earlier.read && !self.same_contents(earlier)
+    }
 }
+
+impl PartialEq for TlsFile {
+    fn eq(&self, other: &Self) -> bool {
+        self.path == other.path
+    }
+}
+
+impl Eq for TlsFile {}
 
 impl std::fmt::Debug for TlsFile {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("TlsFile")
             .field("path", &self.path)
-            .field("bytes", &self.contents.len())
+            .field("bytes", &self.contents.as_ref().map(|c| c.len()))
             .finish()
     }
 }
@@ -319,7 +354,6 @@ impl std::fmt::Debug for TlsFile {
 impl std::hash::Hash for TlsFile {
     fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
         self.path.hash(state);
-        self.digest.hash(state);
     }
 }
 
@@ -586,7 +620,9 @@ pub fn derive(
 }
 
 /// The pool sizes, as the Node driver applies them: `maxPoolSize` 0 is no limit,
-/// `maxConnecting` must be at least 1, and the minimum must not exceed the maximum.
+/// `maxConnecting` must be at least 1, and the minimum must not exceed the maximum, 0
+/// included (the Node driver compares them before reading 0 as no limit, and refuses to
+/// connect with `maxPoolSize: 0, minPoolSize: 1`).
 fn derive_pool<'a>(get: impl Fn(&str) -> &'a NodeValue) -> SeqResult<DerivedPool> {
     let size = |key: &str| -> SeqResult<Option<u32>> {
         match get(key) {
@@ -598,7 +634,7 @@ fn derive_pool<'a>(get: impl Fn(&str) -> &'a NodeValue) -> SeqResult<DerivedPool
                 .ok_or_else(|| bad(key, "not a whole number")),
         }
     };
-    let max_size = size("maxPoolSize")?.map(|n| if n == 0 { u32::MAX } else { n });
+    let max_size = size("maxPoolSize")?;
     let min_size = size("minPoolSize")?;
     let max_connecting = size("maxConnecting")?;
     if max_connecting == Some(0) {
@@ -609,6 +645,7 @@ fn derive_pool<'a>(get: impl Fn(&str) -> &'a NodeValue) -> SeqResult<DerivedPool
             return Err(bad("minPoolSize", "greater than maxPoolSize"));
         }
     }
+    let max_size = max_size.map(|n| if n == 0 { u32::MAX } else { n });
     Ok(DerivedPool {
         max_size,
         min_size,
@@ -673,6 +710,31 @@ fn derive_hosts<'a>(
     }
 }
 
+/// The options into which the Node driver reads a TLS file when it connects (`ca` from
+/// `tlsCAFile`, `cert` and `key` from `tlsCertificateKeyFile`, each only when unset), with
+/// the option naming that file.
+pub const FILE_COPIES: [(&str, &str); 3] = [
+    ("ca", "tlsCAFile"),
+    ("cert", "tlsCertificateKeyFile"),
+    ("key", "tlsCertificateKeyFile"),
+];
+
+/// The options of [`FILE_COPIES`] that may hold the Node driver's copy of their file: with
+/// TLS on, bytes beside a named file (the driver reads files into a `Buffer`).
+pub fn file_copy_candidates(options: &NodeOptions) -> Vec<&'static str> {
+    if options.get("tls") != Some(&NodeValue::Bool(true)) {
+        return Vec::new();
+    }
+    FILE_COPIES
+        .iter()
+        .filter(|(key, file_key)| {
+            matches!(options.get(*key), Some(NodeValue::Bytes(_)))
+                && matches!(options.get(*file_key), Some(NodeValue::Text(_)))
+        })
+        .map(|(key, _)| *key)
+        .collect()
+}
+
 fn derive_tls<'a>(
     get: impl Fn(&str) -> &'a NodeValue,
     read_file: &dyn Fn(&str) -> std::io::Result<Vec<u8>>,
@@ -710,7 +772,7 @@ fn derive_tls<'a>(
             NodeValue::Text(path) => {
                 let contents = read_file(path)
                     .map_err(|e| refused(key, &format!("its file cannot be read: {}", e.kind())))?;
-                Ok(Some(TlsFile::new(path.clone(), contents)))
+                Ok(Some(TlsFile::new(path.clone(), Some(contents))))
             }
             _ => Err(bad(key, "not a path")),
         }
@@ -719,32 +781,42 @@ fn derive_tls<'a>(
     let cert_key_file = file("tlsCertificateKeyFile")?;
     // The Node driver reads the files into `ca`, `cert` and `key` when it connects (only
     // where those are unset) and keeps that copy; anything else in them was given in
-    // memory and cannot be carried to the Rust driver, which reads files. Its copy of the
-    // key file (one object in both `key` and `cert`) never reaches this point: the reader
-    // leaves it out, so that a connection derived after the file was rotated in place
-    // reads the new file. A copy of the CA file cannot be told from a CA given in memory:
-    // it must still hold what the file holds.
-    for (key, from) in [
-        ("ca", &ca_file),
-        ("cert", &cert_key_file),
-        ("key", &cert_key_file),
-    ] {
+    // memory and cannot be carried to the Rust driver, which reads files. The reader
+    // leaves out the driver's copies it recognises ([`FILE_COPIES`]), so that a connection
+    // derived after a file was rotated in place follows the file; what is left must hold
+    // what the file holds now.
+    for (key, file_key) in FILE_COPIES {
         let value = get(key);
         if value.is_unset() {
             continue;
         }
-        let same = from.as_ref().is_some_and(|f| match value {
-            NodeValue::Bytes(b) => b[..] == f.contents[..],
-            NodeValue::Text(s) => s.as_bytes() == &f.contents[..],
+        let from = if file_key == "tlsCAFile" {
+            &ca_file
+        } else {
+            &cert_key_file
+        };
+        let now = from.as_ref().and_then(|f| f.contents.as_deref());
+        let same = now.is_some_and(|now| match value {
+            NodeValue::Bytes(b) => b[..] == now[..],
+            NodeValue::Text(s) => s.as_bytes() == now,
             _ => false,
         });
-        if !same {
-            return Err(refused(
-                key,
-                "certificates or keys given in memory; name their files with tlsCAFile or \
-                 tlsCertificateKeyFile",
-            ));
+        if same {
+            continue;
         }
+        let why = if from.is_some() {
+            format!(
+                "it holds other bytes than its file {file_key} and was never seen equal to \
+                 it: a certificate or key given in memory, which only a file can replace, \
+                 or the Node driver's copy of a file rewritten before this MongoClient's \
+                 first counter call: make the MongoClient again"
+            )
+        } else {
+            "certificates or keys given in memory; name their files with tlsCAFile or \
+             tlsCertificateKeyFile"
+                .to_string()
+        };
+        return Err(refused(key, &why));
     }
     Ok(DerivedTls {
         allow_invalid_certificates,
@@ -1250,25 +1322,63 @@ mod tests {
         o.insert("rejectUnauthorized".into(), NodeValue::Undefined);
         o.insert("checkServerIdentity".into(), NodeValue::Function);
         assert!(refusal(&o).contains("tlsAllowInvalidHostnames"));
-        // Files: contents in the key; in-memory certificates refused.
+        // Files: their contents are carried beside the connection; in-memory
+        // certificates refused.
         let mut o = base();
         o.insert("tls".into(), NodeValue::Bool(true));
         o.insert("tlsCAFile".into(), text("/ca.pem"));
         let read = |p: &str| Ok(p.as_bytes().to_vec());
         let d = derive(&o, &read).unwrap();
-        assert_eq!(
-            &d.tls.as_ref().unwrap().ca_file.as_ref().unwrap().contents[..],
-            b"/ca.pem"
-        );
-        // The same path with other contents (another user's file) is another connection.
+        let ca = |d: &DerivedConnection| d.tls.as_ref().unwrap().ca_file.clone().unwrap();
+        assert_eq!(ca(&d).contents.as_deref(), Some(&b"/ca.pem"[..]));
+        // The same path with other contents (the file rotated in place) is the same
+        // connection, whose later reading replaces the earlier one; equal contents never do.
         let other = |_: &str| Ok(b"other".to_vec());
-        assert_ne!(derive(&o, &read).unwrap(), derive(&o, &other).unwrap());
-        assert_eq!(derive(&o, &read).unwrap(), derive(&o, &read).unwrap());
+        let rotated = derive(&o, &other).unwrap();
+        assert_eq!(d, rotated);
+        assert!(ca(&rotated).supersedes(&ca(&d)) && !ca(&d).supersedes(&ca(&rotated)));
+        let again = derive(&o, &read).unwrap();
+        assert!(ca(&again).same_contents(&ca(&d)) && !ca(&again).supersedes(&ca(&d)));
         o.insert("ca".into(), NodeValue::Bytes(b"/ca.pem".to_vec()));
         assert!(derive(&o, &read).is_ok());
         o.insert("ca".into(), NodeValue::Bytes(b"other".to_vec()));
-        assert!(derive(&o, &read).unwrap_err().message.contains("'ca'"));
+        let e = derive(&o, &read).unwrap_err().message;
+        assert!(e.contains("'ca'") && e.contains("tlsCAFile"), "{e}");
+        assert!(e.contains("make the MongoClient again"), "{e}");
         assert!(refusal(&o).contains("'tlsCAFile'"));
+        o.remove("tlsCAFile");
+        let e = refusal(&o);
+        assert!(e.contains("'ca'") && e.contains("given in memory"), "{e}");
+        // Key and certificate: compared with tlsCertificateKeyFile, `cert` first.
+        let mut o = base();
+        o.insert("tls".into(), NodeValue::Bool(true));
+        o.insert("tlsCertificateKeyFile".into(), text("/me.pem"));
+        o.insert("key".into(), NodeValue::Bytes(b"/me.pem".to_vec()));
+        o.insert("cert".into(), NodeValue::Bytes(b"/me.pem".to_vec()));
+        assert!(derive(&o, &read).is_ok());
+        o.insert("key".into(), NodeValue::Bytes(b"bob".to_vec()));
+        assert!(derive(&o, &read).unwrap_err().message.contains("'key'"));
+        o.insert("cert".into(), NodeValue::Bytes(b"bob".to_vec()));
+        assert!(derive(&o, &read).unwrap_err().message.contains("'cert'"));
+    }
+
+    #[test]
+    fn file_copy_candidates_are_bytes_beside_a_named_file_with_tls_on() {
+        let mut o = base();
+        o.insert("ca".into(), NodeValue::Bytes(b"x".to_vec()));
+        o.insert("tlsCAFile".into(), text("/ca.pem"));
+        o.insert("key".into(), NodeValue::Bytes(b"x".to_vec()));
+        o.insert("cert".into(), text("x"));
+        o.insert("tlsCertificateKeyFile".into(), text("/me.pem"));
+        assert!(
+            file_copy_candidates(&o).is_empty(),
+            "TLS off: nothing is read"
+        );
+        o.insert("tls".into(), NodeValue::Bool(true));
+        // A string is never the driver's copy (it reads files into Buffers).
+        assert_eq!(file_copy_candidates(&o), vec!["ca", "key"]);
+        o.remove("tlsCAFile");
+        assert_eq!(file_copy_candidates(&o), vec!["key"]);
     }
 
     #[test]
@@ -1495,10 +1605,19 @@ mod tests {
             o.insert(key.into(), value);
             assert!(refusal(&o).contains(&format!("'{key}'")), "{key}");
         }
-        let mut o = base();
-        o.insert("maxPoolSize".into(), n(2.0));
-        o.insert("minPoolSize".into(), n(3.0));
-        assert!(refusal(&o).contains("'minPoolSize'"));
+        for (max, min) in [(2.0, 3.0), (0.0, 1.0)] {
+            let mut o = base();
+            o.insert("maxPoolSize".into(), n(max));
+            o.insert("minPoolSize".into(), n(min));
+            assert!(refusal(&o).contains("'minPoolSize'"), "{max} {min}");
+        }
+        // Equal sizes, and no limit with no minimum, are the Node driver's too.
+        for (max, min) in [(2.0, 2.0), (0.0, 0.0)] {
+            let mut o = base();
+            o.insert("maxPoolSize".into(), n(max));
+            o.insert("minPoolSize".into(), n(min));
+            assert!(derive(&o, &no_files).is_ok(), "{max} {min}");
+        }
     }
 
     #[test]

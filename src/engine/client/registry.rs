@@ -7,13 +7,20 @@
 //! of another runtime is never handed out again but replaced by a new one, and with it
 //! everything it held (counter states, cached blocks, coalescing queues, index memos).
 //!
+//! One target has one shared client at a time. When a call's target read its TLS files
+//! after the client opened and found other contents (a certificate rotated in place), the
+//! client retires (its pending calls settle, its cached tails are given back) before the
+//! new one opens: two clients of one connection would be two states of the same counters,
+//! and a `reset` through one would not discard the other's cached block.
+//!
 //! Shared clients are also released when nobody needs them: when every Node driver client
 //! they were derived from has closed ([`ClientRegistry::watch`] / [`ClientRegistry::release`]),
 //! after [`Limits::idle_after`] without a call, and beyond [`Limits::max_clients`] (the
 //! least recently used idle ones first).
 //!
 //! Every call waits at most its client's call timeout (the server selection timeout) from
-//! when it was submitted, and closing is bounded: calls still pending reject with
+//! when it was submitted, and before that at most as long again for the client it replaces
+//! to retire or close; closing is bounded: calls still pending reject with
 //! `CLIENT_CLOSED`, and a driver shutdown that outlasts the bound goes on in the background.
 
 use crate::engine::panic_safety::lock;
@@ -41,6 +48,8 @@ use crate::engine::text::validate::check_database;
 pub const DEFAULT_CLOSE_TIMEOUT: Duration = Duration::from_secs(5);
 /// The driver's default server selection timeout, which is also a call's timeout.
 pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(30);
+/// How often a retiring client looks whether its pending calls have settled.
+const RETIRE_POLL: Duration = Duration::from_millis(5);
 
 /// The runtime whose context the current thread is in, if any.
 fn current_runtime() -> Option<RuntimeId> {
@@ -63,6 +72,8 @@ pub struct ClientHandle {
     client: Client,
     secrets: Arc<Vec<String>>,
     closed: AtomicBool,
+    /// Takes no more calls, while those pending settle ([`ClientHandle::retire`]).
+    retiring: AtomicBool,
     /// Becomes `true` when the client closes: pending calls reject at once.
     closing: watch::Sender<bool>,
     counters: CounterStates<(String, DocumentKey)>,
@@ -99,13 +110,13 @@ impl ClientHandle {
             .server_selection_timeout
             .unwrap_or(DEFAULT_CALL_TIMEOUT);
         // The driver reads the TLS files here, by path: the client presents what they hold
-        // now, which after a certificate rotated in place is the new one (a target made
-        // from the new contents is another key, and never shares a client opened before).
+        // now, which after a certificate rotated in place is the new one.
         let client = Client::with_options(options).map_err(|e| from_driver(&e, &secrets))?;
         Ok(ClientHandle {
             client,
             secrets,
             closed: AtomicBool::new(false),
+            retiring: AtomicBool::new(false),
             closing: watch::Sender::new(false),
             counters: CounterStates::default(),
             indexes: IndexMemo::default(),
@@ -167,9 +178,10 @@ impl ClientHandle {
         &self.secrets
     }
 
-    /// Whether [`ClientHandle::close`] was called.
+    /// Whether [`ClientHandle::close`] or [`ClientHandle::retire`] was called: it takes
+    /// no more calls.
     pub fn is_closed(&self) -> bool {
-        self.closed.load(Ordering::SeqCst)
+        self.closed.load(Ordering::SeqCst) || self.retiring.load(Ordering::SeqCst)
     }
 
     /// Whether this client belongs to another runtime than the one the current thread is
@@ -206,6 +218,7 @@ impl ClientHandle {
     /// down. For the caller that closed it, the counter states it held (to give back
     /// their cached tails before the driver shuts down).
     fn mark_closed(&self) -> Option<HeldStates> {
+        self.retiring.store(true, Ordering::SeqCst);
         if self.closed.swap(true, Ordering::SeqCst) {
             return None;
         }
@@ -274,6 +287,23 @@ impl ClientHandle {
             return true;
         };
         self.give_back_and_shut_down(states, timeout).await
+    }
+
+    /// Closes as [`ClientHandle::close`] does, but lets the calls already pending settle
+    /// first (each within its call timeout from its submission; they are not rejected):
+    /// from now on the client takes no call (holders of its counters prepare them again),
+    /// then it gives its cached tails back and shuts down. For a client replaced by
+    /// another of the same connection, which must not serve a counter beside it.
+    pub async fn retire(&self) {
+        self.retiring.store(true, Ordering::SeqCst);
+        let deadline = tokio::time::Instant::now() + self.call_timeout;
+        while self.busy() > 0
+            && !self.closed.load(Ordering::SeqCst)
+            && tokio::time::Instant::now() < deadline
+        {
+            tokio::time::sleep(RETIRE_POLL).await;
+        }
+        self.close().await;
     }
 
     /// Shuts the driver down (after [`ClientHandle::mark_closed`]), waiting at most
@@ -352,7 +382,101 @@ impl Drop for Busy {
     }
 }
 
-type Slot = Arc<OnceCell<Arc<ClientHandle>>>;
+/// A shared client, with its target's TLS files as read when it opened.
+struct Opened {
+    handle: Arc<ClientHandle>,
+    files: ConnectionTarget,
+}
+
+/// A client of a target that leaves while the next client of that target may already be
+/// asked for: replaced (its TLS files were rotated: it retires, [`ClientHandle::retire`])
+/// or released (its last Node client closed, it went idle or least recently used, or the
+/// clients were closed: it closes, [`ClientHandle::close_within`]). The next client opens
+/// only once it has given its cached tails back, so that a counter never has two states
+/// in one process at a time, not even one that only gives back.
+#[derive(Clone)]
+struct Retiring {
+    handle: Arc<ClientHandle>,
+    done: watch::Receiver<bool>,
+}
+
+impl Retiring {
+    /// Retires `handle` in the background.
+    fn start(handle: Arc<ClientHandle>) -> Retiring {
+        let retiring = handle.clone();
+        Retiring::leaving(handle, async move { retiring.retire().await })
+    }
+
+    /// Closes `handle` (pending calls reject at once) in the background, waiting at most
+    /// `timeout` for its give-back and shutdown. Its calls are refused from now on.
+    fn closing(handle: Arc<ClientHandle>, timeout: Duration) -> Retiring {
+        let states = handle.mark_closed();
+        let closing = handle.clone();
+        Retiring::leaving(handle, async move {
+            if let Some(states) = states {
+                closing.give_back_and_shut_down(states, timeout).await;
+            }
+        })
+    }
+
+    fn leaving(
+        handle: Arc<ClientHandle>,
+        leave: impl std::future::Future<Output = ()> + Send + 'static,
+    ) -> Retiring {
+        let (finished, done) = watch::channel(false);
+        tokio::spawn(async move {
+            leave.await;
+            finished.send_replace(true);
+        });
+        Retiring { handle, done }
+    }
+
+    /// Whether the client has closed.
+    fn is_finished(&self) -> bool {
+        *self.done.borrow() || self.done.has_changed().is_err()
+    }
+
+    /// Waits until the client has closed (its cached tails given back or abandoned).
+    async fn finished(&self) {
+        let mut done = self.done.clone();
+        // An error is a retiring task that ended without saying so: nothing to wait for.
+        let _ = done.wait_for(|done| *done).await;
+    }
+}
+
+/// Where the shared client of one target is opened, once.
+#[derive(Default)]
+struct SlotCell {
+    cell: OnceCell<Opened>,
+    /// The client this one replaces: this one opens only once that one has closed, so
+    /// that a connection never has two clients, two states of one counter, at a time.
+    replaces: Option<Retiring>,
+    /// Set when a rotation of the TLS files took this slot out: a call that opened a
+    /// client into it asks again.
+    rotated: AtomicBool,
+}
+
+impl SlotCell {
+    fn handle(&self) -> Option<&Arc<ClientHandle>> {
+        self.cell.get().map(|opened| &opened.handle)
+    }
+
+    /// The slot that takes the place of one whose client `leaving` is leaving: the next
+    /// client opens into it once that one has closed.
+    fn after(leaving: Retiring) -> Slot {
+        Arc::new(SlotCell {
+            replaces: Some(leaving),
+            ..SlotCell::default()
+        })
+    }
+
+    /// Holds no client and waits for none: nothing to keep it for.
+    fn is_spent(&self) -> bool {
+        !self.cell.initialized() && self.replaces.as_ref().is_none_or(Retiring::is_finished)
+    }
+}
+
+type Slot = Arc<SlotCell>;
 
 /// When shared clients are released for lack of use.
 #[derive(Debug, Clone, Copy)]
@@ -389,6 +513,10 @@ pub struct ClientRegistry {
     /// once before it completes, so that a test can act while a client is opening.
     #[cfg(test)]
     opening_gate: Option<Arc<tokio::sync::Barrier>>,
+    /// Tests only: a barrier that every call waits at once its client is open, before it
+    /// checks that the registry still tracks it.
+    #[cfg(test)]
+    checked_gate: Option<Arc<tokio::sync::Barrier>>,
 }
 
 impl ClientRegistry {
@@ -402,25 +530,58 @@ impl ClientRegistry {
     }
 
     /// The client for `target`, opened once however many calls ask at the same time. A
-    /// client of another runtime (or closed) is replaced by a new one. `CLIENT_CLOSED`
-    /// when the clients were closed (or `target` released) while it was opening.
+    /// client of another runtime (or closed) is replaced by a new one, and so is one whose
+    /// TLS files `target` read later with other contents
+    /// ([`ConnectionTarget::supersedes`]): the old one retires first (its pending calls
+    /// settle, its cached tails are given back), then the new one opens, so that one
+    /// connection never serves a counter from two states. `CLIENT_CLOSED` when the clients
+    /// were closed (or `target` released) while it was opening.
     pub async fn get(&'static self, target: &ConnectionTarget) -> SeqResult<Arc<ClientHandle>> {
-        let (slot, replaced) = {
+        // Asking again takes another rotation of the files each time.
+        loop {
+            if let Some(handle) = self.get_once(target).await? {
+                return Ok(handle);
+            }
+        }
+    }
+
+    /// [`ClientRegistry::get`], or `None` when a rotation replaced the client this call
+    /// opened before it could be used (ask again).
+    async fn get_once(
+        &'static self,
+        target: &ConnectionTarget,
+    ) -> SeqResult<Option<Arc<ClientHandle>>> {
+        let (slot, unusable) = {
             let mut slots = lock(&self.slots);
-            let unusable = slots
-                .get(target)
-                .and_then(|slot| slot.get())
-                .is_some_and(|handle| !handle.is_usable());
-            let replaced = if unusable { slots.remove(target) } else { None };
-            (slots.entry(target.clone()).or_default().clone(), replaced)
+            let (unusable, rotated) = match slots.get(target).and_then(|slot| slot.cell.get()) {
+                Some(opened) if !opened.handle.is_usable() => (true, None),
+                Some(opened) if target.supersedes(&opened.files) => {
+                    (false, Some(opened.handle.clone()))
+                }
+                _ => (false, None),
+            };
+            let unusable = if unusable { slots.remove(target) } else { None };
+            let slot = match rotated {
+                Some(old) => {
+                    if let Some(taken) = slots.remove(target) {
+                        taken.rotated.store(true, Ordering::SeqCst);
+                    }
+                    let slot = SlotCell::after(Retiring::start(old));
+                    slots.insert(target.clone(), slot.clone());
+                    slot
+                }
+                None => slots.entry(target.clone()).or_default().clone(),
+            };
+            (slot, unusable)
         };
-        if let Some(old) = replaced.as_ref().and_then(|slot| slot.get()) {
+        if let Some(old) = unusable.as_ref().and_then(|slot| slot.handle()) {
             // A client of a runtime that ended: its tasks are gone, only mark it closed so
             // that whoever still holds it stops using it.
             old.mark_closed();
         }
         let mut opened = false;
         let handle = slot
+            .cell
             .get_or_try_init(|| async {
                 opened = true;
                 #[cfg(test)]
@@ -428,18 +589,47 @@ impl ClientRegistry {
                     gate.wait().await;
                     gate.wait().await;
                 }
-                ClientHandle::open(target).await.map(Arc::new)
+                if let Some(old) = &slot.replaces {
+                    // Within the call's own timeout: a client whose pending calls hang (a
+                    // server that stopped answering) retires only once they time out.
+                    let timeout = old.handle.call_timeout();
+                    if tokio::time::timeout(timeout, old.finished()).await.is_err() {
+                        return Err(SeqError::new(
+                            ErrorCode::Connection,
+                            format!(
+                                "cannot reach MongoDB: the connection's previous client, \
+                                 closing, did not finish within {} ms of the call (the \
+                                 serverSelectionTimeoutMS of the connection); no value was \
+                                 reserved",
+                                timeout.as_millis()
+                            ),
+                        ));
+                    }
+                }
+                // The files as the driver reads them now, for the rotations to come.
+                let files = target.with_tls_files_read_now();
+                let handle = Arc::new(ClientHandle::open(&files).await?);
+                Ok::<_, SeqError>(Opened { handle, files })
             })
             .await?
+            .handle
             .clone();
         // The slot may have been taken out while the client was opening (the clients
         // were closed, or the last Node client of `target` closed): a client opened into
         // it would be tracked by nothing, never released nor closed. It is closed here
         // (nothing used it yet), and the call rejects like those the close found pending.
+        // Taken out by a rotation, it is retiring already: the call asks again.
+        #[cfg(test)]
+        if let Some(gate) = &self.checked_gate {
+            gate.wait().await;
+        }
         let tracked = lock(&self.slots)
             .get(target)
             .is_some_and(|now| Arc::ptr_eq(now, &slot));
         if !tracked {
+            if slot.rotated.load(Ordering::SeqCst) {
+                return Ok(None);
+            }
             handle.close().await;
             return Err(SeqError::new(
                 ErrorCode::ClientClosed,
@@ -452,16 +642,18 @@ impl ClientRegistry {
             self.release_unused(Some(target));
             self.ensure_sweeper();
         }
-        Ok(handle)
+        Ok(Some(handle))
     }
 
     /// The client for `target` if it is already open and belongs to the current runtime
-    /// (no waiting). `None` outside any runtime's context.
+    /// (no waiting), and `target` does not replace it (see [`ClientRegistry::get`]).
+    /// `None` outside any runtime's context.
     pub fn try_get(&self, target: &ConnectionTarget) -> Option<Arc<ClientHandle>> {
         let now = current_runtime()?;
         let slots = lock(&self.slots);
-        let handle = slots.get(target)?.get()?;
-        if handle.runtime != Some(now) || handle.is_closed() {
+        let opened = slots.get(target)?.cell.get()?;
+        let handle = &opened.handle;
+        if handle.runtime != Some(now) || handle.is_closed() || target.supersedes(&opened.files) {
             return None;
         }
         handle.touch();
@@ -471,7 +663,7 @@ impl ClientRegistry {
     /// How many distinct clients are open.
     pub fn len(&self) -> usize {
         let slots = lock(&self.slots);
-        slots.values().filter(|s| s.initialized()).count()
+        slots.values().filter(|s| s.cell.initialized()).count()
     }
 
     /// Whether no client is open.
@@ -484,14 +676,46 @@ impl ClientRegistry {
     /// (pending calls reject with `CLIENT_CLOSED` at once). True when every shutdown
     /// finished in time.
     pub async fn close_all(&self, timeout: Duration) -> bool {
-        let slots: Vec<Slot> = {
+        // Each client leaves a slot that a call made meanwhile opens its next client into
+        // only once this one has given its cached tails back.
+        let slots: Vec<(Option<Retiring>, Option<Retiring>)> = {
             let mut slots = lock(&self.slots);
-            slots.drain().map(|(_, slot)| slot).collect()
+            let mut taken = Vec::new();
+            for (_, slot) in slots.iter_mut() {
+                let closing = slot
+                    .handle()
+                    .filter(|handle| !handle.is_stale())
+                    .map(|handle| Retiring::closing(handle.clone(), timeout));
+                if let Some(stale) = slot.handle().filter(|handle| handle.is_stale()) {
+                    stale.mark_closed();
+                }
+                taken.push((closing.clone(), slot.replaces.clone()));
+                *slot = match (closing, &slot.replaces) {
+                    (Some(closing), _) => SlotCell::after(closing),
+                    // Still waiting for a client that retires: so are calls made meanwhile.
+                    (None, Some(retiring)) => SlotCell::after(retiring.clone()),
+                    (None, None) => Arc::default(),
+                };
+            }
+            slots.retain(|_, slot| !slot.is_spent());
+            taken
         };
-        let closing = slots
-            .iter()
-            .filter_map(|slot| slot.get().cloned())
-            .map(|handle| async move { handle.close_within(timeout).await });
+        // A client still retiring closes too (its pending calls reject at once).
+        let closing = slots.into_iter().map(|(closing, retiring)| async move {
+            let mut done = true;
+            if let Some(closing) = closing {
+                done &= tokio::time::timeout(timeout, closing.finished())
+                    .await
+                    .is_ok();
+            }
+            if let Some(retiring) = retiring {
+                done &= retiring.handle.close_within(timeout).await;
+                done &= tokio::time::timeout(timeout, retiring.finished())
+                    .await
+                    .is_ok();
+            }
+            done
+        });
         futures_util::future::join_all(closing)
             .await
             .into_iter()
@@ -524,67 +748,90 @@ impl ClientRegistry {
         if !last {
             return;
         }
-        let slot = lock(&self.slots).remove(target);
-        if let Some(handle) = slot.as_ref().and_then(|slot| slot.get()) {
-            handle.close().await;
+        let closing = {
+            let mut slots = lock(&self.slots);
+            let handle = slots.get(target).and_then(|slot| slot.handle()).cloned();
+            match handle {
+                Some(handle) if !handle.is_stale() => {
+                    let closing = Retiring::closing(handle, DEFAULT_CLOSE_TIMEOUT);
+                    slots.insert(target.clone(), SlotCell::after(closing.clone()));
+                    Some(closing)
+                }
+                stale => {
+                    // A client still opening is closed by the call that opens it; one that
+                    // waits for a retiring client keeps the next one waiting too.
+                    let retiring = slots.remove(target).and_then(|slot| slot.replaces.clone());
+                    if let Some(retiring) = retiring {
+                        slots.insert(target.clone(), SlotCell::after(retiring));
+                    }
+                    if let Some(stale) = stale {
+                        stale.mark_closed();
+                    }
+                    None
+                }
+            }
+        };
+        if let Some(closing) = closing {
+            closing.finished().await;
         }
     }
 
     /// Takes out the clients to release: idle ones (no call pending for
     /// [`Limits::idle_after`]), then, past [`Limits::max_clients`], the least recently
     /// used ones with no call pending. Clients of another runtime go too. The client of
-    /// `keep` (just opened for a call) stays.
+    /// `keep` (just opened for a call) stays. Each released client closes in the
+    /// background, leaving a slot that its target's next client opens into once it has
+    /// closed; slots left by clients that closed since are forgotten.
     fn take_unused(&self, keep: Option<&ConnectionTarget>) -> Vec<Arc<ClientHandle>> {
         let mut slots = lock(&self.slots);
-        let mut taken = Vec::new();
-        slots.retain(|target, slot| match slot.get() {
-            Some(handle)
-                if handle.is_stale()
+        slots.retain(|_, slot| !slot.is_spent());
+        let mut chosen: Vec<ConnectionTarget> = slots
+            .iter()
+            .filter_map(|(target, slot)| {
+                let handle = slot.handle()?;
+                (handle.is_stale()
                     || (Some(target) != keep
                         && handle.busy() == 0
-                        && handle.idle_for() >= self.limits.idle_after) =>
-            {
-                taken.push(handle.clone());
-                false
-            }
-            _ => true,
-        });
-        if slots.len() > self.limits.max_clients {
+                        && handle.idle_for() >= self.limits.idle_after))
+                    .then(|| target.clone())
+            })
+            .collect();
+        let open = slots.values().filter(|s| s.cell.initialized()).count() - chosen.len();
+        if open > self.limits.max_clients {
             let mut idle: Vec<(ConnectionTarget, Duration)> = slots
                 .iter()
-                .filter(|(target, _)| Some(*target) != keep)
+                .filter(|(target, _)| Some(*target) != keep && !chosen.contains(target))
                 .filter_map(|(target, slot)| {
-                    let handle = slot.get()?;
+                    let handle = slot.handle()?;
                     (handle.busy() == 0).then(|| (target.clone(), handle.idle_for()))
                 })
                 .collect();
             idle.sort_by_key(|entry| std::cmp::Reverse(entry.1));
-            let excess = slots.len() - self.limits.max_clients;
-            for (target, _) in idle.into_iter().take(excess) {
-                if let Some(handle) = slots.remove(&target).and_then(|s| s.get().cloned()) {
-                    taken.push(handle);
-                }
+            let excess = open - self.limits.max_clients;
+            chosen.extend(idle.into_iter().take(excess).map(|(target, _)| target));
+        }
+        let mut taken = Vec::new();
+        for target in chosen {
+            let Some(handle) = slots.get(&target).and_then(|s| s.handle()).cloned() else {
+                continue;
+            };
+            if handle.is_stale() {
+                // Its runtime ended, its tasks with it: nothing to give back or wait for.
+                handle.mark_closed();
+                slots.remove(&target);
+            } else {
+                let closing = Retiring::closing(handle.clone(), DEFAULT_CLOSE_TIMEOUT);
+                slots.insert(target, SlotCell::after(closing));
             }
+            taken.push(handle);
         }
         taken
     }
 
-    /// Closes the clients [`ClientRegistry::take_unused`] gives, in the background.
-    /// Returns how many clients are left.
+    /// Releases the clients [`ClientRegistry::take_unused`] gives (closing in the
+    /// background). Returns how many clients are left.
     fn release_unused(&self, keep: Option<&ConnectionTarget>) -> usize {
-        for handle in self.take_unused(keep) {
-            // Closed at once (calls holding it prepare again), shut down in the background.
-            let Some(states) = handle.mark_closed() else {
-                continue;
-            };
-            if !handle.is_stale() {
-                tokio::spawn(async move {
-                    handle
-                        .give_back_and_shut_down(states, DEFAULT_CLOSE_TIMEOUT)
-                        .await
-                });
-            }
-        }
+        self.take_unused(keep);
         self.len()
     }
 
@@ -700,42 +947,147 @@ mod tests {
     }
 
     #[test]
-    fn a_client_opens_with_its_tls_files_as_they_are_then() {
+    fn a_tls_file_rotated_in_place_replaces_the_client_once_it_has_retired() {
         use crate::engine::client::connection::derive_from_node_client;
         use crate::engine::client::node_options::{NodeOptions, NodeValue};
+        use crate::engine::counter::id_range::IdRange;
         let dir =
             std::env::temp_dir().join(format!("mongodb-sequence-{}-open", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("ca.pem");
-        std::fs::write(&path, b"alice's CA").unwrap();
+        let uri = format!(
+            "mongodb://127.0.0.1:1/?tls=true&serverSelectionTimeoutMS=300&tlsCAFile={}",
+            path.to_str().unwrap()
+        );
         let mut host = std::collections::BTreeMap::new();
         host.insert("host".to_string(), NodeValue::Text("127.0.0.1".into()));
-        host.insert("port".to_string(), NodeValue::number(1.0));
+        host.insert("port".to_string(), NodeValue::number(2.0));
         let mut o = NodeOptions::new();
         o.insert("hosts".into(), NodeValue::List(vec![NodeValue::Map(host)]));
+        o.insert("serverSelectionTimeoutMS".into(), NodeValue::number(300.0));
         o.insert("tls".into(), NodeValue::Bool(true));
         o.insert(
             "tlsCAFile".into(),
             NodeValue::Text(path.to_str().unwrap().into()),
         );
-        let alice = derive_from_node_client(&o).unwrap();
+        let made: [&dyn Fn() -> ConnectionTarget; 2] =
+            [&|| ConnectionTarget::from_uri(&uri).unwrap(), &|| {
+                derive_from_node_client(&o).unwrap()
+            }];
+        for make in made {
+            std::fs::write(&path, b"alice's CA").unwrap();
+            let before = make();
+            run(async {
+                let registry = leaked(Limits::default());
+                let first = registry.get(&before).await.unwrap();
+                // Rotated in place while the client is open: targets made before keep it.
+                std::fs::write(&path, b"alice's renewed CA").unwrap();
+                assert!(Arc::ptr_eq(&registry.get(&before).await.unwrap(), &first));
+                assert!(registry.try_get(&before).is_some());
+                let (settle, settled) = tokio::sync::oneshot::channel();
+                let pending = first.guard(Box::pin(async move { settled.await.unwrap() }));
+                // A target that read the new contents replaces it, never beside it: the old
+                // one takes no more calls, its pending call settles, it closes (its cached
+                // tails given back), and only then does the new one open.
+                let renewed = make();
+                assert_eq!(renewed, before, "one connection");
+                assert!(
+                    registry.try_get(&renewed).is_none(),
+                    "left to get, which replaces"
+                );
+                let replacing = {
+                    let renewed = renewed.clone();
+                    tokio::spawn(async move { registry.get(&renewed).await })
+                };
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                assert!(first.is_closed(), "the old client takes no more calls");
+                assert!(
+                    !replacing.is_finished(),
+                    "the new one waits for the pending call"
+                );
+                settle.send(Ok(IdRange::contiguous(7, 7))).unwrap();
+                let outcome = pending.await.unwrap();
+                assert_eq!((outcome.first, outcome.last), (7, 7), "not rejected");
+                let second = replacing.await.unwrap().unwrap();
+                assert!(!Arc::ptr_eq(&second, &first));
+                assert!(
+                    first.closed.load(Ordering::SeqCst),
+                    "closed before the new one opened"
+                );
+                assert_eq!(registry.len(), 1);
+                // Targets made before it opened use it: they never reopen the old contents.
+                assert!(Arc::ptr_eq(&registry.get(&before).await.unwrap(), &second));
+                assert!(Arc::ptr_eq(&registry.try_get(&before).unwrap(), &second));
+                assert!(Arc::ptr_eq(&registry.get(&renewed).await.unwrap(), &second));
+                // Rotated again with a call pending: the clients closing meanwhile reject it
+                // at once, and the replacement with it.
+                std::fs::write(&path, b"alice's CA, third").unwrap();
+                let pending = second.guard(Box::pin(std::future::pending()));
+                let third = make();
+                let replacing = tokio::spawn(async move { registry.get(&third).await });
+                tokio::time::sleep(Duration::from_millis(20)).await;
+                assert!(registry.close_all(DEFAULT_CLOSE_TIMEOUT).await);
+                assert_eq!(pending.await.unwrap_err().code, ErrorCode::ClientClosed);
+                let e = replacing.await.unwrap().err().expect("rejected");
+                assert_eq!(e.code, ErrorCode::ClientClosed, "{}", e.message);
+                assert!(registry.is_empty());
+                // Released: the next client of the oldest target opens with the files as
+                // they are now, instead of failing for good.
+                let reopened = registry.get(&before).await.unwrap();
+                assert!(reopened.is_usable() && !Arc::ptr_eq(&reopened, &second));
+                registry.close_all(DEFAULT_CLOSE_TIMEOUT).await;
+            });
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_call_whose_new_client_a_rotation_replaced_asks_again() {
+        let dir =
+            std::env::temp_dir().join(format!("mongodb-sequence-{}-again", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("ca.pem");
+        std::fs::write(&path, b"alice's CA").unwrap();
+        let uri = format!(
+            "mongodb://127.0.0.1:1/?tls=true&serverSelectionTimeoutMS=300&tlsCAFile={}",
+            path.to_str().unwrap()
+        );
+        let before = ConnectionTarget::from_uri(&uri).unwrap();
         run(async {
-            let registry = leaked(Limits::default());
-            let first = registry.get(&alice).await.unwrap();
-            // Rotated in place while the client is open: it keeps what it opened with.
+            let gate = Arc::new(tokio::sync::Barrier::new(2));
+            let registry: &'static ClientRegistry = Box::leak(Box::new(ClientRegistry {
+                checked_gate: Some(gate.clone()),
+                ..ClientRegistry::default()
+            }));
+            let call = {
+                let before = before.clone();
+                tokio::spawn(async move { registry.get(&before).await })
+            };
+            // Its client is open; the call has not checked it yet.
+            let opened = loop {
+                match registry.try_get(&before) {
+                    Some(opened) => break opened,
+                    None => tokio::time::sleep(Duration::from_millis(1)).await,
+                }
+            };
+            // A call that read the rotated file replaces it meanwhile.
             std::fs::write(&path, b"alice's renewed CA").unwrap();
-            assert!(Arc::ptr_eq(&registry.get(&alice).await.unwrap(), &first));
-            // A derivation of the new contents is another target: it never shares the
-            // client opened before them.
-            let renewed = derive_from_node_client(&o).unwrap();
-            assert_ne!(alice, renewed);
-            assert!(!Arc::ptr_eq(&registry.get(&renewed).await.unwrap(), &first));
-            assert_eq!(registry.len(), 2);
-            // Released (closed, idle, least recently used): the next client of the old
-            // target opens with the files as they are now, instead of failing for good.
-            registry.close_all(DEFAULT_CLOSE_TIMEOUT).await;
-            let reopened = registry.get(&alice).await.unwrap();
-            assert!(reopened.is_usable() && !Arc::ptr_eq(&reopened, &first));
+            let renewed = ConnectionTarget::from_uri(&uri).unwrap();
+            let replacing = {
+                let renewed = renewed.clone();
+                tokio::spawn(async move { registry.get(&renewed).await })
+            };
+            while registry.try_get(&renewed).is_none() {
+                tokio::time::sleep(Duration::from_millis(1)).await;
+            }
+            // Four arrivals at the gate: both calls' checks, the first call's second one,
+            // and this (bounded: a call that did not ask again never arrives).
+            let _ = tokio::time::timeout(Duration::from_secs(10), gate.wait()).await;
+            let first = call.await.unwrap().expect("asked again, not refused");
+            let second = replacing.await.unwrap().expect("opened");
+            assert!(Arc::ptr_eq(&first, &second), "the replacement");
+            assert!(opened.is_closed() && !Arc::ptr_eq(&first, &opened));
+            assert_eq!(registry.len(), 1);
             registry.close_all(DEFAULT_CLOSE_TIMEOUT).await;
         });
         std::fs::remove_dir_all(&dir).unwrap();
