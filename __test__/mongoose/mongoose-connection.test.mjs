@@ -15,7 +15,7 @@ import { setup, seq, rejectsWithCode } from '../helpers.mjs';
 const require = createRequire(import.meta.url);
 const AutoIncrementFactory = require('../../mongoose.js');
 const { BoundedCache } = require('../../lib/bounded-cache.js');
-const { countersOf } = require('../../lib/mongoose-counters.js');
+const { countersOf } = require('../../lib/mongoose/registry.js');
 
 let env;
 before(async () => {
