@@ -34,7 +34,11 @@ const RUNTIME_FILES = [
   '__test__/api/clients.test.mjs',
   '__test__/api/client-options-table.test.mjs',
   '__test__/api/operations.test.mjs',
-  '__test__/mongoose/mongoose-plugin.test.mjs',
+  '__test__/mongoose/plugin-options.test.mjs',
+  '__test__/mongoose/plugin-saves.test.mjs',
+  '__test__/mongoose/plugin-batches.test.mjs',
+  '__test__/mongoose/plugin-upserts.test.mjs',
+  '__test__/mongoose/plugin-counters.test.mjs',
   '__test__/tooling/cli.test.mjs',
 ];
 

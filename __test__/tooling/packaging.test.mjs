@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { delimiter, join } from 'node:path';
+import { delimiter, join, sep } from 'node:path';
 import { setup } from '../helpers.mjs';
 import { ROOT } from '../../scripts/lib/python-env.mjs';
 
@@ -49,7 +49,10 @@ test('the tarballs install into an empty app and work without Rust', async () =>
   // A relative name: Git for Windows' tar would read 'D:\…' as a remote host.
   const list = (t) => sh('tar', ['tzf', t], { cwd: dist }).trim().split('\n');
   assert.deepEqual(list(main).filter((f) => f.endsWith('.node')), [], 'the main package holds no binary');
-  for (const file of ['bin/mongodb-sequence.js', 'bin/commands/next.js', 'lib/cli.js', 'lib/json.js', 'lib/coded-error.js', 'lib/bounded-cache.js', 'lib/mongoose-counters.js', 'lib/mongoose-migration.js', 'mongoose.js', 'mongoose.mjs', 'mongoose.d.ts', 'mongoose.d.mts']) {
+  // Every module under lib/ (the mongoose plugin's lib/mongoose/ included): the entries require them.
+  const libFiles = readdirSync(join(ROOT, 'lib'), { recursive: true }).map((f) => `lib/${String(f).split(sep).join('/')}`).filter((f) => f.endsWith('.js'));
+  assert.ok(libFiles.includes('lib/mongoose/counter.js'), libFiles.join(', '));
+  for (const file of ['bin/mongodb-sequence.js', 'bin/commands/next.js', ...libFiles, 'mongoose.js', 'mongoose.mjs', 'mongoose.d.ts', 'mongoose.d.mts']) {
     assert.ok(list(main).includes(`package/${file}`), `main tarball holds ${file}`);
   }
   assert.equal(list(platform).filter((f) => f.endsWith('.node')).length, 1, 'the platform package holds one binary');

@@ -36,9 +36,13 @@ export const NEWEST_FILES = [
   '__test__/api/clients.test.mjs',
   '__test__/api/client-options-table.test.mjs',
   '__test__/api/driver-upgrades.test.mjs',
-  '__test__/mongoose/mongoose.test.mjs',
-  '__test__/mongoose/mongoose-plugin.test.mjs',
-  '__test__/mongoose/mongoose-connection.test.mjs',
+  '__test__/mongoose/mongoose-db.test.mjs',
+  '__test__/mongoose/plugin-options.test.mjs',
+  '__test__/mongoose/plugin-saves.test.mjs',
+  '__test__/mongoose/plugin-batches.test.mjs',
+  '__test__/mongoose/plugin-upserts.test.mjs',
+  '__test__/mongoose/plugin-counters.test.mjs',
+  '__test__/mongoose/plugin-connections.test.mjs',
 ];
 
 /** npm's error codes that mean the registry could not be reached (the pass is skipped). */

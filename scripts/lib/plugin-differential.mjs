@@ -45,8 +45,6 @@ const mongoose9 = require('mongoose');
 const mongoose8 = require('mongoose-v8');
 const AutoIncrementFactory = require('../../mongoose.js');
 
-const { syncCounterToMax } = AutoIncrementFactory;
-
 /**
  * mongoose-sequence loaded on mongoose 8: its `require('mongoose')` (for its counter
  * schema) is answered with the `mongoose-v8` alias, so its counter model belongs to the
@@ -508,7 +506,7 @@ async function apply(side, run, op) {
     case 'sync': {
       if (embedded) return undefined; // the parent model has no counter
       const id = run.ids[op.index];
-      if (!side.oracle) return syncCounterToMax(Model, id);
+      if (!side.oracle) return side.factory.syncCounterToMax(Model, id);
       return oracleSync(side, Base, id, instances[op.index]);
     }
     default:
@@ -561,24 +559,35 @@ async function snapshot(side, run) {
 
 /**
  * A runner over three connections (this plugin on mongoose 8 and 9, mongoose-sequence on
- * mongoose 8) to `uri`, in databases `${dbName}_ours8`, `_ours9`, `_ms8`.
+ * mongoose 8) to `uri`, in databases `${dbName}_ours8`, `_ours9`, `_ms8`. With
+ * `reference`, another build of this plugin's factory (an older mongoose.js), that build
+ * on mongoose 8 and 9 is the oracle instead (`_old8`, `_old9`): every history runs the
+ * same calls on all four sides (scripts/plugin-old-new.mjs).
  * `run(history)` checks one history; `close()` drops the databases.
  */
-export async function differentialRunner({ uri, dbName }) {
-  const MongooseSequence = loadMongooseSequenceOn8();
+export async function differentialRunner({ uri, dbName, reference }) {
+  const MongooseSequence = reference ? null : loadMongooseSequenceOn8();
   const sides = [];
-  for (const [name, mongoose, oracle] of [
-    ['ms8', mongoose8, true],
-    ['ours8', mongoose8, false],
-    ['ours9', mongoose9, false],
-  ]) {
+  const kinds = reference
+    ? [
+        ['old8', mongoose8, false, reference],
+        ['old9', mongoose9, false, reference],
+        ['ours8', mongoose8, false],
+        ['ours9', mongoose9, false],
+      ]
+    : [
+        ['ms8', mongoose8, true],
+        ['ours8', mongoose8, false],
+        ['ours9', mongoose9, false],
+      ];
+  for (const [name, mongoose, oracle, factory = AutoIncrementFactory] of kinds) {
     const connection = mongoose.createConnection();
     await connection.openUri(uri, { dbName: `${dbName}_${name}`, serverSelectionTimeoutMS: 10_000 });
     // Made before anything writes to it (SecantusDB 0.7.0b3 can livelock when a
     // collection is created while another connection inserts into it).
     await connection.createCollection('counters');
-    const plugin = oracle ? MongooseSequence(connection) : AutoIncrementFactory(connection);
-    sides.push({ name, mongoose, oracle, connection, plugin, EJSON: mongoose.mongo.BSON.EJSON });
+    const plugin = oracle ? MongooseSequence(connection) : factory(connection);
+    sides.push({ name, mongoose, oracle, factory, connection, plugin, EJSON: mongoose.mongo.BSON.EJSON });
   }
   let runs = 0;
   let skipped = 0;
@@ -627,7 +636,7 @@ export async function differentialRunner({ uri, dbName }) {
           const got = await snapshot(r.side, r);
           if (JSON.stringify(got) !== JSON.stringify(expected)) {
             throw new Error(
-              `${r.side.name} differs from mongoose-sequence after operation ${step} (${history.ops[step].op}):\n` +
+              `${r.side.name} differs from ${oracle.side.name} after operation ${step} (${history.ops[step].op}):\n` +
                 `instances ${JSON.stringify(instances)}\nexpected ${JSON.stringify(expected)}\ngot      ${JSON.stringify(got)}`,
             );
           }
@@ -660,8 +669,8 @@ export async function differentialRunner({ uri, dbName }) {
  * Checks `numRuns` histories per seed of `seeds` against the oracle; rejects with
  * fast-check's report (seed, path, counterexample) on the first difference.
  */
-export async function checkPluginDifferential({ uri, dbName, seeds, numRuns, shrink = false, log = () => {} }) {
-  const runner = await differentialRunner({ uri, dbName });
+export async function checkPluginDifferential({ uri, dbName, seeds, numRuns, shrink = false, log = () => {}, reference }) {
+  const runner = await differentialRunner({ uri, dbName, reference });
   try {
     for (const seed of seeds) {
       const started = Date.now();

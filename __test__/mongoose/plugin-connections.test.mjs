@@ -1,8 +1,9 @@
-// The plugin in everyday mongoose setups, on mongoose 9 and 8: documents saved before
-// the connection opens (mongoose buffers them: the plugin waits as mongoose does, up to
-// bufferTimeoutMS, honouring bufferCommands: false), Atlas's serverApi options, a
-// connection setting the core cannot carry (the plugin's `uri` option), and the bounds
-// of what a counter keeps.
+// The plugin in everyday mongoose connection setups, on mongoose 9 and 8: documents saved
+// before the connection opens (mongoose buffers them: the plugin waits as mongoose does, up
+// to bufferTimeoutMS, honouring bufferCommands: false), Atlas's serverApi options, a
+// connection setting the core cannot carry (the plugin's `uri` option), the bounds of what
+// a counter keeps, and counters on several connections (the model's own connection for
+// setNext, counterReset and exclusive: 'reuse'; one factory's schema on two connections).
 import { test, before, after, describe } from 'node:test';
 import assert from 'node:assert/strict';
 import { createRequire } from 'node:module';
@@ -15,7 +16,7 @@ import { setup, seq, rejectsWithCode } from '../helpers.mjs';
 const require = createRequire(import.meta.url);
 const AutoIncrementFactory = require('../../mongoose.js');
 const { BoundedCache } = require('../../lib/bounded-cache.js');
-const { countersOf } = require('../../lib/mongoose-counters.js');
+const { countersOf } = require('../../lib/mongoose/registry.js');
 
 let env;
 before(async () => {
@@ -48,6 +49,25 @@ for (const [major, mongoose] of [
     };
     after(async () => {
       for (const connection of opened) await connection.close().catch(() => {});
+    });
+    // One connection opened for the whole suite, with the plugin on it, for the tests that
+    // compare it with another connection.
+    const connection = mongoose.createConnection();
+    const AutoIncrement = AutoIncrementFactory(connection);
+    const counters = () => connection.db.collection('counters');
+    const model = async (name, schema) => {
+      const made = connection.model(name, schema);
+      await made.init();
+      return made;
+    };
+    const numbers = async (Model, field, filter = {}) => (await Model.find(filter).sort({ tag: 1 }).lean()).map((d) => [d.tag, field.split('.').reduce((v, k) => v?.[k], d)]);
+    before(async () => {
+      await connection.openUri(env.uri, { dbName: `${env.dbName}_${major}_shared`, serverSelectionTimeoutMS: 10_000 });
+      await connection.createCollection('counters');
+    });
+    after(async () => {
+      await connection.dropDatabase();
+      await connection.close();
     });
 
     test('save, insertMany and create made before the connection opens are numbered once it opens', async () => {
@@ -197,6 +217,64 @@ for (const [major, mongoose] of [
       const firsts = await Shop.find({ tag: 'first' }).lean();
       assert.equal(firsts.length, shops);
       assert.ok(firsts.every((d) => d.no === 1));
+    });
+
+    test('setNext, counterReset and exclusive: \'reuse\' use the counter of the model\'s own connection', async () => {
+      const other = mongoose.createConnection();
+      await other.openUri(env.uri, { dbName: `${env.dbName}_${major}_other`, serverSelectionTimeoutMS: 10_000 });
+      try {
+        await other.createCollection('counters');
+        const made = [];
+        for (const exclusive of [false, 'reuse']) {
+          const id = `${p}conn_${exclusive}`;
+          const pair = [];
+          for (const [conn, name] of [[connection, 'A'], [other, 'B']]) {
+            const schema = new mongoose.Schema({ tag: String, no: Number });
+            schema.plugin(AutoIncrementFactory(conn), { id, inc_field: 'no', exclusive });
+            const M = conn.model(`${p}Conn${String(exclusive)}${name}`, schema);
+            await M.init();
+            pair.push(M);
+          }
+          const [A, B] = pair;
+          await A.create({ tag: 'a1' });
+          await A.create({ tag: 'a2' });
+          await B.create({ tag: 'b1' });
+          const b2 = new B({ tag: 'b2' });
+          await b2.setNext(id);
+          await B.counterReset(id);
+          await A.create({ tag: 'a3' });
+          made.push([exclusive, await numbers(A, 'no'), await numbers(B, 'no'), (await counters().findOne({ id })).seq, (await other.db.collection('counters').findOne({ id })).seq]);
+        }
+        assert.deepEqual(made, [
+          [false, [['a1', 1], ['a2', 2], ['a3', 3]], [['b1', 1], ['b2', 2]], 3, 0],
+          ['reuse', [['a1', 1], ['a2', 2], ['a3', 3]], [['b1', 1], ['b2', 2]], 3, 0],
+        ]);
+      } finally {
+        await other.dropDatabase();
+        await other.close();
+      }
+    });
+
+    test('one factory, a schema on two connections: one counter, in the factory connection\'s database, reset through either', async () => {
+      const other = mongoose.createConnection();
+      await other.openUri(env.uri, { dbName: `${env.dbName}_${major}_tenant`, serverSelectionTimeoutMS: 10_000 });
+      try {
+        const schema = new mongoose.Schema({ tag: String, no: Number });
+        schema.plugin(AutoIncrement, { id: `${p}tenants`, inc_field: 'no' });
+        const A = await model(`${p}Tenant`, schema);
+        const B = other.model(`${p}Tenant`, schema);
+        await B.init();
+        await A.create({ tag: 'a1' });
+        await B.create({ tag: 'b1' });
+        await A.create({ tag: 'a2' });
+        assert.deepEqual([await numbers(A, 'no'), await numbers(B, 'no')], [[['a1', 1], ['a2', 3]], [['b1', 2]]]);
+        assert.equal(await other.db.collection('counters').countDocuments(), 0, 'no counter in the other database');
+        await B.counterReset(`${p}tenants`);
+        assert.equal((await A.create({ tag: 'a3' })).no, 1, 'reset through B, for A too');
+      } finally {
+        await other.dropDatabase();
+        await other.close();
+      }
     });
   });
 }

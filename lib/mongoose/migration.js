@@ -3,8 +3,8 @@
 // numbered elsewhere (`syncCounterToMax`), or after another plugin's counter
 // (`takeOverCounter`).
 
-const { codedError } = require('./coded-error.js');
-const { counterOf, numberedModel } = require('./mongoose-counters.js');
+const { codedError } = require('../coded-error.js');
+const { counterOf, numberedModel } = require('./registry.js');
 
 /** Sets the dotted `path` of the plain object `object`. */
 function setPath(object, path, value) {

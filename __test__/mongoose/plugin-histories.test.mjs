@@ -47,7 +47,7 @@ async function run(mongoose, connection, AutoIncrement, tag, h) {
   const id = `hist_${tag}`;
   schema.plugin(AutoIncrement, { id, inc_field: 'no', start_seq: h.start, inc_amount: h.step });
   const Model = connection.model(`Hist_${tag}`, schema);
-  // Its collection made before the first write (see mongoose-plugin.test.mjs).
+  // Its collection made before the first write (see plugin-saves.test.mjs).
   await Model.init();
   let last = null; // the model: last number handed out in this phase (null: none yet)
   let callNo = 0;

@@ -2,7 +2,7 @@
 // Which counters the mongoose plugin defined: by id in this process, and by schema. The
 // plugin registers them; its hooks, statics and the migration helpers look them up here.
 
-const { codedError } = require('./coded-error.js');
+const { codedError } = require('../coded-error.js');
 
 /** Every counter defined in this process, by id (mongoose-sequence keeps one registry too). */
 const registry = new Map();

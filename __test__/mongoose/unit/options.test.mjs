@@ -1,0 +1,48 @@
+// lib/mongoose/options.js without a server: defaults, checks and the registration signature.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { createRequire } from 'node:module';
+
+const require = createRequire(import.meta.url);
+const { normalise, signature, DEFAULTS, gaplessRefusal } = require('../../../lib/mongoose/options.js');
+
+const refused = (options, code, type = Error) =>
+  assert.throws(() => normalise(options), (error) => error.code === code && error instanceof type, JSON.stringify(options));
+
+test('normalise: the defaults, the id from inc_field, reference_fields sorted, the caller\'s object untouched', () => {
+  assert.deepEqual(normalise(undefined), { ...DEFAULTS, id: '_id', reference_fields: null });
+  assert.equal(normalise({ inc_field: 'no' }).id, 'no');
+  const given = { id: 7, reference_fields: ['shop', 'year', 'a.b'], other: 1 };
+  const options = normalise(given);
+  assert.equal(options.id, '7');
+  assert.deepEqual(options.reference_fields, ['a.b', 'shop', 'year']);
+  assert.deepEqual(given, { id: 7, reference_fields: ['shop', 'year', 'a.b'], other: 1 });
+  assert.deepEqual(normalise({ id: 'x', reference_fields: 'shop' }).reference_fields, ['shop']);
+});
+
+test('normalise refuses what mongoose-sequence refuses, and bad types, with INVALID_ARGUMENT', () => {
+  refused({ reference_fields: ['shop'] }, 'INVALID_ARGUMENT');
+  refused({ start_seq: 1.5 }, 'INVALID_ARGUMENT', TypeError);
+  refused({ start_seq: '1' }, 'INVALID_ARGUMENT', TypeError);
+  refused({ inc_amount: 2 ** 53 }, 'INVALID_ARGUMENT', TypeError);
+  refused({ inc_amount: 0 }, 'INVALID_ARGUMENT', TypeError);
+  refused({ gapless: 'yes' }, 'INVALID_ARGUMENT', TypeError);
+  refused({ exclusive: 'yes' }, 'INVALID_ARGUMENT', TypeError);
+  refused({ uri: '' }, 'INVALID_ARGUMENT', TypeError);
+  refused({ uri: 5 }, 'INVALID_ARGUMENT', TypeError);
+  assert.equal(normalise({ start_seq: 0, inc_amount: -3, exclusive: 'reuse' }).inc_amount, -3);
+});
+
+test('signature: what a reuse must agree on, and nothing else', () => {
+  const a = normalise({ id: 'x', inc_field: 'no', exclusive: 'reuse' });
+  assert.equal(signature(a), signature(normalise({ id: 'x', inc_field: 'no', exclusive: false, parallel_hooks: false, disable_hooks: true })));
+  for (const change of [{ start_seq: 2 }, { inc_amount: 2 }, { collection_name: 'c' }, { gapless: true }, { uri: 'mongodb://h' }, { reference_fields: 'shop' }]) {
+    assert.notEqual(signature(a), signature(normalise({ id: 'x', inc_field: 'no', ...change })), JSON.stringify(change));
+  }
+});
+
+test('gaplessRefusal names the operation, with GAPLESS_UNSUPPORTED_OPERATION', () => {
+  const error = gaplessRefusal('an upsert');
+  assert.equal(error.code, 'GAPLESS_UNSUPPORTED_OPERATION');
+  assert.match(error.message, /an upsert cannot join that transaction/);
+});

@@ -1,0 +1,82 @@
+'use strict';
+// The plugin's options, as mongoose-sequence 6 takes them: defaults, checks, and the
+// refusals the gapless option and an existing inc_field cause.
+
+const { codedError } = require('../coded-error.js');
+
+/** The name errors start with. */
+const PLUGIN = 'mongodb-sequence/mongoose';
+/** The field of a counter document that holds its value (mongoose-sequence's). */
+const COUNTER_FIELD = 'seq';
+
+const DEFAULTS = {
+  id: null,
+  inc_field: '_id',
+  start_seq: 1,
+  inc_amount: 1,
+  reference_fields: null,
+  disable_hooks: false,
+  collection_name: 'counters',
+  parallel_hooks: true,
+  exclusive: true,
+  gapless: false,
+  uri: undefined,
+};
+
+/** An option that must be a safe integer, refused with `INVALID_ARGUMENT` otherwise. */
+function checkNumber(name, value) {
+  if (typeof value !== 'number' || !Number.isSafeInteger(value)) {
+    throw codedError('INVALID_ARGUMENT', `option ${name} must be a safe integer; got ${String(value)}`, { type: TypeError });
+  }
+}
+
+/**
+ * The options with their defaults, checked like mongoose-sequence checks them: a new
+ * object holding the plugin's options only (the caller's object is not written to).
+ * `reference_fields` is sorted, or `null` when the counter has none.
+ */
+function normalise(options) {
+  const merged = { ...DEFAULTS, ...options };
+  const scoped = merged.reference_fields !== null && merged.reference_fields !== undefined;
+  if (scoped && (merged.id === null || merged.id === undefined)) {
+    throw codedError('INVALID_ARGUMENT', 'Cannot use reference fields without specifying an id');
+  }
+  const id = merged.id || merged.inc_field;
+  checkNumber('start_seq', merged.start_seq);
+  checkNumber('inc_amount', merged.inc_amount);
+  if (merged.inc_amount === 0) checkNumber('inc_amount (not 0)', Number.NaN);
+  if (typeof merged.gapless !== 'boolean') {
+    throw codedError('INVALID_ARGUMENT', `option gapless must be a boolean; got ${String(merged.gapless)}`, { type: TypeError });
+  }
+  if (![true, false, 'reuse'].includes(merged.exclusive)) {
+    throw codedError('INVALID_ARGUMENT', `option exclusive must be true, false or 'reuse'; got ${String(merged.exclusive)}`, { type: TypeError });
+  }
+  if (merged.uri !== undefined && (typeof merged.uri !== 'string' || merged.uri === '')) {
+    throw codedError('INVALID_ARGUMENT', `option uri must be a MongoDB connection string; got ${typeof merged.uri}`, { type: TypeError });
+  }
+  return { ...merged, id: String(id), reference_fields: scoped ? [].concat(merged.reference_fields).sort() : null };
+}
+
+/** What must agree for a second registration to reuse a counter (`exclusive: 'reuse'`). */
+function signature(options) {
+  const { id, inc_field, start_seq, inc_amount, reference_fields, collection_name, gapless, uri } = options;
+  return JSON.stringify({ id, inc_field, start_seq, inc_amount, reference_fields, collection_name, gapless, uri });
+}
+
+/** Refuses an `inc_field` the schema already has with another type than Number. */
+function checkField(schema, field) {
+  const path = schema.path(field);
+  if (path !== undefined && path.instance !== 'Number') {
+    throw codedError('INVALID_ARGUMENT', 'Auto increment field already present and not of type "Number"');
+  }
+}
+
+/** The refusal, in gapless mode, of `what` (which cannot join the numbering transaction). */
+function gaplessRefusal(what) {
+  return codedError(
+    'GAPLESS_UNSUPPORTED_OPERATION',
+    `${PLUGIN}: with gapless: true, new documents are numbered and inserted in one transaction by Model.create() and Model.insertMany(); ${what} cannot join that transaction`,
+  );
+}
+
+module.exports = { PLUGIN, COUNTER_FIELD, DEFAULTS, normalise, signature, checkField, gaplessRefusal };
