@@ -1,5 +1,7 @@
 // insertOne / insertMany with a sequence-assigned field (mongoose-sequence users' top
-// complaint: insertMany gets no ids there).
+// complaint: insertMany gets no ids there), and the order they number in: concurrent
+// insertOne calls get their numbers in the order they were made, as getNextSequenceValue
+// does (both with coalescing, the default, and with `cache`).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { MongoClient, Int32, Long, Double, Decimal128, ObjectId } from 'mongodb';
@@ -376,3 +378,36 @@ test('gapless writes real BSON wrappers only, never a look-alike, and never a sa
   assert.deepEqual(await env.db.collection('counters').findOne({ _id: 'bson_docs' }), before, 'no number spent');
   assert.equal(await env.db.collection('bson_docs').countDocuments(), 2, 'nothing inserted');
 });
+
+// ---------------------------------------------------------------- numbering order
+
+const ascending = (values) => values.every((v, i) => i === 0 || v > values[i - 1]);
+
+for (const [label, options] of [
+  ['coalesced (default)', {}],
+  ['cached', { cache: 4 }],
+]) {
+  test(`concurrent insertOne calls are numbered in call order: ${label}`, async () => {
+    const collection = `order_${label.split(' ')[0]}`;
+    // The first call opens the client; later rounds find it open.
+    for (let round = 0; round < 12; round++) {
+      const docs = Array.from({ length: 8 }, (_, i) => ({ round, i }));
+      const results = await Promise.all(docs.map((doc) => seq.insertOne(env.db, collection, doc, options)));
+      const ids = results.map((r) => r.insertedId);
+      assert.deepEqual(ids, docs.map((d) => d._id), 'each document carries its own number');
+      assert.ok(ascending(ids), `round ${round}: ${ids.join(', ')}`);
+    }
+    // Mixed with insertMany and getNextSequenceValue on the same counter with the same
+    // options (inserts create the counter on first use, so upsert: true): one order.
+    const calls = [];
+    for (let i = 0; i < 8; i++) {
+      if (i % 3 === 0) calls.push(seq.getNextSequenceValue(env.db, collection, { ...options, upsert: true }).then((v) => [v]));
+      else if (i % 3 === 1) calls.push(seq.insertMany(env.db, collection, [{ m: i }, { m: i }], options).then((r) => Object.values(r.insertedIds)));
+      else calls.push(seq.insertOne(env.db, collection, { m: i }, options).then((r) => [r.insertedId]));
+    }
+    const flat = (await Promise.all(calls)).flat();
+    assert.ok(ascending(flat), flat.join(', '));
+    const stored = await env.db.collection(collection).find({}, { projection: { _id: 1 } }).toArray();
+    assert.equal(new Set(stored.map((d) => d._id)).size, stored.length, 'no number twice');
+  });
+}

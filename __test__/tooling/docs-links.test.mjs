@@ -1,7 +1,8 @@
 // The documentation's shape: the README stays short (what it is, install, quick start, the
-// API table, the guarantees, links), and every relative link in README.md, ARCHITECTURE.md
-// and docs/ points at a file that exists and, when it names a heading (`#anchor`), at a
-// heading of that file. Needs no server.
+// API table, the guarantees, links), and every relative link in the top-level *.md files
+// (README.md, ARCHITECTURE.md, CHANGELOG.md), docs/ and docs/contributing/ points at a
+// file that exists and, when it names a heading (`#anchor`), at a heading of that file.
+// Needs no server.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs';
@@ -12,11 +13,9 @@ const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
 /** The markdown files a user or contributor reads. */
 function docFiles() {
-  const docs = join(ROOT, 'docs');
-  const inDocs = existsSync(docs)
-    ? readdirSync(docs).filter((f) => f.endsWith('.md')).map((f) => join(docs, f))
-    : [];
-  return [join(ROOT, 'README.md'), join(ROOT, 'ARCHITECTURE.md'), ...inDocs].filter((f) => existsSync(f));
+  const inFolder = (dir) =>
+    existsSync(dir) ? readdirSync(dir).filter((f) => f.endsWith('.md')).map((f) => join(dir, f)) : [];
+  return [...inFolder(ROOT), ...inFolder(join(ROOT, 'docs')), ...inFolder(join(ROOT, 'docs', 'contributing'))];
 }
 
 /** The text outside fenced code blocks (a link inside a code block is code, not a link). */
@@ -69,7 +68,7 @@ test('README.md is at most 15 KB', () => {
   assert.ok(size <= 15 * 1024, `README.md is ${size} bytes; the rest belongs in docs/`);
 });
 
-test('every relative link in README.md, ARCHITECTURE.md and docs/ resolves', () => {
+test('every relative link in the top-level *.md files, docs/ and docs/contributing/ resolves', () => {
   const broken = [];
   let checked = 0;
   for (const file of docFiles()) {

@@ -20,14 +20,16 @@ import { join, relative } from 'node:path';
 
 /**
  * The documentation files of the package: README.md, the other Markdown files at the
- * top (ARCHITECTURE.md…), then docs/*.md, each group by name.
+ * top (ARCHITECTURE.md, CHANGELOG.md…), then docs/*.md, then docs/contributing/*.md, each
+ * group by name.
  */
 export function docFiles(root) {
   const top = readdirSync(root).filter((n) => n.endsWith('.md') && n !== 'README.md').sort();
   const files = [join(root, 'README.md'), ...top.map((n) => join(root, n))];
-  const docs = join(root, 'docs');
-  if (existsSync(docs)) {
-    for (const name of readdirSync(docs).sort()) if (name.endsWith('.md')) files.push(join(docs, name));
+  for (const folder of ['docs', join('docs', 'contributing')]) {
+    const dir = join(root, folder);
+    if (!existsSync(dir)) continue;
+    for (const name of readdirSync(dir).sort()) if (name.endsWith('.md')) files.push(join(dir, name));
   }
   return files;
 }
