@@ -1529,4 +1529,25 @@ mod tests {
         states.clear();
         assert!(states.is_empty());
     }
+
+    #[test]
+    fn select_gives_exactly_the_kept_states_it_picks() {
+        let states = CounterStates::<String>::default();
+        let (a, b, c) = (
+            states.get(&"a".to_string()),
+            states.get(&"b".to_string()),
+            states.get(&"c".to_string()),
+        );
+        let mut picked = states.select(|key| key != "b");
+        picked.sort_by_key(Arc::as_ptr);
+        let mut expected = vec![a, c];
+        expected.sort_by_key(Arc::as_ptr);
+        assert_eq!(picked.len(), 2);
+        assert!(picked.iter().zip(&expected).all(|(p, e)| Arc::ptr_eq(p, e)));
+        assert!(states
+            .select(|key| key == "b")
+            .iter()
+            .all(|s| Arc::ptr_eq(s, &b)));
+        assert!(states.select(|_| false).is_empty());
+    }
 }

@@ -268,3 +268,18 @@ pub trait CounterStore: Send + Sync {
         direction: Direction,
     ) -> impl Future<Output = SeqResult<Option<Bson>>> + Send;
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_document_key_counts_in_its_own_collection_and_field_only() {
+        let key =
+            CounterRef::new("counters", "seq", CounterName::text("a").unwrap()).document_key();
+        assert!(key.counts_in("counters", "seq"));
+        assert!(!key.counts_in("other", "seq"));
+        assert!(!key.counts_in("counters", "other"));
+        assert!(!key.counts_in("other", "other"));
+    }
+}
