@@ -470,9 +470,15 @@ impl SlotCell {
         })
     }
 
-    /// Holds no client and waits for none: nothing to keep it for.
-    fn is_spent(&self) -> bool {
-        !self.cell.initialized() && self.replaces.as_ref().is_none_or(Retiring::is_finished)
+    /// Holds no client, waits for none, and no call holds it: nothing to keep it for. A
+    /// call opens its client into the slot it took from the map once the client it
+    /// replaces has finished; a slot held by a call may be about to hold a client, and
+    /// pruning it would leave that client tracked by nothing. Asked with the map locked,
+    /// where calls take their copies.
+    fn is_spent(self: &Arc<Self>) -> bool {
+        Arc::strong_count(self) == 1
+            && !self.cell.initialized()
+            && self.replaces.as_ref().is_none_or(Retiring::is_finished)
     }
 }
 
@@ -936,6 +942,36 @@ mod tests {
             assert!(Arc::ptr_eq(&registry.try_get(&a).unwrap(), &later));
             registry.close_all(DEFAULT_CLOSE_TIMEOUT).await;
             assert!(later.is_closed());
+        });
+    }
+
+    #[test]
+    fn a_client_opening_after_its_predecessor_closed_is_not_pruned_by_another_release() {
+        run(async {
+            let (registry, gate) = gated();
+            let a = target(51);
+            let open = |a: &ConnectionTarget| {
+                let a = a.clone();
+                tokio::spawn(async move { registry.get(&a).await })
+            };
+            // A worker's Node client closes: its shared client is released and leaves a
+            // slot for the next one, which opens once the release has given back.
+            registry.watch(&a);
+            let first = open(&a);
+            gate.wait().await;
+            gate.wait().await;
+            first.await.unwrap().unwrap();
+            registry.release(&a).await;
+            // The next worker's call opens into that slot while a call for another
+            // connection releases unused clients: the slot is in use, not spent.
+            let call = open(&a);
+            gate.wait().await;
+            registry.release_unused(None);
+            gate.wait().await;
+            let handle = call.await.unwrap().expect("the opening slot was kept");
+            assert!(Arc::ptr_eq(&registry.try_get(&a).unwrap(), &handle));
+            assert_eq!(registry.len(), 1);
+            registry.close_all(DEFAULT_CLOSE_TIMEOUT).await;
         });
     }
 
