@@ -165,3 +165,63 @@ pub fn counter_doc(counter: &CounterRef, mut doc: Document) -> CounterDoc {
         config,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::counter::counter_name::CounterName;
+
+    fn counter() -> CounterRef {
+        CounterRef::new("counters", "seq", CounterName::text("a").unwrap())
+    }
+
+    /// The filter `configured_as` gives, with `seq` held between `low` and `high`.
+    fn held_between(config: &SequenceConfig, low: i64, high: i64) -> Document {
+        let mut expected = configured_as(&counter(), Some(config));
+        expected.insert(
+            "seq",
+            doc! {
+                "$type": ["int", "long"],
+                "$gte": compact_integer(low),
+                "$lte": compact_integer(high),
+            },
+        );
+        expected
+    }
+
+    #[test]
+    fn a_cycle_restarts_only_from_a_value_without_room_of_its_own_counter() {
+        let config = SequenceConfig::new(1, Some(1), Some(10), true).unwrap();
+        let filter = configured_without_room(&counter(), &config, 3);
+        assert_eq!(filter.get_str("_id").unwrap(), "a", "{filter}");
+        // 7 leaves room for 8, 9, 10; 8 ..= 10 do not.
+        assert_eq!(filter, held_between(&config, 8, 10));
+        // More than a whole pass: every value the configuration holds restarts.
+        assert_eq!(
+            configured_without_room(&counter(), &config, 20),
+            held_between(&config, 0, 10)
+        );
+        // Room for nothing asked: no stored value qualifies, so nothing matches.
+        assert_eq!(
+            configured_without_room(&counter(), &config, 0),
+            held_between(&config, 1, 0)
+        );
+        // Descending: the mirror image.
+        let down = SequenceConfig::new(-1, Some(1), Some(10), true).unwrap();
+        assert_eq!(
+            configured_without_room(&counter(), &down, 3),
+            held_between(&down, 1, 3)
+        );
+    }
+
+    #[test]
+    fn an_increment_needs_room_for_every_value_it_takes() {
+        let config = SequenceConfig::new(2, Some(1), Some(10), false).unwrap();
+        // 1 + 2·4 = 9 fits, 3 + 8 = 11 does not; -1 is the value before the first.
+        assert_eq!(
+            configured_with_room(&counter(), &config, 4).unwrap(),
+            held_between(&config, -1, 2)
+        );
+        assert_eq!(configured_with_room(&counter(), &config, 6), None);
+    }
+}

@@ -208,7 +208,9 @@ fn mask_secret_options(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let mut from = 0;
     for (start, end) in values {
-        if start < from {
+        // A key written inside a value already masked (even one that ends where that
+        // value ends) is part of that secret, not a secret of its own.
+        if start <= from {
             continue;
         }
         out.push_str(&text[from..start]);
@@ -229,6 +231,22 @@ fn percent_decode(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_secret_key_inside_a_masked_value_is_masked_with_it() {
+        assert_eq!(
+            mask_secret_options("mongodb://h/?proxyPassword=x,aws_session_token:pw&ssl=true"),
+            format!("mongodb://h/?proxyPassword={MASK}&ssl=true")
+        );
+        assert_eq!(
+            mask_secret_options("mongodb://h/?proxyPassword=aws_session_token:&ssl=true"),
+            format!("mongodb://h/?proxyPassword={MASK}&ssl=true")
+        );
+        assert_eq!(
+            mask_secret_options("?authMechanismProperties=AWS_SESSION_TOKEN:t,X:1&proxyPassword=p"),
+            format!("?authMechanismProperties=AWS_SESSION_TOKEN:{MASK},X:1&proxyPassword={MASK}")
+        );
+    }
 
     #[test]
     fn finds_and_removes_passwords() {
