@@ -75,5 +75,5 @@ test('every MongoClientOptions / MongoOptions key of drivers 6 and 7 is classifi
       if (e && UNKNOWN.test(e.message)) unclassified.push(key);
     }),
   );
-  assert.deepEqual(unclassified.sort(), [], 'keys missing from the table in src/engine/client/node_options.rs');
+  assert.deepEqual(unclassified.sort(), [], 'keys missing from the table in src/engine/client/node_options/table.rs');
 });
