@@ -11,21 +11,14 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import fc from 'fast-check';
 import mongoose9 from 'mongoose';
 import mongoose8 from 'mongoose-v8';
-import { setup, seq, rejectsWithCode } from '../helpers.mjs';
+import { rejectsWithCode } from '../helpers.mjs';
+import { AutoIncrementFactory, fileDatabase } from './plugin-setup.mjs';
 
 const require = createRequire(import.meta.url);
-const AutoIncrementFactory = require('../../mongoose.js');
 const { BoundedCache } = require('../../lib/bounded-cache.js');
 const { countersOf } = require('../../lib/mongoose/registry.js');
 
-let env;
-before(async () => {
-  env = await setup('plugin_conn');
-});
-after(async () => {
-  await seq.closeSharedClients();
-  await env?.close();
-});
+const env = fileDatabase('plugin_conn');
 
 /** The numbers `Model`'s documents have in `field`, sorted. */
 async function stored(Model, field) {

@@ -5,26 +5,16 @@
 // phase (between resets) the numbers handed out are exactly the next ones of the
 // progression (no gap, no duplicate), each batch call's documents carry consecutive
 // numbers in array order, and the stored counter holds the last number.
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { createRequire } from 'node:module';
 import fc from 'fast-check';
 import mongoose9 from 'mongoose';
 import mongoose8 from 'mongoose-v8';
-import { setup, seq } from '../helpers.mjs';
+import { AutoIncrementFactory, fileDatabase } from './plugin-setup.mjs';
 
-const require = createRequire(import.meta.url);
-const AutoIncrementFactory = require('../../mongoose.js');
 const SEEDS = (process.env.PLUGIN_SEEDS ?? '5,17,29').split(',').map(Number);
 
-let env;
-before(async () => {
-  env = await setup('plugin_hist');
-});
-after(async () => {
-  await seq.closeSharedClients();
-  await env?.close();
-});
+const env = fileDatabase('plugin_hist');
 
 const call = fc.oneof(
   { weight: 4, arbitrary: fc.constant({ kind: 'save', n: 1 }) },
