@@ -12,7 +12,7 @@ use mongodb::options::WriteConcern;
 
 use crate::engine::alloc::allocate::{allocate, CreatePolicy, IdRange};
 use crate::engine::client::driver_error::from_driver;
-use crate::engine::client::registry::ClientHandle;
+use crate::engine::client::handle::ClientHandle;
 use crate::engine::counter::counter_value::compact_integer;
 use crate::engine::error::{ErrorCode, SeqError, SeqResult};
 use crate::engine::store::counter_store::{CounterRef, CounterStore, NewCounter};

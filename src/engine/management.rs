@@ -17,7 +17,7 @@ use mongodb::bson::{doc, Bson, Document};
 
 use crate::engine::alloc::allocate::{contention, MAX_ATTEMPTS};
 use crate::engine::alloc::counter_state::CounterState;
-use crate::engine::client::registry::ClientHandle;
+use crate::engine::client::handle::ClientHandle;
 use crate::engine::counter::counter_value::integer_after_increment;
 use crate::engine::counter::sequence_config::SequenceConfig;
 use crate::engine::error::{SeqError, SeqResult};

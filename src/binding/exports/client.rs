@@ -11,7 +11,7 @@ use crate::binding::error::OrThrow;
 use crate::binding::read::js::{describe, required_string, string};
 use crate::binding::spawn::promise;
 use crate::engine::client::connection::ConnectionTarget;
-use crate::engine::client::registry::ClientHandle;
+use crate::engine::client::handle::ClientHandle;
 use crate::engine::error::{SeqError, SeqResult};
 
 /// A connection to MongoDB opened by `connect(uri)`, independent of the Node driver.

@@ -11,7 +11,8 @@ use crate::binding::read::db_memo;
 use crate::binding::read::js::{describe, object, object_property, string_property};
 use crate::binding::read::node_client;
 use crate::engine::client::connection::{derive_from_node_client_cached, ConnectionTarget};
-use crate::engine::client::registry::{ClientHandle, SHARED_CLIENTS};
+use crate::engine::client::handle::ClientHandle;
+use crate::engine::client::registry::SHARED_CLIENTS;
 use crate::engine::error::{ErrorCode, SeqError, SeqResult};
 
 /// Where a call goes: a client and a database name.

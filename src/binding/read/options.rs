@@ -14,7 +14,7 @@ use crate::binding::read::table::{
 };
 use crate::engine::call_options::CallOptions as EngineOptions;
 use crate::engine::client::connection::ConnectionTarget;
-use crate::engine::client::registry::DEFAULT_CLOSE_TIMEOUT;
+use crate::engine::client::handle::DEFAULT_CLOSE_TIMEOUT;
 use crate::engine::client::write_concern::WriteConcernSpec;
 use crate::engine::error::SeqResult;
 use crate::engine::option_rules::{

@@ -10,7 +10,7 @@ use crate::engine::alloc::counter_state::{
     Call, CounterState, GivenBack, Lane, Mode, Outcome, Submitted,
 };
 use crate::engine::call_options::CallOptions;
-use crate::engine::client::registry::ClientHandle;
+use crate::engine::client::handle::ClientHandle;
 use crate::engine::counter::counter_name::CounterName;
 use crate::engine::error::SeqResult;
 use crate::engine::stats::{Recorder, Stats};

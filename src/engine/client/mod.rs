@@ -3,6 +3,7 @@
 
 pub mod connection;
 pub(crate) mod driver_error;
+pub(crate) mod handle;
 pub(crate) mod node_options;
 pub(crate) mod registry;
 pub(crate) mod write_concern;

@@ -1,0 +1,369 @@
+//! A shared driver client: opened on one runtime, its calls bounded by the call timeout,
+//! its counter states held for it, given back and shut down when it closes or retires.
+//!
+//! A driver client runs background tasks (server monitors, connection pools) on the tokio
+//! runtime that opened it, and dies with that runtime. The host may replace the runtime
+//! (napi-rs shuts it down when the last JavaScript thread that loaded the addon ends, and
+//! starts a new one for the next), so each client remembers its runtime: a client of
+//! another runtime is stale, and the registry replaces it.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, LazyLock};
+use std::time::{Duration, Instant};
+
+use mongodb::bson::doc;
+use mongodb::Client;
+use tokio::runtime::{Handle, Id as RuntimeId};
+use tokio::sync::watch;
+
+use crate::engine::alloc::counter_state::{CounterState, CounterStates, GivenBack, Lane, Pending};
+use crate::engine::client::connection::ConnectionTarget;
+use crate::engine::client::driver_error::from_driver;
+use crate::engine::error::{ErrorCode, SeqError, SeqResult};
+use crate::engine::store::counter_store::{CounterRef, DocumentKey};
+use crate::engine::store::driver_counters::DriverCounters;
+use crate::engine::store::mongo_driver::{IndexMemo, MongoDriver};
+use crate::engine::text::validate::check_database;
+
+/// How long closing waits for the driver to shut down before leaving it to finish in the
+/// background (pending calls are rejected at once either way).
+pub const DEFAULT_CLOSE_TIMEOUT: Duration = Duration::from_secs(5);
+/// The driver's default server selection timeout, which is also a call's timeout.
+pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(30);
+/// How often a retiring client looks whether its pending calls have settled.
+const RETIRE_POLL: Duration = Duration::from_millis(5);
+
+/// The runtime whose context the current thread is in, if any.
+pub(super) fn current_runtime() -> Option<RuntimeId> {
+    Handle::try_current().ok().map(|h| h.id())
+}
+
+static EPOCH: LazyLock<Instant> = LazyLock::new(Instant::now);
+
+/// Milliseconds since the first use of this module (a cheap, monotonic clock for
+/// last-use times).
+fn now_millis() -> u64 {
+    EPOCH.elapsed().as_millis() as u64
+}
+
+/// The counter states a client held, by database and counter document.
+type HeldStates = Vec<((String, DocumentKey), Arc<CounterState>)>;
+
+/// An open driver client with the secrets of its connection string.
+pub struct ClientHandle {
+    client: Client,
+    secrets: Arc<Vec<String>>,
+    pub(super) closed: AtomicBool,
+    /// Takes no more calls, while those pending settle ([`ClientHandle::retire`]).
+    retiring: AtomicBool,
+    /// Becomes `true` when the client closes: pending calls reject at once.
+    closing: watch::Sender<bool>,
+    counters: CounterStates<(String, DocumentKey)>,
+    indexes: IndexMemo,
+    /// The runtime that runs this client's background tasks.
+    pub(super) runtime: Option<RuntimeId>,
+    /// Longest wait of a call, from its submission.
+    call_timeout: Duration,
+    /// Calls submitted and not settled.
+    busy: AtomicUsize,
+    /// When a call last used this client ([`now_millis`]).
+    last_used: AtomicU64,
+}
+
+impl ClientHandle {
+    /// Opens a client (resolving `mongodb+srv` names); no round trip to the server yet.
+    /// Its background tasks run on the current runtime, to which it then belongs.
+    pub async fn open(target: &ConnectionTarget) -> SeqResult<ClientHandle> {
+        let secrets = Arc::new(target.secrets());
+        let mut options = target
+            .client_options()
+            .await
+            .map_err(|e| from_driver(&e, &secrets))?;
+        if let Some(timeout) = target.server_selection_timeout() {
+            options.server_selection_timeout = Some(timeout);
+        }
+        if let Some(timeout) = target.connect_timeout() {
+            options.connect_timeout = Some(timeout);
+        }
+        if options.app_name.is_none() {
+            options.app_name = Some("mongodb-sequence".to_string());
+        }
+        let call_timeout = options
+            .server_selection_timeout
+            .unwrap_or(DEFAULT_CALL_TIMEOUT);
+        // The driver reads the TLS files here, by path: the client presents what they hold
+        // now, which after a certificate rotated in place is the new one.
+        let client = Client::with_options(options).map_err(|e| from_driver(&e, &secrets))?;
+        Ok(ClientHandle {
+            client,
+            secrets,
+            closed: AtomicBool::new(false),
+            retiring: AtomicBool::new(false),
+            closing: watch::Sender::new(false),
+            counters: CounterStates::default(),
+            indexes: IndexMemo::default(),
+            runtime: current_runtime(),
+            call_timeout,
+            busy: AtomicUsize::new(0),
+            last_used: AtomicU64::new(now_millis()),
+        })
+    }
+
+    /// Checks that the server answers (`ping`).
+    pub async fn ping(&self) -> SeqResult<()> {
+        self.ensure_open()?;
+        self.client
+            .database("admin")
+            .run_command(doc! { "ping": 1 })
+            .await
+            .map_err(|e| from_driver(&e, &self.secrets))?;
+        Ok(())
+    }
+
+    /// The counters of database `name`.
+    pub fn driver(&self, name: &str) -> SeqResult<MongoDriver> {
+        self.ensure_open()?;
+        check_database(name)?;
+        Ok(
+            MongoDriver::new(self.client.database(name), self.secrets.clone())
+                .with_index_memo(self.indexes.clone()),
+        )
+    }
+
+    /// This client's state of the document counter `counter` finds in database
+    /// `database` (queued calls, cached blocks, configuration hint), created on first
+    /// use: one for every way of naming that document.
+    pub fn counter_state(&self, database: &str, counter: &CounterRef) -> Arc<CounterState> {
+        self.counters
+            .get(&(database.to_string(), counter.document_key()))
+    }
+
+    /// This client's states of the counters of `field` in `collection` of `database`
+    /// (for a write that may change several of them).
+    pub fn counter_states_in(
+        &self,
+        database: &str,
+        collection: &str,
+        field: &str,
+    ) -> Vec<Arc<CounterState>> {
+        self.counters
+            .select(|(db, key)| db == database && key.counts_in(collection, field))
+    }
+
+    /// The underlying driver client (for tests and admin tools).
+    pub fn client(&self) -> &Client {
+        &self.client
+    }
+
+    /// The strings to keep out of messages about this client.
+    pub fn secrets(&self) -> &[String] {
+        &self.secrets
+    }
+
+    /// Whether [`ClientHandle::close`] or [`ClientHandle::retire`] was called: it takes
+    /// no more calls.
+    pub fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::SeqCst) || self.retiring.load(Ordering::SeqCst)
+    }
+
+    /// Whether this client belongs to another runtime than the one the current thread is
+    /// in (its background tasks ended with that runtime). `false` when the thread is in
+    /// no runtime's context (it cannot tell).
+    pub fn is_stale(&self) -> bool {
+        matches!((self.runtime, current_runtime()), (Some(mine), Some(now)) if mine != now)
+    }
+
+    /// Neither closed nor stale: calls may use it.
+    pub fn is_usable(&self) -> bool {
+        !self.is_closed() && !self.is_stale()
+    }
+
+    /// The longest a call through this client waits (its server selection timeout).
+    pub fn call_timeout(&self) -> Duration {
+        self.call_timeout
+    }
+
+    /// Calls submitted through [`ClientHandle::guard`] and not settled yet.
+    pub fn busy(&self) -> usize {
+        self.busy.load(Ordering::SeqCst)
+    }
+
+    pub(super) fn idle_for(&self) -> Duration {
+        Duration::from_millis(now_millis().saturating_sub(self.last_used.load(Ordering::Relaxed)))
+    }
+
+    pub(super) fn touch(&self) {
+        self.last_used.store(now_millis(), Ordering::Relaxed);
+    }
+
+    /// Marks the client closed and rejects its pending calls, without shutting the driver
+    /// down. For the caller that closed it, the counter states it held (to give back
+    /// their cached tails before the driver shuts down).
+    pub(super) fn mark_closed(&self) -> Option<HeldStates> {
+        self.retiring.store(true, Ordering::SeqCst);
+        if self.closed.swap(true, Ordering::SeqCst) {
+            return None;
+        }
+        self.closing.send_replace(true);
+        Some(self.counters.drain())
+    }
+
+    /// Gives back the cached tails of `states` ([`CounterState::give_back`]), all
+    /// counters at once, through this client's driver (closed to calls, still open).
+    async fn give_back(&self, states: HeldStates) -> GivenBack {
+        if self.is_stale() {
+            return GivenBack::default();
+        }
+        let giving = states.into_iter().map(|((database, _), state)| {
+            let database = self.client.database(&database);
+            async move {
+                let store_of = |lane: &Lane| {
+                    let concern = lane.write_concern.as_ref().map(|w| w.to_driver());
+                    Arc::new(DriverCounters(
+                        MongoDriver::new(database.clone(), self.secrets.clone())
+                            .with_write_concern(concern),
+                    ))
+                };
+                state.give_back(store_of).await
+            }
+        });
+        futures_util::future::join_all(giving)
+            .await
+            .into_iter()
+            .fold(GivenBack::default(), GivenBack::plus)
+    }
+
+    /// Gives back the tails of `states` within `timeout` (values whose give-back did not
+    /// finish in time are abandoned), then shuts the driver down within what is left of
+    /// it; true when the shutdown finished in time.
+    pub(super) async fn give_back_and_shut_down(
+        &self,
+        states: HeldStates,
+        timeout: Duration,
+    ) -> bool {
+        let started = Instant::now();
+        let held: Vec<Arc<CounterState>> = states.iter().map(|(_, s)| s.clone()).collect();
+        if tokio::time::timeout(timeout, self.give_back(states))
+            .await
+            .is_err()
+        {
+            // Out of time (a server that stopped answering): what was not given back yet
+            // is abandoned, and counted so, never handed out by this closed client.
+            for state in held {
+                state.abandon_cached();
+            }
+        }
+        self.shut_down_within(timeout.saturating_sub(started.elapsed()))
+            .await
+    }
+
+    /// Refuses further calls, rejects pending ones with `CLIENT_CLOSED`, gives back the
+    /// unused tails of cached blocks ([`CounterState::give_back`]) and closes the
+    /// connections, waiting at most [`DEFAULT_CLOSE_TIMEOUT`]. Idempotent.
+    pub async fn close(&self) {
+        self.close_within(DEFAULT_CLOSE_TIMEOUT).await;
+    }
+
+    /// As [`ClientHandle::close`], waiting at most `timeout` for the driver's shutdown
+    /// (which ends the server sessions and closes the connections, and can hang on a
+    /// server that stopped answering); past it, the shutdown goes on in the background.
+    /// True when the shutdown finished in time (or was not this call's to make).
+    pub async fn close_within(&self, timeout: Duration) -> bool {
+        let Some(states) = self.mark_closed() else {
+            return true;
+        };
+        self.give_back_and_shut_down(states, timeout).await
+    }
+
+    /// Closes as [`ClientHandle::close`] does, but lets the calls already pending settle
+    /// first (each within its call timeout from its submission; they are not rejected):
+    /// from now on the client takes no call (holders of its counters prepare them again),
+    /// then it gives its cached tails back and shuts down. For a client replaced by
+    /// another of the same connection, which must not serve a counter beside it.
+    pub async fn retire(&self) {
+        self.retiring.store(true, Ordering::SeqCst);
+        let deadline = tokio::time::Instant::now() + self.call_timeout;
+        while self.busy() > 0
+            && !self.closed.load(Ordering::SeqCst)
+            && tokio::time::Instant::now() < deadline
+        {
+            tokio::time::sleep(RETIRE_POLL).await;
+        }
+        self.close().await;
+    }
+
+    /// Shuts the driver down (after [`ClientHandle::mark_closed`]), waiting at most
+    /// `timeout`; true when it finished in time.
+    async fn shut_down_within(&self, timeout: Duration) -> bool {
+        if self.is_stale() {
+            // Its runtime is gone, and its tasks with it: nothing left to shut down.
+            return true;
+        }
+        let client = self.client.clone();
+        let shutdown = tokio::spawn(async move { client.shutdown().await });
+        tokio::time::timeout(timeout, shutdown).await.is_ok()
+    }
+
+    /// `CLIENT_CLOSED` once [`ClientHandle::close`] was called, or when the client belongs
+    /// to a runtime that has ended.
+    pub fn ensure_open(&self) -> SeqResult<()> {
+        if self.is_closed() {
+            return Err(SeqError::new(
+                ErrorCode::ClientClosed,
+                "this client was closed; open a new one with connect(uri)",
+            ));
+        }
+        if self.is_stale() {
+            return Err(SeqError::new(
+                ErrorCode::ClientClosed,
+                "this client was opened by a JavaScript environment that has ended (its \
+                 connections ended with it); open a new one with connect(uri)",
+            ));
+        }
+        self.touch();
+        Ok(())
+    }
+
+    /// `pending`, bounded: it rejects with `CONNECTION` once the call timeout has passed
+    /// since now (the call's submission), and with `CLIENT_CLOSED` as soon as the client
+    /// closes. A round trip it started may still complete afterwards; its values are then
+    /// lost (a gap, never a duplicate).
+    pub fn guard(self: &Arc<Self>, pending: Pending) -> Pending {
+        let timeout = self.call_timeout;
+        let deadline = tokio::time::Instant::now() + timeout;
+        let mut closing = self.closing.subscribe();
+        self.busy.fetch_add(1, Ordering::SeqCst);
+        let busy = Busy(self.clone());
+        Box::pin(async move {
+            let _busy = busy;
+            tokio::select! {
+                biased;
+                outcome = pending => outcome,
+                _ = closing.wait_for(|closed| *closed) => Err(SeqError::new(
+                    ErrorCode::ClientClosed,
+                    "the client was closed while this call was waiting; its values, if \
+                     reserved, are left unused",
+                )),
+                _ = tokio::time::sleep_until(deadline) => Err(SeqError::new(
+                    ErrorCode::Connection,
+                    format!(
+                        "cannot reach MongoDB: no answer within {} ms of the call (the \
+                         serverSelectionTimeoutMS of the connection); if the server applies \
+                         it later, its values are left unused",
+                        timeout.as_millis()
+                    ),
+                )),
+            }
+        })
+    }
+}
+
+/// Counts a call as pending on its client until dropped.
+struct Busy(Arc<ClientHandle>);
+
+impl Drop for Busy {
+    fn drop(&mut self) {
+        self.0.busy.fetch_sub(1, Ordering::SeqCst);
+        self.0.touch();
+    }
+}
