@@ -5,4 +5,5 @@ pub mod connection;
 pub(crate) mod driver_error;
 pub(crate) mod node_options;
 pub(crate) mod registry;
+pub(crate) mod writable;
 pub(crate) mod write_concern;
