@@ -108,16 +108,43 @@ function wrapMethods(Class, methods, describe) {
 }
 const WRAPPED = Symbol('mongodb-sequence traced');
 
-// A handle's context: its counter name (`name` is a native getter; read only while traced).
+// The arguments a handle was made with (`sequence(db, name, options)`,
+// `counterAt(db, locator, options)`), for its calls' database and collection: one
+// WeakMap entry per handle made, nothing per call.
+const origins = new WeakMap();
+function remembered(fn) {
+  if (channel === null || typeof fn !== 'function') return fn;
+  const wrapper = {
+    [fn.name]() {
+      const handle = fn.apply(this, arguments);
+      if (handle !== null && typeof handle === 'object') origins.set(handle, arguments);
+      return handle;
+    },
+  }[fn.name];
+  Object.defineProperty(wrapper, 'length', { value: fn.length });
+  return wrapper;
+}
+out.sequence = remembered(native.sequence);
+out.counterAt = remembered(native.counterAt);
+
+// A handle's context: its counter name (`name` is a native getter; read only while
+// traced), and the database and collection it was made for.
 wrapMethods(
   native.Sequence,
   ['next', 'nextBatch', 'nextRange', 'current', 'init', 'set', 'raiseTo', 'syncToMax', 'reset', 'drop', 'release'],
   (_, handle) => {
+    const names = {};
     try {
-      return { counter: handle.name };
+      names.counter = handle.name;
     } catch {
-      return {};
+      // a handle whose name cannot be read is still traced
     }
+    const origin = origins.get(handle);
+    if (origin !== undefined) {
+      names.database = databaseOf(origin[0]);
+      names.collection = countersOf(origin[2], 'collection');
+    }
+    return names;
   },
 );
 wrapMethods(native.SequenceClient, ['close'], () => ({}));

@@ -42,7 +42,7 @@ test('the entry keeps the addon: same classes, ErrorCode, sync functions, ESM na
   assert.equal(pkg.Sequence, native.Sequence);
   assert.equal(pkg.SequenceClient, native.SequenceClient);
   assert.equal(pkg.ErrorCode, native.ErrorCode);
-  assert.equal(pkg.sequence, native.sequence);
+  assert.equal(pkg.formatSequence, native.formatSequence);
   assert.ok(pkg.sequence(env.db, 'tc-kind') instanceof pkg.Sequence);
   assert.equal(pkg.getNextSequenceValue.name, 'getNextSequenceValue');
   const esm = await import('mongodb-sequence');
@@ -84,6 +84,8 @@ test('handle methods are traced with the handle\'s counter (cached calls too)', 
     [3, 'nextBatch', [3, 4]],
   ]);
   assert.equal(ends[0].context.counter, h.name);
+  assert.equal(ends[0].context.database, env.dbName);
+  assert.equal(ends[0].context.collection, 'tc_counters');
   assert.deepEqual(seen.filter((s) => s.event === 'start').map((s) => s.store), [1, 2, 3]);
 });
 
