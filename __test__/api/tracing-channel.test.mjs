@@ -164,3 +164,28 @@ test('with no subscriber a call goes straight to the addon (its context is never
     Object.defineProperty(pkg.Sequence.prototype, 'name', name);
   }
 });
+
+test('the mongoose plugin numbers documents through the traced entry, in the caller\'s store', async () => {
+  const mongoose = (await import('mongoose')).default;
+  const AutoIncrement = require('../../mongoose.js');
+  const connection = mongoose.createConnection();
+  await connection.openUri(env.uri, { dbName: `${env.dbName}_plugin`, serverSelectionTimeoutMS: 10_000 });
+  try {
+    await connection.createCollection('counters');
+    const schema = new mongoose.Schema({ name: String });
+    schema.plugin(AutoIncrement(connection), { id: 'tc_plugin', inc_field: 'no' });
+    const Item = connection.model('TcItem', schema);
+    await Item.init();
+    const als = new AsyncLocalStorage();
+    const seen = record(als);
+    const doc = await als.run('save', () => new Item({ name: 'a' }).save());
+    assert.equal(doc.no, 1);
+    const ends = seen.filter((s) => s.event === 'asyncEnd');
+    assert.ok(ends.length >= 1, 'the numbering call is published');
+    for (const s of seen) assert.equal(s.store, 'save', s.event);
+    assert.equal(ends.at(-1).context.database, `${env.dbName}_plugin`);
+  } finally {
+    await connection.dropDatabase();
+    await connection.close();
+  }
+});
