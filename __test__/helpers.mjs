@@ -11,7 +11,7 @@ export { withQuery, hostsOf };
 
 const require = createRequire(import.meta.url);
 /** The package under test, as users `require` it. */
-export const seq = require('../index.js');
+export const seq = require('../lib/entry.js');
 
 /** Whether the tests run against the server named by MONGODB_URI instead of their own. */
 export const external = Boolean(process.env.MONGODB_URI);

@@ -8,6 +8,11 @@
 //       handle calls: each round runs each side in a fresh process against one server,
 //       in the order A, B, B, A, … (both servers slow down as a run goes on), and each
 //       side's best round is kept.
+//   node benches/call-cost.mjs --entry [--rounds R] [--calls N] [--subscribed]
+//       the package entry's tracing wrapper (lib/entry.js) against the addon's own
+//       method, in one process on one handle: rounds of N cached next() calls, native and
+//       wrapped in the order A, B, B, A, …; `--subscribed` with a subscriber on
+//       `tracing:mongodb-sequence:call` (empty handlers), else none.
 import { startServer } from '../scripts/lib/test-server.mjs';
 import { MongoClient } from 'mongodb';
 import { createRequire } from 'node:module';
@@ -43,6 +48,43 @@ if (SIDE) {
   const seq = require(resolve(SIDE));
   const ns = await handleCost(seq, process.env.MONGODB_URI, process.env.CALL_COST_NAME, Number(process.env.CALL_COST_CALLS));
   process.stdout.write(JSON.stringify({ ns }));
+} else if (process.argv.includes('--entry')) {
+  const rounds = Number(arg('rounds', 20));
+  const calls = Number(arg('calls', 50000));
+  // The addon's method, taken before the entry wraps it on the prototype.
+  const nativeNext = require('../index.js').Sequence.prototype.next;
+  const seq = require('../lib/entry.js');
+  if (process.argv.includes('--subscribed')) {
+    const handlers = { start() {}, end() {}, asyncStart() {}, asyncEnd() {}, error() {} };
+    (await import('node:diagnostics_channel')).tracingChannel('mongodb-sequence:call').subscribe(handlers);
+  }
+  const server = await startServer();
+  const client = await new MongoClient(server.uri).connect();
+  const h = seq.sequence(client.db('cost'), 'entry', { cache: 1000, upsert: true });
+  for (let i = 0; i < 20000; i++) {
+    await nativeNext.call(h);
+    await h.next();
+  }
+  const times = { native: [], wrapped: [] };
+  const time = async (side, call) => {
+    const t = process.hrtime.bigint();
+    for (let i = 0; i < calls; i++) await call();
+    times[side].push(Number(process.hrtime.bigint() - t) / calls);
+  };
+  for (let r = 0; r < rounds; r++) {
+    const sides = [['native', () => nativeNext.call(h)], ['wrapped', () => h.next()]];
+    if (r % 2 === 1) sides.reverse();
+    for (const [side, call] of sides) await time(side, call);
+  }
+  await client.close();
+  await seq.closeSharedClients();
+  await server.stop();
+  const median = (x) => [...x].sort((p, q) => p - q)[x.length >> 1];
+  for (const side of ['native', 'wrapped']) {
+    console.log(`${side}: best ${Math.min(...times[side]).toFixed(0)} ns/call, median ${median(times[side]).toFixed(0)}`);
+  }
+  const ratio = (f) => (f(times.wrapped) / f(times.native)).toFixed(3);
+  console.log(`wrapped / native: best ${ratio((x) => Math.min(...x))}, median ${ratio(median)}`);
 } else if (process.argv.includes('--sides')) {
   const i = process.argv.indexOf('--sides');
   const sides = [process.argv[i + 1], process.argv[i + 2]];

@@ -407,6 +407,16 @@ test('round trips are published on the diagnostics channel only while subscribed
   const last = seen.at(-1);
   assert.equal(last.counter, 'traced');
   assert.equal(last.collection, 'counters');
+  // What OpenTelemetry's db.namespace, db.operation.name, server.address and server.port take.
+  assert.equal(last.database, env.dbName);
+  assert.equal(last.operation, 'findAndModify');
+  assert.equal(`${last.serverAddress}:${last.serverPort}`, env.address, 'the server that takes the writes');
+  assert.equal(typeof last.serverPort, 'number');
+  assert.deepEqual(
+    Object.keys(last).sort(),
+    ['calls', 'collection', 'counter', 'database', 'durationMs', 'operation', 'outcome', 'retries', 'serverAddress', 'serverPort', 'values'],
+    'nothing else (never a URI or credentials)',
+  );
   assert.equal(last.outcome, 'ok');
   assert.equal(last.values, 1);
   assert.equal(last.calls, 1);

@@ -3,7 +3,8 @@
 // its record of the numbers it gave, and the numbering of documents and batches. Which
 // documents take a number is the rule's (./rule.js).
 
-const core = require('../../index.js');
+// Through the package's entry, so that the plugin's calls are traced like a user's.
+const core = require('../entry.js');
 const { BoundedCache } = require('../bounded-cache.js');
 const { codedError } = require('../coded-error.js');
 const { PLUGIN, COUNTER_FIELD } = require('./options.js');

@@ -75,12 +75,13 @@ export function rewriteForServer(text, serverUri, suffix) {
   return { text: out, databases: [...databases] };
 }
 
-/** An app folder: node_modules with this package (as `name`), mongodb, mongoose and @types. */
+/** An app folder: node_modules with this package (as `name`), mongodb, mongoose, @types and @opentelemetry. */
 export function makeApp(root, name) {
   const dir = mkdtempSync(join(tmpdir(), 'mseq-doctest-'));
   mkdirSync(join(dir, 'node_modules', '.bin'), { recursive: true });
   symlinkSync(root, join(dir, 'node_modules', name), 'dir');
-  for (const dep of ['mongodb', 'mongoose', '@types']) symlinkSync(join(root, 'node_modules', dep), join(dir, 'node_modules', dep), 'dir');
+  // @opentelemetry: the SDK the OpenTelemetry example of docs/operations.md runs against.
+  for (const dep of ['mongodb', 'mongoose', '@types', '@opentelemetry']) symlinkSync(join(root, 'node_modules', dep), join(dir, 'node_modules', dep), 'dir');
   const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
   for (const [bin, path] of Object.entries(pkg.bin ?? {})) symlinkSync(join(root, path), join(dir, 'node_modules', '.bin', bin));
   writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: 'doctest-app', private: true }));

@@ -319,8 +319,14 @@ pub fn gave_back(returned: i64, abandoned: i64) {
 /// diagnostics channel while it has subscribers.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RoundTripEvent {
+    /// The counter's database, when the store knows it.
+    pub database: Option<String>,
     /// The counter's collection.
     pub collection: String,
+    /// The MongoDB command that reserves the values.
+    pub operation: &'static str,
+    /// Host and port of the server the client writes to, when known.
+    pub server: Option<(String, u16)>,
     /// The counter's name as shown in messages.
     pub counter: String,
     /// Values the round trip reserved (for calls and cache fills).
@@ -458,7 +464,10 @@ mod tests {
     #[test]
     fn events_are_kept_while_a_thread_listens_and_bounded() {
         let event = |counter: &str| RoundTripEvent {
+            database: Some("app".into()),
             collection: "counters".into(),
+            operation: "findAndModify",
+            server: None,
             counter: counter.into(),
             values: 1,
             calls: 1,

@@ -275,7 +275,15 @@ fn publish(env: &Env) -> napi::Result<()> {
     let send: Function<Object, ()> = channel.get_named_property("publish")?;
     for event in events {
         let mut message = Object::new(env)?;
+        if let Some(database) = event.database {
+            message.set("database", database)?;
+        }
         message.set("collection", event.collection)?;
+        message.set("operation", event.operation)?;
+        if let Some((host, port)) = event.server {
+            message.set("serverAddress", host)?;
+            message.set("serverPort", port)?;
+        }
         message.set("counter", event.counter)?;
         message.set("values", event.values as f64)?;
         message.set("calls", event.calls as f64)?;

@@ -347,7 +347,8 @@ impl CounterState {
                 let started = std::time::Instant::now();
                 let served =
                     allocate_demands(&*store, &counter, policy, &demands, hint, &state.turn).await;
-                record_round_trip(&recorder, &counter, &demands, &served, started.elapsed());
+                let took = started.elapsed();
+                record_round_trip(&recorder, &*store, &counter, &demands, &served, took);
                 let served = served?;
                 if served.config != hint {
                     state.remember(served.config);
@@ -487,6 +488,7 @@ impl CounterState {
 /// [`RoundTripEvent`] while events are on).
 fn record_round_trip(
     recorder: &Recorder,
+    store: &impl CounterStore,
     counter: &CounterRef,
     demands: &[Demand],
     served: &SeqResult<Allocation>,
@@ -510,8 +512,12 @@ fn record_round_trip(
     };
     recorder.round_trip(took, calls, blocks, retries);
     if stats::events_on() {
+        let endpoint = store.endpoint();
         stats::record_event(RoundTripEvent {
+            database: endpoint.database,
             collection: counter.collection.clone(),
+            operation: "findAndModify",
+            server: endpoint.server,
             counter: counter.label.clone(),
             values,
             calls,

@@ -19,6 +19,7 @@ use tokio::sync::watch;
 use crate::engine::alloc::counter_state::{CounterState, CounterStates, GivenBack, Lane, Pending};
 use crate::engine::client::connection::ConnectionTarget;
 use crate::engine::client::driver_error::from_driver;
+use crate::engine::client::writable::WritableServer;
 use crate::engine::error::{ErrorCode, SeqError, SeqResult};
 use crate::engine::store::counter_store::{CounterRef, DocumentKey};
 use crate::engine::store::driver_counters::DriverCounters;
@@ -68,6 +69,8 @@ pub struct ClientHandle {
     busy: AtomicUsize,
     /// When a call last used this client ([`now_millis`]).
     last_used: AtomicU64,
+    /// The server this client writes to, for round-trip events.
+    writable: Arc<WritableServer>,
 }
 
 impl ClientHandle {
@@ -93,9 +96,16 @@ impl ClientHandle {
             .unwrap_or(DEFAULT_CALL_TIMEOUT);
         // The driver reads the TLS files here, by path: the client presents what they hold
         // now, which after a certificate rotated in place is the new one.
+        // Watches which server takes writes, for round-trip events (never overriding a
+        // handler the options came with).
+        let writable = Arc::new(WritableServer::default());
+        if options.sdam_event_handler.is_none() {
+            options.sdam_event_handler = Some(writable.handler());
+        }
         let client = Client::with_options(options).map_err(|e| from_driver(&e, &secrets))?;
         Ok(ClientHandle {
             client,
+            writable,
             secrets,
             closed: AtomicBool::new(false),
             retiring: AtomicBool::new(false),
@@ -126,7 +136,8 @@ impl ClientHandle {
         check_database(name)?;
         Ok(
             MongoDriver::new(self.client.database(name), self.secrets.clone())
-                .with_index_memo(self.indexes.clone()),
+                .with_index_memo(self.indexes.clone())
+                .with_writable(self.writable.clone()),
         )
     }
 

@@ -6,4 +6,5 @@ pub(crate) mod driver_error;
 pub(crate) mod handle;
 pub(crate) mod node_options;
 pub(crate) mod registry;
+pub(crate) mod writable;
 pub(crate) mod write_concern;

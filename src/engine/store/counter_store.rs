@@ -178,9 +178,23 @@ impl NewCounter {
     }
 }
 
+/// Where a store's round trips go, for round-trip events (never credentials).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Endpoint {
+    /// The database of the counters.
+    pub database: Option<String>,
+    /// Host and port of the server that takes the writes, when known.
+    pub server: Option<(String, u16)>,
+}
+
 /// Atomic single-document operations on counters: everything allocation and management
 /// need, so both run (and are tested) over the same primitives.
 pub trait CounterStore: Send + Sync {
+    /// Where the round trips go (nothing known by default).
+    fn endpoint(&self) -> Endpoint {
+        Endpoint::default()
+    }
+
     /// Adds `by` to the field of a plain (unconfigured) counter when it holds an Int32 or
     /// Int64, and returns the field's new value; `None` when no document matched (missing,
     /// configured, or the field holds another type). With `upsert`, a missing counter is

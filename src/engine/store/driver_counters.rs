@@ -10,12 +10,17 @@ use crate::engine::counter::counter_value::compact_integer;
 use crate::engine::counter::sequence_config::{ConfigFields, SequenceConfig};
 use crate::engine::error::SeqResult;
 use crate::engine::store::counter_store::{
-    CounterDoc, CounterRef, CounterStore, Direction, FieldGuard, NewCounter,
+    CounterDoc, CounterRef, CounterStore, Direction, Endpoint, FieldGuard, NewCounter,
 };
 use crate::engine::store::filters;
 
 /// The primitive operations on a counters collection.
 pub trait CounterDriver: Send + Sync {
+    /// Where the operations go (nothing known by default).
+    fn endpoint(&self) -> Endpoint {
+        Endpoint::default()
+    }
+
     /// `findOneAndUpdate(filter, update, { upsert })` returning the counter field after
     /// the update. An upsert that loses the race for the counter's `_id` gives `None`.
     fn find_and_update(
@@ -57,6 +62,10 @@ pub trait CounterDriver: Send + Sync {
 pub struct DriverCounters<D>(pub D);
 
 impl<D: CounterDriver> CounterStore for DriverCounters<D> {
+    fn endpoint(&self) -> Endpoint {
+        self.0.endpoint()
+    }
+
     async fn increment_integer(
         &self,
         counter: &CounterRef,

@@ -9,10 +9,11 @@ use tokio::sync::Mutex;
 use crate::engine::client::driver_error::{
     duplicate_on_other_index, from_driver, is_duplicate_key, is_duplicate_on,
 };
+use crate::engine::client::writable::WritableServer;
 use crate::engine::counter::locator::{FieldsLocator, Locator};
 use crate::engine::error::SeqError;
 use crate::engine::error::SeqResult;
-use crate::engine::store::counter_store::CounterRef;
+use crate::engine::store::counter_store::{CounterRef, Endpoint};
 use crate::engine::store::driver_counters::CounterDriver;
 use crate::engine::store::filters;
 
@@ -23,6 +24,8 @@ pub struct MongoDriver {
     secrets: std::sync::Arc<Vec<String>>,
     write_concern: Option<WriteConcern>,
     indexes: IndexMemo,
+    /// The server its client writes to, when the client watches it.
+    writable: Option<std::sync::Arc<WritableServer>>,
 }
 
 /// The unique indexes (database, collection, index) this client has made sure of.
@@ -36,12 +39,20 @@ impl MongoDriver {
             secrets,
             write_concern: None,
             indexes: IndexMemo::default(),
+            writable: None,
         }
     }
 
     /// The same driver, remembering made indexes in `indexes` (shared by a client).
     pub fn with_index_memo(mut self, indexes: IndexMemo) -> Self {
         self.indexes = indexes;
+        self
+    }
+
+    /// The same driver, naming in [`Endpoint`] the server `writable` says its client
+    /// writes to.
+    pub fn with_writable(mut self, writable: std::sync::Arc<WritableServer>) -> Self {
+        self.writable = Some(writable);
         self
     }
 
@@ -305,6 +316,13 @@ fn is_namespace_not_found(error: &mongodb::error::Error) -> bool {
 }
 
 impl CounterDriver for MongoDriver {
+    fn endpoint(&self) -> Endpoint {
+        Endpoint {
+            database: Some(self.database.name().to_string()),
+            server: self.writable.as_ref().and_then(|w| w.address()),
+        }
+    }
+
     async fn find_and_update(
         &self,
         counter: &CounterRef,

@@ -1,0 +1,191 @@
+// The package entry publishes every public asynchronous call on
+// `diagnostics_channel.tracingChannel('mongodb-sequence:call')`, on the caller's thread:
+// an AsyncLocalStorage store of the caller is seen on start, end and asyncEnd; a failed
+// call carries its code; with no subscriber the call goes straight to the addon.
+import { test, before, after, afterEach } from 'node:test';
+import assert from 'node:assert/strict';
+import diagnostics from 'node:diagnostics_channel';
+import { AsyncLocalStorage } from 'node:async_hooks';
+import { createRequire } from 'node:module';
+import { setup, rejectsWithCode } from '../helpers.mjs';
+
+const require = createRequire(import.meta.url);
+const pkg = require('../../lib/entry.js');
+const native = require('../../index.js');
+
+let env;
+before(async () => {
+  env = await setup('tracing');
+});
+after(async () => {
+  await pkg.closeSharedClients();
+  await env?.close();
+});
+
+const EVENTS = ['start', 'end', 'asyncStart', 'asyncEnd', 'error'];
+const channel = diagnostics.tracingChannel('mongodb-sequence:call');
+let subscribed = null;
+
+/** Records every event with the store `als` holds when it is published. */
+function record(als) {
+  const seen = [];
+  subscribed = Object.fromEntries(EVENTS.map((e) => [e, (context) => seen.push({ event: e, store: als.getStore(), context })]));
+  channel.subscribe(subscribed);
+  return seen;
+}
+afterEach(() => {
+  if (subscribed) channel.unsubscribe(subscribed);
+  subscribed = null;
+});
+
+test('the entry keeps the addon: same classes, ErrorCode, sync functions, ESM names', async () => {
+  assert.equal(pkg.Sequence, native.Sequence);
+  assert.equal(pkg.SequenceClient, native.SequenceClient);
+  assert.equal(pkg.ErrorCode, native.ErrorCode);
+  assert.equal(pkg.formatSequence, native.formatSequence);
+  assert.ok(pkg.sequence(env.db, 'tc-kind') instanceof pkg.Sequence);
+  assert.equal(pkg.getNextSequenceValue.name, 'getNextSequenceValue');
+  const esm = await import('mongodb-sequence');
+  assert.equal(esm.getNextSequenceValue, pkg.getNextSequenceValue);
+  assert.deepEqual(Object.keys(pkg).sort(), Object.keys(native).sort());
+});
+
+test('a subscriber with AsyncLocalStorage sees the caller\'s store on start, end and asyncEnd', async () => {
+  const als = new AsyncLocalStorage();
+  const seen = record(als);
+  const value = await als.run({ caller: 'fn' }, () => pkg.getNextSequenceValue(env.db, 'tc-fn', { upsert: true }));
+  assert.equal(value, 1);
+  assert.deepEqual(
+    seen.map((s) => s.event),
+    ['start', 'end', 'asyncStart', 'asyncEnd'],
+  );
+  for (const s of seen) assert.deepEqual(s.store, { caller: 'fn' }, s.event);
+  const context = seen[0].context;
+  assert.equal(context.operation, 'getNextSequenceValue');
+  assert.equal(context.counter, 'tc-fn');
+  assert.equal(context.database, env.dbName);
+  assert.equal(context.collection, 'counters');
+  assert.equal(context.result, 1);
+  assert.equal(context.error, undefined);
+});
+
+test('handle methods are traced with the handle\'s counter (cached calls too)', async () => {
+  const als = new AsyncLocalStorage();
+  const h = pkg.sequence(env.db, { tenant: 'a', kind: 'tc' }, { cache: 10, collection: 'tc_counters', upsert: true });
+  const seen = record(als);
+  await als.run(1, () => h.next());
+  await als.run(2, () => h.next()); // from the cache
+  const batch = await als.run(3, () => h.nextBatch(2));
+  assert.deepEqual(batch, [3, 4]);
+  const ends = seen.filter((s) => s.event === 'asyncEnd');
+  assert.deepEqual(ends.map((s) => [s.store, s.context.operation, s.context.result]), [
+    [1, 'next', 1],
+    [2, 'next', 2],
+    [3, 'nextBatch', [3, 4]],
+  ]);
+  assert.equal(ends[0].context.counter, h.name);
+  assert.equal(ends[0].context.database, env.dbName);
+  assert.equal(ends[0].context.collection, 'tc_counters');
+  assert.deepEqual(seen.filter((s) => s.event === 'start').map((s) => s.store), [1, 2, 3]);
+});
+
+test('a failed call publishes error with its code, in the caller\'s store', async () => {
+  const als = new AsyncLocalStorage();
+  const seen = record(als);
+  await als.run('missing', () => rejectsWithCode(assert, pkg.sequence(env.db, 'tc-absent').current(), 'SEQUENCE_NOT_FOUND'));
+  const errors = seen.filter((s) => s.event === 'error');
+  assert.equal(errors.length, 1);
+  assert.equal(errors[0].store, 'missing');
+  assert.equal(errors[0].context.operation, 'current');
+  assert.equal(errors[0].context.error.code, 'SEQUENCE_NOT_FOUND');
+  assert.ok(errors[0].context.error instanceof Error);
+  assert.equal(seen.at(-1).event, 'asyncEnd');
+  // A bad argument: whether the addon throws or rejects, it is an error event with a code.
+  seen.length = 0;
+  await rejectsWithCode(assert, (async () => pkg.getNextSequenceValue(env.db, 'tc-bad', { cache: -1 }))(), 'INVALID_ARGUMENT');
+  assert.equal(seen.filter((s) => s.event === 'error')[0]?.context.error.code, 'INVALID_ARGUMENT');
+});
+
+test('connect and close are traced without the URI', async () => {
+  const seen = record(new AsyncLocalStorage());
+  const client = await pkg.connect(env.uri);
+  await pkg.getNextSequenceValue(client.db(env.dbName), 'tc-own', { upsert: true });
+  await client.close();
+  const ops = seen.filter((s) => s.event === 'asyncEnd').map((s) => s.context.operation);
+  assert.deepEqual(ops, ['connect', 'getNextSequenceValue', 'close']);
+  for (const s of seen) {
+    const { result, ...names } = s.context;
+    assert.ok(!JSON.stringify(names).includes('mongodb://'), JSON.stringify(names));
+  }
+});
+
+test('inserts and management calls are traced under their own names', async () => {
+  const seen = record(new AsyncLocalStorage());
+  await pkg.insertOne(env.db, 'tc_docs', { a: 1 });
+  await pkg.insertMany(env.db, 'tc_more', [{ a: 2 }], { name: 'tc-docs' });
+  await pkg.listSequences(env.db);
+  const h = pkg.sequence(env.db, 'tc-admin');
+  await h.init({ start: 5 });
+  await h.set(9);
+  await h.reset();
+  await h.drop();
+  const ends = seen.filter((s) => s.event === 'asyncEnd').map((s) => [s.context.operation, s.context.counter]);
+  assert.deepEqual(ends, [
+    ['insertOne', 'tc_docs'],
+    ['insertMany', 'tc-docs'],
+    ['listSequences', undefined],
+    ['init', 'tc-admin'],
+    ['set', 'tc-admin'],
+    ['reset', 'tc-admin'],
+    ['drop', 'tc-admin'],
+  ]);
+});
+
+test('with no subscriber a call goes straight to the addon (its context is never built)', async () => {
+  const name = Object.getOwnPropertyDescriptor(pkg.Sequence.prototype, 'name');
+  let reads = 0;
+  Object.defineProperty(pkg.Sequence.prototype, 'name', {
+    ...name,
+    get() {
+      reads++;
+      return name.get.call(this);
+    },
+  });
+  try {
+    const h = pkg.sequence(env.db, 'tc-quiet', { cache: 5, upsert: true });
+    assert.equal(channel.hasSubscribers, false);
+    for (let i = 0; i < 5; i++) await h.next();
+    assert.equal(reads, 0, 'no context built without subscribers');
+    const seen = record(new AsyncLocalStorage());
+    await h.next();
+    assert.equal(reads, 1, 'the context is built once subscribed');
+    assert.equal(seen[0].context.counter, 'tc-quiet');
+  } finally {
+    Object.defineProperty(pkg.Sequence.prototype, 'name', name);
+  }
+});
+
+test('the mongoose plugin numbers documents through the traced entry, in the caller\'s store', async () => {
+  const mongoose = (await import('mongoose')).default;
+  const AutoIncrement = require('../../mongoose.js');
+  const connection = mongoose.createConnection();
+  await connection.openUri(env.uri, { dbName: `${env.dbName}_plugin`, serverSelectionTimeoutMS: 10_000 });
+  try {
+    await connection.createCollection('counters');
+    const schema = new mongoose.Schema({ name: String });
+    schema.plugin(AutoIncrement(connection), { id: 'tc_plugin', inc_field: 'no' });
+    const Item = connection.model('TcItem', schema);
+    await Item.init();
+    const als = new AsyncLocalStorage();
+    const seen = record(als);
+    const doc = await als.run('save', () => new Item({ name: 'a' }).save());
+    assert.equal(doc.no, 1);
+    const ends = seen.filter((s) => s.event === 'asyncEnd');
+    assert.ok(ends.length >= 1, 'the numbering call is published');
+    for (const s of seen) assert.equal(s.store, 'save', s.event);
+    assert.equal(ends.at(-1).context.database, `${env.dbName}_plugin`);
+  } finally {
+    await connection.dropDatabase();
+    await connection.close();
+  }
+});

@@ -1,0 +1,178 @@
+'use strict';
+// The package's entry: the native exports of the generated loader (index.js), with each
+// public asynchronous call published on the `tracing:mongodb-sequence:call:*` channels of
+// `diagnostics_channel.tracingChannel('mongodb-sequence:call')` (start, end, asyncStart,
+// asyncEnd, error), synchronously on the caller's thread, so that AsyncLocalStorage-based
+// tracers see the caller's store. While nobody subscribes, a wrapped call costs one look
+// at `hasSubscribers` and goes straight to the native function.
+//
+// The context object of a call: `{ operation, counter?, database?, collection? }` (then
+// `result` or `error`, as tracingChannel sets them). Never the URI or any option besides
+// these names.
+//
+// The classes stay the native ones (instances come from the addon): their asynchronous
+// methods are wrapped on their prototypes.
+
+const native = require('../index.js');
+
+const dc = process.getBuiltinModule?.('node:diagnostics_channel') ?? require('node:diagnostics_channel');
+const channel = typeof dc.tracingChannel === 'function' ? dc.tracingChannel('mongodb-sequence:call') : null;
+
+/** A counter name as shown in messages: the string, or a scope's fields as JSON. */
+function label(name) {
+  if (typeof name === 'string') return name;
+  if (name === null || typeof name !== 'object') return undefined;
+  try {
+    return JSON.stringify(name, (_, v) => (typeof v === 'bigint' ? v.toString() : v));
+  } catch {
+    return undefined;
+  }
+}
+
+/** A database's name when `db` looks like one (a Node driver `Db` or a `SequenceDb`). */
+function databaseOf(db) {
+  try {
+    const name = db?.databaseName;
+    return typeof name === 'string' ? name : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The counters collection named by an options object (`collection` or `counterCollection`/`counters`). */
+function countersOf(options, key) {
+  if (options === null || typeof options !== 'object') return 'counters';
+  const named = options[key] ?? (key === 'counterCollection' ? options.counters : undefined);
+  return typeof named === 'string' ? named : 'counters';
+}
+
+/**
+ * `fn` traced as `operation`; `describe(args, self)` builds the context's names. Arity
+ * and name stay the native function's.
+ */
+function traced(fn, operation, describe) {
+  if (channel === null) return fn;
+  const wrapper = {
+    [fn.name]() {
+      if (!channel.hasSubscribers) return fn.apply(this, arguments);
+      const args = Array.prototype.slice.call(arguments);
+      const context = { operation, ...describe(args, this) };
+      return channel.tracePromise(fn, context, this, ...args);
+    },
+  }[fn.name];
+  Object.defineProperty(wrapper, 'length', { value: fn.length });
+  return wrapper;
+}
+
+const byName = ([db, name, ...rest], at = 1) => {
+  const options = rest[at - 1];
+  return { counter: label(name), database: databaseOf(db), collection: countersOf(options, 'collection') };
+};
+
+const fns = {
+  getNextSequenceValue: (a) => byName(a, 1),
+  getNextSequenceBatch: (a) => byName(a, 2),
+  getNextSequenceRange: (a) => byName(a, 2),
+  syncToMax: ([db, , , name, options]) => ({ counter: label(name), database: databaseOf(db), collection: countersOf(options, 'collection') }),
+  insertOne: ([db, collection, , options]) => ({
+    counter: label(options?.name ?? options?.sequence ?? collection),
+    database: databaseOf(db),
+    collection: countersOf(options, 'counterCollection'),
+    target: typeof collection === 'string' ? collection : undefined,
+  }),
+  listSequences: ([db, options]) => ({ database: databaseOf(db), collection: countersOf(options, 'collection') }),
+  setCountersWhere: ([db, , , options]) => ({ database: databaseOf(db), collection: countersOf(options, 'collection') }),
+  // Never the URI: it may hold credentials.
+  connect: () => ({}),
+  closeSharedClients: () => ({}),
+};
+fns.insertMany = fns.insertOne;
+
+const out = {};
+for (const key of Object.keys(native)) out[key] = native[key];
+for (const [key, describe] of Object.entries(fns)) {
+  if (typeof native[key] === 'function') out[key] = traced(native[key], key, describe);
+}
+
+/** Wraps the asynchronous methods of a native class in place (idempotent). */
+function wrapMethods(Class, methods, describe) {
+  if (channel === null || typeof Class !== 'function') return;
+  const proto = Class.prototype;
+  if (proto[WRAPPED]) return;
+  for (const method of methods) {
+    const own = Object.getOwnPropertyDescriptor(proto, method);
+    if (!own || typeof own.value !== 'function') continue;
+    Object.defineProperty(proto, method, { ...own, value: traced(own.value, method, describe) });
+  }
+  Object.defineProperty(proto, WRAPPED, { value: true });
+}
+const WRAPPED = Symbol('mongodb-sequence traced');
+
+// The arguments a handle was made with (`sequence(db, name, options)`,
+// `counterAt(db, locator, options)`), for its calls' database and collection: one
+// WeakMap entry per handle made, nothing per call.
+const origins = new WeakMap();
+function remembered(fn) {
+  if (channel === null || typeof fn !== 'function') return fn;
+  const wrapper = {
+    [fn.name]() {
+      const handle = fn.apply(this, arguments);
+      if (handle !== null && typeof handle === 'object') origins.set(handle, arguments);
+      return handle;
+    },
+  }[fn.name];
+  Object.defineProperty(wrapper, 'length', { value: fn.length });
+  return wrapper;
+}
+out.sequence = remembered(native.sequence);
+out.counterAt = remembered(native.counterAt);
+
+// A handle's context: its counter name (`name` is a native getter; read only while
+// traced), and the database and collection it was made for.
+wrapMethods(
+  native.Sequence,
+  ['next', 'nextBatch', 'nextRange', 'current', 'init', 'set', 'raiseTo', 'syncToMax', 'reset', 'drop', 'release'],
+  (_, handle) => {
+    const names = {};
+    try {
+      names.counter = handle.name;
+    } catch {
+      // a handle whose name cannot be read is still traced
+    }
+    const origin = origins.get(handle);
+    if (origin !== undefined) {
+      names.database = databaseOf(origin[0]);
+      names.collection = countersOf(origin[2], 'collection');
+    }
+    return names;
+  },
+);
+wrapMethods(native.SequenceClient, ['close'], () => ({}));
+
+// Named one by one, so that `import { … } from 'mongodb-sequence'` finds them (Node reads
+// CommonJS exports statically for ESM).
+module.exports.Sequence = out.Sequence;
+module.exports.SequenceClient = out.SequenceClient;
+module.exports.SequenceDb = out.SequenceDb;
+module.exports.closeSharedClients = out.closeSharedClients;
+module.exports.connect = out.connect;
+module.exports.counterAt = out.counterAt;
+module.exports.counterStateCount = out.counterStateCount;
+module.exports.defaultDatabase = out.defaultDatabase;
+module.exports.ErrorCode = out.ErrorCode;
+module.exports.formatSequence = out.formatSequence;
+module.exports.getNextSequenceBatch = out.getNextSequenceBatch;
+module.exports.getNextSequenceRange = out.getNextSequenceRange;
+module.exports.getNextSequenceValue = out.getNextSequenceValue;
+module.exports.insertMany = out.insertMany;
+module.exports.insertOne = out.insertOne;
+module.exports.listSequences = out.listSequences;
+module.exports.redactConnectionStrings = out.redactConnectionStrings;
+module.exports.sequence = out.sequence;
+module.exports.setCountersWhere = out.setCountersWhere;
+module.exports.sharedClientCount = out.sharedClientCount;
+module.exports.stats = out.stats;
+module.exports.syncToMax = out.syncToMax;
+module.exports.__napiBindingTarget = out.__napiBindingTarget;
+// Anything else the binding exports, as it is.
+for (const key of Object.keys(out)) if (!(key in module.exports)) module.exports[key] = out[key];
