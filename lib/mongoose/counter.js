@@ -134,9 +134,24 @@ class Counter {
     );
   }
 
+  /** The field of a counter document that holds its value. */
+  get counterField() {
+    return COUNTER_FIELD;
+  }
+
+  /** The fields that find the counter document of `reference` (mongoose-sequence's `{ id, reference_value }`). */
+  locatorOf(reference) {
+    return { id: this.options.id, reference_value: reference };
+  }
+
+  /** The options of the native handle that numbers documents. */
+  handleOptions() {
+    return this.nativeOptions({ upsert: true, start: this.options.start_seq, step: this.options.inc_amount });
+  }
+
   /** The options of the native calls on this counter's documents (and the plugin's `uri`). */
   nativeOptions(more) {
-    const options = { collection: this.options.collection_name, field: COUNTER_FIELD, ...more };
+    const options = { collection: this.options.collection_name, field: this.counterField, ...more };
     if (this.options.uri !== undefined) options.uri = this.options.uri;
     return options;
   }
@@ -171,11 +186,7 @@ class Counter {
     if (kept && kept.db === db) return kept.handle;
     let handle;
     try {
-      handle = core.counterAt(
-        db,
-        { id: this.options.id, reference_value: reference },
-        this.nativeOptions({ upsert: true, start: this.options.start_seq, step: this.options.inc_amount }),
-      );
+      handle = core.counterAt(db, this.locatorOf(reference), this.handleOptions());
     } catch (error) {
       throw this.explained(error);
     }

@@ -25,6 +25,8 @@
 //   (1) refused unless the filter gives the number (lib/mongoose/upserts.js)
 //   (2) as mongoose-sequence: a copy of a saved record never repeats its number
 //   (3) numbered ahead by create([...]) or setNext, or a save retried after it failed
+//   A counter's `exempt(doc, Model)`, when it has one and says so, takes no number in any
+//   write (the typegoose drop-in's skip symbol).
 //   An update upsert takes a number unless its filter or update gives the field
 //   (lib/mongoose/upserts.js). Plain objects are never OURS or STALE: a counter records
 //   only the documents it numbers, and numbers a plain object as a copy.
@@ -76,6 +78,8 @@ function stateOf(counter, doc, Model) {
 function takesNumber(counter, doc, write, Model) {
   if (!Object.hasOwn(TAKES[EMPTY], write)) throw new Error(`unknown write ${String(write)}`);
   if (!doc || typeof doc !== 'object') return false;
+  // A counter may exempt documents outright (the typegoose drop-in's skip symbol).
+  if (typeof counter.exempt === 'function' && counter.exempt(doc, Model)) return false;
   const column = Object.values(TAKES).map((row) => row[write]);
   if (column.every((takes) => takes === column[0])) return column[0];
   return TAKES[stateOf(counter, doc, Model)][write];
