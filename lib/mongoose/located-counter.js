@@ -1,0 +1,68 @@
+'use strict';
+// A counter kept in another plugin's counter documents, for the drop-ins: one document
+// per model (and field, and group), found by equality on fields such as
+// `{ field, modelName }`, its value in a field such as `count`. It numbers documents as
+// the plugin's own counter does (./counter.js: the hooks, batches, the rule); what differs
+// is which document a model's writes advance and on which connection.
+
+const { Counter } = require('./counter.js');
+const { codedError } = require('../coded-error.js');
+const { openDb } = require('./connection.js');
+const { DEFAULTS } = require('./options.js');
+
+class LocatedCounter extends Counter {
+  /**
+   * `spec`: `label` (the counter in messages), `field` (the numbered path),
+   * `collection`, `counterField`, `start` and `step` (number or bigint), `bigint` (the
+   * numbered path holds BigInts), `locate(Model, source)` (the locator fields of the
+   * counter that numbers `source`, a document or plain object of `Model`), and
+   * optionally `exempt(doc, Model)` (documents that take no number) and `plugin` (the
+   * name errors start with).
+   */
+  constructor(spec) {
+    const options = {
+      ...DEFAULTS,
+      id: spec.label,
+      inc_field: spec.field,
+      start_seq: spec.start,
+      inc_amount: spec.step,
+      collection_name: spec.collection,
+      parallel_hooks: false,
+    };
+    super(null, options, null);
+    this.spec = spec;
+    if (typeof spec.exempt === 'function') this.exempt = spec.exempt;
+  }
+
+  get counterField() {
+    return this.spec.counterField;
+  }
+
+  /** Counters are chosen by the model (and group) of a document: always a reference. */
+  get scoped() {
+    return true;
+  }
+
+  /** The locator fields of the counter of `source` (a document, or a plain object of `Model`). */
+  referenceOf(source, Model) {
+    const model = typeof Model === 'function' ? Model : source && typeof source.constructor === 'function' && source.constructor.modelName ? source.constructor : null;
+    if (!model) throw codedError('INVALID_ARGUMENT', `${this.spec.plugin}: cannot tell the model of a document to number (subdocuments are not numbered)`);
+    return this.spec.locate(model, source);
+  }
+
+  locatorOf(reference) {
+    return reference;
+  }
+
+  handleOptions() {
+    return this.nativeOptions({ upsert: true, start: this.spec.start, step: this.spec.step, bigint: Boolean(this.spec.bigint) });
+  }
+
+  /** The driver `Db` of `Model`'s own connection (the drop-ins are given no connection), once open. */
+  async db(Model) {
+    if (!Model || !Model.db) throw codedError('INVALID_ARGUMENT', `${this.spec.plugin}: cannot tell the connection of a document to number`);
+    return openDb(Model.db, Model);
+  }
+}
+
+module.exports = { LocatedCounter };
