@@ -114,3 +114,22 @@ test('where theirs fails, ours numbers: insertMany, and create([...]) on a fresh
   const created = await Ours.create([{ tag: 3 }, { tag: 4 }, { tag: 5 }]);
   assert.deepEqual(created.map((d) => d._id), [102, 103, 104]);
 });
+
+test('subdocuments: the same numbers and the same counter as theirs', async () => {
+  const run = async (plugin, dbName) => {
+    const db = connection.useDb(dbName);
+    const sub = new mongoose.Schema({ _id: Number, name: String });
+    sub.plugin(plugin.AutoIncrementID, { startAt: 1 });
+    const Parent = db.model('Parent', new mongoose.Schema({ nested: sub }));
+    await Parent.init();
+    const numbers = [];
+    for (let i = 0; i < 3; i++) numbers.push((await Parent.create({ nested: { name: `n${i}` } })).nested._id);
+    const counters = await db.db.collection('identitycounters').find({}, { projection: { _id: 0 } }).toArray();
+    await db.dropDatabase();
+    // Theirs leaves modelName out, ours stores null: one equality on null finds either.
+    return { numbers, counters: counters.map((c) => ({ ...c, modelName: c.modelName ?? null, count: Number(c.count) })) };
+  };
+  const a = await run(theirs, `${env.dbName}_sub_t`);
+  const b = await run(ours, `${env.dbName}_sub_o`);
+  assert.deepEqual(b, a);
+});

@@ -203,6 +203,29 @@ for (const [major, mongoose] of [
       await rejectsCode(O.create({}), 'SEQUENCE_OVERFLOW');
     });
 
+    test('typegoose\'s tracker model is registered on the connection and reads the counters', async () => {
+      const schema = new mongoose.Schema({ _id: Number });
+      schema.plugin(AutoIncrementID, { startAt: 3 });
+      const M = await model(`${p}Tracked`, schema);
+      await M.create({});
+      const Tracker = connection.models.identitycounter;
+      assert.equal(Object.getPrototypeOf(Tracker), mongoose.Model);
+      assert.equal((await Tracker.findOne({ modelName: `${p}Tracked` }).orFail()).count, 3n);
+    });
+
+    test('a subdocument schema: new subdocuments numbered when their parent is saved', async () => {
+      const sub = new mongoose.Schema({ _id: Number, name: String });
+      sub.plugin(AutoIncrementID, { startAt: 1 });
+      const Parent = await model(`${p}Parent`, new mongoose.Schema({ nested: sub, list: [sub] }));
+      const a = await Parent.create({ nested: { name: 'x' }, list: [{ name: 'y' }, { name: 'z' }] });
+      const numbers = [a.nested._id, ...a.list.map((d) => d._id)];
+      assert.deepEqual([...numbers].sort(), [1, 2, 3]);
+      await a.save();
+      assert.deepEqual([a.nested._id, ...a.list.map((d) => d._id)], numbers);
+      // typegoose's counter of a subdocument: its constructor has no model name.
+      assert.equal(Number((await trackers().findOne({ modelName: null, field: '_id' })).count), 3);
+    });
+
     test('AutoIncrementSimple bumps fields on each save of a saved document', async () => {
       const schema = new mongoose.Schema({ rev: { type: Number, default: 0 }, big: { type: BigInt, default: 0n }, name: String });
       schema.plugin(AutoIncrementSimple, [{ field: 'rev' }, { field: 'big', incrementBy: 2 }]);

@@ -27,8 +27,9 @@ function isNullOrUndefined(value) {
   return value === null || value === undefined;
 }
 
+/** A refusal, worded as typegoose words it (its users' tests match the messages). */
 function invalid(message) {
-  return codedError('INVALID_ARGUMENT', `${PLUGIN}: ${message}`, { type: TypeError });
+  return codedError('INVALID_ARGUMENT', message, { type: TypeError });
 }
 
 /** An integer option: a safe integer number or a BigInt (`nonZero`: not 0). */
@@ -70,12 +71,36 @@ function idOptions(options) {
   return opt;
 }
 
-/** The model name the counter of `Model` is kept under (`overwriteModelName`, else the model's). */
+/**
+ * The model name the counter of `Model` is kept under (`overwriteModelName`, else the
+ * model's; `null` for a subdocument's constructor, which has none, as typegoose stores it).
+ */
 function trackedName(opt, Model) {
-  if (typeof opt.overwriteModelName !== 'function') return opt.overwriteModelName || Model.modelName;
+  if (typeof opt.overwriteModelName !== 'function') return opt.overwriteModelName || Model.modelName || null;
   const name = opt.overwriteModelName(Model.modelName, Model);
   if (!name || typeof name !== 'string') throw invalid('"overwriteModelname" is a function, but did return a falsy type or is not a string!');
   return name;
+}
+
+/** typegoose's tracker schema, one per mongoose instance. */
+const trackerSchemas = new WeakMap();
+
+/**
+ * Registers typegoose's tracker model (`trackerModelName`, on `trackerCollection`) on
+ * `connection` unless it has a model of that name: code written for typegoose reads the
+ * counters through it. The counters are numbered by the core, not through it.
+ */
+function trackerModel(connection, opt) {
+  if (!connection || typeof connection.model !== 'function' || (connection.models && connection.models[opt.trackerModelName])) return;
+  const mongoose = connection.base;
+  if (!mongoose || typeof mongoose.Schema !== 'function') return;
+  let schema = trackerSchemas.get(mongoose);
+  if (!schema) {
+    schema = new mongoose.Schema({ field: String, modelName: String, count: BigInt }, { versionKey: false });
+    schema.index({ field: 1, modelName: 1 }, { unique: true });
+    trackerSchemas.set(mongoose, schema);
+  }
+  connection.model(opt.trackerModelName, schema, opt.trackerCollection);
 }
 
 /**
@@ -99,14 +124,17 @@ function AutoIncrementID(schema, options) {
     bigint: type === 'BigInt',
     // In the order of typegoose's unique index, so the core makes sure of that very index.
     locate: (Model, source) => {
-      const model = isDocument(source) ? source.constructor : asCast(Model, source)?.constructor;
-      return { field: opt.field, modelName: trackedName(opt, typeof model === 'function' && model.modelName ? model : Model) };
+      // A plain object is counted as the document it becomes (a discriminator's, when it names one).
+      const cast = isDocument(source) ? null : asCast(Model, source);
+      const model = cast && isDocument(cast) ? cast.constructor : Model;
+      return { field: opt.field, modelName: trackedName(opt, model) };
     },
     exempt: (doc, Model) => {
       if (doc[AutoIncrementIDSkipSymbol] === true) return true;
-      const db = isDocument(doc) ? doc.db : Model && Model.db;
+      const db = isDocument(doc) ? doc.db ?? (typeof doc.ownerDocument === 'function' ? doc.ownerDocument().db : undefined) : Model && Model.db;
       return Boolean(db && db[AutoIncrementIDSkipSymbol] === true);
     },
+    onConnection: (connection) => trackerModel(connection, opt),
   });
   addToSchema(schema, counter);
   addHooks(schema, counter);

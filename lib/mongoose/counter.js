@@ -97,8 +97,13 @@ class Counter {
   /** Gives `doc` the next number of the counter of its reference value (setNext, save). */
   async numberNow(doc) {
     const reference = this.referenceOf(doc);
-    const value = await this.call((await this.handle(reference, doc.constructor)).next());
+    const value = await this.call((await this.handle(reference, this.modelOf(doc))).next());
     this.give(doc, reference, value);
+  }
+
+  /** The model whose connection numbers `doc` (a subdocument is numbered on the connection its constructor knows). */
+  modelOf(doc) {
+    return doc.constructor;
   }
 
   /** Whether the counter has reference_fields (one counter document per combination of their values). */

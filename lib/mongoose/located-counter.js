@@ -9,6 +9,7 @@ const { Counter } = require('./counter.js');
 const { codedError } = require('../coded-error.js');
 const { openDb } = require('./connection.js');
 const { DEFAULTS } = require('./options.js');
+const { isDocument } = require('./paths.js');
 
 class LocatedCounter extends Counter {
   /**
@@ -16,8 +17,8 @@ class LocatedCounter extends Counter {
    * `collection`, `counterField`, `start` and `step` (number or bigint), `bigint` (the
    * numbered path holds BigInts), `locate(Model, source)` (the locator fields of the
    * counter that numbers `source`, a document or plain object of `Model`), and
-   * optionally `exempt(doc, Model)` (documents that take no number) and `plugin` (the
-   * name errors start with).
+   * optionally `exempt(doc, Model)` (documents that take no number), `onConnection(connection)`
+   * (called before each numbering on a connection) and `plugin` (the name errors start with).
    */
   constructor(spec) {
     const options = {
@@ -43,11 +44,21 @@ class LocatedCounter extends Counter {
     return true;
   }
 
-  /** The locator fields of the counter of `source` (a document, or a plain object of `Model`). */
+  /**
+   * The locator fields of the counter of `source`: a document or subdocument (its own
+   * constructor names the counter), or a plain object of `Model`.
+   */
   referenceOf(source, Model) {
-    const model = typeof Model === 'function' ? Model : source && typeof source.constructor === 'function' && source.constructor.modelName ? source.constructor : null;
-    if (!model) throw codedError('INVALID_ARGUMENT', `${this.spec.plugin}: cannot tell the model of a document to number (subdocuments are not numbered)`);
+    const model = isDocument(source) ? source.constructor : Model;
+    if (typeof model !== 'function') throw codedError('INVALID_ARGUMENT', `${this.spec.plugin}: cannot tell the model of a document to number`);
     return this.spec.locate(model, source);
+  }
+
+  /** A subdocument is numbered on its top document's connection. */
+  modelOf(doc) {
+    let top = doc;
+    while (top && typeof top.ownerDocument === 'function' && top.ownerDocument() !== top) top = top.ownerDocument();
+    return top ? top.constructor : doc.constructor;
   }
 
   locatorOf(reference) {
@@ -61,6 +72,7 @@ class LocatedCounter extends Counter {
   /** The driver `Db` of `Model`'s own connection (the drop-ins are given no connection), once open. */
   async db(Model) {
     if (!Model || !Model.db) throw codedError('INVALID_ARGUMENT', `${this.spec.plugin}: cannot tell the connection of a document to number`);
+    if (typeof this.spec.onConnection === 'function') this.spec.onConnection(Model.db);
     return openDb(Model.db, Model);
   }
 }
