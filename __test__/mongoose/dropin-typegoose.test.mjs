@@ -179,11 +179,16 @@ for (const [major, mongoose] of [
       const A = await model(`${p}SharedA`, shared());
       const B = await model(`${p}SharedB`, shared());
       assert.deepEqual([(await A.create({}))._id, (await B.create({}))._id, (await A.create({}))._id], [0, 1, 2]);
-      const f = new mongoose.Schema({ _id: Number });
-      f.plugin(AutoIncrementID, { overwriteModelName: (name) => `${name}_renamed` });
+      let asked = 0;
+      const f = new mongoose.Schema({ _id: Number, n: Number });
+      f.plugin(AutoIncrementID, { overwriteModelName: (name) => (asked++, `${name}_renamed`) });
       const F = await model(`${p}Fn`, f);
-      await F.create({});
+      const saved = await F.create({});
       assert.ok(await tracker(`${p}Fn_renamed`));
+      // Asked as the number is taken, and on every save of a saved document, as typegoose asks it.
+      saved.n = 1;
+      await saved.save();
+      assert.equal(asked, 2);
       const bad = new mongoose.Schema({ _id: Number });
       bad.plugin(AutoIncrementID, { overwriteModelName: () => '' });
       const Bad = await model(`${p}BadFn`, bad);

@@ -139,6 +139,13 @@ function AutoIncrementID(schema, options) {
   addToSchema(schema, counter);
   addHooks(schema, counter);
   addCreate(schema, counter);
+  if (typeof opt.overwriteModelName === 'function') {
+    // typegoose asks the name function on every save, of saved documents too (and fails
+    // the save when it answers no name); new documents ask it as they take their number.
+    schema.pre('save', function AutoIncrementIDName() {
+      if (!this.isNew && typeof this.constructor.modelName === 'string') trackedName(opt, this.constructor);
+    });
+  }
 }
 
 /**
