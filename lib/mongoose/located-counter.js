@@ -10,6 +10,8 @@ const { codedError } = require('../coded-error.js');
 const { openDb } = require('./connection.js');
 const { DEFAULTS } = require('./options.js');
 const { isDocument } = require('./paths.js');
+const { SAVE, BATCH } = require('./rule.js');
+const core = require('../../index.js');
 
 class LocatedCounter extends Counter {
   /**
@@ -17,8 +19,10 @@ class LocatedCounter extends Counter {
    * `collection`, `counterField`, `start` and `step` (number or bigint), `bigint` (the
    * numbered path holds BigInts), `locate(Model, source)` (the locator fields of the
    * counter that numbers `source`, a document or plain object of `Model`), and
-   * optionally `exempt(doc, Model)` (documents that take no number), `onConnection(connection)`
-   * (called before each numbering on a connection) and `plugin` (the name errors start with).
+   * optionally `exempt(doc, Model)` (documents that take no number), `keepGivenOnSave`
+   * (save keeps a number the caller set, as batches do), `connection` (the counters'
+   * connection, else each model's own), `onConnection(connection)` (called before each
+   * numbering on a connection) and `plugin` (the name errors start with).
    */
   constructor(spec) {
     const options = {
@@ -33,6 +37,7 @@ class LocatedCounter extends Counter {
     super(null, options, null);
     this.spec = spec;
     if (typeof spec.exempt === 'function') this.exempt = spec.exempt;
+    if (spec.keepGivenOnSave) this.writeAs = (write) => (write === SAVE ? BATCH : write);
   }
 
   get counterField() {
@@ -71,9 +76,32 @@ class LocatedCounter extends Counter {
 
   /** The driver `Db` of `Model`'s own connection (the drop-ins are given no connection), once open. */
   async db(Model) {
-    if (!Model || !Model.db) throw codedError('INVALID_ARGUMENT', `${this.spec.plugin}: cannot tell the connection of a document to number`);
-    if (typeof this.spec.onConnection === 'function') this.spec.onConnection(Model.db);
-    return openDb(Model.db, Model);
+    const connection = this.spec.connection || (Model && Model.db);
+    if (!connection) throw codedError('INVALID_ARGUMENT', `${this.spec.plugin}: cannot tell the connection of a document to number`);
+    if (typeof this.spec.onConnection === 'function') this.spec.onConnection(connection);
+    return openDb(connection, Model);
+  }
+
+  /** The counter's value for `Model` (the last number handed out), or `undefined` when it does not exist yet. */
+  async currentValue(Model) {
+    try {
+      return await this.call((await this.handle(this.referenceOf(null, Model), Model)).current());
+    } catch (error) {
+      if (error && error.code === 'SEQUENCE_NOT_FOUND') return undefined;
+      throw error;
+    }
+  }
+
+  /** Sets the counter of `Model` to `value` when it exists (the next number is `value + step`); resolves with how many matched. */
+  async setValue(Model, value) {
+    const db = await this.db(Model);
+    return this.call(core.setCountersWhere(db, this.locatorOf(this.referenceOf(null, Model)), value, this.nativeOptions()));
+  }
+
+  /** Moves the counter of `doc` to at least `value` (at most, counting down), creating it when absent. */
+  async raiseTo(doc, value) {
+    const Model = this.modelOf(doc);
+    return this.call((await this.handle(this.referenceOf(doc), Model)).raiseTo(value));
   }
 }
 
