@@ -78,9 +78,14 @@ class Counter {
     if (doc && typeof doc === 'object') this.numbered.delete(doc);
   }
 
+  /** What a document receives for the counter's `value` (the value itself; a drop-in may filter it). */
+  shown(value) {
+    return value;
+  }
+
   /** Sets `value` on `doc` and records that this counter gave it for `reference` (as stored: after setters). */
   give(doc, reference, value) {
-    writeField(doc, this.options.inc_field, value);
+    writeField(doc, this.options.inc_field, this.shown(value));
     if (isDocument(doc)) this.numbered.set(doc, { key: this.keyOf(reference), value: readField(doc, this.options.inc_field, true) });
   }
 
@@ -231,7 +236,7 @@ class Counter {
 
   /** `doc` with `value`, given for `reference`: a document numbered in place, a plain object as a numbered copy. */
   withNumber(doc, { reference, value }) {
-    if (!isDocument(doc)) return withField(doc, this.options.inc_field, value);
+    if (!isDocument(doc)) return withField(doc, this.options.inc_field, this.shown(value));
     this.give(doc, reference, value);
     return doc;
   }

@@ -22,7 +22,9 @@ class LocatedCounter extends Counter {
    * optionally `exempt(doc, Model)` (documents that take no number), `keepGivenOnSave`
    * (save keeps a number the caller set, as batches do), `connection` (the counters'
    * connection, else each model's own), `onConnection(connection)` (called before each
-   * numbering on a connection) and `plugin` (the name errors start with).
+   * numbering on a connection), `prepare(db, locator)` (a promise, awaited before a
+   * counter's first use on a `Db`), `output(value)` (what documents receive for a value)
+   * and `plugin` (the name errors start with).
    */
   constructor(spec) {
     const options = {
@@ -38,6 +40,29 @@ class LocatedCounter extends Counter {
     this.spec = spec;
     if (typeof spec.exempt === 'function') this.exempt = spec.exempt;
     if (spec.keepGivenOnSave) this.writeAs = (write) => (write === SAVE ? BATCH : write);
+    /** Per driver `Db`: the preparation of each counter, by reference key (`spec.prepare`). */
+    this.prepared = new WeakMap();
+  }
+
+  shown(value) {
+    return typeof this.spec.output === 'function' ? this.spec.output(value) : value;
+  }
+
+  /** The native handle, once `spec.prepare(db, locator)` has run for the counter on that `Db` (once each). */
+  async handle(reference, Model) {
+    if (typeof this.spec.prepare === 'function') {
+      const db = await this.db(Model);
+      if (!this.prepared.has(db)) this.prepared.set(db, new Map());
+      const done = this.prepared.get(db);
+      const key = this.keyOf(reference);
+      if (!done.has(key)) {
+        const preparing = this.spec.prepare(db, this.locatorOf(reference));
+        done.set(key, preparing);
+        preparing.catch(() => done.delete(key));
+      }
+      await done.get(key);
+    }
+    return super.handle(reference, Model);
   }
 
   get counterField() {
@@ -82,20 +107,31 @@ class LocatedCounter extends Counter {
     return openDb(connection, Model);
   }
 
-  /** The counter's value for `Model` (the last number handed out), or `undefined` when it does not exist yet. */
-  async currentValue(Model) {
+  /** The value of the counter of `reference` (the last number handed out), or `undefined` when it does not exist yet. */
+  async currentValueOf(reference, Model) {
     try {
-      return await this.call((await this.handle(this.referenceOf(null, Model), Model)).current());
+      return await this.call((await this.handle(reference, Model)).current());
     } catch (error) {
       if (error && error.code === 'SEQUENCE_NOT_FOUND') return undefined;
       throw error;
     }
   }
 
-  /** Sets the counter of `Model` to `value` when it exists (the next number is `value + step`); resolves with how many matched. */
-  async setValue(Model, value) {
+  /** The value of `Model`'s counter (one whose locator does not depend on the document). */
+  async currentValue(Model) {
+    return this.currentValueOf(this.referenceOf(null, Model), Model);
+  }
+
+  /** Sets the counter of `reference` to `value` when it exists (the next number is `value + step`); resolves with how many matched. */
+  async setValueOf(reference, Model, value) {
+    if (typeof this.spec.prepare === 'function') await this.handle(reference, Model);
     const db = await this.db(Model);
-    return this.call(core.setCountersWhere(db, this.locatorOf(this.referenceOf(null, Model)), value, this.nativeOptions()));
+    return this.call(core.setCountersWhere(db, this.locatorOf(reference), value, this.nativeOptions()));
+  }
+
+  /** Sets `Model`'s counter (one whose locator does not depend on the document) to `value`. */
+  async setValue(Model, value) {
+    return this.setValueOf(this.referenceOf(null, Model), Model, value);
   }
 
   /** Moves the counter of `doc` to at least `value` (at most, counting down), creating it when absent. */
