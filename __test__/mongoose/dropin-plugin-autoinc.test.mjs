@@ -22,6 +22,19 @@ after(async () => {
   await env?.close();
 });
 
+test('the entry, imported and required: the plugin, with its names', async () => {
+  const imported = await import('mongodb-sequence/mongoose/plugin-autoinc');
+  assert.equal(imported.default, autoIncrement);
+  assert.equal(imported.autoIncrement, autoIncrement);
+  assert.equal(imported.plugin, plugin);
+  assert.equal(require('mongodb-sequence/mongoose/plugin-autoinc'), autoIncrement);
+  const typegoose = await import('mongodb-sequence/mongoose/typegoose');
+  assert.equal(typeof typegoose.AutoIncrementID, 'function');
+  assert.equal(typeof typegoose.AutoIncrementIDSkipSymbol, 'symbol');
+  const mai = await import('mongodb-sequence/mongoose/auto-increment');
+  assert.deepEqual([typeof mai.initialize, typeof mai.plugin], ['function', 'function']);
+});
+
 for (const [major, mongoose] of [
   [9, mongoose9],
   [8, mongoose8],

@@ -147,4 +147,10 @@ function plugin(schema, options) {
   return autoIncrement(schema, options);
 }
 
-module.exports = { autoIncrement, plugin, initialize, default: autoIncrement };
+// The plugin itself, with its names as properties: `require(...)`, a default import and
+// the named exports all give it, as the package's compiled exports did.
+module.exports = autoIncrement;
+module.exports.autoIncrement = autoIncrement;
+module.exports.plugin = plugin;
+module.exports.initialize = initialize;
+module.exports.default = autoIncrement;
