@@ -67,6 +67,8 @@ for (const [major, mongoose] of [
       assert.deepEqual(await counterOf(`${p}User`), { field: '_id', groupingField: '', model: `${p}User`, count: 1 });
       const indexes = await counters().indexes();
       assert.ok(indexes.some((i) => i.unique && JSON.stringify(i.key) === JSON.stringify({ field: 1, groupingField: 1, model: 1 })));
+      // Its IdentityCounter model, registered at the first numbering, reads the counters.
+      assert.equal((await connection.model('IdentityCounter').findOne({ model: `${p}User` })).count, 1);
     });
 
     test('groupingField: a counter per value; nextCount and resetCount per group', async () => {

@@ -69,6 +69,32 @@ async function convertOldCounter(db, locator) {
   }
 }
 
+/** Its counter schema, one per mongoose instance. */
+const counterSchemas = new WeakMap();
+
+/**
+ * Registers its `IdentityCounter` model on `connection` unless it has a model of that name,
+ * as mongoose-plugin-autoinc did at the first numbering: code written for it reads (or
+ * drops) the counters through it. The counters are numbered by the core, not through it.
+ */
+function counterModel(connection) {
+  if (!connection || typeof connection.model !== 'function' || (connection.models && connection.models.IdentityCounter)) return;
+  const mongoose = connection.base;
+  if (!mongoose || typeof mongoose.Schema !== 'function') return;
+  let schema = counterSchemas.get(mongoose);
+  if (!schema) {
+    schema = new mongoose.Schema({
+      model: { type: String, required: true },
+      field: { type: String, required: true },
+      groupingField: { type: String, default: '' },
+      count: { type: Number, default: 0 },
+    });
+    schema.index({ field: 1, groupingField: 1, model: 1 }, { unique: true });
+    counterSchemas.set(mongoose, schema);
+  }
+  connection.model('IdentityCounter', schema, COUNTER_COLLECTION);
+}
+
 /** The model a static (`this` a model) or a method (`this` a document) is called on. */
 function modelOfThis(self) {
   return typeof self === 'function' ? self : self && self.constructor;
@@ -107,6 +133,7 @@ function autoIncrement(schema, options) {
     keepGivenOnSave: true,
     output: settings.outputFilter,
     prepare: convertOldCounter,
+    onConnection: counterModel,
   });
   addToSchema(schema, counter);
   addHooks(schema, counter);
