@@ -1,16 +1,26 @@
 #!/usr/bin/env node
 // Runs another plugin's own test suite against this package's drop-in for it, on a test
 // server (or MONGODB_URI). The suites are not published on npm and are not part of this
-// repository: check the plugin's repository out, install its dependencies there, then
+// repository: check the plugin's repository out, install what the suite needs, then
 //
-//   node scripts/dropin-suites.mjs typegoose <checkout of typegoose/auto-increment>
+//   node scripts/dropin-suites.mjs <suite> <checkout> [node_modules with jest]
 //
-// `typegoose`: @typegoose/auto-increment's jest suite (test/basic.test.ts). Its import of
-// `../src/autoIncrement` is mapped to `lib/dropins/typegoose.js`; its global set-up (which
-// starts mongodb-memory-server) is replaced by one that points the suite's own
-// configuration (`Memory: false`, IP and port) at the server; its tests run as they are,
-// with their snapshots, in band. The checkout needs `npm install --ignore-scripts` (no
-// mongod download: the suite uses the server given here). Exits with jest's status.
+// `typegoose`: @typegoose/auto-increment's jest suite (test/basic.test.ts), with the
+// checkout's own dependencies (`npm install --ignore-scripts` there: no mongod download).
+// Its import of `../src/autoIncrement` is mapped to `lib/dropins/typegoose.js`; its global
+// set-up (which starts mongodb-memory-server) is replaced by one that points the suite's
+// own configuration (`Memory: false`, IP and port) at the server.
+//
+// `plugin-autoinc`: mongoose-plugin-autoinc's jest suite (src/__tests__/), written for
+// jest 23, Babel 6 and mongoose 5. It runs with the jest (≥ 29), ts-jest and mongoose
+// of the third argument (the typegoose checkout's node_modules will do), its `import`s
+// compiled by ts-jest, `..` mapped to `lib/dropins/plugin-autoinc.js`, and shims written
+// here for what its tests take from their time: mongodb-memory-server (the server's URI
+// instead), mongoose 5's connection options (dropped) and thenable connections, driver
+// 3's `ensureIndex` / `insert`, jest 23's `toThrowError`. Its test that saves with a
+// callback (mongoose ≤ 6) fails whatever the plugin.
+//
+// The tests run as they are, in band. Exits with jest's status.
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -47,19 +57,100 @@ async function drop() {
       writeFileSync(join(work, 'global-setup.cjs'), `${drop}\nmodule.exports = async () => { process.env.MONGO_URI = ${JSON.stringify(`mongodb://${host}:${port}`)}; await drop(); };\n`);
       writeFileSync(join(work, 'global-teardown.cjs'), `${drop}\nmodule.exports = async () => { await drop(); };\n`);
     },
+    env: (work) => ({ CONFIG: join(work, 'config.json') }),
+  },
+  'plugin-autoinc': {
+    dropin: join(ROOT, 'lib/dropins/plugin-autoinc.js'),
+    jestConfig(checkout, work, { modules }) {
+      return {
+        rootDir: checkout,
+        testEnvironment: 'node',
+        testMatch: ['**/src/__tests__/**/*-test.js'],
+        transform: { '\\.js$': [join(modules, 'ts-jest'), { tsconfig: { allowJs: true, module: 'commonjs', esModuleInterop: true, target: 'es2020' }, diagnostics: false }] },
+        moduleNameMapper: {
+          '^mongodb-memory-server$': join(work, 'memory-server.cjs'),
+          '^mongoose$': join(work, 'mongoose.cjs'),
+          '^\\.\\.(/\\.\\.)?$': this.dropin,
+        },
+        setupFiles: [join(work, 'setup.cjs')],
+        setupFilesAfterEnv: [join(work, 'setup-after.cjs')],
+        testTimeout: 60_000,
+      };
+    },
+    write(work, { host, port, dbName, modules }) {
+      const uri = `mongodb://${host}:${port}/${dbName}?directConnection=true`;
+      writeFileSync(
+        join(work, 'memory-server.cjs'),
+        `// mongodb-memory-server's place: the test server.
+class MongodbMemoryServer {
+  async getConnectionString() { return ${JSON.stringify(uri)}; }
+  async getUri() { return ${JSON.stringify(uri)}; }
+  async stop() {}
+}
+module.exports = MongodbMemoryServer;
+module.exports.default = MongodbMemoryServer;
+`,
+      );
+      writeFileSync(
+        join(work, 'mongoose.cjs'),
+        `// mongoose of today, taking what the suite passes as mongoose 5 took it.
+const mongoose = require(${JSON.stringify(join(modules, 'mongoose'))});
+const DROPPED = ['autoReconnect', 'reconnectInterval', 'reconnectTries', 'useMongoClient'];
+const strip = (options) => {
+  if (!options || typeof options !== 'object') return options;
+  const kept = { ...options };
+  for (const key of DROPPED) delete kept[key];
+  return kept;
+};
+const createConnection = mongoose.createConnection.bind(mongoose);
+// mongoose 5's connection was a promise of itself: the suite awaits createConnection(...).catch(...).
+mongoose.createConnection = (uri, options) => {
+  const connection = createConnection(uri, strip(options));
+  connection.catch = (onError) => connection.asPromise().catch(onError);
+  return connection;
+};
+const connect = mongoose.connect.bind(mongoose);
+mongoose.connect = (uri, options) => connect(uri, strip(options));
+// Driver 3's collection methods, by their names of today.
+const collection = mongoose.Collection.prototype;
+collection.ensureIndex = function ensureIndex(keys, options) { return this.createIndex(keys, options); };
+collection.insert = function insert(docs) { return Array.isArray(docs) ? this.insertMany(docs) : this.insertOne(docs); };
+module.exports = mongoose;
+module.exports.default = mongoose;
+`,
+      );
+      writeFileSync(join(work, 'setup.cjs'), '// jest-circus has no jasmine global; the suite sets its timeout through it.\nglobal.jasmine = global.jasmine || {};\n');
+      writeFileSync(
+        join(work, 'setup-after.cjs'),
+        `// jest 23's toThrowError, an alias of toThrow that jest 30 dropped.
+expect.extend({
+  toThrowError(received, expected) {
+    try {
+      expect(received).toThrow(expected);
+      return { pass: true, message: () => 'expected it not to throw' };
+    } catch (error) {
+      return { pass: false, message: () => error.message };
+    }
+  },
+});
+`,
+      );
+    },
+    env: () => ({}),
   },
 };
 
-const [name, checkoutArg] = process.argv.slice(2);
+const [name, checkoutArg, modulesArg] = process.argv.slice(2);
 const suite = SUITES[name];
 if (!suite || !checkoutArg) {
-  console.error(`usage: dropin-suites.mjs <${Object.keys(SUITES).join('|')}> <checkout of the plugin's repository>`);
+  console.error(`usage: dropin-suites.mjs <${Object.keys(SUITES).join('|')}> <checkout of the plugin's repository> [node_modules with jest]`);
   process.exit(2);
 }
 const checkout = resolve(checkoutArg);
-const jest = join(checkout, 'node_modules/jest/bin/jest.js');
+const modules = resolve(modulesArg ?? join(checkout, 'node_modules'));
+const jest = join(modules, 'jest/bin/jest.js');
 if (!existsSync(jest)) {
-  console.error(`${checkout} has no node_modules/jest: run npm install --ignore-scripts there first`);
+  console.error(`${modules} has no jest: run npm install --ignore-scripts in the checkout first (or name a node_modules with jest)`);
   process.exit(2);
 }
 
@@ -69,12 +160,13 @@ let status = 1;
 try {
   const [address] = hostsOf(server.uri);
   const at = address.lastIndexOf(':');
-  suite.write(work, { host: address.slice(0, at), port: Number(address.slice(at + 1)), dbName: `dropin_suite_${name}` });
-  writeFileSync(join(work, 'jest.config.json'), JSON.stringify(suite.jestConfig(checkout, work)));
+  const where = { host: address.slice(0, at), port: Number(address.slice(at + 1)), dbName: `dropin_suite_${name.replace(/\W/g, '_')}`, modules };
+  suite.write(work, where);
+  writeFileSync(join(work, 'jest.config.json'), JSON.stringify(suite.jestConfig(checkout, work, where)));
   const run = spawnSync(process.execPath, [jest, '--config', join(work, 'jest.config.json'), '--ci', '--runInBand'], {
     cwd: checkout,
     stdio: 'inherit',
-    env: { ...process.env, CONFIG: join(work, 'config.json') },
+    env: { ...process.env, ...suite.env(work, where) },
   });
   status = run.status ?? 1;
 } finally {
