@@ -3,7 +3,7 @@
 // server (or MONGODB_URI). The suites are not published on npm and are not part of this
 // repository: check the plugin's repository out, install what the suite needs, then
 //
-//   node scripts/dropin-suites.mjs <suite> <checkout> [node_modules with jest]
+//   node scripts/dropin-suites.mjs <suite> <checkout> [node_modules with its runner]
 //
 // `typegoose`: @typegoose/auto-increment's jest suite (test/basic.test.ts), with the
 // checkout's own dependencies (`npm install --ignore-scripts` there: no mongod download).
@@ -20,7 +20,14 @@
 // 3's `ensureIndex` / `insert`, jest 23's `toThrowError`. Its test that saves with a
 // callback (mongoose ≤ 6) fails whatever the plugin.
 //
-// The tests run as they are, in band. Exits with jest's status.
+// `auto-increment`: mongoose-auto-increment's mocha suite (test/test.js), written for
+// mongoose 4 with callbacks. It runs on this package's mongoose (9) with the mocha,
+// chai 4 and async of the third argument (`npm install mocha chai@4 async` in a folder of
+// its own), its `require('..')` resolved to `lib/dropins/auto-increment.js`, its hard-coded
+// connection string replaced by the server's, and the callbacks it passes to `save`,
+// `close`, `dropDatabase` and `drop` called as mongoose 4 called them.
+//
+// The tests run as they are, in band. Exits with the runner's status.
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -33,6 +40,7 @@ const ROOT = fileURLToPath(new URL('..', import.meta.url));
 
 const SUITES = {
   typegoose: {
+    runner: 'jest/bin/jest.js',
     dropin: join(ROOT, 'lib/dropins/typegoose.js'),
     /** The jest configuration: theirs, with the drop-in and the server swapped in. */
     jestConfig(checkout, work) {
@@ -60,6 +68,7 @@ async function drop() {
     env: (work) => ({ CONFIG: join(work, 'config.json') }),
   },
   'plugin-autoinc': {
+    runner: 'jest/bin/jest.js',
     dropin: join(ROOT, 'lib/dropins/plugin-autoinc.js'),
     jestConfig(checkout, work, { modules }) {
       return {
@@ -138,19 +147,62 @@ expect.extend({
     },
     env: () => ({}),
   },
+  'auto-increment': {
+    runner: 'mocha/bin/mocha.js',
+    args: (runner, work) => ['--require', join(work, 'preload.cjs'), runner, '-R', 'spec', '--timeout', '20000', '--exit', 'test/test.js'],
+    write(work, { host, port, modules, checkout }) {
+      const uri = `mongodb://${host}:${port}/mongoose-auto-increment-test?directConnection=true`;
+      writeFileSync(
+        join(work, 'preload.cjs'),
+        `// mongoose-auto-increment's suite (mongoose 4, callbacks) on the package's own mongoose:
+// its require of '..' is the drop-in, of 'async' and 'chai' the node_modules given, and
+// the callbacks it passes are called as mongoose 4 and driver 2 called them.
+const Module = require('node:module');
+const path = require('node:path');
+const MONGOOSE = ${JSON.stringify(join(ROOT, 'node_modules/mongoose'))};
+const resolveFilename = Module._resolveFilename;
+Module._resolveFilename = function (request, parent, ...rest) {
+  if (request === 'mongoose') return resolveFilename.call(this, MONGOOSE, parent, ...rest);
+  if (request === '..' && parent && path.dirname(parent.filename) === ${JSON.stringify(join(checkout, 'test'))}) return ${JSON.stringify(join(ROOT, 'lib/dropins/auto-increment.js'))};
+  if (request === 'async' || request === 'chai') return resolveFilename.call(this, path.join(${JSON.stringify(modules)}, request), parent, ...rest);
+  return resolveFilename.call(this, request, parent, ...rest);
+};
+const mongoose = require(MONGOOSE);
+const withCallback = (proto, name, shape = (result) => [result]) => {
+  const original = proto[name];
+  proto[name] = function (...args) {
+    const callback = typeof args.at(-1) === 'function' ? args.pop() : null;
+    const promise = original.apply(this, args);
+    if (!callback) return promise;
+    promise.then((result) => callback(null, ...shape(result)), (error) => callback(error));
+    return undefined;
+  };
+};
+withCallback(mongoose.Model.prototype, 'save', (doc) => [doc, 1]);
+withCallback(mongoose.Connection.prototype, 'close');
+withCallback(mongoose.mongo.Db.prototype, 'dropDatabase');
+withCallback(mongoose.mongo.Collection.prototype, 'drop');
+// Its connection string is written in the suite: the test server's instead.
+const createConnection = mongoose.createConnection.bind(mongoose);
+mongoose.createConnection = (uri, ...rest) => createConnection(${JSON.stringify(uri)}, ...rest);
+`,
+      );
+    },
+    env: () => ({}),
+  },
 };
 
 const [name, checkoutArg, modulesArg] = process.argv.slice(2);
 const suite = SUITES[name];
 if (!suite || !checkoutArg) {
-  console.error(`usage: dropin-suites.mjs <${Object.keys(SUITES).join('|')}> <checkout of the plugin's repository> [node_modules with jest]`);
+  console.error(`usage: dropin-suites.mjs <${Object.keys(SUITES).join('|')}> <checkout of the plugin's repository> [node_modules with its runner]`);
   process.exit(2);
 }
 const checkout = resolve(checkoutArg);
 const modules = resolve(modulesArg ?? join(checkout, 'node_modules'));
-const jest = join(modules, 'jest/bin/jest.js');
-if (!existsSync(jest)) {
-  console.error(`${modules} has no jest: run npm install --ignore-scripts in the checkout first (or name a node_modules with jest)`);
+const runner = join(modules, suite.runner);
+if (!existsSync(runner)) {
+  console.error(`${modules} has no ${suite.runner}: install the suite's dependencies (npm install --ignore-scripts) or name a node_modules that has them`);
   process.exit(2);
 }
 
@@ -160,14 +212,16 @@ let status = 1;
 try {
   const [address] = hostsOf(server.uri);
   const at = address.lastIndexOf(':');
-  const where = { host: address.slice(0, at), port: Number(address.slice(at + 1)), dbName: `dropin_suite_${name.replace(/\W/g, '_')}`, modules };
+  const where = { host: address.slice(0, at), port: Number(address.slice(at + 1)), dbName: `dropin_suite_${name.replace(/\W/g, '_')}`, modules, checkout };
   suite.write(work, where);
-  writeFileSync(join(work, 'jest.config.json'), JSON.stringify(suite.jestConfig(checkout, work, where)));
-  const run = spawnSync(process.execPath, [jest, '--config', join(work, 'jest.config.json'), '--ci', '--runInBand'], {
-    cwd: checkout,
-    stdio: 'inherit',
-    env: { ...process.env, ...suite.env(work, where) },
-  });
+  let args;
+  if (suite.jestConfig) {
+    writeFileSync(join(work, 'jest.config.json'), JSON.stringify(suite.jestConfig(checkout, work, where)));
+    args = [runner, '--config', join(work, 'jest.config.json'), '--ci', '--runInBand'];
+  } else {
+    args = suite.args(runner, work);
+  }
+  const run = spawnSync(process.execPath, args, { cwd: checkout, stdio: 'inherit', env: { ...process.env, ...suite.env(work, where) } });
   status = run.status ?? 1;
 } finally {
   rmSync(work, { recursive: true, force: true });
