@@ -231,6 +231,20 @@ for (const [major, mongoose] of [
       assert.equal(Number((await trackers().findOne({ modelName: null, field: '_id' })).count), 3);
     });
 
+    test('one schema on two databases (a tenant each): a counter in each, numbered apart', async () => {
+      const schema = new mongoose.Schema({ _id: Number });
+      schema.plugin(AutoIncrementID, { startAt: 1 });
+      const tenants = ['a', 'b'].map((t) => connection.useDb(`${env.dbName}_${major}_tenant_${t}`));
+      const [A, B] = tenants.map((db) => db.model(`${p}Tenant`, schema));
+      try {
+        const got = [];
+        for (const M of [A, B, A, A, B]) got.push((await M.create({}))._id);
+        assert.deepEqual(got, [1, 1, 2, 3, 2]);
+      } finally {
+        for (const db of tenants) await db.dropDatabase();
+      }
+    });
+
     test('AutoIncrementSimple bumps fields on each save of a saved document', async () => {
       const schema = new mongoose.Schema({ rev: { type: Number, default: 0 }, big: { type: BigInt, default: 0n }, name: String });
       schema.plugin(AutoIncrementSimple, [{ field: 'rev' }, { field: 'big', incrementBy: 2 }]);

@@ -192,7 +192,8 @@ class Counter {
   async handle(reference, Model) {
     const db = await this.db(Model);
     const key = this.keyOf(reference);
-    const kept = this.handles.get(key);
+    const handles = this.handlesOn(db);
+    const kept = handles.get(key);
     if (kept && kept.db === db) return kept.handle;
     let handle;
     try {
@@ -200,8 +201,13 @@ class Counter {
     } catch (error) {
       throw this.explained(error);
     }
-    this.handles.set(key, { db, handle });
+    handles.set(key, { db, handle });
     return handle;
+  }
+
+  /** Where the native handles on `db` are kept (one cache: the counter's connection is one). */
+  handlesOn() {
+    return this.handles;
   }
 
   /** `docs` grouped by reference value, in order of first appearance: `[{ reference, members: [{ doc, index }] }]`. */

@@ -5,7 +5,8 @@
 // the plugin's own counter does (./counter.js: the hooks, batches, the rule); what differs
 // is which document a model's writes advance and on which connection.
 
-const { Counter } = require('./counter.js');
+const { Counter, HANDLES_KEPT } = require('./counter.js');
+const { BoundedCache } = require('../bounded-cache.js');
 const { codedError } = require('../coded-error.js');
 const { openDb } = require('./connection.js');
 const { DEFAULTS } = require('./options.js');
@@ -42,6 +43,13 @@ class LocatedCounter extends Counter {
     if (spec.keepGivenOnSave) this.writeAs = (write) => (write === SAVE ? BATCH : write);
     /** Per driver `Db`: the preparation of each counter, by reference key (`spec.prepare`). */
     this.prepared = new WeakMap();
+    /** Per driver `Db`: its native handles (a schema may be used on several connections, a database per tenant). */
+    this.handlesByDb = new WeakMap();
+  }
+
+  handlesOn(db) {
+    if (!this.handlesByDb.has(db)) this.handlesByDb.set(db, new BoundedCache(HANDLES_KEPT));
+    return this.handlesByDb.get(db);
   }
 
   shown(value) {
