@@ -61,12 +61,25 @@ function settingsOf(options) {
 async function convertOldCounter(db, locator) {
   if (locator.groupingField !== '') return;
   const counters = db.collection(COUNTER_COLLECTION);
-  if (await counters.findOne(locator, { projection: { _id: 1 } })) return;
   try {
+    if (await counters.findOne(locator, { projection: { _id: 1 } })) return;
     await counters.updateOne({ model: locator.model, field: locator.field, groupingField: { $exists: false } }, { $set: { groupingField: '' } });
   } catch (error) {
-    if (!error || Number(error.code) !== 11000) throw error;
+    if (error && Number(error.code) === 11000) return;
+    throw driverError(error);
   }
+}
+
+/** A Node driver error as one of the package's: `CONNECTION` when no server answered, else `SERVER` (with the server's code). */
+function driverError(error) {
+  const name = String(error && error.name);
+  const unreachable = /Network|ServerSelection|Timeout|Topology/.test(name);
+  const coded = codedError(unreachable ? 'CONNECTION' : 'SERVER', `${PLUGIN}: converting an old counter failed: ${error && error.message}`, { cause: error });
+  if (!unreachable && error && error.code !== undefined) {
+    coded.serverCode = error.code;
+    if (error.codeName) coded.codeName = error.codeName;
+  }
+  return coded;
 }
 
 /** Its counter schema, one per mongoose instance. */
