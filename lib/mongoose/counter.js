@@ -79,9 +79,14 @@ class Counter {
     if (doc && typeof doc === 'object') this.numbered.delete(doc);
   }
 
+  /** What a document receives for the counter's `value` (the value itself; a drop-in may filter it). */
+  shown(value) {
+    return value;
+  }
+
   /** Sets `value` on `doc` and records that this counter gave it for `reference` (as stored: after setters). */
   give(doc, reference, value) {
-    writeField(doc, this.options.inc_field, value);
+    writeField(doc, this.options.inc_field, this.shown(value));
     if (isDocument(doc)) this.numbered.set(doc, { key: this.keyOf(reference), value: readField(doc, this.options.inc_field, true) });
   }
 
@@ -98,8 +103,13 @@ class Counter {
   /** Gives `doc` the next number of the counter of its reference value (setNext, save). */
   async numberNow(doc) {
     const reference = this.referenceOf(doc);
-    const value = await this.call((await this.handle(reference, doc.constructor)).next());
+    const value = await this.call((await this.handle(reference, this.modelOf(doc))).next());
     this.give(doc, reference, value);
+  }
+
+  /** The model whose connection numbers `doc` (a subdocument is numbered on the connection its constructor knows). */
+  modelOf(doc) {
+    return doc.constructor;
   }
 
   /** Whether the counter has reference_fields (one counter document per combination of their values). */
@@ -135,9 +145,24 @@ class Counter {
     );
   }
 
+  /** The field of a counter document that holds its value. */
+  get counterField() {
+    return COUNTER_FIELD;
+  }
+
+  /** The fields that find the counter document of `reference` (mongoose-sequence's `{ id, reference_value }`). */
+  locatorOf(reference) {
+    return { id: this.options.id, reference_value: reference };
+  }
+
+  /** The options of the native handle that numbers documents. */
+  handleOptions() {
+    return this.nativeOptions({ upsert: true, start: this.options.start_seq, step: this.options.inc_amount });
+  }
+
   /** The options of the native calls on this counter's documents (and the plugin's `uri`). */
   nativeOptions(more) {
-    const options = { collection: this.options.collection_name, field: COUNTER_FIELD, ...more };
+    const options = { collection: this.options.collection_name, field: this.counterField, ...more };
     if (this.options.uri !== undefined) options.uri = this.options.uri;
     return options;
   }
@@ -168,20 +193,22 @@ class Counter {
   async handle(reference, Model) {
     const db = await this.db(Model);
     const key = this.keyOf(reference);
-    const kept = this.handles.get(key);
+    const handles = this.handlesOn(db);
+    const kept = handles.get(key);
     if (kept && kept.db === db) return kept.handle;
     let handle;
     try {
-      handle = core.counterAt(
-        db,
-        { id: this.options.id, reference_value: reference },
-        this.nativeOptions({ upsert: true, start: this.options.start_seq, step: this.options.inc_amount }),
-      );
+      handle = core.counterAt(db, this.locatorOf(reference), this.handleOptions());
     } catch (error) {
       throw this.explained(error);
     }
-    this.handles.set(key, { db, handle });
+    handles.set(key, { db, handle });
     return handle;
+  }
+
+  /** Where the native handles on `db` are kept (one cache: the counter's connection is one). */
+  handlesOn() {
+    return this.handles;
   }
 
   /** `docs` grouped by reference value, in order of first appearance: `[{ reference, members: [{ doc, index }] }]`. */
@@ -216,7 +243,7 @@ class Counter {
 
   /** `doc` with `value`, given for `reference`: a document numbered in place, a plain object as a numbered copy. */
   withNumber(doc, { reference, value }) {
-    if (!isDocument(doc)) return withField(doc, this.options.inc_field, value);
+    if (!isDocument(doc)) return withField(doc, this.options.inc_field, this.shown(value));
     this.give(doc, reference, value);
     return doc;
   }

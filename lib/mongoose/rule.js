@@ -25,6 +25,9 @@
 //   (1) refused unless the filter gives the number (lib/mongoose/upserts.js)
 //   (2) as mongoose-sequence: a copy of a saved record never repeats its number
 //   (3) numbered ahead by create([...]) or setNext, or a save retried after it failed
+//   A counter's `exempt(doc, Model)`, when it has one and says so, takes no number in any
+//   write (the typegoose drop-in's skip symbol); its `writeAs(write)`, when it has one,
+//   names the column a write reads (the mongoose-auto-increment drop-in: save as BATCH).
 //   An update upsert takes a number unless its filter or update gives the field
 //   (lib/mongoose/upserts.js). Plain objects are never OURS or STALE: a counter records
 //   only the documents it numbers, and numbers a plain object as a copy.
@@ -76,9 +79,14 @@ function stateOf(counter, doc, Model) {
 function takesNumber(counter, doc, write, Model) {
   if (!Object.hasOwn(TAKES[EMPTY], write)) throw new Error(`unknown write ${String(write)}`);
   if (!doc || typeof doc !== 'object') return false;
-  const column = Object.values(TAKES).map((row) => row[write]);
+  // A counter may exempt documents outright (the typegoose drop-in's skip symbol).
+  if (typeof counter.exempt === 'function' && counter.exempt(doc, Model)) return false;
+  // A counter may read another column for a write (mongoose-auto-increment's save keeps a
+  // number the caller set, as a batch does).
+  const as = typeof counter.writeAs === 'function' ? counter.writeAs(write) : write;
+  const column = Object.values(TAKES).map((row) => row[as]);
   if (column.every((takes) => takes === column[0])) return column[0];
-  return TAKES[stateOf(counter, doc, Model)][write];
+  return TAKES[stateOf(counter, doc, Model)][as];
 }
 
 module.exports = { TAKES, stateOf, takesNumber, EMPTY, CALLERS, OURS, STALE, SAVE, BATCH, GAPLESS_CREATE, GAPLESS_BATCH, REPLACEMENT };

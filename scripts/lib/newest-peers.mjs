@@ -43,6 +43,9 @@ export const NEWEST_FILES = [
   '__test__/mongoose/plugin-upserts.test.mjs',
   '__test__/mongoose/plugin-counters.test.mjs',
   '__test__/mongoose/plugin-connections.test.mjs',
+  '__test__/mongoose/dropin-typegoose.test.mjs',
+  '__test__/mongoose/dropin-auto-increment.test.mjs',
+  '__test__/mongoose/dropin-plugin-autoinc.test.mjs',
 ];
 
 /** npm's error codes that mean the registry could not be reached (the pass is skipped). */

@@ -100,3 +100,19 @@ test('takesNumber: never for what is not an object, refuses an unknown write, re
   for (const value of [null, undefined, 5, 'doc']) assert.equal(takesNumber(counter, value, BATCH), false);
   assert.throws(() => takesNumber(counter, {}, 'insertOne'), /unknown write/);
 });
+
+test('a counter may exempt documents from every write, and read another column for a write', () => {
+  const { Model, counter } = fixture('RuleHooks');
+  const given = new Model({ no: 7, shop: 'a' });
+  const empty = new Model({ shop: 'a' });
+  assert.equal(takesNumber(counter, given, SAVE), true);
+  // The mongoose-auto-increment drop-in: save reads the BATCH column (a given number is kept).
+  counter.writeAs = (write) => (write === SAVE ? BATCH : write);
+  assert.equal(takesNumber(counter, given, SAVE), false);
+  assert.equal(takesNumber(counter, empty, SAVE), true);
+  assert.equal(takesNumber(counter, given, GAPLESS_CREATE), true);
+  // The typegoose drop-in's skip symbol: no number in any write.
+  counter.exempt = (doc) => doc === empty;
+  for (const write of WRITES) assert.equal(takesNumber(counter, empty, write), false);
+  assert.equal(takesNumber(counter, new Model({ shop: 'a' }), SAVE), true);
+});

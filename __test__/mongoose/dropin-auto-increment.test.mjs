@@ -1,0 +1,195 @@
+// The mongoose-auto-increment drop-in (`mongodb-sequence/mongoose/auto-increment`), on
+// mongoose 9 and 8 (mongoose-auto-increment itself runs on neither): initialize and
+// plugin, startAt, incrementBy, a number given on save (kept, the counter moved up to it),
+// nextCount / resetCount as statics and methods with callbacks and promises, an existing
+// counter document continued without renumbering, concurrency, batches, coded errors.
+import { test, before, after, describe } from 'node:test';
+import assert from 'node:assert/strict';
+import { createRequire } from 'node:module';
+import mongoose9 from 'mongoose';
+import mongoose8 from 'mongoose-v8';
+import { setup, seq } from '../helpers.mjs';
+
+const require = createRequire(import.meta.url);
+const autoIncrement = require('mongodb-sequence/mongoose/auto-increment');
+
+let env;
+before(async () => {
+  env = await setup('dropin_mai');
+});
+after(async () => {
+  await seq.closeSharedClients();
+  await env?.close();
+});
+
+const callback = (fn) => new Promise((resolve, reject) => fn((error, value) => (error ? reject(error) : resolve(value))));
+
+test('plugin before initialize, and bad options, throw INVALID_ARGUMENT', () => {
+  assert.throws(
+    () => new mongoose9.Schema({}).plugin(autoIncrement.plugin, 'User'),
+    (e) => e.code === 'INVALID_ARGUMENT' && e.message === 'mongoose-auto-increment has not been initialized',
+  );
+  assert.throws(() => autoIncrement.initialize(undefined), (e) => e.code === 'INVALID_ARGUMENT');
+});
+
+for (const [major, mongoose] of [
+  [9, mongoose9],
+  [8, mongoose8],
+]) {
+  describe(`mongoose ${major}`, { timeout: 180_000 }, () => {
+    const connection = mongoose.createConnection();
+    const p = `M${major}_`;
+    const counters = () => connection.db.collection('identitycounters');
+    const counterOf = async (model, field = '_id') => counters().findOne({ model, field }, { projection: { _id: 0, __v: 0 } });
+    const model = async (name, schema) => {
+      const made = connection.model(name, schema);
+      await made.init();
+      return made;
+    };
+
+    before(async () => {
+      await connection.openUri(env.uri, { dbName: `${env.dbName}_${major}`, serverSelectionTimeoutMS: 10_000 });
+      await connection.createCollection('identitycounters');
+      autoIncrement.initialize(connection);
+    });
+    after(async () => {
+      await connection.dropDatabase();
+      await connection.close();
+    });
+
+    test('a model name: _id from 0, one more each; the counter document as it stores it', async () => {
+      const schema = new mongoose.Schema({ name: String });
+      schema.plugin(autoIncrement.plugin, `${p}User`);
+      const User = await model(`${p}User`, schema);
+      const a = await new User({ name: 'Charlie' }).save();
+      const b = await new User({ name: 'Charlene' }).save();
+      assert.deepEqual([a._id, b._id], [0, 1]);
+      assert.deepEqual(await counterOf(`${p}User`), { field: '_id', model: `${p}User`, count: 1 });
+      // Its IdentityCounter model, registered by initialize, reads it.
+      assert.equal((await connection.model('IdentityCounter').findOne({ model: `${p}User` })).count, 1);
+      const indexes = await counters().indexes();
+      assert.ok(indexes.some((i) => i.unique && JSON.stringify(i.key) === JSON.stringify({ field: 1, model: 1 })));
+    });
+
+    test('options: field (unique), startAt, incrementBy', async () => {
+      const schema = new mongoose.Schema({ name: String });
+      schema.plugin(autoIncrement.plugin, { model: `${p}Stepped`, field: 'userId', startAt: 3, incrementBy: 5 });
+      const M = await model(`${p}Stepped`, schema);
+      const a = await new M({}).save();
+      const b = await M.create({});
+      assert.deepEqual([a.userId, b.userId], [3, 8]);
+      assert.ok((await M.collection.indexes()).some((i) => i.unique && i.key.userId === 1));
+    });
+
+    test('an existing counter document is continued, whatever startAt says', async () => {
+      // As mongoose-auto-increment writes it: a mongoose document with __v, count a Number.
+      await counters().insertOne({ model: `${p}Old`, field: '_id', count: 41, __v: 0 });
+      // A new counter it created at plugin time and never used: startAt - incrementBy.
+      await counters().insertOne({ model: `${p}Unused`, field: '_id', count: 10 - 2, __v: 0 });
+      const old = new mongoose.Schema({ name: String });
+      old.plugin(autoIncrement.plugin, { model: `${p}Old`, startAt: 1000 });
+      const Old = await model(`${p}Old`, old);
+      assert.equal((await Old.create({}))._id, 42);
+      const unused = new mongoose.Schema({ name: String });
+      unused.plugin(autoIncrement.plugin, { model: `${p}Unused`, startAt: 10, incrementBy: 2 });
+      const Unused = await model(`${p}Unused`, unused);
+      assert.equal((await Unused.create({}))._id, 10);
+      assert.equal(await counters().countDocuments({ model: { $in: [`${p}Old`, `${p}Unused`] } }), 2);
+    });
+
+    test('a number given on save is kept and moves the counter up to it, never down', async () => {
+      const schema = new mongoose.Schema({ name: String });
+      schema.plugin(autoIncrement.plugin, `${p}Given`);
+      const M = await model(`${p}Given`, schema);
+      assert.equal((await M.create({}))._id, 0);
+      assert.equal((await new M({ _id: 100 }).save())._id, 100);
+      assert.equal((await M.create({}))._id, 101);
+      assert.equal((await new M({ _id: 50 }).save())._id, 50);
+      assert.equal((await M.create({}))._id, 102);
+    });
+
+    test('nextCount and resetCount: statics and methods, callbacks and promises', async () => {
+      const schema = new mongoose.Schema({ name: String });
+      schema.plugin(autoIncrement.plugin, { model: `${p}Helpers`, field: 'no', unique: false, startAt: 1 });
+      const M = await model(`${p}Helpers`, schema);
+      const doc = new M({ name: 'a' });
+      assert.equal(await callback((cb) => doc.nextCount(cb)), 1);
+      assert.equal(await M.nextCount(), 1);
+      await doc.save();
+      assert.equal(await callback((cb) => M.nextCount(cb)), 2);
+      assert.equal(await doc.nextCount(), 2);
+      assert.equal(await callback((cb) => doc.resetCount(cb)), 1);
+      assert.equal(await M.nextCount(), 1);
+      assert.equal((await M.create({})).no, 1);
+      assert.equal(await M.resetCount(), 1);
+      assert.equal(await counters().countDocuments({ model: `${p}Helpers` }), 1);
+    });
+
+    test('race-free first use: parallel first saves, startAt kept, no number twice', async () => {
+      const schema = new mongoose.Schema({ name: String });
+      schema.plugin(autoIncrement.plugin, { model: `${p}Race`, startAt: 100 });
+      const M = await model(`${p}Race`, schema);
+      const saved = await Promise.all(Array.from({ length: 50 }, () => new M().save()));
+      assert.deepEqual(
+        saved.map((d) => d._id).sort((x, y) => x - y),
+        Array.from({ length: 50 }, (_, i) => 100 + i),
+      );
+      assert.equal(await counters().countDocuments({ model: `${p}Race` }), 1);
+    });
+
+    test('create([...]), insertMany and bulkWrite are numbered; their given numbers kept', async () => {
+      const schema = new mongoose.Schema({ tag: String });
+      schema.plugin(autoIncrement.plugin, { model: `${p}Batch`, startAt: 1 });
+      const M = await model(`${p}Batch`, schema);
+      assert.deepEqual((await M.create([{ tag: 'a' }, { tag: 'b' }])).map((d) => d._id), [1, 2]);
+      assert.deepEqual((await M.insertMany([{ tag: 'c' }, { _id: 500, tag: 'x' }, { tag: 'd' }])).map((d) => d._id), [3, 500, 4]);
+      await M.bulkWrite([{ insertOne: { document: { tag: 'e' } } }]);
+      assert.equal((await M.findOne({ tag: 'e' }))._id, 5);
+    });
+
+    test('duplicate counter documents (it made no unique index): one of them continues, as with it', async () => {
+      // Its index options are invalid on MongoDB ≥ 3.4, so two processes starting at once
+      // could each create the counter. An existing counter is advanced by one atomic write
+      // on the document the server finds, as mongoose-auto-increment advances it; the
+      // unique index is made sure of only when a counter is created.
+      const dups = connection.useDb(`${env.dbName}_${major}_dups`);
+      await dups.createCollection('identitycounters');
+      await dups.db.collection('identitycounters').insertMany([
+        { model: 'Dup', field: '_id', count: 4 },
+        { model: 'Dup', field: '_id', count: 7 },
+      ]);
+      autoIncrement.initialize(dups);
+      try {
+        const schema = new mongoose.Schema({ name: String });
+        schema.plugin(autoIncrement.plugin, 'Dup');
+        const Dup = dups.model('Dup', schema);
+        await Dup.init();
+        const first = (await Dup.create({}))._id;
+        const second = (await Dup.create({}))._id;
+        assert.ok([5, 8].includes(first), String(first));
+        assert.equal(second, first + 1);
+        const counts = (await dups.db.collection('identitycounters').find({ model: 'Dup' }).toArray()).map((c) => c.count).sort((x, y) => x - y);
+        assert.deepEqual(counts, first === 5 ? [6, 7] : [4, 9]);
+      } finally {
+        autoIncrement.initialize(connection);
+        await dups.dropDatabase();
+      }
+    });
+
+    test('coded errors for bad options', () => {
+      const cases = [
+        [undefined, /model must be set/],
+        [{ field: 'n' }, /model must be set/],
+        [{ model: 'X', incrementBy: 0 }, /incrementBy/],
+        [{ model: 'X', startAt: 0.5 }, /startAt/],
+        [{ model: 'X', unique: 'yes' }, /unique/],
+      ];
+      for (const [options, message] of cases) {
+        assert.throws(
+          () => new mongoose.Schema({ name: String }).plugin(autoIncrement.plugin, options),
+          (e) => e instanceof Error && e.code === 'INVALID_ARGUMENT' && message.test(e.message),
+        );
+      }
+    });
+  });
+}

@@ -1,0 +1,180 @@
+// The mongoose-plugin-autoinc drop-in (`mongodb-sequence/mongoose/plugin-autoinc`), on
+// mongoose 9 and 8 (mongoose-plugin-autoinc itself does not run on 9): options,
+// groupingField, outputFilter, migrate, numbering before validation, a given number kept,
+// nextCount / resetCount, its counter documents and mongoose-auto-increment's (converted
+// in place) continued, 500 parallel creates, batches, coded errors.
+import { test, before, after, describe } from 'node:test';
+import assert from 'node:assert/strict';
+import { createRequire } from 'node:module';
+import mongoose9 from 'mongoose';
+import mongoose8 from 'mongoose-v8';
+import { setup, seq } from '../helpers.mjs';
+
+const require = createRequire(import.meta.url);
+const { autoIncrement, plugin } = require('mongodb-sequence/mongoose/plugin-autoinc');
+
+let env;
+before(async () => {
+  env = await setup('dropin_mpa');
+});
+after(async () => {
+  await seq.closeSharedClients();
+  await env?.close();
+});
+
+test('the entry, imported and required: the plugin, with its names', async () => {
+  const imported = await import('mongodb-sequence/mongoose/plugin-autoinc');
+  assert.equal(imported.default, autoIncrement);
+  assert.equal(imported.autoIncrement, autoIncrement);
+  assert.equal(imported.plugin, plugin);
+  assert.equal(require('mongodb-sequence/mongoose/plugin-autoinc'), autoIncrement);
+  const typegoose = await import('mongodb-sequence/mongoose/typegoose');
+  assert.equal(typeof typegoose.AutoIncrementID, 'function');
+  assert.equal(typeof typegoose.AutoIncrementIDSkipSymbol, 'symbol');
+  const mai = await import('mongodb-sequence/mongoose/auto-increment');
+  assert.deepEqual([typeof mai.initialize, typeof mai.plugin], ['function', 'function']);
+});
+
+for (const [major, mongoose] of [
+  [9, mongoose9],
+  [8, mongoose8],
+]) {
+  describe(`mongoose ${major}`, { timeout: 180_000 }, () => {
+    const connection = mongoose.createConnection();
+    const p = `A${major}_`;
+    const counters = () => connection.db.collection('identitycounters');
+    const counterOf = async (model, groupingField = '', field = '_id') => counters().findOne({ model, field, groupingField }, { projection: { _id: 0, __v: 0 } });
+    const model = async (name, schema) => {
+      const made = connection.model(name, schema);
+      await made.init();
+      return made;
+    };
+
+    before(async () => {
+      await connection.openUri(env.uri, { dbName: `${env.dbName}_${major}`, serverSelectionTimeoutMS: 10_000 });
+      await connection.createCollection('identitycounters');
+    });
+    after(async () => {
+      await connection.dropDatabase();
+      await connection.close();
+    });
+
+    test('a model name: _id from 0; the counter document and unique index as it makes them', async () => {
+      const schema = new mongoose.Schema({ name: String });
+      schema.plugin(autoIncrement, `${p}User`);
+      const User = await model(`${p}User`, schema);
+      assert.deepEqual([(await User.create({}))._id, (await new User({}).save())._id], [0, 1]);
+      assert.deepEqual(await counterOf(`${p}User`), { field: '_id', groupingField: '', model: `${p}User`, count: 1 });
+      const indexes = await counters().indexes();
+      assert.ok(indexes.some((i) => i.unique && JSON.stringify(i.key) === JSON.stringify({ field: 1, groupingField: 1, model: 1 })));
+      // Its IdentityCounter model, registered at the first numbering, reads the counters.
+      assert.equal((await connection.model('IdentityCounter').findOne({ model: `${p}User` })).count, 1);
+    });
+
+    test('groupingField: a counter per value; nextCount and resetCount per group', async () => {
+      const schema = new mongoose.Schema({ shop: String, owner: mongoose.Schema.Types.ObjectId });
+      schema.plugin(plugin, { model: `${p}Order`, field: 'no', groupingField: 'shop', startAt: 1 });
+      const Order = await model(`${p}Order`, schema);
+      const numbers = [];
+      for (const shop of ['north', 'south', 'north', 'north', 'south']) numbers.push((await Order.create({ shop })).no);
+      assert.deepEqual(numbers, [1, 1, 2, 3, 2]);
+      assert.equal(await Order.nextCount('north'), 4);
+      assert.equal(await Order.nextCount('east'), 1);
+      assert.equal(await Order.resetCount('north'), 1);
+      assert.equal(await new Order({}).nextCount('north'), 1);
+      assert.equal(await Order.nextCount('south'), 3);
+      assert.equal((await counterOf(`${p}Order`, 'south', 'no')).count, 2);
+      // Batches group too, in array order.
+      const batch = await Order.insertMany([{ shop: 'south' }, { shop: 'west' }, { shop: 'south' }]);
+      assert.deepEqual(batch.map((d) => d.no), [3, 1, 4]);
+      // An ObjectId groups by its hex string, as its String cast stores it.
+      const owner = new mongoose.Types.ObjectId();
+      const o = new mongoose.Schema({ owner: mongoose.Schema.Types.ObjectId });
+      o.plugin(autoIncrement, { model: `${p}Owned`, field: 'no', groupingField: 'owner' });
+      const Owned = await model(`${p}Owned`, o);
+      await Owned.create({ owner });
+      assert.equal((await counterOf(`${p}Owned`, owner.toHexString(), 'no')).count, 0);
+    });
+
+    test('outputFilter: what documents receive; the counter keeps counting', async () => {
+      const schema = new mongoose.Schema({ no: Number });
+      schema.plugin(autoIncrement, { model: `${p}Filtered`, field: 'no', startAt: 1, outputFilter: (n) => n * 100 });
+      const M = await model(`${p}Filtered`, schema);
+      assert.deepEqual([(await M.create({})).no, (await M.create({})).no], [100, 200]);
+      assert.deepEqual((await M.create([{}, {}])).map((d) => d.no), [300, 400]);
+      assert.equal((await counterOf(`${p}Filtered`, '', 'no')).count, 4);
+    });
+
+    test('numbered before validation: a required field, validate() on a new document', async () => {
+      const schema = new mongoose.Schema({ no: { type: Number, required: true } });
+      schema.plugin(autoIncrement, { model: `${p}Required`, field: 'no', startAt: 1 });
+      const M = await model(`${p}Required`, schema);
+      const doc = new M({});
+      await doc.validate();
+      assert.equal(doc.no, 1);
+      await doc.save();
+      assert.equal(doc.no, 1);
+      assert.equal((await M.create({})).no, 2);
+    });
+
+    test('a given number is kept and moves the counter up; migrate numbers saved documents', async () => {
+      const schema = new mongoose.Schema({ no: Number, name: String });
+      schema.plugin(autoIncrement, { model: `${p}Given`, field: 'no', unique: false });
+      const M = await model(`${p}Given`, schema);
+      assert.equal((await M.create({})).no, 0);
+      assert.equal((await M.create({ no: 10 })).no, 10);
+      assert.equal((await M.create({})).no, 11);
+      // Documents stored without a number (before the plugin), numbered by a migration process.
+      await M.collection.insertMany([{ name: 'old1' }, { name: 'old2' }]);
+      const migrating = new mongoose.Schema({ no: Number, name: String });
+      migrating.plugin(autoIncrement, { model: `${p}Given`, field: 'no', unique: false, migrate: true });
+      const Migrating = connection.model(`${p}GivenMigrating`, migrating, M.collection.collectionName);
+      for (const doc of await Migrating.find({ no: { $exists: false } }).sort({ name: 1 })) await doc.save();
+      assert.deepEqual((await M.find({ name: /old/ }).sort({ name: 1 }).lean()).map((d) => d.no), [12, 13]);
+    });
+
+    test('existing counters: its own, and mongoose-auto-increment\'s converted in place', async () => {
+      await counters().insertOne({ model: `${p}Own`, field: '_id', groupingField: '', count: 41, __v: 0 });
+      const own = new mongoose.Schema({ name: String });
+      own.plugin(autoIncrement, { model: `${p}Own`, startAt: 1000 });
+      const Own = await model(`${p}Own`, own);
+      assert.equal((await Own.create({}))._id, 42);
+      // As mongoose-auto-increment wrote it: no groupingField.
+      await counters().insertOne({ model: `${p}Mai`, field: '_id', count: 7, __v: 0 });
+      const mai = new mongoose.Schema({ name: String });
+      mai.plugin(autoIncrement, `${p}Mai`);
+      const Mai = await model(`${p}Mai`, mai);
+      assert.equal(await Mai.nextCount(), 8);
+      assert.equal((await Mai.create({}))._id, 8);
+      assert.deepEqual(await counters().find({ model: `${p}Mai` }, { projection: { _id: 0, __v: 0 } }).toArray(), [{ model: `${p}Mai`, field: '_id', count: 8, groupingField: '' }]);
+    });
+
+    test('500 parallel creates on a new counter: no number twice, one counter document', async () => {
+      const schema = new mongoose.Schema({ name: String });
+      schema.plugin(autoIncrement, `${p}Parallel`);
+      const M = await model(`${p}Parallel`, schema);
+      const docs = await Promise.all(Array.from({ length: 500 }, (_, i) => M.create({ name: `p${i}` })));
+      const ids = docs.map((d) => d._id).sort((x, y) => x - y);
+      assert.deepEqual(ids, Array.from({ length: 500 }, (_, i) => i));
+      assert.equal(await counters().countDocuments({ model: `${p}Parallel` }), 1);
+      await M.bulkWrite([{ insertOne: { document: { name: 'bulk' } } }]);
+      assert.equal((await M.findOne({ name: 'bulk' }))._id, 500);
+    });
+
+    test('coded errors for bad options', () => {
+      const cases = [
+        [undefined, /model must be set/],
+        [{ field: 'n' }, /model must be set/],
+        [{ model: 'X', groupingField: 'shop' }, /Cannot use a grouping field with _id/],
+        [{ model: 'X', incrementBy: 0 }, /incrementBy/],
+        [{ model: 'X', outputFilter: 3 }, /outputFilter/],
+      ];
+      for (const [options, message] of cases) {
+        assert.throws(
+          () => new mongoose.Schema({ shop: String }).plugin(autoIncrement, options),
+          (e) => e instanceof Error && e.code === 'INVALID_ARGUMENT' && message.test(e.message),
+        );
+      }
+    });
+  });
+}

@@ -1,0 +1,147 @@
+// The typegoose drop-in against @typegoose/auto-increment 5.0.1 itself, on mongoose 9 (the
+// one it runs on): random options and histories of single-document writes (the writes it
+// numbers) through theirs and ours, numbers and counter documents compared; and upgrades
+// and rollbacks: a history begun by one continued by the other on the same database, with
+// the numbers of one plugin alone.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { createRequire } from 'node:module';
+import fc from 'fast-check';
+import mongoose from 'mongoose';
+import { setup, seq } from '../helpers.mjs';
+
+const require = createRequire(import.meta.url);
+const ours = require('mongodb-sequence/mongoose/typegoose');
+const theirs = require('@typegoose/auto-increment');
+
+let env;
+let connection;
+before(async () => {
+  env = await setup('dropin_typegoose_diff');
+  connection = mongoose.createConnection();
+  await connection.openUri(env.uri, { dbName: env.dbName, serverSelectionTimeoutMS: 10_000 });
+  await connection.createCollection('identitycounters');
+});
+after(async () => {
+  await connection?.close();
+  await seq.closeSharedClients();
+  await env?.close();
+});
+
+let made = 0;
+
+/** A model numbered by `plugin` with `options`, under the model name `name`. */
+async function modelWith(plugin, name, options) {
+  const field = options.field ?? '_id';
+  const schema = new mongoose.Schema(field === '_id' ? { _id: Number, tag: Number } : { tag: Number, [field]: Number });
+  schema.plugin(plugin.AutoIncrementID, options);
+  // One tracked model name, however many models: overwriteModelName names the counter.
+  const Model = connection.model(`${name}_${made++}`, schema);
+  await Model.init();
+  return Model;
+}
+
+/** Runs one write of a history; resolves with the number it stored. */
+async function write(Model, field, op, i) {
+  if (op === 'save') return (await new Model({ tag: i }).save())[field];
+  if (op === 'explicit') return (await new Model({ tag: i, [field]: 10_000 + i }).save())[field];
+  return (await Model.create({ tag: i }))[field];
+}
+
+const options = fc.record(
+  {
+    startAt: fc.integer({ min: -20, max: 1000 }),
+    incrementBy: fc.constantFrom(1, 2, 5, -1, -3),
+    field: fc.constantFrom('_id', 'no'),
+  },
+  { requiredKeys: ['field'] },
+);
+const history = fc.array(fc.constantFrom('save', 'create', 'explicit'), { minLength: 1, maxLength: 12 });
+
+async function counterOf(name, field) {
+  const doc = await connection.db.collection('identitycounters').findOne({ modelName: name, field }, { projection: { _id: 0 } });
+  return doc && { modelName: doc.modelName, field: doc.field, count: Number(doc.count) };
+}
+
+test('random histories: ours gives the numbers theirs gives and leaves the same counter document', async () => {
+  await fc.assert(
+    fc.asyncProperty(options, history, async (opts, ops) => {
+      const run = async (plugin, label) => {
+        const name = `diff_${label}_${made}`;
+        const Model = await modelWith(plugin, name, { ...opts, overwriteModelName: name });
+        const numbers = [];
+        for (const [i, op] of ops.entries()) numbers.push(await write(Model, opts.field, op, i));
+        return { numbers, counter: { ...(await counterOf(name, opts.field)), modelName: null } };
+      };
+      const a = await run(theirs, 'theirs');
+      const b = await run(ours, 'ours');
+      assert.deepEqual(b, a);
+    }),
+    { numRuns: 25 },
+  );
+});
+
+test('upgrade and rollback: one plugin continues the other\'s counter from the next number', async () => {
+  await fc.assert(
+    fc.asyncProperty(options, history, fc.nat(12), fc.boolean(), async (opts, ops, at, upgrade) => {
+      const split = Math.min(at, ops.length);
+      const [first, second] = upgrade ? [theirs, ours] : [ours, theirs];
+      const alone = `alone_${made}`;
+      const mixed = `mixed_${made}`;
+      const Alone = await modelWith(theirs, alone, { ...opts, overwriteModelName: alone });
+      const expected = [];
+      for (const [i, op] of ops.entries()) expected.push(await write(Alone, opts.field, op, i));
+      const Before = await modelWith(first, mixed, { ...opts, overwriteModelName: mixed });
+      const After = await modelWith(second, mixed, { ...opts, overwriteModelName: mixed });
+      const got = [];
+      for (const [i, op] of ops.entries()) got.push(await write(i < split ? Before : After, opts.field, op, i));
+      assert.deepEqual(got, expected);
+      assert.deepEqual({ ...(await counterOf(mixed, opts.field)), modelName: null }, { ...(await counterOf(alone, opts.field)), modelName: null });
+    }),
+    { numRuns: 25 },
+  );
+});
+
+test('where theirs fails, ours numbers: insertMany, and create([...]) on a fresh model', async () => {
+  const name = `fresh_${made}`;
+  const Theirs = await modelWith(theirs, `${name}_t`, { startAt: 100, overwriteModelName: `${name}_t` });
+  const Ours = await modelWith(ours, `${name}_o`, { startAt: 100, overwriteModelName: `${name}_o` });
+  // Theirs leaves insertMany's documents without a number (the driver gives them ObjectIds).
+  await Theirs.insertMany([{ tag: 1 }, { tag: 2 }]);
+  const stored = await Theirs.collection.find().toArray();
+  assert.ok(stored.every((d) => typeof d._id !== 'number'), JSON.stringify(stored));
+  assert.deepEqual((await Ours.insertMany([{ tag: 1 }, { tag: 2 }])).map((d) => d._id), [100, 101]);
+  const created = await Ours.create([{ tag: 3 }, { tag: 4 }, { tag: 5 }]);
+  assert.deepEqual(created.map((d) => d._id), [102, 103, 104]);
+});
+
+test('five concurrent first saves on a fresh model: ours all succeed from startAt', async (t) => {
+  const name = `first_${made}`;
+  const Theirs = await modelWith(theirs, `${name}_t`, { startAt: 100, overwriteModelName: `${name}_t` });
+  const Ours = await modelWith(ours, `${name}_o`, { startAt: 100, overwriteModelName: `${name}_o` });
+  // Theirs races its own counter creation (seen here: 1 to 5 instead of 100 to 104, at
+  // times one save failing): shown, not asserted, as it depends on timing.
+  const got = await Promise.allSettled(Array.from({ length: 5 }, () => new Theirs().save()));
+  t.diagnostic(`theirs: ${JSON.stringify(got.map((r) => (r.status === 'fulfilled' ? r.value._id : r.reason.message)))}`);
+  const saved = await Promise.all(Array.from({ length: 5 }, () => new Ours().save()));
+  assert.deepEqual(saved.map((d) => d._id).sort((x, y) => x - y), [100, 101, 102, 103, 104]);
+});
+
+test('subdocuments: the same numbers and the same counter as theirs', async () => {
+  const run = async (plugin, dbName) => {
+    const db = connection.useDb(dbName);
+    const sub = new mongoose.Schema({ _id: Number, name: String });
+    sub.plugin(plugin.AutoIncrementID, { startAt: 1 });
+    const Parent = db.model('Parent', new mongoose.Schema({ nested: sub }));
+    await Parent.init();
+    const numbers = [];
+    for (let i = 0; i < 3; i++) numbers.push((await Parent.create({ nested: { name: `n${i}` } })).nested._id);
+    const counters = await db.db.collection('identitycounters').find({}, { projection: { _id: 0 } }).toArray();
+    await db.dropDatabase();
+    // Theirs leaves modelName out, ours stores null: one equality on null finds either.
+    return { numbers, counters: counters.map((c) => ({ ...c, modelName: c.modelName ?? null, count: Number(c.count) })) };
+  };
+  const a = await run(theirs, `${env.dbName}_sub_t`);
+  const b = await run(ours, `${env.dbName}_sub_o`);
+  assert.deepEqual(b, a);
+});

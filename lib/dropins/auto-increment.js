@@ -1,0 +1,120 @@
+'use strict';
+// `mongodb-sequence/mongoose/auto-increment`: a drop-in for mongoose-auto-increment 5
+// (`initialize(connection)`, `plugin`, `nextCount` / `resetCount`), numbering from its own
+// counter documents, `{ model, field, count }` in `identitycounters`, in place. Only the
+// options and the counter's whereabouts are read here: the documents are numbered by the
+// mongoose plugin's counter (lib/mongoose/), the values taken by the native core.
+
+const { codedError } = require('../coded-error.js');
+const { LocatedCounter } = require('../mongoose/located-counter.js');
+const { addToSchema } = require('../mongoose/registry.js');
+const { addHooks } = require('../mongoose/hooks.js');
+const { addCreate, settle } = require('../mongoose/statics.js');
+
+/** The name errors start with. */
+const PLUGIN = 'mongodb-sequence/mongoose/auto-increment';
+/** Where mongoose-auto-increment keeps its counters: its model's name and collection. */
+const COUNTER_MODEL = 'IdentityCounter';
+const COUNTER_COLLECTION = 'identitycounters';
+
+/** The connection `initialize` was given: the counters of every later `plugin` live there. */
+let countersConnection = null;
+
+function invalid(message) {
+  return codedError('INVALID_ARGUMENT', message, { type: TypeError });
+}
+
+/**
+ * `initialize(connection)`: the connection that holds the counters, as
+ * mongoose-auto-increment takes it, with its `IdentityCounter` model registered on it
+ * (unless it has one) for code that reads the counters through it.
+ */
+function initialize(connection) {
+  if (!connection || typeof connection.model !== 'function') throw invalid(`${PLUGIN}: initialize takes a mongoose connection (or mongoose itself)`);
+  const models = connection.models || {};
+  const mongoose = connection.base || connection;
+  if (!models[COUNTER_MODEL] && typeof mongoose.Schema === 'function') {
+    const schema = new mongoose.Schema({ model: { type: String }, field: { type: String }, count: { type: Number, default: 0 } });
+    connection.model(COUNTER_MODEL, schema, COUNTER_COLLECTION);
+  }
+  countersConnection = connection;
+}
+
+/** The options of `plugin` with mongoose-auto-increment's defaults, checked. */
+function settingsOf(options) {
+  const settings = { model: null, field: '_id', startAt: 0, incrementBy: 1, unique: true };
+  if (typeof options === 'string') settings.model = options;
+  else if (options && typeof options === 'object') Object.assign(settings, options);
+  if (settings.model === null || settings.model === undefined) throw invalid('model must be set');
+  if (typeof settings.model !== 'string' || settings.model === '') throw invalid(`${PLUGIN}: option model must be a non-empty string`);
+  if (typeof settings.field !== 'string' || settings.field === '') throw invalid(`${PLUGIN}: option field must be a non-empty string`);
+  if (!Number.isSafeInteger(settings.startAt)) throw invalid(`${PLUGIN}: option startAt must be a safe integer; got ${String(settings.startAt)}`);
+  if (!Number.isSafeInteger(settings.incrementBy) || settings.incrementBy === 0) {
+    throw invalid(`${PLUGIN}: option incrementBy must be a non-zero safe integer; got ${String(settings.incrementBy)}`);
+  }
+  if (typeof settings.unique !== 'boolean') throw invalid(`${PLUGIN}: option unique must be a boolean`);
+  return settings;
+}
+
+/** The model a static (`this` a model) or a method (`this` a document) is called on. */
+function modelOfThis(self) {
+  return typeof self === 'function' ? self : self && self.constructor;
+}
+
+/**
+ * `schema.plugin(plugin, 'Model')` or `schema.plugin(plugin, { model, field, startAt,
+ * incrementBy, unique })`: numbers `field` of new documents from the counter
+ * `{ model, field, count }`: the first gets `startAt`, each next one `incrementBy` more. A
+ * new document saved with a number of its own keeps it, and the counter moves up to it.
+ */
+function plugin(schema, options) {
+  if (!countersConnection) throw invalid('mongoose-auto-increment has not been initialized');
+  const settings = settingsOf(options);
+  const { model, field, startAt, incrementBy } = settings;
+  const path = schema.path(field);
+  if (path !== undefined && field !== '_id' && path.instance !== 'Number') throw invalid(`${PLUGIN}: field "${field}" is in the schema and not a Number`);
+  schema.add({ [field]: field === '_id' ? { type: Number } : { type: Number, unique: settings.unique } });
+
+  const counter = new LocatedCounter({
+    plugin: PLUGIN,
+    label: `${model}.${field}`,
+    field,
+    collection: COUNTER_COLLECTION,
+    counterField: 'count',
+    start: startAt,
+    step: incrementBy,
+    // In the order of mongoose-auto-increment's index { field: 1, model: 1 }.
+    locate: () => ({ field, model }),
+    keepGivenOnSave: true,
+    connection: countersConnection,
+  });
+  addToSchema(schema, counter);
+  addHooks(schema, counter);
+  addCreate(schema, counter);
+
+  // A number given to a new document moves the counter up to it (never down), so the
+  // numbers after it do not collide with it.
+  schema.pre('save', async function raiseCounterToGivenNumber() {
+    if (!this.isNew || counter.ownNumber(this)) return;
+    const given = this.get(field);
+    if (typeof given === 'number' && Number.isFinite(given)) await counter.raiseTo(this, Math.floor(given));
+  });
+
+  /** The number the next new document will get (`startAt` before the first). */
+  function nextCount(callback) {
+    const Model = modelOfThis(this);
+    const work = counter.currentValue(Model).then((value) => (value === undefined ? startAt : value + incrementBy));
+    return settle(work, callback);
+  }
+  /** Sets the counter back so that the next new document gets `startAt`; resolves with `startAt`. */
+  function resetCount(callback) {
+    const Model = modelOfThis(this);
+    return settle(counter.setValue(Model, startAt - incrementBy).then(() => startAt), callback);
+  }
+  schema.method('nextCount', nextCount);
+  schema.static('nextCount', nextCount);
+  schema.method('resetCount', resetCount);
+  schema.static('resetCount', resetCount);
+}
+
+module.exports = { initialize, plugin };

@@ -1,0 +1,152 @@
+'use strict';
+// A counter kept in another plugin's counter documents, for the drop-ins: one document
+// per model (and field, and group), found by equality on fields such as
+// `{ field, modelName }`, its value in a field such as `count`. It numbers documents as
+// the plugin's own counter does (./counter.js: the hooks, batches, the rule); what differs
+// is which document a model's writes advance and on which connection.
+
+const { Counter, HANDLES_KEPT } = require('./counter.js');
+const { BoundedCache } = require('../bounded-cache.js');
+const { codedError } = require('../coded-error.js');
+const { openDb } = require('./connection.js');
+const { DEFAULTS } = require('./options.js');
+const { isDocument } = require('./paths.js');
+const { SAVE, BATCH } = require('./rule.js');
+const core = require('../../index.js');
+
+class LocatedCounter extends Counter {
+  /**
+   * `spec`: `label` (the counter in messages), `field` (the numbered path),
+   * `collection`, `counterField`, `start` and `step` (number or bigint), `bigint` (the
+   * numbered path holds BigInts), `locate(Model, source)` (the locator fields of the
+   * counter that numbers `source`, a document or plain object of `Model`), and
+   * optionally `exempt(doc, Model)` (documents that take no number), `keepGivenOnSave`
+   * (save keeps a number the caller set, as batches do), `connection` (the counters'
+   * connection, else each model's own), `onConnection(connection)` (called before each
+   * numbering on a connection), `prepare(db, locator)` (a promise, awaited before a
+   * counter's first use on a `Db`), `output(value)` (what documents receive for a value)
+   * and `plugin` (the name errors start with).
+   */
+  constructor(spec) {
+    const options = {
+      ...DEFAULTS,
+      id: spec.label,
+      inc_field: spec.field,
+      start_seq: spec.start,
+      inc_amount: spec.step,
+      collection_name: spec.collection,
+      parallel_hooks: false,
+    };
+    super(null, options, null);
+    this.spec = spec;
+    if (typeof spec.exempt === 'function') this.exempt = spec.exempt;
+    if (spec.keepGivenOnSave) this.writeAs = (write) => (write === SAVE ? BATCH : write);
+    /** Per driver `Db`: the preparation of each counter, by reference key (`spec.prepare`). */
+    this.prepared = new WeakMap();
+    /** Per driver `Db`: its native handles (a schema may be used on several connections, a database per tenant). */
+    this.handlesByDb = new WeakMap();
+  }
+
+  handlesOn(db) {
+    if (!this.handlesByDb.has(db)) this.handlesByDb.set(db, new BoundedCache(HANDLES_KEPT));
+    return this.handlesByDb.get(db);
+  }
+
+  shown(value) {
+    return typeof this.spec.output === 'function' ? this.spec.output(value) : value;
+  }
+
+  /** The native handle, once `spec.prepare(db, locator)` has run for the counter on that `Db` (once each). */
+  async handle(reference, Model) {
+    if (typeof this.spec.prepare === 'function') {
+      const db = await this.db(Model);
+      if (!this.prepared.has(db)) this.prepared.set(db, new Map());
+      const done = this.prepared.get(db);
+      const key = this.keyOf(reference);
+      if (!done.has(key)) {
+        const preparing = this.spec.prepare(db, this.locatorOf(reference));
+        done.set(key, preparing);
+        preparing.catch(() => done.delete(key));
+      }
+      await done.get(key);
+    }
+    return super.handle(reference, Model);
+  }
+
+  get counterField() {
+    return this.spec.counterField;
+  }
+
+  /** Counters are chosen by the model (and group) of a document: always a reference. */
+  get scoped() {
+    return true;
+  }
+
+  /**
+   * The locator fields of the counter of `source`: a document or subdocument (its own
+   * constructor names the counter), or a plain object of `Model`.
+   */
+  referenceOf(source, Model) {
+    const model = isDocument(source) ? source.constructor : Model;
+    if (typeof model !== 'function') throw codedError('INVALID_ARGUMENT', `${this.spec.plugin}: cannot tell the model of a document to number`);
+    return this.spec.locate(model, source);
+  }
+
+  /** A subdocument is numbered on its top document's connection. */
+  modelOf(doc) {
+    let top = doc;
+    while (top && typeof top.ownerDocument === 'function' && top.ownerDocument() !== top) top = top.ownerDocument();
+    return top ? top.constructor : doc.constructor;
+  }
+
+  locatorOf(reference) {
+    return reference;
+  }
+
+  handleOptions() {
+    return this.nativeOptions({ upsert: true, start: this.spec.start, step: this.spec.step, bigint: Boolean(this.spec.bigint) });
+  }
+
+  /** The driver `Db` of `Model`'s own connection (the drop-ins are given no connection), once open. */
+  async db(Model) {
+    const connection = this.spec.connection || (Model && Model.db);
+    if (!connection) throw codedError('INVALID_ARGUMENT', `${this.spec.plugin}: cannot tell the connection of a document to number`);
+    if (typeof this.spec.onConnection === 'function') this.spec.onConnection(connection);
+    return openDb(connection, Model);
+  }
+
+  /** The value of the counter of `reference` (the last number handed out), or `undefined` when it does not exist yet. */
+  async currentValueOf(reference, Model) {
+    try {
+      return await this.call((await this.handle(reference, Model)).current());
+    } catch (error) {
+      if (error && error.code === 'SEQUENCE_NOT_FOUND') return undefined;
+      throw error;
+    }
+  }
+
+  /** The value of `Model`'s counter (one whose locator does not depend on the document). */
+  async currentValue(Model) {
+    return this.currentValueOf(this.referenceOf(null, Model), Model);
+  }
+
+  /** Sets the counter of `reference` to `value` when it exists (the next number is `value + step`); resolves with how many matched. */
+  async setValueOf(reference, Model, value) {
+    if (typeof this.spec.prepare === 'function') await this.handle(reference, Model);
+    const db = await this.db(Model);
+    return this.call(core.setCountersWhere(db, this.locatorOf(reference), value, this.nativeOptions()));
+  }
+
+  /** Sets `Model`'s counter (one whose locator does not depend on the document) to `value`. */
+  async setValue(Model, value) {
+    return this.setValueOf(this.referenceOf(null, Model), Model, value);
+  }
+
+  /** Moves the counter of `doc` to at least `value` (at most, counting down), creating it when absent. */
+  async raiseTo(doc, value) {
+    const Model = this.modelOf(doc);
+    return this.call((await this.handle(this.referenceOf(doc), Model)).raiseTo(value));
+  }
+}
+
+module.exports = { LocatedCounter };
