@@ -12,7 +12,8 @@ const { openDb } = require('./connection.js');
 const { DEFAULTS } = require('./options.js');
 const { isDocument } = require('./paths.js');
 const { SAVE, BATCH } = require('./rule.js');
-const core = require('../../index.js');
+// Through the package's entry, so that the drop-ins' calls are traced like a user's.
+const core = require('../entry.js');
 
 class LocatedCounter extends Counter {
   /**
