@@ -1,0 +1,125 @@
+//! Giving cached values back: a counter put back to the value before its unused tail, only
+//! where nobody moved it meanwhile.
+
+use super::*;
+use crate::engine::panic_safety::lock;
+use std::sync::Arc;
+
+use crate::engine::alloc::allocate::IdRange;
+use crate::engine::alloc::block_cache::CacheSlot;
+use crate::engine::counter::sequence_config::SequenceConfig;
+use crate::engine::error::SeqResult;
+use crate::engine::stats::{self};
+use crate::engine::store::counter_store::{CounterRef, CounterStore};
+
+impl CounterState {
+    /// Gives back the unused tail of every cached block of this counter: each tail is
+    /// taken out of its cache (never handed out here any more), then the counter is put
+    /// back to the value before the tail with one conditional update, guarded on the
+    /// counter still holding exactly the last value of the tail (the value this process's
+    /// fetch left there) and on its configuration. Anything else means the counter moved
+    /// on (another process, a `set`), and the tail is abandoned (a gap, as without a
+    /// give-back). Waits first (bounded) for block fetches in flight, so that their
+    /// fills are given back too. `store_of` gives the store of a lane's writes; each tail
+    /// goes back to the counter as the calls that fetched it named it.
+    pub async fn give_back<S, F>(&self, store_of: F) -> GivenBack
+    where
+        S: CounterStore,
+        F: Fn(&Lane) -> Arc<S>,
+    {
+        let _turn = self.management_turn.lock().await;
+        self.settle_fetches().await;
+        let slots: Vec<(Lane, CounterRef, Arc<CacheSlot>)> = lock(&self.caches)
+            .iter()
+            .map(|((lane, counter, _), slot)| (lane.clone(), counter.clone(), slot.clone()))
+            .collect();
+        let config = self.hint();
+        let mut outcome = GivenBack::default();
+        for (lane, counter, slot) in slots {
+            let Some((tail, dropped)) = slot.take_tail() else {
+                continue;
+            };
+            let count = tail.count();
+            // Out of the cache, the tail counts as abandoned until the update says it was
+            // returned: a give-back cut short (a close's time limit) drops this future
+            // mid-update, not knowing whether it was applied, and must not claim it was.
+            let mut part = Counted(GivenBack {
+                returned: 0,
+                abandoned: dropped + count,
+            });
+            if let Ok(true) = give_back_tail(&*store_of(&lane), &counter, config, tail).await {
+                part.0 = GivenBack {
+                    returned: count,
+                    abandoned: dropped,
+                };
+            }
+            outcome = outcome.plus(part.0);
+        }
+        outcome
+    }
+
+    /// Takes every cached value of this counter out of its caches and counts it as
+    /// abandoned at close: for the counters a close had no time left to give back.
+    /// Returns how many.
+    pub fn abandon_cached(&self) -> i64 {
+        let slots: Vec<Arc<CacheSlot>> = lock(&self.caches).values().cloned().collect();
+        let abandoned = slots
+            .iter()
+            .filter_map(|slot| slot.take_tail())
+            .map(|(tail, dropped)| tail.count() + dropped)
+            .sum();
+        stats::gave_back(0, abandoned);
+        abandoned
+    }
+}
+
+/// A part of a give-back, counted in the process's statistics when it goes (also when
+/// the give-back is dropped before it finished).
+struct Counted(GivenBack);
+
+impl Drop for Counted {
+    fn drop(&mut self) {
+        stats::gave_back(self.0.returned, self.0.abandoned);
+    }
+}
+
+/// What giving back a counter's cached tails did ([`CounterState::give_back`]).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct GivenBack {
+    /// Values returned to the counter: the next call, in any process, gets the first.
+    pub returned: i64,
+    /// Values left unused (the counter had moved on, it cycles, or the write failed).
+    pub abandoned: i64,
+}
+
+impl GivenBack {
+    /// The sum of two outcomes.
+    pub fn plus(self, other: GivenBack) -> GivenBack {
+        GivenBack {
+            returned: self.returned + other.returned,
+            abandoned: self.abandoned + other.abandoned,
+        }
+    }
+}
+
+/// Puts `counter` back from the last value of `tail` to the value before its first, in
+/// one conditional update: only when it holds exactly `tail.last` and is configured as
+/// `config`. `false` (nothing written) when it does not, when the counter cycles (a
+/// cycling counter back at the same value after a full cycle cannot be told from one
+/// nobody moved), or when the value before the tail lies outside 64 bits.
+pub async fn give_back_tail<S: CounterStore>(
+    store: &S,
+    counter: &CounterRef,
+    config: Option<SequenceConfig>,
+    tail: IdRange,
+) -> SeqResult<bool> {
+    if config.is_some_and(|c| c.cycle) {
+        return Ok(false);
+    }
+    let Some(before) = tail.first.checked_sub(tail.step) else {
+        return Ok(false);
+    };
+    store
+        .compare_and_set(counter, config.as_ref(), Some(tail.last), before)
+        .await
+}

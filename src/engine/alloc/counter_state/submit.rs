@@ -1,0 +1,268 @@
+//! Serving calls: each call submitted in its mode (its own round trip, coalesced, or from
+//! the cache), and every round trip recorded.
+
+use super::*;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use crate::engine::alloc::allocate::{allocate_demands, Allocation, CreatePolicy, IdRange};
+use crate::engine::alloc::block_cache::CacheSlot;
+use crate::engine::alloc::coalesce::Grants;
+use crate::engine::alloc::demand::Demand;
+use crate::engine::alloc::waiter::{receive, Waiter};
+use crate::engine::error::{SeqError, SeqResult};
+use crate::engine::panic_safety::caught;
+use crate::engine::stats::{self, Recorder, RoundTripEvent};
+use crate::engine::store::counter_store::{CounterRef, CounterStore};
+
+/// A future the caller must spawn on the runtime.
+pub type Background = Pin<Box<dyn Future<Output = ()> + Send + 'static>>;
+
+/// A call's values, still to come.
+pub type Pending = Pin<Box<dyn Future<Output = SeqResult<IdRange>> + Send + 'static>>;
+
+/// How a call is served.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// One round trip of its own, started when the call is submitted.
+    Direct,
+    /// Merged with concurrent calls into one round trip.
+    Coalesce,
+    /// From blocks of this many values cached in the process.
+    Cached(i64),
+}
+
+/// One call as submitted: how it is served, the cache slot of its mode when the caller
+/// kept it, and how many values it takes.
+pub struct Call<'a> {
+    /// How it is served.
+    pub mode: Mode,
+    /// The cache slot of `mode`, when the caller kept it.
+    pub slot: Option<&'a Arc<CacheSlot>>,
+    /// Values it takes.
+    pub count: i64,
+}
+
+/// A submitted call: its outcome, and work to spawn (a round trip it started, or the
+/// prefetch of the next block).
+pub struct Submitted {
+    /// The values, now or later.
+    pub outcome: Outcome,
+    /// Spawn this on the runtime, when present.
+    pub background: Option<Background>,
+}
+
+/// The outcome of submitting a call.
+pub enum Outcome {
+    /// Served at once, from the cache.
+    Now(IdRange),
+    /// To be awaited.
+    Later(Pending),
+}
+
+impl Submitted {
+    /// Spawns the background work on the current runtime and waits for the values.
+    pub async fn finish(self) -> SeqResult<IdRange> {
+        if let Some(background) = self.background {
+            tokio::spawn(background);
+        }
+        match self.outcome {
+            Outcome::Now(range) => Ok(range),
+            Outcome::Later(pending) => pending.await,
+        }
+    }
+}
+
+impl CounterState {
+    /// The demand-serving round trip for `counter` over `store`, remembering the
+    /// configuration it finds.
+    /// Each round trip is recorded by `recorder` (and as an event while someone listens).
+    pub fn fetcher<S>(
+        self: &Arc<Self>,
+        store: Arc<S>,
+        counter: CounterRef,
+        policy: CreatePolicy,
+        recorder: Recorder,
+    ) -> impl Fn(Vec<Demand>) -> Pin<Box<dyn Future<Output = Grants> + Send>> + Send + Sync + 'static
+    where
+        S: CounterStore + 'static,
+    {
+        let state = self.clone();
+        move |demands| {
+            let (state, store, counter) = (state.clone(), store.clone(), counter.clone());
+            let recorder = recorder.clone();
+            Box::pin(async move {
+                let hint = state.hint();
+                let started = std::time::Instant::now();
+                let served =
+                    allocate_demands(&*store, &counter, policy, &demands, hint, &state.turn).await;
+                let took = started.elapsed();
+                record_round_trip(&recorder, &*store, &counter, &demands, &served, took);
+                let served = served?;
+                if served.config != hint {
+                    state.remember(served.config);
+                }
+                Ok(served.grants)
+            })
+        }
+    }
+
+    /// Submits a call for `count` values, served as `mode` says. Queues it at once, so
+    /// calls submitted one after another are served in that order (coalesced and
+    /// cached calls). `slot` is the cache slot of `mode` when the caller kept it.
+    pub fn submit<S>(
+        self: &Arc<Self>,
+        store: &Arc<S>,
+        counter: &CounterRef,
+        lane: &Lane,
+        mode: Mode,
+        slot: Option<&Arc<CacheSlot>>,
+        count: i64,
+    ) -> Submitted
+    where
+        S: CounterStore + 'static,
+    {
+        let call = Call { mode, slot, count };
+        self.submit_recorded(store, counter, lane, call, &Recorder::default())
+    }
+
+    /// [`CounterState::submit`], its round trips recorded by `recorder`.
+    pub fn submit_recorded<S>(
+        self: &Arc<Self>,
+        store: &Arc<S>,
+        counter: &CounterRef,
+        lane: &Lane,
+        call: Call<'_>,
+        recorder: &Recorder,
+    ) -> Submitted
+    where
+        S: CounterStore + 'static,
+    {
+        let Call { mode, slot, count } = call;
+        // Every mode's round trips go through the same fetcher, made when one is needed.
+        let fetcher = || {
+            self.fetcher(
+                store.clone(),
+                counter.clone(),
+                lane.policy,
+                recorder.clone(),
+            )
+        };
+        match mode {
+            Mode::Cached(size) if count <= size => {
+                let owned;
+                let slot = match slot {
+                    Some(slot) => slot,
+                    None => {
+                        owned = self.cache_slot(lane, counter, size);
+                        &owned
+                    }
+                };
+                if let Some(taken) = slot.try_take(count) {
+                    let background = taken.prefetch.then(|| {
+                        let fetch = fetcher();
+                        Box::pin(slot.clone().prefetch(fetch)) as Background
+                    });
+                    return Submitted {
+                        outcome: Outcome::Now(taken.range),
+                        background,
+                    };
+                }
+                let fetch = fetcher();
+                let (mut answer, fetching) = slot.wait(count, fetch);
+                // A fill that landed since `try_take` served the call at once.
+                let outcome = match answer.try_recv() {
+                    Ok(Ok(range)) => Outcome::Now(range),
+                    Ok(Err(error)) => Outcome::Later(Box::pin(async move { Err(error) })),
+                    Err(_) => Outcome::Later(Box::pin(receive(answer))),
+                };
+                Submitted {
+                    outcome,
+                    background: fetching.map(|f| Box::pin(f) as Background),
+                }
+            }
+            // A round trip of its own, started at once like the coalescer's: the caller
+            // spawns it before it sets up the promise, so the request does not wait for
+            // that, and the outcome only receives the answer (as a coalesced call does).
+            Mode::Direct => {
+                let fetch = fetcher();
+                let (mut waiter, answer) = Waiter::new(count);
+                let round_trip = async move {
+                    let served = tokio::select! {
+                        biased;
+                        // The caller gave up (its deadline passed, its client closed):
+                        // the round trip stops with it, as it did when it ran inside the
+                        // call (values already taken are left unused, a gap).
+                        () = waiter.reply.closed() => return,
+                        served = caught("round trip", fetch(vec![Demand::Exact(count)])) => served,
+                    };
+                    waiter.answer(served.and_then(|mut grants| {
+                        grants.pop().unwrap_or_else(|| {
+                            Err(SeqError::internal("a round trip answered no demand"))
+                        })
+                    }));
+                };
+                Submitted {
+                    outcome: Outcome::Later(Box::pin(receive(answer))),
+                    background: Some(Box::pin(round_trip)),
+                }
+            }
+            // Coalesced, or a batch larger than the cache's blocks.
+            _ => {
+                let fetch = fetcher();
+                let (answer, driver) =
+                    self.lanes
+                        .submit((lane.clone(), counter.clone()), count, fetch);
+                Submitted {
+                    outcome: Outcome::Later(Box::pin(receive(answer))),
+                    background: driver.map(|d| Box::pin(d) as Background),
+                }
+            }
+        }
+    }
+}
+
+/// Records one round trip that served `demands` and took `took` ([`Recorder`], and a
+/// [`RoundTripEvent`] while events are on).
+fn record_round_trip(
+    recorder: &Recorder,
+    store: &impl CounterStore,
+    counter: &CounterRef,
+    demands: &[Demand],
+    served: &SeqResult<Allocation>,
+    took: std::time::Duration,
+) {
+    let calls = demands
+        .iter()
+        .filter(|d| matches!(d, Demand::Exact(_)))
+        .count();
+    let (blocks, retries, values, error) = match served {
+        Ok(served) => {
+            let fills = demands
+                .iter()
+                .zip(&served.grants)
+                .filter(|(d, g)| matches!(d, Demand::UpTo(_)) && g.is_ok())
+                .count() as u64;
+            let values = served.grants.iter().flatten().map(IdRange::count).sum();
+            (fills, served.retries, values, None)
+        }
+        Err(e) => (0, 0, 0, Some(e.code)),
+    };
+    recorder.round_trip(took, calls, blocks, retries);
+    if stats::events_on() {
+        let endpoint = store.endpoint();
+        stats::record_event(RoundTripEvent {
+            database: endpoint.database,
+            collection: counter.collection.clone(),
+            operation: "findAndModify",
+            server: endpoint.server,
+            counter: counter.label.clone(),
+            values,
+            calls,
+            duration: took,
+            error,
+            retries,
+        });
+    }
+}
