@@ -23,71 +23,71 @@
  * discriminator's base model, a document of a discriminator whose own schema has
  * counters (write it through that discriminator).
  */
-declare function AutoIncrementFactory(mongooseOrConnection: unknown): AutoIncrementFactory.AutoIncrementPlugin
+declare function AutoIncrementFactory(mongooseOrConnection: unknown): AutoIncrementFactory.AutoIncrementPlugin;
 
 declare namespace AutoIncrementFactory {
   /** Options of the plugin: those of mongoose-sequence 6, with the same defaults. */
   export interface AutoIncrementOptions {
     /** Field that receives the number. Default `'_id'`. */
-    inc_field?: string
+    inc_field?: string;
     /** Counter id (the `id` of its counter documents). Default: `inc_field`; required with `reference_fields`. */
-    id?: string
+    id?: string;
     /**
      * Fields (dot paths allowed) whose values scope the counter: one counter per combination
      * of their values, cast with the schema on every path and compared as exact BSON values.
      */
-    reference_fields?: string | string[]
+    reference_fields?: string | string[];
     /** First value of a new counter. Default `1`. */
-    start_seq?: number
+    start_seq?: number;
     /** Distance between values. Default `1`. */
-    inc_amount?: number
+    inc_amount?: number;
     /** Collection of the counter documents. Default `'counters'`. */
-    collection_name?: string
+    collection_name?: string;
     /** Number only through `setNext`, never in hooks. Default `false`. */
-    disable_hooks?: boolean
+    disable_hooks?: boolean;
     /**
      * `true` (default): on mongoose 8 the numbering `pre('save')` hook runs in parallel with
      * the hooks after it (as mongoose-sequence's), which then do not see the number yet;
      * mongoose 9 runs every pre hook in series. `false`: in series on both.
      */
-    parallel_hooks?: boolean
+    parallel_hooks?: boolean;
     /**
      * `true` (default): a second plugin with the same `id` throws `Counter already defined
      * for field "<id>"`. `false`: it shares the counter documents. `'reuse'`: the same
      * options registered again (hot reload) reuse the counter; different options still throw.
      */
-    exclusive?: boolean | 'reuse'
+    exclusive?: boolean | 'reuse';
     /**
      * Number and insert new documents in one transaction (`Model.create()` and
      * `Model.insertMany()`), so a failed insert gives its numbers back. Needs a replica set.
      * `doc.save()` of a new document, bulkWrite inserts and upserts then reject with code
      * `GAPLESS_UNSUPPORTED_OPERATION`. Default `false`.
      */
-    gapless?: boolean
+    gapless?: boolean;
     /**
      * A connection string for the counters, for a mongoose connection with a setting the
      * core cannot carry over (its saves then reject with `UNSUPPORTED_CLIENT`, naming the
      * setting). The counters stay in the connection's database. Default: the counters use
      * the mongoose connection's own settings.
      */
-    uri?: string
+    uri?: string;
   }
 
   /** Anything with mongoose's `Schema#plugin` shape. */
   export interface SchemaLike {
-    plugin(fn: (schema: any, options?: any) => void, options?: any): unknown
-    [key: string]: any
+    plugin(fn: (schema: any, options?: any) => void, options?: any): unknown;
+    [key: string]: any;
   }
 
   /** The plugin: `schema.plugin(AutoIncrement, options)`. */
-  export type AutoIncrementPlugin = (schema: SchemaLike | any, options?: AutoIncrementOptions) => void
+  export type AutoIncrementPlugin = (schema: SchemaLike | any, options?: AutoIncrementOptions) => void;
 
   /** What `counterReset` resolves with. */
   export interface CounterResetResult {
-    acknowledged: boolean
+    acknowledged: boolean;
     /** Counter documents matched (and set). */
-    matchedCount: number
-    modifiedCount: number
+    matchedCount: number;
+    modifiedCount: number;
   }
 
   /** Methods the plugin adds to documents. */
@@ -97,8 +97,8 @@ declare namespace AutoIncrementFactory {
      * with the saved document. Rejects with `INVALID_ARGUMENT`, taking no number, when the
      * document is saved and its inc_field cannot change (`_id`, or declared `immutable`).
      */
-    setNext(id: string): Promise<this>
-    setNext(id: string, callback: (error: Error | null, document?: this) => void): void
+    setNext(id: string): Promise<this>;
+    setNext(id: string, callback: (error: Error | null, document?: this) => void): void;
   }
 
   /** Statics the plugin adds to models. */
@@ -111,17 +111,17 @@ declare namespace AutoIncrementFactory {
      * on two connections (a database per tenant) shares it, and a reset through either
      * model resets both. Make a factory and a schema per connection for a counter each.
      */
-    counterReset(id: string, referenceValues?: Record<string, unknown>): Promise<CounterResetResult>
-    counterReset(id: string, callback: (error: Error | null, result?: CounterResetResult) => void): void
-    counterReset(id: string, referenceValues: Record<string, unknown>, callback: (error: Error | null, result?: CounterResetResult) => void): void
+    counterReset(id: string, referenceValues?: Record<string, unknown>): Promise<CounterResetResult>;
+    counterReset(id: string, callback: (error: Error | null, result?: CounterResetResult) => void): void;
+    counterReset(id: string, referenceValues: Record<string, unknown>, callback: (error: Error | null, result?: CounterResetResult) => void): void;
   }
 
   /** A counter raised by `syncCounterToMax`. */
   export interface RaisedCounter {
     /** `null`, or the reference fields' values of a counter with reference_fields. */
-    reference_value: Record<string, unknown> | null
+    reference_value: Record<string, unknown> | null;
     /** The counter's value afterwards. */
-    value: number | bigint
+    value: number | bigint;
   }
 
   /**
@@ -130,18 +130,18 @@ declare namespace AutoIncrementFactory {
    * a descending counter (negative inc_amount) down to the smallest. Never moves a counter
    * back over numbers it handed out.
    */
-  export function syncCounterToMax(Model: unknown, id?: string): Promise<RaisedCounter[]>
+  export function syncCounterToMax(Model: unknown, id?: string): Promise<RaisedCounter[]>;
 
   /** Options of `takeOverCounter`. */
   export interface TakeOverOptions {
     /** Which of the model's counters (needed when it has several). */
-    id?: string
+    id?: string;
     /** Collection of the other plugin's counters. Default `'identitycounters'`. */
-    collection?: string
+    collection?: string;
     /** Model name the other plugin used. Default the model's. */
-    modelName?: string
+    modelName?: string;
     /** Field the other plugin numbered. Default the counter's inc_field. */
-    field?: string
+    field?: string;
   }
 
   /**
@@ -149,12 +149,12 @@ declare namespace AutoIncrementFactory {
    * mongoose-auto-increment kept for the model; resolves with the counter's value afterwards.
    * Rejects a descending counter with code `INVALID_ARGUMENT`.
    */
-  export function takeOverCounter(Model: unknown, from: 'typegoose' | 'mongoose-auto-increment', options?: TakeOverOptions): Promise<number | bigint>
+  export function takeOverCounter(Model: unknown, from: 'typegoose' | 'mongoose-auto-increment', options?: TakeOverOptions): Promise<number | bigint>;
 
   /** The factory itself (`module.exports.AutoIncrementFactory`). */
-  export { AutoIncrementFactory }
+  export { AutoIncrementFactory };
   /** The factory itself (`module.exports.default`, for transpiled default imports). */
-  export { AutoIncrementFactory as default }
+  export { AutoIncrementFactory as default };
 }
 
-export = AutoIncrementFactory
+export = AutoIncrementFactory;

@@ -29,7 +29,7 @@ const { addHooks } = require('./lib/mongoose/hooks.js');
 const { addCreate, addMethods } = require('./lib/mongoose/statics.js');
 const { syncCounterToMax, takeOverCounter } = require('./lib/mongoose/migration.js');
 
-const REQUIRE_HELP = 'Please, pass mongoose while requiring mongodb-sequence/mongoose: require(\'mongodb-sequence/mongoose\')(mongoose)';
+const REQUIRE_HELP = "Please, pass mongoose while requiring mongodb-sequence/mongoose: require('mongodb-sequence/mongoose')(mongoose)";
 
 /** Adds `inc_field` to the schema as a Number, unless it has it (refused with another type). */
 function addField(schema, field) {

@@ -66,9 +66,7 @@ export function describeDeployment() {
 /** A skip reason when the deployment takes no transactions (gapless mode needs them), else false. */
 export async function needsTransactions() {
   const d = await describeDeployment();
-  return d.transactions
-    ? false
-    : `needs transactions (gapless mode): this ${d.topology} MongoDB ${d.version} refuses them; they need a replica set or mongos`;
+  return d.transactions ? false : `needs transactions (gapless mode): this ${d.topology} MongoDB ${d.version} refuses them; they need a replica set or mongos`;
 }
 
 /**

@@ -196,7 +196,9 @@ console.log(`\nmongoose 8, documents per second, best of 3 turns (server: ${resu
 console.log('| case | mongodb-sequence/mongoose | mongoose-sequence 6 | helper + insert | inserts alone (no counter) | ours/mongoose-sequence | ours/helper |');
 console.log('|---|---:|---:|---:|---:|---:|---:|');
 for (const r of results.mongoose.rows) {
-  console.log(`| ${r.case} | ${r.ours.toFixed(0)} | ${r.sequence.toFixed(0)} | ${r.helper.toFixed(0)} | ${r.ceiling.toFixed(0)} | ${(r.ours / r.sequence).toFixed(2)}x | ${(r.ours / r.helper).toFixed(2)}x |`);
+  console.log(
+    `| ${r.case} | ${r.ours.toFixed(0)} | ${r.sequence.toFixed(0)} | ${r.helper.toFixed(0)} | ${r.ceiling.toFixed(0)} | ${(r.ours / r.sequence).toFixed(2)}x | ${(r.ours / r.helper).toFixed(2)}x |`,
+  );
 }
 if (CHECK) {
   console.log('');

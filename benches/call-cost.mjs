@@ -72,7 +72,10 @@ if (SIDE) {
     times[side].push(Number(process.hrtime.bigint() - t) / calls);
   };
   for (let r = 0; r < rounds; r++) {
-    const sides = [['native', () => nativeNext.call(h)], ['wrapped', () => h.next()]];
+    const sides = [
+      ['native', () => nativeNext.call(h)],
+      ['wrapped', () => h.next()],
+    ];
     if (r % 2 === 1) sides.reverse();
     for (const [side, call] of sides) await time(side, call);
   }
@@ -137,6 +140,10 @@ if (SIDE) {
   t = process.hrtime.bigint();
   for (let i = 0; i < N; i++) await seq.getNextSequenceValue(db, 'g', { cache: 1000, upsert: true });
   const fresh = Number(process.hrtime.bigint() - t) / N;
-  console.log(`handle ${handle.toFixed(0)} ns/call, function ${fn.toFixed(0)} ns/call (same options object), ${fresh.toFixed(0)} ns/call (new options object each call); ratio ${(fn/handle).toFixed(2)} / ${(fresh/handle).toFixed(2)}`);
-  await client.close(); await seq.closeSharedClients(); await server.stop();
+  console.log(
+    `handle ${handle.toFixed(0)} ns/call, function ${fn.toFixed(0)} ns/call (same options object), ${fresh.toFixed(0)} ns/call (new options object each call); ratio ${(fn / handle).toFixed(2)} / ${(fresh / handle).toFixed(2)}`,
+  );
+  await client.close();
+  await seq.closeSharedClients();
+  await server.stop();
 }

@@ -44,7 +44,9 @@ for (const kind of kinds) {
     const best = await takeTurns(sides, { calls: CALLS, rounds: ROUNDS, progress });
     console.log(`\n${kind}, round trips:\n${latencyTable(best, 'helper')}`);
     const paired = (what) => best[`before: ${what}`].ratio[`after: ${what}`];
-    console.log(`after / before, paired p50: function ${paired('function').toFixed(3)}, handle ${paired('handle').toFixed(3)}, coalesce: false ${paired('coalesce: false').toFixed(3)}`);
+    console.log(
+      `after / before, paired p50: function ${paired('function').toFixed(3)}, handle ${paired('handle').toFixed(3)}, coalesce: false ${paired('coalesce: false').toFixed(3)}`,
+    );
 
     // Cached calls: ns per awaited call, builds taking turns, median of the rounds.
     const cached = {};
@@ -68,7 +70,9 @@ for (const kind of kinds) {
     }
     const median = (b, form) => quantile(Float64Array.from(cached[b].ns[form]).sort(), 0.5);
     for (const form of ['handle', 'function']) {
-      console.log(`cached ${form} (cache: 1000), ns per awaited call, median of ${ROUNDS} rounds of ${CACHED}: before ${median('before', form).toFixed(0)}, after ${median('after', form).toFixed(0)}`);
+      console.log(
+        `cached ${form} (cache: 1000), ns per awaited call, median of ${ROUNDS} rounds of ${CACHED}: before ${median('before', form).toFixed(0)}, after ${median('after', form).toFixed(0)}`,
+      );
     }
   } finally {
     await db.dropDatabase();

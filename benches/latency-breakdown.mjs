@@ -145,7 +145,9 @@ if (process.argv[2] === '--relay') {
     return quantile(times.sort(), 0.5);
   };
   const [idleHops, busyHops] = [await hops(true), await hops(false)];
-  console.log(`\nJS thread -> runtime -> JS thread, no I/O (closeSharedClients, no client open), p50: ${idleHops.toFixed(3)} ms after 1 ms idle, ${busyHops.toFixed(3)} ms back to back`);
+  console.log(
+    `\nJS thread -> runtime -> JS thread, no I/O (closeSharedClients, no client open), p50: ${idleHops.toFixed(3)} ms after 1 ms idle, ${busyHops.toFixed(3)} ms back to back`,
+  );
 
   const kinds = arg('server') ? [arg('server')] : ['mongoeco', 'secantus'];
   for (const kind of kinds) {
@@ -164,7 +166,7 @@ if (process.argv[2] === '--relay') {
         function: () => seq.getNextSequenceValue(db, 'function'),
         'coalesce: false': () => seq.getNextSequenceValue(db, 'direct', { coalesce: false }),
         handle: () => handle.next(),
-        'counterAt (the plugin\'s counter)': () => plugin.next(),
+        "counterAt (the plugin's counter)": () => plugin.next(),
       };
       const names = Object.keys(sides);
       for (const name of names) for (let i = 0; i < 20; i++) await sides[name]();

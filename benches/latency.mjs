@@ -91,7 +91,11 @@ export async function latencyRows({ uri, dbName, calls = 200, rounds = 8, progre
       { calls, rounds, progress: (m) => progress(`mongoose: ${m}`) },
     );
     const checks = Object.entries(seen).map(([name, values]) => contiguous(`latency / ${name}`, values));
-    for (const [label, Model] of [['plugin save()', Plugin], ['counterAt + plain save()', Stored], ['helper + plain save()', Plain]]) {
+    for (const [label, Model] of [
+      ['plugin save()', Plugin],
+      ['counterAt + plain save()', Stored],
+      ['helper + plain save()', Plain],
+    ]) {
       const ids = (await Model.find({}, { _id: 1 }).lean()).map((d) => d._id);
       checks.push(contiguous(`latency / ${label}`, ids));
     }

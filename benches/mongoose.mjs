@@ -117,12 +117,15 @@ export async function mongooseRows({ uri, dbName, progress }) {
   const checks = [];
   try {
     const cases = [
-      ['1,000 save() one after another', (side) => timed(async () => {
-        for (let i = 0; i < DOCS; i++) await side.save(i);
-      })],
+      [
+        '1,000 save() one after another',
+        (side) =>
+          timed(async () => {
+            for (let i = 0; i < DOCS; i++) await side.save(i);
+          }),
+      ],
       ['1,000 save(), 64 at a time', (side) => timed(() => savesAtATime(DOCS, 64, () => side.save(0)))],
-      ['1,000 documents at once (insertMany; mongoose-sequence: create([...]))', (side) => timed(() =>
-        side.insertMany(Array.from({ length: DOCS }, (_, i) => ({ i }))))],
+      ['1,000 documents at once (insertMany; mongoose-sequence: create([...]))', (side) => timed(() => side.insertMany(Array.from({ length: DOCS }, (_, i) => ({ i }))))],
     ];
     // The sides take turns, ROUNDS times, and each keeps its best round: the test servers'
     // speed drifts during a run, and turns spread that drift over every side.

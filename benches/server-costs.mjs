@@ -42,8 +42,7 @@ for (const kind of kinds) {
         '+ step $exists: false': () => counters.findOneAndUpdate({ _id: 'exists', v_step: { $exists: false } }, inc, after),
         '+ $type int/long': () => counters.findOneAndUpdate({ _id: 'type', v: { $type: ['int', 'long'] } }, inc, after),
         '+ projection': () => counters.findOneAndUpdate({ _id: 'projection' }, inc, projected),
-        'ours: all three': () =>
-          counters.findOneAndUpdate({ _id: 'ours', v_step: { $exists: false }, v: { $type: ['int', 'long'] } }, inc, projected),
+        'ours: all three': () => counters.findOneAndUpdate({ _id: 'ours', v_step: { $exists: false }, v: { $type: ['int', 'long'] } }, inc, projected),
       },
       { calls: CALLS, rounds: ROUNDS, progress },
     );

@@ -30,14 +30,24 @@ const sides = {
 };
 const names = Object.keys(sides);
 for (const n of names) for (let i = 0; i < 20; i++) await sides[n]();
-const even = [], odd = [], all = [];
+const even = [],
+  odd = [],
+  all = [];
 for (let r = 0; r < rounds; r++) {
   const got = {};
   for (const n of process.env.ORDER === 'old' ? (r % 2 === 0 ? names : [...names].reverse()) : roundOrder(names, r)) got[n] = (await sequentialRound(sides[n], 200)).p50;
   const ratio = got.fourth / got.function;
-  (r % 2 === 0 ? even : odd).push(ratio); all.push(ratio);
+  (r % 2 === 0 ? even : odd).push(ratio);
+  all.push(ratio);
 }
-const med = (xs) => { const s = [...xs].sort((a, b) => a - b); return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2; };
+const med = (xs) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+};
 const upper = (xs) => quantile(Float64Array.from(xs).sort(), 0.5);
-console.log(`order=${process.env.ORDER || 'balanced'}${swap ? ' swapped documents' : ''} ${kind} 4th=${fourth} rounds=${rounds}: 4th/function upper median (as turns.mjs took it before) ${upper(all).toFixed(3)} true median ${med(all).toFixed(3)} | even rounds (old order: 4th last) median ${med(even).toFixed(3)} | odd rounds (old order: 4th first) median ${med(odd).toFixed(3)}`);
-await client.close(); await seq.closeSharedClients(); await server.stop();
+console.log(
+  `order=${process.env.ORDER || 'balanced'}${swap ? ' swapped documents' : ''} ${kind} 4th=${fourth} rounds=${rounds}: 4th/function upper median (as turns.mjs took it before) ${upper(all).toFixed(3)} true median ${med(all).toFixed(3)} | even rounds (old order: 4th last) median ${med(even).toFixed(3)} | odd rounds (old order: 4th first) median ${med(odd).toFixed(3)}`,
+);
+await client.close();
+await seq.closeSharedClients();
+await server.stop();

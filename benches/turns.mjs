@@ -103,4 +103,3 @@ export function latencyTable(best, baseline) {
   }
   return lines.join('\n');
 }
-

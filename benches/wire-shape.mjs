@@ -28,8 +28,15 @@ const parse = (buf) => {
       let p = off + 20;
       while (p < off + len) {
         const k = buf[p++];
-        if (k === 0) { const n = buf.readInt32LE(p); msg.docs.push(deserialize(buf.subarray(p, p + n))); p += n; }
-        else { const n = buf.readInt32LE(p); msg.docs.push({ seq: buf.subarray(p + 4, p + n).toString('latin1') }); p += n; }
+        if (k === 0) {
+          const n = buf.readInt32LE(p);
+          msg.docs.push(deserialize(buf.subarray(p, p + n)));
+          p += n;
+        } else {
+          const n = buf.readInt32LE(p);
+          msg.docs.push({ seq: buf.subarray(p + 4, p + n).toString('latin1') });
+          p += n;
+        }
       }
     }
     out.push(msg);
@@ -39,24 +46,46 @@ const parse = (buf) => {
 };
 const relay = createServer((c) => {
   const up = connect({ host: '127.0.0.1', port: Number(port) });
-  c.setNoDelay(true); up.setNoDelay(true);
-  let a = Buffer.alloc(0), b = Buffer.alloc(0);
-  c.on('data', (d) => { up.write(d); let m; [m, a] = parse(Buffer.concat([a, d])); for (const x of m) log.push({ tag, dir: 'out', ...x }); });
-  up.on('data', (d) => { c.write(d); let m; [m, b] = parse(Buffer.concat([b, d])); for (const x of m) log.push({ tag, dir: 'in', ...x }); });
-  c.on('error', () => {}); up.on('error', () => {});
-  c.on('close', () => up.destroy()); up.on('close', () => c.destroy());
+  c.setNoDelay(true);
+  up.setNoDelay(true);
+  let a = Buffer.alloc(0),
+    b = Buffer.alloc(0);
+  c.on('data', (d) => {
+    up.write(d);
+    let m;
+    [m, a] = parse(Buffer.concat([a, d]));
+    for (const x of m) log.push({ tag, dir: 'out', ...x });
+  });
+  up.on('data', (d) => {
+    c.write(d);
+    let m;
+    [m, b] = parse(Buffer.concat([b, d]));
+    for (const x of m) log.push({ tag, dir: 'in', ...x });
+  });
+  c.on('error', () => {});
+  up.on('error', () => {});
+  c.on('close', () => up.destroy());
+  up.on('close', () => c.destroy());
 });
 await new Promise((r) => relay.listen(0, '127.0.0.1', r));
 const uri = `mongodb://127.0.0.1:${relay.address().port}/?directConnection=true`;
 const client = new MongoClient(uri);
 await client.connect();
 const db = client.db('wire');
-await db.collection('counters').insertMany([{ _id: 'a', sequence_value: 0 }, { _id: 'b', sequence_value: 0 }]);
-for (let i = 0; i < 3; i++) { await seq.getNextSequenceValue(db, 'a'); await seq.getNextSequenceValue(db, 'b', { coalesce: false }); }
+await db.collection('counters').insertMany([
+  { _id: 'a', sequence_value: 0 },
+  { _id: 'b', sequence_value: 0 },
+]);
+for (let i = 0; i < 3; i++) {
+  await seq.getNextSequenceValue(db, 'a');
+  await seq.getNextSequenceValue(db, 'b', { coalesce: false });
+}
 log.length = 0;
 for (let i = 0; i < 3; i++) {
-  tag = 'default'; await seq.getNextSequenceValue(db, 'a');
-  tag = 'direct'; await seq.getNextSequenceValue(db, 'b', { coalesce: false });
+  tag = 'default';
+  await seq.getNextSequenceValue(db, 'a');
+  tag = 'direct';
+  await seq.getNextSequenceValue(db, 'b', { coalesce: false });
 }
 const blank = (key, value) => {
   if (typeof value === 'bigint') return 'n';

@@ -165,7 +165,12 @@ function table(rows, headers, rightAligned) {
   const cells = [headers, ...rows];
   const widths = headers.map((_, i) => Math.max(...cells.map((r) => r[i].length)));
   return cells
-    .map((r) => r.map((c, i) => (rightAligned.includes(i) ? c.padStart(widths[i]) : c.padEnd(widths[i]))).join('  ').trimEnd())
+    .map((r) =>
+      r
+        .map((c, i) => (rightAligned.includes(i) ? c.padStart(widths[i]) : c.padEnd(widths[i])))
+        .join('  ')
+        .trimEnd(),
+    )
     .join('\n');
 }
 
@@ -177,4 +182,23 @@ async function confirm(question) {
   return /^y(es)?$/i.test(answer.trim());
 }
 
-module.exports = { redacted, masked, quote, UsageError, TimeoutError, withinTimeout, COMMON, COMMON_HELP, integer, sequenceName, timeoutMs, connectionOf, session, show, nameText, table, confirm, toJson };
+module.exports = {
+  redacted,
+  masked,
+  quote,
+  UsageError,
+  TimeoutError,
+  withinTimeout,
+  COMMON,
+  COMMON_HELP,
+  integer,
+  sequenceName,
+  timeoutMs,
+  connectionOf,
+  session,
+  show,
+  nameText,
+  table,
+  confirm,
+  toJson,
+};

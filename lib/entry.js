@@ -129,24 +129,20 @@ out.counterAt = remembered(native.counterAt);
 
 // A handle's context: its counter name (`name` is a native getter; read only while
 // traced), and the database and collection it was made for.
-wrapMethods(
-  native.Sequence,
-  ['next', 'nextBatch', 'nextRange', 'current', 'init', 'set', 'raiseTo', 'syncToMax', 'reset', 'drop', 'release'],
-  (_, handle) => {
-    const names = {};
-    try {
-      names.counter = handle.name;
-    } catch {
-      // a handle whose name cannot be read is still traced
-    }
-    const origin = origins.get(handle);
-    if (origin !== undefined) {
-      names.database = databaseOf(origin[0]);
-      names.collection = countersOf(origin[2], 'collection');
-    }
-    return names;
-  },
-);
+wrapMethods(native.Sequence, ['next', 'nextBatch', 'nextRange', 'current', 'init', 'set', 'raiseTo', 'syncToMax', 'reset', 'drop', 'release'], (_, handle) => {
+  const names = {};
+  try {
+    names.counter = handle.name;
+  } catch {
+    // a handle whose name cannot be read is still traced
+  }
+  const origin = origins.get(handle);
+  if (origin !== undefined) {
+    names.database = databaseOf(origin[0]);
+    names.collection = countersOf(origin[2], 'collection');
+  }
+  return names;
+});
 wrapMethods(native.SequenceClient, ['close'], () => ({}));
 
 // Named one by one, so that `import { … } from 'mongodb-sequence'` finds them (Node reads

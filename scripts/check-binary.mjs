@@ -12,10 +12,16 @@ const MAX_GLIBC = [2, 17];
 const MAX_BYTES = 8_500_000;
 const found = (path) =>
   statSync(path).isDirectory()
-    ? readdirSync(path, { recursive: true }).filter((f) => f.endsWith('.node')).map((f) => join(path, f))
+    ? readdirSync(path, { recursive: true })
+        .filter((f) => f.endsWith('.node'))
+        .map((f) => join(path, f))
     : [path];
 const args = process.argv.slice(2);
-const binaries = args.length ? args.flatMap(found) : readdirSync(ROOT).filter((f) => f.endsWith('.node')).map((f) => join(ROOT, f));
+const binaries = args.length
+  ? args.flatMap(found)
+  : readdirSync(ROOT)
+      .filter((f) => f.endsWith('.node'))
+      .map((f) => join(ROOT, f));
 if (binaries.length === 0) throw new Error(`no .node in ${args.length ? args.join(', ') : 'the project root: build first'}`);
 let failed = false;
 for (const path of binaries) {

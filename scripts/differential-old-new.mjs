@@ -31,10 +31,52 @@ await client.connect();
 
 // ---------------------------------------------------------------- values
 const odd = [
-  0, -0, 1, -1, 2, 3, 7, 1.5, NaN, Infinity, -Infinity, 2 ** 31, 2 ** 53, 2 ** 53 + 2, -(2 ** 53),
-  0n, 1n, 2n, -1n, 10n, 2n ** 53n, 2n ** 63n - 1n, 2n ** 63n, -(2n ** 63n), 2n ** 64n,
-  '', 'a', '1', 'counters', 'c2', 'seq', 'sequence_value', '_id', '$x', 'a.b', 'x\0y',
-  null, undefined, true, false, {}, [], [1], { $set: 1 }, { a: 1 }, { w: 1 },
+  0,
+  -0,
+  1,
+  -1,
+  2,
+  3,
+  7,
+  1.5,
+  NaN,
+  Infinity,
+  -Infinity,
+  2 ** 31,
+  2 ** 53,
+  2 ** 53 + 2,
+  -(2 ** 53),
+  0n,
+  1n,
+  2n,
+  -1n,
+  10n,
+  2n ** 53n,
+  2n ** 63n - 1n,
+  2n ** 63n,
+  -(2n ** 63n),
+  2n ** 64n,
+  '',
+  'a',
+  '1',
+  'counters',
+  'c2',
+  'seq',
+  'sequence_value',
+  '_id',
+  '$x',
+  'a.b',
+  'x\0y',
+  null,
+  undefined,
+  true,
+  false,
+  {},
+  [],
+  [1],
+  { $set: 1 },
+  { a: 1 },
+  { w: 1 },
 ];
 const oneOf = (xs) => fc.constantFrom(...xs);
 const oddValue = oneOf(odd);
@@ -42,9 +84,26 @@ const names = oneOf(['a', 'b', 'c', 'scope', { t: 'x' }, { t: 'x', n: 2 }, '', '
 const collections = ['counters', 'c2', 'cnt'];
 const fields = ['sequence_value', 'seq', 'v', 'n.m'];
 const wc = oneOf([
-  { w: 1 }, { w: 'majority' }, { w: 0 }, { w: -1 }, { w: 1.5 }, { w: 'tag' }, { journal: true }, { journal: 'yes' },
-  { wtimeoutMS: 100 }, { wtimeoutMS: 0 }, { wtimeoutMS: -1 }, { wtimeoutMS: 1.5 }, { wtimeoutMS: 2 ** 40 },
-  { wtimeoutMS: 100n }, { w: 1, foo: 1 }, { w: null }, { w: undefined }, { j: true }, { fsync: true }, {},
+  { w: 1 },
+  { w: 'majority' },
+  { w: 0 },
+  { w: -1 },
+  { w: 1.5 },
+  { w: 'tag' },
+  { journal: true },
+  { journal: 'yes' },
+  { wtimeoutMS: 100 },
+  { wtimeoutMS: 0 },
+  { wtimeoutMS: -1 },
+  { wtimeoutMS: 1.5 },
+  { wtimeoutMS: 2 ** 40 },
+  { wtimeoutMS: 100n },
+  { w: 1, foo: 1 },
+  { w: null },
+  { w: undefined },
+  { j: true },
+  { fsync: true },
+  {},
 ]);
 const perKey = {
   collection: oneOf(collections),
@@ -80,9 +139,9 @@ const options = fc.oneof(
     weight: 12,
     arbitrary: fc
       .array(
-        fc.tuple(oneOf(keys), fc.oneof({ weight: 5, arbitrary: fc.constant(null) }, { weight: 1, arbitrary: fc.constant(0) })).chain(([k, odd]) =>
-          fc.oneof({ weight: 6, arbitrary: perKey[k] }, { weight: 1, arbitrary: oddValue }).map((v) => [k, v]),
-        ),
+        fc
+          .tuple(oneOf(keys), fc.oneof({ weight: 5, arbitrary: fc.constant(null) }, { weight: 1, arbitrary: fc.constant(0) }))
+          .chain(([k, _odd]) => fc.oneof({ weight: 6, arbitrary: perKey[k] }, { weight: 1, arbitrary: oddValue }).map((v) => [k, v])),
         { maxLength: 5 },
       )
       .map((pairs) => Object.fromEntries(pairs)),
@@ -130,21 +189,30 @@ const clone = (o) => (o && typeof o === 'object' && !Array.isArray(o) ? structur
 async function call(lib, db, o) {
   const opts = fix(clone(o.o));
   switch (o.k) {
-    case 'value': return lib.getNextSequenceValue(db, clone(o.name), opts);
-    case 'batch': return lib.getNextSequenceBatch(db, clone(o.name), o.n, opts);
-    case 'range': return lib.getNextSequenceRange(db, clone(o.name), o.n, opts);
+    case 'value':
+      return lib.getNextSequenceValue(db, clone(o.name), opts);
+    case 'batch':
+      return lib.getNextSequenceBatch(db, clone(o.name), o.n, opts);
+    case 'range':
+      return lib.getNextSequenceRange(db, clone(o.name), o.n, opts);
     case 'handle':
     case 'located': {
       const h = o.k === 'handle' ? lib.sequence(db, clone(o.name), opts) : lib.counterAt(db, clone(o.loc), opts);
       const [m, ...args] = o.m;
       return h[m](...args.map(clone));
     }
-    case 'insertOne': return lib.insertOne(db, o.coll, clone(o.doc), opts);
-    case 'insertMany': return lib.insertMany(db, o.coll, o.docs.map(clone), opts);
-    case 'list': return lib.listSequences(db, opts);
-    case 'sync': return lib.syncToMax(db, o.src, o.f, clone(o.name), opts);
-    case 'where': return lib.setCountersWhere(db, clone(o.fields), o.v, opts);
-    case 'format': return lib.formatSequence(o.v, o.p, o.d);
+    case 'insertOne':
+      return lib.insertOne(db, o.coll, clone(o.doc), opts);
+    case 'insertMany':
+      return lib.insertMany(db, o.coll, o.docs.map(clone), opts);
+    case 'list':
+      return lib.listSequences(db, opts);
+    case 'sync':
+      return lib.syncToMax(db, o.src, o.f, clone(o.name), opts);
+    case 'where':
+      return lib.setCountersWhere(db, clone(o.fields), o.v, opts);
+    case 'format':
+      return lib.formatSequence(o.v, o.p, o.d);
     case 'parallel': {
       const all = await Promise.allSettled(Array.from({ length: o.n }, () => lib.getNextSequenceValue(db, clone(o.name), opts)));
       return all.map((r) => (r.status === 'fulfilled' ? r.value : `error ${r.reason?.code}`));
@@ -188,7 +256,7 @@ async function snapshot(db) {
 }
 
 /** Accepted differences (documented in the restructure). */
-function known(o, a, b) {
+function known(o, _a, _b) {
   const opts = o.o && typeof o.o === 'object' ? o.o : {};
   // Insert: `name` and `counterCollection` are new option names.
   if ((o.k === 'insertOne' || o.k === 'insertMany') && ('name' in opts || 'counterCollection' in opts)) return 'insert new names';
@@ -209,7 +277,11 @@ try {
       const dbOld = client.db(`dold_${runNo}`);
       const dbNew = client.db(`dnew_${runNo}`);
       for (const c of ['docs', 'items']) {
-        for (const db of [dbOld, dbNew]) await db.collection(c).insertMany([{ _id: 3, n: 4, a: { b: [9, 2] } }, { _id: 'k', n: 11 }]);
+        for (const db of [dbOld, dbNew])
+          await db.collection(c).insertMany([
+            { _id: 3, n: 4, a: { b: [9, 2] } },
+            { _id: 'k', n: 11 },
+          ]);
       }
       try {
         for (let i = 0; i < ops.length; i++) {

@@ -62,7 +62,10 @@ async function drop() {
   const client = new MongoClient(process.env.MONGO_URI + '/?directConnection=true');
   try { await client.db(${JSON.stringify(dbName)}).dropDatabase(); } finally { await client.close(); }
 }`;
-      writeFileSync(join(work, 'global-setup.cjs'), `${drop}\nmodule.exports = async () => { process.env.MONGO_URI = ${JSON.stringify(`mongodb://${host}:${port}`)}; await drop(); };\n`);
+      writeFileSync(
+        join(work, 'global-setup.cjs'),
+        `${drop}\nmodule.exports = async () => { process.env.MONGO_URI = ${JSON.stringify(`mongodb://${host}:${port}`)}; await drop(); };\n`,
+      );
       writeFileSync(join(work, 'global-teardown.cjs'), `${drop}\nmodule.exports = async () => { await drop(); };\n`);
     },
     env: (work) => ({ CONFIG: join(work, 'config.json') }),
@@ -208,7 +211,7 @@ if (!existsSync(runner)) {
 
 const server = await startServer({ kind: process.env.MONGO_SEQUENCE_SERVER || 'mongoeco' });
 const work = mkdtempSync(join(tmpdir(), `dropin-suite-${name}-`));
-let status = 1;
+let status;
 try {
   const [address] = hostsOf(server.uri);
   const at = address.lastIndexOf(':');

@@ -118,7 +118,7 @@ if (runtimes && !args['newest-only']) {
 // One server kind is enough here: what these files check happens in the driver and
 // mongoose objects handed to the package, the same on either server. SecantusDB is a
 // replica set, so the plugin's gapless tests run too.
-const newestKind = external ? 'external' : process.env.MONGO_SEQUENCE_SERVER ?? 'secantus';
+const newestKind = external ? 'external' : (process.env.MONGO_SEQUENCE_SERVER ?? 'secantus');
 const newestLabel = `newest on ${external ? 'MONGODB_URI' : newestKind}`;
 const notes = [];
 if (args['runtimes-only']) {

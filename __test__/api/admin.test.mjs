@@ -79,7 +79,10 @@ test('listSequences lists names (strings and scopes) and values', async () => {
       { name: 'b', value: 1 },
     ],
   );
-  assert.deepEqual(list.filter((e) => typeof e.name === 'object'), [{ name: { type: 'invoice', year: 2025 }, value: 1 }]);
+  assert.deepEqual(
+    list.filter((e) => typeof e.name === 'object'),
+    [{ name: { type: 'invoice', year: 2025 }, value: 1 }],
+  );
   const big = await seq.listSequences(env.db, { collection: 'list_counters', bigint: true });
   assert.equal(big.find((e) => e.name === 'a').value, 3n);
 });
@@ -113,9 +116,7 @@ test('handles raise to a value or to imported data, never lowering, creating whe
 test('set racing next: every value is from before or after the set, none twice', async () => {
   const s = seq.sequence(env.db, 'race', { upsert: true });
   await s.set(0);
-  const calls = Array.from({ length: 200 }, (_, i) =>
-    i === 100 ? s.set(10_000).then(() => null) : seq.getNextSequenceValue(env.db, 'race', { upsert: true }),
-  );
+  const calls = Array.from({ length: 200 }, (_, i) => (i === 100 ? s.set(10_000).then(() => null) : seq.getNextSequenceValue(env.db, 'race', { upsert: true })));
   const values = (await Promise.all(calls)).filter((v) => v !== null);
   assert.equal(new Set(values).size, values.length, 'no duplicate');
   for (const v of values) assert.ok(v <= 199 || v > 10_000, `value ${v} is from one side of the set`);
@@ -127,15 +128,17 @@ test('reset racing next: each value is from before or after the reset, none twic
   const s = seq.sequence(env.db, 'resetRace');
   await s.init({ start: 1 });
   await s.set(1000);
-  const calls = Array.from({ length: 200 }, (_, i) =>
-    i === 100 ? s.reset().then(() => null) : seq.getNextSequenceValue(env.db, 'resetRace'),
-  );
+  const calls = Array.from({ length: 200 }, (_, i) => (i === 100 ? s.reset().then(() => null) : seq.getNextSequenceValue(env.db, 'resetRace')));
   const values = (await Promise.all(calls)).filter((v) => v !== null);
   const before = values.filter((v) => v > 1000);
   const after = values.filter((v) => v <= 1000);
   assert.equal(new Set(before).size, before.length);
   assert.equal(new Set(after).size, after.length);
-  assert.deepEqual(after.sort((a, b) => a - b), Array.from({ length: after.length }, (_, i) => i + 1), 'restarted at 1');
+  assert.deepEqual(
+    after.sort((a, b) => a - b),
+    Array.from({ length: after.length }, (_, i) => i + 1),
+    'restarted at 1',
+  );
   assert.ok(before.every((v) => v <= 1000 + 199));
   assert.equal(await s.current(), after.length);
 });
@@ -197,7 +200,10 @@ test('configured counters under concurrency: no duplicate within a cycle', async
   const s = seq.sequence(env.db, 'by3');
   await s.init({ start: 3, step: 3 });
   const values = await Promise.all(Array.from({ length: 300 }, () => seq.getNextSequenceValue(env.db, 'by3')));
-  assert.deepEqual(values.sort((a, b) => a - b), Array.from({ length: 300 }, (_, i) => 3 * (i + 1)));
+  assert.deepEqual(
+    values.sort((a, b) => a - b),
+    Array.from({ length: 300 }, (_, i) => 3 * (i + 1)),
+  );
 });
 
 test('bad configurations are refused', async () => {
@@ -382,7 +388,10 @@ test('the plugin syncs a descending counter to the smallest number used, per ref
     for (let i = 0; i < 3; i++) await new Shop({ shop: 'a' }).save();
     await Shop.collection.insertOne({ shop: 'a', no: 50 });
     const moved = await AutoIncrementFactory.syncCounterToMax(Shop);
-    assert.deepEqual(moved.map((r) => [r.reference_value.shop, r.value]), [['a', 50]]);
+    assert.deepEqual(
+      moved.map((r) => [r.reference_value.shop, r.value]),
+      [['a', 50]],
+    );
     assert.equal((await new Shop({ shop: 'a' }).save()).no, 49);
   } finally {
     await connection.close();

@@ -59,7 +59,12 @@ test('a call pending when its Node driver client closes settles (with its value 
   const node = await new MongoClient(env.uri).connect();
   const db = node.db(env.dbName);
   await seq.getNextSequenceValue(db, 'r3', { upsert: true });
-  const calls = Array.from({ length: 20 }, () => seq.getNextSequenceValue(db, 'r3').then((v) => v, (e) => e.code));
+  const calls = Array.from({ length: 20 }, () =>
+    seq.getNextSequenceValue(db, 'r3').then(
+      (v) => v,
+      (e) => e.code,
+    ),
+  );
   await node.close();
   const outcomes = await Promise.all(calls);
   for (const o of outcomes) assert.ok(typeof o === 'number' || o === 'CLIENT_CLOSED', String(o));
@@ -110,7 +115,10 @@ test('at most 32 shared clients: past it the least recently used idle ones close
   // The closed ones reopen on demand; the counter is one throughout.
   for (const uri of uris.slice(0, 5)) values.push(await seq.getNextSequenceValue(env.db, 'r4', { uri }));
   assert.ok(seq.sharedClientCount() <= 32);
-  assert.deepEqual(values, Array.from({ length: 45 }, (_, i) => i + 1));
+  assert.deepEqual(
+    values,
+    Array.from({ length: 45 }, (_, i) => i + 1),
+  );
 });
 
 test('a Node driver client that cannot be watched still works (released when idle)', async () => {

@@ -66,13 +66,19 @@ test('connect(uri): own client, db handles, close', async () => {
   const before = (await env.db.collection('counters').findOne({ _id: 'shared' })).sequence_value;
   assert.equal(await seq.getNextSequenceValue(db, 'shared'), before + 1);
   assert.deepEqual(await seq.getNextSequenceBatch(db, 'shared', 3), [before + 2, before + 3, before + 4]);
-  assert.throws(() => client.db('bad.name'), (e) => e.code === 'INVALID_ARGUMENT');
+  assert.throws(
+    () => client.db('bad.name'),
+    (e) => e.code === 'INVALID_ARGUMENT',
+  );
   assert.equal(client.isClosed, false);
   await client.close();
   await client.close();
   assert.equal(client.isClosed, true);
   await rejectsWithCode(assert, seq.getNextSequenceValue(db, 'shared'), 'CLIENT_CLOSED');
-  assert.throws(() => client.db(env.dbName), (e) => e.code === 'CLIENT_CLOSED');
+  assert.throws(
+    () => client.db(env.dbName),
+    (e) => e.code === 'CLIENT_CLOSED',
+  );
 });
 
 test('connect refuses a bad uri and bad options', async () => {

@@ -20,7 +20,11 @@ const expand = ({ first, last }) => Array.from({ length: last - first + 1 }, (_,
 function assertGapless(values, from, to) {
   const sorted = [...values].sort((a, b) => a - b);
   assert.equal(new Set(sorted).size, sorted.length, 'no duplicate');
-  assert.deepEqual(sorted, Array.from({ length: to - from + 1 }, (_, i) => from + i), 'no gap');
+  assert.deepEqual(
+    sorted,
+    Array.from({ length: to - from + 1 }, (_, i) => from + i),
+    'no gap',
+  );
 }
 
 test('1,000 concurrent calls mixed with batch calls: one gapless, duplicate-free set', async () => {
@@ -46,9 +50,7 @@ test('1,000 concurrent calls mixed with batch calls: one gapless, duplicate-free
 
 test('coalesce: false still gives every caller a distinct value', async () => {
   await env.db.collection('counters').insertOne({ _id: 'plain', sequence_value: 0 });
-  const values = await Promise.all(
-    Array.from({ length: 200 }, () => seq.getNextSequenceValue(env.db, 'plain', { coalesce: false })),
-  );
+  const values = await Promise.all(Array.from({ length: 200 }, () => seq.getNextSequenceValue(env.db, 'plain', { coalesce: false })));
   assertGapless(values, 1, 200);
 });
 
@@ -69,14 +71,15 @@ test('cache: values ascend within a process and few round trips are made', async
   const stored = (await env.db.collection('counters').findOne({ _id: 'cached' })).sequence_value;
   assert.ok(stored >= 1000, 'the counter covers every value handed out');
   // The functions take the same option and share the same blocks.
-  const more = await Promise.all(
-    Array.from({ length: 300 }, () => seq.getNextSequenceValue(env.db, 'cached', { upsert: true, cache: 100 })),
-  );
+  const more = await Promise.all(Array.from({ length: 300 }, () => seq.getNextSequenceValue(env.db, 'cached', { upsert: true, cache: 100 })));
   const all = new Set([...values, ...more]);
   assert.equal(all.size, 1300, 'no duplicate between handle and function calls');
   // A batch larger than the block bypasses the cache and stays contiguous.
   const big = await s.nextBatch(250);
-  assert.deepEqual(big, Array.from({ length: 250 }, (_, i) => big[0] + i));
+  assert.deepEqual(
+    big,
+    Array.from({ length: 250 }, (_, i) => big[0] + i),
+  );
   for (const v of big) assert.ok(!all.has(v));
 });
 
@@ -115,7 +118,10 @@ test('cache: two processes draw disjoint sets', async () => {
   assert.equal(new Set(a).size, a.length);
   assert.equal(new Set(b).size, b.length);
   const inA = new Set(a);
-  assert.ok(b.every((v) => !inA.has(v)), 'disjoint across processes');
+  assert.ok(
+    b.every((v) => !inA.has(v)),
+    'disjoint across processes',
+  );
 });
 
 test('sequence(): handle methods and argument checks', async () => {
@@ -126,11 +132,26 @@ test('sequence(): handle methods and argument checks', async () => {
   assert.deepEqual(await s.nextRange(5), { first: 14, last: 18, count: 5, step: 1 });
   await rejectsWithCode(assert, s.nextBatch(0), 'INVALID_ARGUMENT');
   await rejectsWithCode(assert, s.nextRange(1.5), 'INVALID_ARGUMENT');
-  assert.throws(() => seq.sequence(env.db, { $gt: '' }), (e) => e.code === 'INVALID_ARGUMENT');
-  assert.throws(() => seq.sequence(env.db, 'x', { cache: 0 }), (e) => e.code === 'INVALID_ARGUMENT');
-  assert.throws(() => seq.sequence(env.db, 'x', { cache: 1.5 }), (e) => e.code === 'INVALID_ARGUMENT');
-  assert.throws(() => seq.sequence(env.db, 'x', { coalesce: 'no' }), (e) => e.code === 'INVALID_ARGUMENT');
-  assert.throws(() => seq.sequence(null, 'x'), (e) => e.code === 'INVALID_ARGUMENT');
+  assert.throws(
+    () => seq.sequence(env.db, { $gt: '' }),
+    (e) => e.code === 'INVALID_ARGUMENT',
+  );
+  assert.throws(
+    () => seq.sequence(env.db, 'x', { cache: 0 }),
+    (e) => e.code === 'INVALID_ARGUMENT',
+  );
+  assert.throws(
+    () => seq.sequence(env.db, 'x', { cache: 1.5 }),
+    (e) => e.code === 'INVALID_ARGUMENT',
+  );
+  assert.throws(
+    () => seq.sequence(env.db, 'x', { coalesce: 'no' }),
+    (e) => e.code === 'INVALID_ARGUMENT',
+  );
+  assert.throws(
+    () => seq.sequence(null, 'x'),
+    (e) => e.code === 'INVALID_ARGUMENT',
+  );
   await rejectsWithCode(assert, seq.sequence(env.db, 'absent').next(), 'SEQUENCE_NOT_FOUND');
 });
 

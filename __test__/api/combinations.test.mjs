@@ -17,7 +17,14 @@ after(async () => {
 });
 
 const settle = (promises) =>
-  Promise.all(promises.map((p) => p.then((v) => v, (e) => e.code ?? `untyped: ${e}`)));
+  Promise.all(
+    promises.map((p) =>
+      p.then(
+        (v) => v,
+        (e) => e.code ?? `untyped: ${e}`,
+      ),
+    ),
+  );
 
 test('coalesced singles on a bounded counter: each call keeps its own semantics, in call order', async () => {
   const s = seq.sequence(env.db, 'L');
@@ -36,12 +43,7 @@ test('coalesced singles on a cycling counter cycle one by one', async () => {
   assert.deepEqual(await settle(Array.from({ length: 5 }, () => s.next())), [1, 2, 3, 1, 2]);
   assert.deepEqual(await settle([s.next(), s.next(), s.next()]), [3, 1, 2]);
   // A batch merged with singles restarts whole; one larger than the cycle fails alone.
-  assert.deepEqual(await settle([s.next(), s.nextBatch(2), s.nextBatch(4), s.next()]), [
-    3,
-    [1, 2],
-    'INVALID_ARGUMENT',
-    3,
-  ]);
+  assert.deepEqual(await settle([s.next(), s.nextBatch(2), s.nextBatch(4), s.next()]), [3, [1, 2], 'INVALID_ARGUMENT', 3]);
 });
 
 test('a cache larger than the cycle or the room left takes short blocks', async () => {
@@ -49,8 +51,14 @@ test('a cache larger than the cycle or the room left takes short blocks', async 
   await short.init({ minValue: 1, maxValue: 50, cycle: true });
   const values = [];
   for (let i = 0; i < 120; i++) values.push(await short.next());
-  assert.ok(values.every((v) => v >= 1 && v <= 50), 'within the cycle');
-  assert.deepEqual(values.slice(0, 50), Array.from({ length: 50 }, (_, i) => i + 1));
+  assert.ok(
+    values.every((v) => v >= 1 && v <= 50),
+    'within the cycle',
+  );
+  assert.deepEqual(
+    values.slice(0, 50),
+    Array.from({ length: 50 }, (_, i) => i + 1),
+  );
 
   const bounded = seq.sequence(env.db, 'max1000', { cache: 300 });
   await bounded.init({ maxValue: 1000 });
@@ -63,7 +71,11 @@ test('a cache larger than the cycle or the room left takes short blocks', async 
       break;
     }
   }
-  assert.deepEqual(all, Array.from({ length: 1000 }, (_, i) => i + 1), 'every value up to maxValue');
+  assert.deepEqual(
+    all,
+    Array.from({ length: 1000 }, (_, i) => i + 1),
+    'every value up to maxValue',
+  );
 
   const tiny = seq.sequence(env.db, 'cycle20', { cache: 7, coalesce: false });
   await tiny.init({ minValue: 1, maxValue: 20, cycle: true });
@@ -113,7 +125,7 @@ test('syncToMax ignores non-finite and out-of-range values and respects maxValue
   assert.equal(await capped.current(), 0, 'unchanged');
 });
 
-test('a new client never inherits a closed client\'s cached blocks', async () => {
+test("a new client never inherits a closed client's cached blocks", async () => {
   const first = await seq.connect(env.uri);
   const a = seq.sequence(first.db(env.dbName), 'inherit', { cache: 100, upsert: true });
   assert.equal(await a.next(), 1);

@@ -56,7 +56,11 @@ test('distinct names through coalesced and cached calls leave a bounded number o
     if (i % 500 === 0) values.push(await hot.next());
   }
   values.push(await hot.next());
-  assert.deepEqual(values, values.map((_, i) => i + 1), 'the held counter kept its block: no gap');
+  assert.deepEqual(
+    values,
+    values.map((_, i) => i + 1),
+    'the held counter kept its block: no gap',
+  );
 });
 
 // ---------------------------------------------------------------- one counter, one state

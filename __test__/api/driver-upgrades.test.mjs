@@ -37,9 +37,7 @@ const hook = 'function futureHook() { return 1; }';
 before(async () => {
   env = await setup('driver_upgrades');
   next = nextRelease(
-    `    futureFlag: { default: false, type: 'boolean' },\n` +
-      `    futureLimit: { default: 10, type: 'uint' },\n` +
-      `    futureHook: { default: ${hook}, type: 'any' },\n`,
+    `    futureFlag: { default: false, type: 'boolean' },\n` + `    futureLimit: { default: 10, type: 'uint' },\n` + `    futureHook: { default: ${hook}, type: 'any' },\n`,
   );
 });
 after(async () => {

@@ -24,9 +24,7 @@ async function unchanged(id, action) {
 test('names that are not plain strings are refused with INVALID_ARGUMENT', async () => {
   const bad = [{ $gt: '' }, { $ne: null }, ['good'], 42, null, undefined, '', 'x'.repeat(10_000), 'a\0b', true, 10n];
   for (const name of bad) {
-    await unchanged('good', () =>
-      rejectsWithCode(assert, seq.getNextSequenceValue(env.db, name), 'INVALID_ARGUMENT'),
-    );
+    await unchanged('good', () => rejectsWithCode(assert, seq.getNextSequenceValue(env.db, name), 'INVALID_ARGUMENT'));
   }
   // An operator object must never reach the server as a query: no counter matched or changed.
   assert.equal((await counters.findOne({ _id: 'good' })).sequence_value, 0);
@@ -36,9 +34,7 @@ test('names that are not plain strings are refused with INVALID_ARGUMENT', async
 test('counts must be whole numbers within bounds', async () => {
   const bad = [0, -1, 1.5, NaN, Infinity, -Infinity, 2 ** 53, 1e12, '10', null, 5n];
   for (const count of bad) {
-    await unchanged('good', () =>
-      rejectsWithCode(assert, seq.getNextSequenceBatch(env.db, 'good', count), 'INVALID_ARGUMENT'),
-    );
+    await unchanged('good', () => rejectsWithCode(assert, seq.getNextSequenceBatch(env.db, 'good', count), 'INVALID_ARGUMENT'));
   }
   await rejectsWithCode(assert, seq.getNextSequenceBatch(env.db, 'good', 1_000_001), 'INVALID_ARGUMENT');
   await rejectsWithCode(assert, seq.getNextSequenceRange(env.db, 'good', 2 ** 31), 'INVALID_ARGUMENT');
@@ -74,9 +70,7 @@ test('options of the wrong type or unknown options are refused', async () => {
     { writeConcern: { wtimeout: 5 } },
   ];
   for (const options of bad) {
-    await unchanged('good', () =>
-      rejectsWithCode(assert, seq.getNextSequenceValue(env.db, 'good', options), 'INVALID_ARGUMENT'),
-    );
+    await unchanged('good', () => rejectsWithCode(assert, seq.getNextSequenceValue(env.db, 'good', options), 'INVALID_ARGUMENT'));
   }
 });
 
@@ -97,9 +91,7 @@ test('non-integer counters are refused with INVALID_COUNTER and left unchanged',
   };
   for (const [id, value] of Object.entries(cases)) {
     await counters.insertOne({ _id: id, sequence_value: value });
-    const e = await unchanged(id, () =>
-      rejectsWithCode(assert, seq.getNextSequenceValue(env.db, id), 'INVALID_COUNTER'),
-    );
+    const e = await unchanged(id, () => rejectsWithCode(assert, seq.getNextSequenceValue(env.db, id), 'INVALID_COUNTER'));
     void e;
     const error = await seq.getNextSequenceValue(env.db, id).catch((err) => err);
     assert.match(error.message, new RegExp(`Sequence '${id}'`));
@@ -131,16 +123,12 @@ test('integral doubles count; the 2^53 boundary needs bigint', async () => {
   assert.deepEqual(batch, [2n ** 53n + 2n, 2n ** 53n + 3n]);
 
   await counters.insertOne({ _id: 'dblEdge', sequence_value: new Double(2 ** 53 - 1) });
-  await unchanged('dblEdge', () =>
-    rejectsWithCode(assert, seq.getNextSequenceValue(env.db, 'dblEdge', { bigint: true }), 'SEQUENCE_OVERFLOW'),
-  );
+  await unchanged('dblEdge', () => rejectsWithCode(assert, seq.getNextSequenceValue(env.db, 'dblEdge', { bigint: true }), 'SEQUENCE_OVERFLOW'));
 });
 
 test('Int64 max cannot advance: SEQUENCE_OVERFLOW, counter unchanged', async () => {
   await counters.insertOne({ _id: 'i64max', sequence_value: Long.MAX_VALUE });
-  const e = await unchanged('i64max', () =>
-    rejectsWithCode(assert, seq.getNextSequenceValue(env.db, 'i64max', { bigint: true }), 'SEQUENCE_OVERFLOW'),
-  );
+  const e = await unchanged('i64max', () => rejectsWithCode(assert, seq.getNextSequenceValue(env.db, 'i64max', { bigint: true }), 'SEQUENCE_OVERFLOW'));
   void e;
   assert.equal(await seq.getNextSequenceValue(env.db, 'good'), 2, 'the process keeps serving');
 });
@@ -156,18 +144,14 @@ test('server errors keep the server code', async () => {
   // A document validator that refuses every insert makes the counter creation fail on the server.
   const name = 'locked_counters';
   await env.db.createCollection(name, { validator: { never: { $exists: true } } });
-  const e = await seq
-    .getNextSequenceValue(env.db, 'x', { collection: name, upsert: true })
-    .catch((err) => err);
+  const e = await seq.getNextSequenceValue(env.db, 'x', { collection: name, upsert: true }).catch((err) => err);
   assert.ok(e instanceof Error);
   assert.equal(e.code, 'SERVER', e.message);
   assert.equal(typeof e.serverCode, 'number');
 });
 
 test('unreachable server: CONNECTION within the selection timeout, password never shown', async () => {
-  const client = await import('mongodb').then(({ MongoClient }) =>
-    new MongoClient('mongodb://alice:Sup3rS3cret@127.0.0.1:9/?directConnection=true&serverSelectionTimeoutMS=500'),
-  );
+  const client = await import('mongodb').then(({ MongoClient }) => new MongoClient('mongodb://alice:Sup3rS3cret@127.0.0.1:9/?directConnection=true&serverSelectionTimeoutMS=500'));
   const db = client.db('nowhere');
   const started = Date.now();
   const e = await rejectsWithCode(assert, seq.getNextSequenceValue(db, 'x'), 'CONNECTION');
@@ -175,9 +159,7 @@ test('unreachable server: CONNECTION within the selection timeout, password neve
   for (const text of [e.message, e.stack ?? '', String(e.cause ?? ''), JSON.stringify(e)]) {
     assert.ok(!text.includes('Sup3rS3cret'), text);
   }
-  const c = await seq
-    .connect('mongodb://alice:Sup3rS3cret@127.0.0.1:9/', { serverSelectionTimeoutMS: 500 })
-    .catch((err) => err);
+  const c = await seq.connect('mongodb://alice:Sup3rS3cret@127.0.0.1:9/', { serverSelectionTimeoutMS: 500 }).catch((err) => err);
   assert.equal(c.code, 'CONNECTION');
   assert.ok(!`${c.message}${c.stack}`.includes('Sup3rS3cret'));
   const bad = await seq.connect('mongodb://alice:Sup3rS3cret@').catch((err) => err);

@@ -39,9 +39,15 @@ test('insertMany reserves every id in one round trip and numbers in array order'
   const docs = Array.from({ length: 250 }, (_, i) => ({ i }));
   const result = await seq.insertMany(env.db, 'tickets', docs);
   assert.equal(result.insertedCount, 250);
-  assert.deepEqual(docs.map((d) => d._id), Array.from({ length: 250 }, (_, i) => i + 1));
+  assert.deepEqual(
+    docs.map((d) => d._id),
+    Array.from({ length: 250 }, (_, i) => i + 1),
+  );
   const stored = await env.db.collection('tickets').find().sort({ _id: 1 }).toArray();
-  assert.deepEqual(stored.map((d) => [d._id, d.i]), docs.map((d) => [d._id, d.i]));
+  assert.deepEqual(
+    stored.map((d) => [d._id, d.i]),
+    docs.map((d) => [d._id, d.i]),
+  );
   assert.equal((await env.db.collection('counters').findOne({ _id: 'tickets' })).sequence_value, 250);
 });
 
@@ -49,7 +55,10 @@ test('concurrent insertMany calls never share a number', async () => {
   const batches = Array.from({ length: 10 }, (_, b) => Array.from({ length: 20 }, (_, i) => ({ b, i })));
   await Promise.all(batches.map((docs) => seq.insertMany(env.db, 'events', docs, { field: 'eventNo' })));
   const numbers = (await env.db.collection('events').find().toArray()).map((d) => d.eventNo).sort((a, b) => a - b);
-  assert.deepEqual(numbers, Array.from({ length: 200 }, (_, i) => i + 1));
+  assert.deepEqual(
+    numbers,
+    Array.from({ length: 200 }, (_, i) => i + 1),
+  );
 });
 
 test('business numbers and scoped sequences on insert', async () => {
@@ -89,7 +98,7 @@ test('gapless: a failed insert gives its number back', { skip: noTransactions },
   const opts = { gapless: true, field: 'no' };
   const first = { code: 'a', when: new Date(Date.UTC(2025, 0, 2)), tags: ['x'], big: 2n ** 40n };
   const result = await seq.insertOne(env.db, 'gapless_docs', first, opts);
-  assert.deepEqual(Object.keys(result), ['acknowledged', 'insertedId'], 'the driver\'s InsertOneResult shape');
+  assert.deepEqual(Object.keys(result), ['acknowledged', 'insertedId'], "the driver's InsertOneResult shape");
   assert.equal(result.acknowledged, true);
   assert.match(result.insertedId, /^[0-9a-f]{24}$/, 'the generated ObjectId, as hex');
   assert.equal(first.no, 1);
@@ -99,9 +108,15 @@ test('gapless: a failed insert gives its number back', { skip: noTransactions },
   assert.equal(next.no, 2, 'the failed insert gave number 2 back');
   const many = [{ code: 'c' }, { code: 'd' }];
   await seq.insertMany(env.db, 'gapless_docs', many, opts);
-  assert.deepEqual(many.map((d) => d.no), [3, 4]);
+  assert.deepEqual(
+    many.map((d) => d.no),
+    [3, 4],
+  );
   const stored = await env.db.collection('gapless_docs').find().sort({ no: 1 }).toArray();
-  assert.deepEqual(stored.map((d) => d.no), [1, 2, 3, 4]);
+  assert.deepEqual(
+    stored.map((d) => d.no),
+    [1, 2, 3, 4],
+  );
   assert.ok(stored[0].when instanceof Date, 'types survive the conversion');
   assert.deepEqual(stored[0].tags, ['x']);
   assert.equal(stored[0].big, 2 ** 40);
@@ -112,7 +127,10 @@ test('gapless: concurrent inserts are serialised without gap or duplicate', { sk
   const opts = { gapless: true, field: 'no', sequence: 'gapless_race' };
   await Promise.all(Array.from({ length: 20 }, (_, i) => seq.insertOne(env.db, 'gapless_race', { i }, opts)));
   const numbers = (await env.db.collection('gapless_race').find().toArray()).map((d) => d.no).sort((a, b) => a - b);
-  assert.deepEqual(numbers, Array.from({ length: 20 }, (_, i) => i + 1));
+  assert.deepEqual(
+    numbers,
+    Array.from({ length: 20 }, (_, i) => i + 1),
+  );
 });
 
 test('gapless refuses documents it cannot convert, before any write', async () => {
@@ -139,7 +157,10 @@ test('inserts can number from a counter found by other fields, with a step', asy
   const options = { counters: 'located_counters', counterField: 'seq', counterLocator: { id: 'docs', reference_value: null }, start: 5, step: 5 };
   const docs = [{ a: 1 }, { a: 2 }, { a: 3 }];
   await seq.insertMany(env.db, 'located_docs', docs, options);
-  assert.deepEqual(docs.map((d) => d._id), [5, 10, 15]);
+  assert.deepEqual(
+    docs.map((d) => d._id),
+    [5, 10, 15],
+  );
   const counter = await env.db.collection('located_counters').findOne({ id: 'docs' });
   assert.deepEqual([counter.reference_value, counter.seq], [null, 15]);
   assert.equal(counter._id.constructor.name, 'ObjectId');
@@ -216,11 +237,13 @@ test('a document whose field the driver would not store is refused before any nu
     }
   }
   // A Proxy that stores the number as a field the driver skips is caught when read back.
-  const hiding = new Proxy(
-    { a: 3 },
-    { set: (target, key, value) => Reflect.defineProperty(target, key, { value, writable: true, configurable: true, enumerable: false }) },
+  const hiding = new Proxy({ a: 3 }, { set: (target, key, value) => Reflect.defineProperty(target, key, { value, writable: true, configurable: true, enumerable: false }) });
+  await rejectsWithCode(
+    assert,
+    seq.insertOne(env.db, 'hidden_docs', hiding, { field: 'no' }),
+    'INVALID_ARGUMENT',
+    /did not keep its number 2 in 'no' as a field the driver stores/,
   );
-  await rejectsWithCode(assert, seq.insertOne(env.db, 'hidden_docs', hiding, { field: 'no' }), 'INVALID_ARGUMENT', /did not keep its number 2 in 'no' as a field the driver stores/);
   assert.equal((await env.db.collection('counters').findOne({ _id: 'hidden_docs' })).sequence_value, 2, 'only the read-back spent a number');
   assert.deepEqual(await env.db.collection('hidden_docs').find().project({ _id: 0 }).toArray(), [{ a: 0, no: 1 }], 'nothing was inserted');
 });
@@ -243,7 +266,10 @@ test('a document that says how it is stored (toBSON) is inserted with its number
   await seq.insertMany(env.db, 'records', [new Record(), new Record()], { field: 'no' });
   assert.equal(doc.no, 1);
   const stored = await env.db.collection('records').find().sort({ no: 1 }).project({ _id: 0 }).toArray();
-  assert.deepEqual(stored, [1, 2, 3].map((no) => ({ kind: 'record', no })));
+  assert.deepEqual(
+    stored,
+    [1, 2, 3].map((no) => ({ kind: 'record', no })),
+  );
 });
 
 test('insertMany inserts the documents the array held when it was called, each once', async () => {
@@ -282,7 +308,11 @@ test('gapless: documents replaced in the array during the call keep their number
   docs[1] = { i: 'replacement' };
   const result = await pending;
   assert.equal(result.insertedCount, 2);
-  assert.deepEqual(originals.map((d) => d.no), [1, 2], 'the documents inserted carry their numbers');
+  assert.deepEqual(
+    originals.map((d) => d.no),
+    [1, 2],
+    'the documents inserted carry their numbers',
+  );
   assert.equal(docs[1].no, undefined, 'the replacement was neither inserted nor numbered');
   const stored = await env.db.collection('gapless_replaced').find().sort({ no: 1 }).project({ _id: 0 }).toArray();
   assert.deepEqual(stored, [
@@ -291,14 +321,14 @@ test('gapless: documents replaced in the array during the call keep their number
   ]);
 });
 
-test('gapless inserts honour the client\'s pkFactory and ignoreUndefined, as the driver\'s inserts do', { skip: noTransactions }, async () => {
+test("gapless inserts honour the client's pkFactory and ignoreUndefined, as the driver's inserts do", { skip: noTransactions }, async () => {
   let made = 0;
   const client = new MongoClient(env.uri, { pkFactory: { createPk: () => `custom-${++made}` }, ignoreUndefined: true, serverSelectionTimeoutMS: 10_000 });
   await client.connect();
   try {
     const db = client.db(env.dbName);
     const shape = () => ({ note: undefined, nested: { gone: undefined, kept: 1 }, list: [undefined, 2] });
-    const stored = async (name) => (await env.db.collection(name).find().sort({ no: 1 }).toArray());
+    const stored = async (name) => await env.db.collection(name).find().sort({ no: 1 }).toArray();
     const plain = shape();
     await seq.insertOne(db, 'pk_plain', plain, { field: 'no' });
     const gapless = shape();
@@ -311,7 +341,11 @@ test('gapless inserts honour the client\'s pkFactory and ignoreUndefined, as the
     const many = [{ a: undefined }, { _id: 'own', a: 1 }, { _id: null }];
     const manyResult = await seq.insertMany(db, 'pk_gapless', many, { field: 'no', gapless: true });
     assert.deepEqual(Object.values(manyResult.insertedIds), ['custom-3', 'own', 'custom-4']);
-    assert.deepEqual((await stored('pk_gapless')).slice(1), [{ _id: 'custom-3', no: 2 }, { _id: 'own', a: 1, no: 3 }, { _id: 'custom-4', no: 4 }]);
+    assert.deepEqual((await stored('pk_gapless')).slice(1), [
+      { _id: 'custom-3', no: 2 },
+      { _id: 'own', a: 1, no: 3 },
+      { _id: 'custom-4', no: 4 },
+    ]);
   } finally {
     await client.close();
   }
@@ -325,7 +359,7 @@ test('gapless inserts honour the client\'s pkFactory and ignoreUndefined, as the
   assert.ok(doc._id instanceof ObjectId && doc._id.equals(stored._id), 'the id is set on the document');
 });
 
-test('gapless refuses a function the client\'s serializeFunctions would store as Code; without it, leaves it out as the driver does', { skip: noTransactions }, async () => {
+test("gapless refuses a function the client's serializeFunctions would store as Code; without it, leaves it out as the driver does", { skip: noTransactions }, async () => {
   const client = new MongoClient(env.uri, { serializeFunctions: true, serverSelectionTimeoutMS: 10_000 });
   await client.connect();
   try {
@@ -394,7 +428,11 @@ for (const [label, options] of [
       const docs = Array.from({ length: 8 }, (_, i) => ({ round, i }));
       const results = await Promise.all(docs.map((doc) => seq.insertOne(env.db, collection, doc, options)));
       const ids = results.map((r) => r.insertedId);
-      assert.deepEqual(ids, docs.map((d) => d._id), 'each document carries its own number');
+      assert.deepEqual(
+        ids,
+        docs.map((d) => d._id),
+        'each document carries its own number',
+      );
       assert.ok(ascending(ids), `round ${round}: ${ids.join(', ')}`);
     }
     // Mixed with insertMany and getNextSequenceValue on the same counter with the same
@@ -407,7 +445,10 @@ for (const [label, options] of [
     }
     const flat = (await Promise.all(calls)).flat();
     assert.ok(ascending(flat), flat.join(', '));
-    const stored = await env.db.collection(collection).find({}, { projection: { _id: 1 } }).toArray();
+    const stored = await env.db
+      .collection(collection)
+      .find({}, { projection: { _id: 1 } })
+      .toArray();
     assert.equal(new Set(stored.map((d) => d._id)).size, stored.length, 'no number twice');
   });
 }

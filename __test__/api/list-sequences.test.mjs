@@ -31,7 +31,14 @@ test('listSequences projects the value and configuration fields, and lists every
   const listed = await seq.listSequences(db);
   assert.deepEqual(
     listed.map((e) => [e.name, e.value]),
-    [['big0', 0], ['big1', 1], ['big2', 2], ['big3', 3], ['big4', 4], ['configured', 8]],
+    [
+      ['big0', 0],
+      ['big1', 1],
+      ['big2', 2],
+      ['big3', 3],
+      ['big4', 4],
+      ['configured', 8],
+    ],
   );
   assert.equal(listed.find((e) => e.name === 'configured').step, 2);
   const find = proxy.commands().find((c) => c.find === 'counters');

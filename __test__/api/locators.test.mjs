@@ -21,7 +21,10 @@ const opts = { collection: 'counters', field: 'seq', upsert: true };
 
 /** Every document of `name`, without `_id`, in a stable order. */
 async function snapshot(name = 'counters') {
-  const docs = await env.db.collection(name).find({}, { projection: { _id: 0 } }).toArray();
+  const docs = await env.db
+    .collection(name)
+    .find({}, { projection: { _id: 0 } })
+    .toArray();
   return docs.map((d) => JSON.stringify(d)).sort();
 }
 
@@ -80,10 +83,7 @@ test('random locators with a $ key somewhere are refused and change nothing', as
   await fc.assert(
     fc.asyncProperty(poisoned, fc.boolean(), async (value, atTop) => {
       const locator = atTop ? { id: value } : { id: 'fuzz', reference_value: value };
-      for (const call of [
-        () => seq.counterAt(env.db, locator, opts).next(),
-        () => seq.setCountersWhere(env.db, locator, 0, { collection: 'counters', field: 'seq' }),
-      ]) {
+      for (const call of [() => seq.counterAt(env.db, locator, opts).next(), () => seq.setCountersWhere(env.db, locator, 0, { collection: 'counters', field: 'seq' })]) {
         const e = await failure(call);
         assert.equal(e?.code, 'INVALID_ARGUMENT', JSON.stringify(locator));
       }
@@ -105,7 +105,10 @@ test('embedded documents compare exactly, field order included, as MongoDB compa
 
 test('messages show the locator as JSON, its values quoted', async () => {
   const db = env.db;
-  await db.collection('helpers').insertMany([{ _id: 'a', sequence_value: 1 }, { _id: 'b', sequence_value: 1 }]);
+  await db.collection('helpers').insertMany([
+    { _id: 'a', sequence_value: 1 },
+    { _id: 'b', sequence_value: 1 },
+  ]);
   const located = seq.counterAt(db, { id: 'x"y', reference_value: null }, { collection: 'helpers', field: 'seq', upsert: true });
   const e = await rejectsWithCode(assert, located.next(), 'INDEX_CONFLICT');
   assert.ok(e.message.includes(`'{"id":"x\\"y","reference_value":null}'`), e.message);

@@ -115,8 +115,7 @@ test('stats add up to the values handed out, in a randomized history', async () 
         calls: callsArb(15, 30),
       }),
       async ({ mode, cache, calls }) => {
-        const options =
-          mode === 'cache' ? { cache } : mode === 'coalesce' ? { coalesce: true } : { coalesce: false };
+        const options = mode === 'cache' ? { cache } : mode === 'coalesce' ? { coalesce: true } : { coalesce: false };
         options.upsert = true;
         const handle = seq.sequence(env.db, `stats-${round++}`, options);
         const before = seq.stats();
@@ -192,7 +191,10 @@ test('stats count what callers receive: a value a number cannot hold is an error
         };
         await makeCalls(calls, take);
         overflows += codes.SEQUENCE_OVERFLOW ?? 0;
-        assert.deepEqual(Object.keys(codes).filter((c) => c !== 'SEQUENCE_OVERFLOW'), []);
+        assert.deepEqual(
+          Object.keys(codes).filter((c) => c !== 'SEQUENCE_OVERFLOW'),
+          [],
+        );
         assert.ok(received.every((v) => v > start && v <= Number.MAX_SAFE_INTEGER));
         assert.equal(new Set(received).size, received.length, 'no value twice');
         const mine = handle.stats();
@@ -307,11 +309,7 @@ test('a close that times out on a stalled server counts its tail as abandoned, n
     const after = seq.stats();
     assert.ok(proxy.held() > 0, 'the give-back was sent and stalled');
     assert.equal(after.givenBack - before.givenBack, 0, 'nothing is claimed given back');
-    assert.equal(
-      after.discarded.close - before.discarded.close,
-      reserved - 2,
-      'the whole cached tail is counted as abandoned',
-    );
+    assert.equal(after.discarded.close - before.discarded.close, reserved - 2, 'the whole cached tail is counted as abandoned');
     assert.equal(Number((await counters.findOne({ _id: 'stalled-close' })).sequence_value), reserved);
     // A restarted process continues after the tail; the stalled give-back, delivered
     // late, finds the counter moved on and changes nothing.
@@ -344,7 +342,7 @@ test('release() gives the cached tail back: the next handle continues right afte
   const plain = seq.sequence(env.db, 'released');
   assert.equal(await plain.current(), 3, 'the counter holds the last value handed out');
   assert.equal(await first.next(), 4, 'the handle stays usable and continues');
-  assert.equal(await plain.next() > 4, true);
+  assert.equal((await plain.next()) > 4, true);
   assert.deepEqual(await seq.sequence(env.db, 'nothing-cached').release(), { returned: 0, abandoned: 0 });
 });
 
@@ -381,7 +379,10 @@ test('two processes racing closes: no value twice, every gap an abandoned tail',
   const last = Number(doc.sequence_value);
   const abandoned = runs.reduce((n, r) => n + r.stats.discarded.close + r.stats.discarded.dropped, 0);
   const givenBack = runs.reduce((n, r) => n + r.stats.givenBack, 0);
-  assert.ok(values.every((v) => v <= last), 'the counter is never behind a value handed out');
+  assert.ok(
+    values.every((v) => v <= last),
+    'the counter is never behind a value handed out',
+  );
   // Every value up to the counter was handed out once, or left in a tail another
   // process had already moved past (abandoned): none was lost otherwise.
   assert.equal(values.length + abandoned, last, `handed ${values.length}, abandoned ${abandoned}, counter ${last}`);
@@ -421,7 +422,10 @@ test('round trips are published on the diagnostics channel only while subscribed
   assert.equal(last.values, 1);
   assert.equal(last.calls, 1);
   assert.ok(last.durationMs > 0);
-  assert.ok(seen.some((e) => e.values === 3), 'the batch');
+  assert.ok(
+    seen.some((e) => e.values === 3),
+    'the batch',
+  );
   const count = seen.length;
   await handle.next();
   await handle.next();
@@ -438,7 +442,7 @@ test('round trips are published on the diagnostics channel only while subscribed
   assert.ok(seen.some((e) => e.outcome === 'error' && e.code === 'SEQUENCE_NOT_FOUND' && e.counter === 'traced-missing'));
 });
 
-test('a worker thread without subscribers does not silence the main thread\'s events', { timeout: 120_000 }, async () => {
+test("a worker thread without subscribers does not silence the main thread's events", { timeout: 120_000 }, async () => {
   const { Worker } = await import('node:worker_threads');
   const addon = fileURLToPath(new URL('../../index.js', import.meta.url));
   // The worker draws values as fast as it can, with nobody subscribed in its thread.

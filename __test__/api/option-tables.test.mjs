@@ -75,7 +75,10 @@ test('insert options take the names of the other calls; the older ones stay alia
   });
   assert.deepEqual([first.insertedId, second.insertedId, third.insertedIds[0]], [1, 2, 3]);
   const listed = await seq.listSequences(env.db, { collection: 'alias_counters' });
-  assert.deepEqual(listed.map(({ name, value }) => ({ name, value })), [{ name: 'aliased', value: 3 }]);
+  assert.deepEqual(
+    listed.map(({ name, value }) => ({ name, value })),
+    [{ name: 'aliased', value: 3 }],
+  );
   // Scoped names compare by their fields.
   const scoped = { tenant: 'a', year: 2026 };
   const s = await seq.insertOne(env.db, 'alias_scoped', { n: 4 }, { name: scoped, sequence: { ...scoped } });
@@ -137,7 +140,11 @@ test('randomized: a handle is made exactly when the typings allow every key and 
   ]) {
     // `uri` would open another client: left out of the generated objects.
     const fields = fieldsOf(name).filter((f) => f !== 'uri');
-    assert.deepEqual(fields.filter((f) => !(f in valid)), [], `a generator for each option of ${name}`);
+    assert.deepEqual(
+      fields.filter((f) => !(f in valid)),
+      [],
+      `a generator for each option of ${name}`,
+    );
     const entry = fc.constantFrom(...fields).chain((key) =>
       fc.oneof(
         valid[key].map((value) => ({ key, value, ok: true })),

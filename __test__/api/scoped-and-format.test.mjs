@@ -34,7 +34,12 @@ test('scoped names: concurrent first use gives distinct values per scope', async
   );
   const byTenant = new Map();
   for (const [t, v] of results) byTenant.set(t, [...(byTenant.get(t) ?? []), v]);
-  for (const [t, values] of byTenant) assert.deepEqual(values.sort((x, y) => x - y), [1, 2, 3, 4, 5], t);
+  for (const [t, values] of byTenant)
+    assert.deepEqual(
+      values.sort((x, y) => x - y),
+      [1, 2, 3, 4, 5],
+      t,
+    );
 });
 
 test('scoped names refuse operators, dotted keys and non-scalar values', async () => {
@@ -62,7 +67,11 @@ test('formatSequence: prefix, date parts, zero padding never truncating', () => 
     [1, '{seq}', 'today'],
     [1, '{seq}', new Date(NaN)],
   ]) {
-    assert.throws(() => seq.formatSequence(value, pattern, date), (e) => e.code === 'INVALID_ARGUMENT', `${value} ${pattern}`);
+    assert.throws(
+      () => seq.formatSequence(value, pattern, date),
+      (e) => e.code === 'INVALID_ARGUMENT',
+      `${value} ${pattern}`,
+    );
   }
 });
 

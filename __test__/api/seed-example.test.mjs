@@ -80,7 +80,10 @@ test('batch variant: getIdBatch(ticket_id, 100) in one call', async () => {
   await db.collection('counters').insertOne({ _id: 'ticket_id', sequence_value: 500 });
   const ids = await seq.getNextSequenceBatch(db, 'ticket_id', 100);
   assert.equal(ids.length, 100);
-  assert.deepEqual(ids, Array.from({ length: 100 }, (_, i) => 501 + i));
+  assert.deepEqual(
+    ids,
+    Array.from({ length: 100 }, (_, i) => 501 + i),
+  );
   const counter = await db.collection('counters').findOne({ _id: 'ticket_id' });
   assert.equal(counter.sequence_value, 600, 'advanced by exactly 100');
 

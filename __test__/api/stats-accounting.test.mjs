@@ -38,10 +38,10 @@ test('the counter advances by the values handed out plus those discarded, whatev
         // Near 2^53 - 1: calls past it reserve values they cannot take as numbers.
         nearLimit: fc.boolean(),
         below: fc.integer({ min: 0, max: 30 }),
-        calls: fc.array(
-          fc.record({ kind: fc.constantFrom('next', 'batch', 'range'), count: fc.integer({ min: 1, max: 12 }), together: fc.boolean() }),
-          { minLength: 1, maxLength: 30 },
-        ),
+        calls: fc.array(fc.record({ kind: fc.constantFrom('next', 'batch', 'range'), count: fc.integer({ min: 1, max: 12 }), together: fc.boolean() }), {
+          minLength: 1,
+          maxLength: 30,
+        }),
       }),
       async ({ mode, cache, nearLimit, below, calls }) => {
         const name = `acct-${round++}`;

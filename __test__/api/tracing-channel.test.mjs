@@ -50,7 +50,7 @@ test('the entry keeps the addon: same classes, ErrorCode, sync functions, ESM na
   assert.deepEqual(Object.keys(pkg).sort(), Object.keys(native).sort());
 });
 
-test('a subscriber with AsyncLocalStorage sees the caller\'s store on start, end and asyncEnd', async () => {
+test("a subscriber with AsyncLocalStorage sees the caller's store on start, end and asyncEnd", async () => {
   const als = new AsyncLocalStorage();
   const seen = record(als);
   const value = await als.run({ caller: 'fn' }, () => pkg.getNextSequenceValue(env.db, 'tc-fn', { upsert: true }));
@@ -69,7 +69,7 @@ test('a subscriber with AsyncLocalStorage sees the caller\'s store on start, end
   assert.equal(context.error, undefined);
 });
 
-test('handle methods are traced with the handle\'s counter (cached calls too)', async () => {
+test("handle methods are traced with the handle's counter (cached calls too)", async () => {
   const als = new AsyncLocalStorage();
   const h = pkg.sequence(env.db, { tenant: 'a', kind: 'tc' }, { cache: 10, collection: 'tc_counters', upsert: true });
   const seen = record(als);
@@ -78,18 +78,24 @@ test('handle methods are traced with the handle\'s counter (cached calls too)', 
   const batch = await als.run(3, () => h.nextBatch(2));
   assert.deepEqual(batch, [3, 4]);
   const ends = seen.filter((s) => s.event === 'asyncEnd');
-  assert.deepEqual(ends.map((s) => [s.store, s.context.operation, s.context.result]), [
-    [1, 'next', 1],
-    [2, 'next', 2],
-    [3, 'nextBatch', [3, 4]],
-  ]);
+  assert.deepEqual(
+    ends.map((s) => [s.store, s.context.operation, s.context.result]),
+    [
+      [1, 'next', 1],
+      [2, 'next', 2],
+      [3, 'nextBatch', [3, 4]],
+    ],
+  );
   assert.equal(ends[0].context.counter, h.name);
   assert.equal(ends[0].context.database, env.dbName);
   assert.equal(ends[0].context.collection, 'tc_counters');
-  assert.deepEqual(seen.filter((s) => s.event === 'start').map((s) => s.store), [1, 2, 3]);
+  assert.deepEqual(
+    seen.filter((s) => s.event === 'start').map((s) => s.store),
+    [1, 2, 3],
+  );
 });
 
-test('a failed call publishes error with its code, in the caller\'s store', async () => {
+test("a failed call publishes error with its code, in the caller's store", async () => {
   const als = new AsyncLocalStorage();
   const seen = record(als);
   await als.run('missing', () => rejectsWithCode(assert, pkg.sequence(env.db, 'tc-absent').current(), 'SEQUENCE_NOT_FOUND'));
@@ -165,7 +171,7 @@ test('with no subscriber a call goes straight to the addon (its context is never
   }
 });
 
-test('the mongoose plugin numbers documents through the traced entry, in the caller\'s store', async () => {
+test("the mongoose plugin numbers documents through the traced entry, in the caller's store", async () => {
   const mongoose = (await import('mongoose')).default;
   const AutoIncrement = require('../../mongoose.js');
   const connection = mongoose.createConnection();

@@ -29,7 +29,10 @@ test('plugin before initialize, and bad options, throw INVALID_ARGUMENT', () => 
     () => new mongoose9.Schema({}).plugin(autoIncrement.plugin, 'User'),
     (e) => e.code === 'INVALID_ARGUMENT' && e.message === 'mongoose-auto-increment has not been initialized',
   );
-  assert.throws(() => autoIncrement.initialize(undefined), (e) => e.code === 'INVALID_ARGUMENT');
+  assert.throws(
+    () => autoIncrement.initialize(undefined),
+    (e) => e.code === 'INVALID_ARGUMENT',
+  );
 });
 
 for (const [major, mongoose] of [
@@ -141,8 +144,14 @@ for (const [major, mongoose] of [
       const schema = new mongoose.Schema({ tag: String });
       schema.plugin(autoIncrement.plugin, { model: `${p}Batch`, startAt: 1 });
       const M = await model(`${p}Batch`, schema);
-      assert.deepEqual((await M.create([{ tag: 'a' }, { tag: 'b' }])).map((d) => d._id), [1, 2]);
-      assert.deepEqual((await M.insertMany([{ tag: 'c' }, { _id: 500, tag: 'x' }, { tag: 'd' }])).map((d) => d._id), [3, 500, 4]);
+      assert.deepEqual(
+        (await M.create([{ tag: 'a' }, { tag: 'b' }])).map((d) => d._id),
+        [1, 2],
+      );
+      assert.deepEqual(
+        (await M.insertMany([{ tag: 'c' }, { _id: 500, tag: 'x' }, { tag: 'd' }])).map((d) => d._id),
+        [3, 500, 4],
+      );
       await M.bulkWrite([{ insertOne: { document: { tag: 'e' } } }]);
       assert.equal((await M.findOne({ tag: 'e' }))._id, 5);
     });

@@ -77,7 +77,7 @@ for (const [major, mongoose] of [
       }
     });
 
-    test('grouped mongoose-plugin-autoinc counters under mongoose-auto-increment\'s index: INDEX_CONFLICT', async () => {
+    test("grouped mongoose-plugin-autoinc counters under mongoose-auto-increment's index: INDEX_CONFLICT", async () => {
       await fresh('grouped');
       try {
         const A = await modelWith((s, name) => s.plugin(mai.plugin, name));

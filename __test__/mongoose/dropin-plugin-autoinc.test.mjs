@@ -86,7 +86,10 @@ for (const [major, mongoose] of [
       assert.equal((await counterOf(`${p}Order`, 'south', 'no')).count, 2);
       // Batches group too, in array order.
       const batch = await Order.insertMany([{ shop: 'south' }, { shop: 'west' }, { shop: 'south' }]);
-      assert.deepEqual(batch.map((d) => d.no), [3, 1, 4]);
+      assert.deepEqual(
+        batch.map((d) => d.no),
+        [3, 1, 4],
+      );
       // An ObjectId groups by its hex string, as its String cast stores it.
       const owner = new mongoose.Types.ObjectId();
       const o = new mongoose.Schema({ owner: mongoose.Schema.Types.ObjectId });
@@ -101,7 +104,10 @@ for (const [major, mongoose] of [
       schema.plugin(autoIncrement, { model: `${p}Filtered`, field: 'no', startAt: 1, outputFilter: (n) => n * 100 });
       const M = await model(`${p}Filtered`, schema);
       assert.deepEqual([(await M.create({})).no, (await M.create({})).no], [100, 200]);
-      assert.deepEqual((await M.create([{}, {}])).map((d) => d.no), [300, 400]);
+      assert.deepEqual(
+        (await M.create([{}, {}])).map((d) => d.no),
+        [300, 400],
+      );
       assert.equal((await counterOf(`${p}Filtered`, '', 'no')).count, 4);
     });
 
@@ -130,10 +136,13 @@ for (const [major, mongoose] of [
       migrating.plugin(autoIncrement, { model: `${p}Given`, field: 'no', unique: false, migrate: true });
       const Migrating = connection.model(`${p}GivenMigrating`, migrating, M.collection.collectionName);
       for (const doc of await Migrating.find({ no: { $exists: false } }).sort({ name: 1 })) await doc.save();
-      assert.deepEqual((await M.find({ name: /old/ }).sort({ name: 1 }).lean()).map((d) => d.no), [12, 13]);
+      assert.deepEqual(
+        (await M.find({ name: /old/ }).sort({ name: 1 }).lean()).map((d) => d.no),
+        [12, 13],
+      );
     });
 
-    test('existing counters: its own, and mongoose-auto-increment\'s converted in place', async () => {
+    test("existing counters: its own, and mongoose-auto-increment's converted in place", async () => {
       await counters().insertOne({ model: `${p}Own`, field: '_id', groupingField: '', count: 41, __v: 0 });
       const own = new mongoose.Schema({ name: String });
       own.plugin(autoIncrement, { model: `${p}Own`, startAt: 1000 });
@@ -146,7 +155,12 @@ for (const [major, mongoose] of [
       const Mai = await model(`${p}Mai`, mai);
       assert.equal(await Mai.nextCount(), 8);
       assert.equal((await Mai.create({}))._id, 8);
-      assert.deepEqual(await counters().find({ model: `${p}Mai` }, { projection: { _id: 0, __v: 0 } }).toArray(), [{ model: `${p}Mai`, field: '_id', count: 8, groupingField: '' }]);
+      assert.deepEqual(
+        await counters()
+          .find({ model: `${p}Mai` }, { projection: { _id: 0, __v: 0 } })
+          .toArray(),
+        [{ model: `${p}Mai`, field: '_id', count: 8, groupingField: '' }],
+      );
     });
 
     test('500 parallel creates on a new counter: no number twice, one counter document', async () => {
@@ -155,7 +169,10 @@ for (const [major, mongoose] of [
       const M = await model(`${p}Parallel`, schema);
       const docs = await Promise.all(Array.from({ length: 500 }, (_, i) => M.create({ name: `p${i}` })));
       const ids = docs.map((d) => d._id).sort((x, y) => x - y);
-      assert.deepEqual(ids, Array.from({ length: 500 }, (_, i) => i));
+      assert.deepEqual(
+        ids,
+        Array.from({ length: 500 }, (_, i) => i),
+      );
       assert.equal(await counters().countDocuments({ model: `${p}Parallel` }), 1);
       await M.bulkWrite([{ insertOne: { document: { name: 'bulk' } } }]);
       assert.equal((await M.findOne({ name: 'bulk' }))._id, 500);

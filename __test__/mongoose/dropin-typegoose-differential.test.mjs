@@ -81,7 +81,7 @@ test('random histories: ours gives the numbers theirs gives and leaves the same 
   );
 });
 
-test('upgrade and rollback: one plugin continues the other\'s counter from the next number', async () => {
+test("upgrade and rollback: one plugin continues the other's counter from the next number", async () => {
   await fc.assert(
     fc.asyncProperty(options, history, fc.nat(12), fc.boolean(), async (opts, ops, at, upgrade) => {
       const split = Math.min(at, ops.length);
@@ -109,10 +109,19 @@ test('where theirs fails, ours numbers: insertMany, and create([...]) on a fresh
   // Theirs leaves insertMany's documents without a number (the driver gives them ObjectIds).
   await Theirs.insertMany([{ tag: 1 }, { tag: 2 }]);
   const stored = await Theirs.collection.find().toArray();
-  assert.ok(stored.every((d) => typeof d._id !== 'number'), JSON.stringify(stored));
-  assert.deepEqual((await Ours.insertMany([{ tag: 1 }, { tag: 2 }])).map((d) => d._id), [100, 101]);
+  assert.ok(
+    stored.every((d) => typeof d._id !== 'number'),
+    JSON.stringify(stored),
+  );
+  assert.deepEqual(
+    (await Ours.insertMany([{ tag: 1 }, { tag: 2 }])).map((d) => d._id),
+    [100, 101],
+  );
   const created = await Ours.create([{ tag: 3 }, { tag: 4 }, { tag: 5 }]);
-  assert.deepEqual(created.map((d) => d._id), [102, 103, 104]);
+  assert.deepEqual(
+    created.map((d) => d._id),
+    [102, 103, 104],
+  );
 });
 
 test('five concurrent first saves on a fresh model: ours all succeed from startAt', async (t) => {
@@ -124,7 +133,10 @@ test('five concurrent first saves on a fresh model: ours all succeed from startA
   const got = await Promise.allSettled(Array.from({ length: 5 }, () => new Theirs().save()));
   t.diagnostic(`theirs: ${JSON.stringify(got.map((r) => (r.status === 'fulfilled' ? r.value._id : r.reason.message)))}`);
   const saved = await Promise.all(Array.from({ length: 5 }, () => new Ours().save()));
-  assert.deepEqual(saved.map((d) => d._id).sort((x, y) => x - y), [100, 101, 102, 103, 104]);
+  assert.deepEqual(
+    saved.map((d) => d._id).sort((x, y) => x - y),
+    [100, 101, 102, 103, 104],
+  );
 });
 
 test('subdocuments: the same numbers and the same counter as theirs', async () => {
@@ -136,7 +148,10 @@ test('subdocuments: the same numbers and the same counter as theirs', async () =
     await Parent.init();
     const numbers = [];
     for (let i = 0; i < 3; i++) numbers.push((await Parent.create({ nested: { name: `n${i}` } })).nested._id);
-    const counters = await db.db.collection('identitycounters').find({}, { projection: { _id: 0 } }).toArray();
+    const counters = await db.db
+      .collection('identitycounters')
+      .find({}, { projection: { _id: 0 } })
+      .toArray();
     await db.dropDatabase();
     // Theirs leaves modelName out, ours stores null: one equality on null finds either.
     return { numbers, counters: counters.map((c) => ({ ...c, modelName: c.modelName ?? null, count: Number(c.count) })) };

@@ -45,7 +45,12 @@ for (const [major, mongoose] of [
       await made.init();
       return made;
     };
-    const ids = async (Model, field = '_id') => (await Model.find().sort({ [field]: 1 }).lean()).map((d) => d[field]);
+    const ids = async (Model, field = '_id') =>
+      (
+        await Model.find()
+          .sort({ [field]: 1 })
+          .lean()
+      ).map((d) => d[field]);
 
     before(async () => {
       await connection.openUri(env.uri, { dbName: `${env.dbName}_${major}`, serverSelectionTimeoutMS: 10_000 });
@@ -77,7 +82,10 @@ for (const [major, mongoose] of [
       const M = await model(`${p}Stepped`, schema);
       const docs = [];
       for (let i = 0; i < 3; i++) docs.push(await M.create({}));
-      assert.deepEqual(docs.map((d) => d.no), [100, 105, 110]);
+      assert.deepEqual(
+        docs.map((d) => d.no),
+        [100, 105, 110],
+      );
       assert.equal(Number((await tracker(`${p}Stepped`, 'no')).count), 110);
     });
 
@@ -109,15 +117,14 @@ for (const [major, mongoose] of [
       );
       assert.equal(await trackers().countDocuments({ modelName: `${p}Race` }), 1);
       // Then many parallel creates of every kind.
-      const more = await Promise.all([
-        ...Array.from({ length: 30 }, () => M.create({})),
-        M.create([{}, {}, {}]),
-        M.insertMany([{}, {}]),
-      ]);
+      const more = await Promise.all([...Array.from({ length: 30 }, () => M.create({})), M.create([{}, {}, {}]), M.insertMany([{}, {}])]);
       const all = await ids(M);
       assert.equal(all.length, 50 + 30 + 5);
       assert.equal(new Set(all).size, all.length);
-      assert.deepEqual(all, Array.from({ length: all.length }, (_, i) => 100 + i));
+      assert.deepEqual(
+        all,
+        Array.from({ length: all.length }, (_, i) => 100 + i),
+      );
       assert.ok(more.length);
     });
 
@@ -126,9 +133,15 @@ for (const [major, mongoose] of [
       schema.plugin(AutoIncrementID, { startAt: 1 });
       const M = await model(`${p}Batch`, schema);
       const created = await M.create([{ tag: 'a' }, { tag: 'b' }, { tag: 'c' }]);
-      assert.deepEqual(created.map((d) => d._id), [1, 2, 3]);
+      assert.deepEqual(
+        created.map((d) => d._id),
+        [1, 2, 3],
+      );
       const inserted = await M.insertMany([{ tag: 'd' }, { tag: 'e' }]);
-      assert.deepEqual(inserted.map((d) => d._id), [4, 5]);
+      assert.deepEqual(
+        inserted.map((d) => d._id),
+        [4, 5],
+      );
       // A value of the caller's own is kept by insertMany and bulkWrite.
       const kept = await M.insertMany([{ _id: 1000, tag: 'x' }]);
       assert.equal(kept[0]._id, 1000);
@@ -163,7 +176,10 @@ for (const [major, mongoose] of [
       connection[AutoIncrementIDSkipSymbol] = true;
       try {
         assert.equal((await M.create({ _id: 501 }))._id, 501);
-        assert.deepEqual((await M.insertMany([{ _id: 502 }])).map((d) => d._id), [502]);
+        assert.deepEqual(
+          (await M.insertMany([{ _id: 502 }])).map((d) => d._id),
+          [502],
+        );
       } finally {
         delete connection[AutoIncrementIDSkipSymbol];
       }
@@ -208,7 +224,7 @@ for (const [major, mongoose] of [
       await rejectsCode(O.create({}), 'SEQUENCE_OVERFLOW');
     });
 
-    test('typegoose\'s tracker model is registered on the connection and reads the counters', async () => {
+    test("typegoose's tracker model is registered on the connection and reads the counters", async () => {
       const schema = new mongoose.Schema({ _id: Number });
       schema.plugin(AutoIncrementID, { startAt: 3 });
       const M = await model(`${p}Tracked`, schema);

@@ -8,11 +8,7 @@ import { external, serverKind, needsTransactions as needsTransactionsOf } from '
 import { eachMongoose, fileDatabase } from './plugin-setup.mjs';
 
 // Against MONGODB_URI: only where that server takes transactions (not a standalone).
-const needsTransactions = external
-  ? await needsTransactionsOf()
-  : serverKind === 'secantus'
-    ? false
-    : 'gapless needs a replica set: runs in the secantus pass';
+const needsTransactions = external ? await needsTransactionsOf() : serverKind === 'secantus' ? false : 'gapless needs a replica set: runs in the secantus pass';
 
 const env = fileDatabase('plugin_batches');
 
@@ -22,17 +18,38 @@ eachMongoose('b', env, ({ mongoose, AutoIncrement, p, ObjectId, model, counters,
     schema.plugin(AutoIncrement, { id: `${p}bulk` });
     const Row = await model(`${p}Row`, schema);
     const inserted = await Row.insertMany(['a', 'b', 'c', 'd'].map((label) => ({ label })));
-    assert.deepEqual(inserted.map((d) => [d._id, d.label]), [[1, 'a'], [2, 'b'], [3, 'c'], [4, 'd']]);
+    assert.deepEqual(
+      inserted.map((d) => [d._id, d.label]),
+      [
+        [1, 'a'],
+        [2, 'b'],
+        [3, 'c'],
+        [4, 'd'],
+      ],
+    );
     const created = await Row.create([{ label: 'e' }, { label: 'f' }, { label: 'g' }]);
-    assert.deepEqual(created.map((d) => [d._id, d.label]), [[5, 'e'], [6, 'f'], [7, 'g']]);
+    assert.deepEqual(
+      created.map((d) => [d._id, d.label]),
+      [
+        [5, 'e'],
+        [6, 'f'],
+        [7, 'g'],
+      ],
+    );
     await Row.bulkWrite([
       { insertOne: { document: { label: 'h' } } },
       { updateOne: { filter: { _id: 1 }, update: { $set: { label: 'A' } } } },
       { insertOne: { document: { label: 'i' } } },
     ]);
     const all = await Row.find().sort({ _id: 1 }).lean();
-    assert.deepEqual(all.map((d) => d.label), ['A', 'b', 'c', 'd', 'e', 'f', 'g', 'h', 'i']);
-    assert.deepEqual(all.map((d) => d._id), [1, 2, 3, 4, 5, 6, 7, 8, 9]);
+    assert.deepEqual(
+      all.map((d) => d.label),
+      ['A', 'b', 'c', 'd', 'e', 'f', 'g', 'h', 'i'],
+    );
+    assert.deepEqual(
+      all.map((d) => d._id),
+      [1, 2, 3, 4, 5, 6, 7, 8, 9],
+    );
     assert.equal((await counters().findOne({ id: `${p}bulk` })).seq, 9);
   });
 
@@ -50,7 +67,10 @@ eachMongoose('b', env, ({ mongoose, AutoIncrement, p, ObjectId, model, counters,
     await new M({ tag: 'j' }).save();
     await M.updateOne({ tag: 'k' }, { $set: { no: 505 } }, { upsert: true });
     // As the schema casts it: '506' is a number, '' is none.
-    await M.insertMany([{ tag: 'l', no: '' }, { tag: 'm', no: '506' }]);
+    await M.insertMany([
+      { tag: 'l', no: '' },
+      { tag: 'm', no: '506' },
+    ]);
     await M.create({ tag: 'n', no: 507 });
     await M.create([{ tag: 'o', no: 508 }]);
     // A clone of a saved document is a new document: it never repeats the number.
@@ -59,14 +79,42 @@ eachMongoose('b', env, ({ mongoose, AutoIncrement, p, ObjectId, model, counters,
     assert.notEqual(String(clone._id), String(old._id));
     // A document saved (or created) once and inserted again as a new one takes a new
     // number: what it was given is its own only until its save succeeds.
-    for (const [tag, again] of [['q', await new M({ tag: 'j2' }).save()], ['r', (await M.create([{ tag: 'j3' }, { tag: 'j4' }]))[0]], ['s', await M.create({ tag: 'j5', no: 509 })], ['t', (await M.insertMany([new M({ tag: 'j6' })]))[0]]]) {
+    for (const [tag, again] of [
+      ['q', await new M({ tag: 'j2' }).save()],
+      ['r', (await M.create([{ tag: 'j3' }, { tag: 'j4' }]))[0]],
+      ['s', await M.create({ tag: 'j5', no: 509 })],
+      ['t', (await M.insertMany([new M({ tag: 'j6' })]))[0]],
+    ]) {
       again.set({ _id: new ObjectId(), tag });
       again.isNew = true;
       await again.save();
     }
     assert.deepEqual(await numbers(M, 'no'), [
-      ['a', 500], ['b', 1], ['c', 2], ['d', 3], ['e', 4], ['f', 5], ['g', 503], ['h', 6], ['i', 7], ['j', 8], ['j2', 13], ['j3', 14], ['j4', 15], ['j5', 16], ['j6', 17], ['k', 505], ['l', 9], ['m', 506],
-      ['n', 10], ['o', 11], ['p', 12], ['q', 18], ['r', 19], ['s', 20], ['t', 21],
+      ['a', 500],
+      ['b', 1],
+      ['c', 2],
+      ['d', 3],
+      ['e', 4],
+      ['f', 5],
+      ['g', 503],
+      ['h', 6],
+      ['i', 7],
+      ['j', 8],
+      ['j2', 13],
+      ['j3', 14],
+      ['j4', 15],
+      ['j5', 16],
+      ['j6', 17],
+      ['k', 505],
+      ['l', 9],
+      ['m', 506],
+      ['n', 10],
+      ['o', 11],
+      ['p', 12],
+      ['q', 18],
+      ['r', 19],
+      ['s', 20],
+      ['t', 21],
     ]);
     assert.equal((await counters().findOne({ id: `${p}explicit` })).seq, 21);
     // A default is not the caller's value.
@@ -76,7 +124,12 @@ eachMongoose('b', env, ({ mongoose, AutoIncrement, p, ObjectId, model, counters,
     await D.create([{ tag: 'a' }, { tag: 'b' }]);
     await new D({ tag: 'c' }).save();
     await D.insertMany([{ tag: 'd' }]);
-    assert.deepEqual(await numbers(D, 'no'), [['a', 1], ['b', 2], ['c', 3], ['d', 4]]);
+    assert.deepEqual(await numbers(D, 'no'), [
+      ['a', 1],
+      ['b', 2],
+      ['c', 3],
+      ['d', 4],
+    ]);
   });
 
   test('two counters on one schema: each numbers every document once', async () => {
@@ -89,21 +142,30 @@ eachMongoose('b', env, ({ mongoose, AutoIncrement, p, ObjectId, model, counters,
     await new Two({ tag: 'f' }).save();
     await Two.insertMany([{ tag: 'g' }]);
     const docs = await Two.find().sort({ tag: 1 }).lean();
-    assert.deepEqual(docs.map((d) => [d.tag, d.a, d.b]), [
-      ['a', 1, 10], ['b', 2, 11], ['c', 3, 12], ['d', 4, 13], ['e', 5, 14], ['f', 6, 15], ['g', 7, 16],
-    ]);
+    assert.deepEqual(
+      docs.map((d) => [d.tag, d.a, d.b]),
+      [
+        ['a', 1, 10],
+        ['b', 2, 11],
+        ['c', 3, 12],
+        ['d', 4, 13],
+        ['e', 5, 14],
+        ['f', 6, 15],
+        ['g', 7, 16],
+      ],
+    );
     assert.equal((await counters().findOne({ id: `${p}two_a` })).seq, 7);
     assert.equal((await counters().findOne({ id: `${p}two_b` })).seq, 16);
   });
 
-  test('one plain object given twice is numbered twice: the caller\'s objects are never written to', async () => {
+  test("one plain object given twice is numbered twice: the caller's objects are never written to", async () => {
     const schema = new mongoose.Schema({ tag: String, no: Number, meta: { no: Number } });
     schema.plugin(AutoIncrement, { id: `${p}twice`, inc_field: 'no' });
     schema.plugin(AutoIncrement, { id: `${p}twice_meta`, inc_field: 'meta.no' });
     const M = await model(`${p}Twice`, schema);
     const o = { tag: 'a', meta: { other: 1 } };
     await M.insertMany([o, o]);
-    assert.deepEqual(o, { tag: 'a', meta: { other: 1 } }, 'the caller\'s object is unchanged');
+    assert.deepEqual(o, { tag: 'a', meta: { other: 1 } }, "the caller's object is unchanged");
     const batch = [{ tag: 'b' }, { tag: 'c' }];
     await M.insertMany(batch);
     await M.insertMany(batch);
@@ -120,7 +182,7 @@ eachMongoose('b', env, ({ mongoose, AutoIncrement, p, ObjectId, model, counters,
     }
   });
 
-  test('insertMany leaves the caller\'s array and objects as they were: inserted again, they take new numbers', async () => {
+  test("insertMany leaves the caller's array and objects as they were: inserted again, they take new numbers", async () => {
     const schema = new mongoose.Schema({ tag: String, no: Number });
     schema.plugin(AutoIncrement, { id: `${p}untouched`, inc_field: 'no' });
     const M = await model(`${p}Untouched`, schema);
@@ -137,7 +199,16 @@ eachMongoose('b', env, ({ mongoose, AutoIncrement, p, ObjectId, model, counters,
     assert.deepEqual(c, { tag: 'c' });
     await M.create(c);
     const tagged = (await M.find().sort({ no: 1 }).lean()).map((d) => [d.tag, d.no]);
-    assert.deepEqual(tagged, [['a', 1], ['b', 2], ['a', 3], ['b', 4], ['a', 5], ['b', 6], ['c', 7], ['c', 8]]);
+    assert.deepEqual(tagged, [
+      ['a', 1],
+      ['b', 2],
+      ['a', 3],
+      ['b', 4],
+      ['a', 5],
+      ['b', 6],
+      ['c', 7],
+      ['c', 8],
+    ]);
   });
 
   test('gapless: create and insertMany number and insert in one transaction; a failed insert gives its numbers back', { skip: needsTransactions }, async () => {
@@ -148,14 +219,34 @@ eachMongoose('b', env, ({ mongoose, AutoIncrement, p, ObjectId, model, counters,
     assert.equal(one.no, 100);
     assert.equal(one.isNew, false);
     assert.ok(one.createdAt instanceof Date, 'timestamps applied');
-    const many = await Ledger.insertMany([{ code: 'b', shop: 's' }, { code: 'c', shop: 't' }, { code: 'd', shop: 's' }]);
-    assert.deepEqual(many.map((d) => [d.code, d.no]), [['b', 110], ['c', 100], ['d', 120]]);
+    const many = await Ledger.insertMany([
+      { code: 'b', shop: 's' },
+      { code: 'c', shop: 't' },
+      { code: 'd', shop: 's' },
+    ]);
+    assert.deepEqual(
+      many.map((d) => [d.code, d.no]),
+      [
+        ['b', 110],
+        ['c', 100],
+        ['d', 120],
+      ],
+    );
     // A duplicate code fails the insert: the transaction gives the number back.
     await assert.rejects(Ledger.create({ code: 'a', shop: 's' }), (e) => e.serverCode === 11000 || e.code === 'SERVER');
-    await assert.rejects(Ledger.insertMany([{ code: 'e', shop: 's' }, { code: 'b', shop: 's' }]), (e) => e.code === 'SERVER');
+    await assert.rejects(
+      Ledger.insertMany([
+        { code: 'e', shop: 's' },
+        { code: 'b', shop: 's' },
+      ]),
+      (e) => e.code === 'SERVER',
+    );
     assert.equal((await Ledger.create({ code: 'f', shop: 's' })).no, 130, 'no gap after the failures');
     const stored = await Ledger.find({ shop: 's' }).sort({ no: 1 }).lean();
-    assert.deepEqual(stored.map((d) => d.no), [100, 110, 120, 130]);
+    assert.deepEqual(
+      stored.map((d) => d.no),
+      [100, 110, 120, 130],
+    );
     assert.equal(stored[0].__v, 0);
     // Validation fails before anything is spent.
     await assert.rejects(Ledger.create({ code: { nested: true }, shop: 's' }), /Cast to string failed|validation failed/i);
@@ -166,7 +257,10 @@ eachMongoose('b', env, ({ mongoose, AutoIncrement, p, ObjectId, model, counters,
     await assert.rejects(Ledger.updateOne({ code: 'j' }, { $set: { shop: 's' } }, { upsert: true }), (e) => e.code === 'GAPLESS_UNSUPPORTED_OPERATION');
     await assert.rejects(Ledger.replaceOne({ code: 'j' }, { code: 'j', shop: 's' }, { upsert: true }), (e) => e.code === 'GAPLESS_UNSUPPORTED_OPERATION');
     await assert.rejects(Ledger.updateOne({ code: 'j' }, [{ $set: { shop: 's' } }], { upsert: true, updatePipeline: true }), (e) => e.code === 'GAPLESS_UNSUPPORTED_OPERATION');
-    await assert.rejects(Ledger.bulkWrite([{ updateOne: { filter: { code: 'j' }, update: { $set: { shop: 's' } }, upsert: true } }]), (e) => e.code === 'GAPLESS_UNSUPPORTED_OPERATION');
+    await assert.rejects(
+      Ledger.bulkWrite([{ updateOne: { filter: { code: 'j' }, update: { $set: { shop: 's' } }, upsert: true } }]),
+      (e) => e.code === 'GAPLESS_UNSUPPORTED_OPERATION',
+    );
     assert.equal(await Ledger.countDocuments({ code: 'j' }), 0);
     assert.equal((await Ledger.create({ code: 'k', shop: 's' })).no, 150);
   });
@@ -181,7 +275,14 @@ eachMongoose('b', env, ({ mongoose, AutoIncrement, p, ObjectId, model, counters,
     assert.equal((await G.create({ ...copy, tag: 'b' })).no, 2);
     await G.create([{ tag: 'c', no: 500 }, { tag: 'd' }]);
     await G.insertMany([{ tag: 'e', no: 600 }, { tag: 'f' }]);
-    assert.deepEqual(await numbers(G, 'no'), [['a', 1], ['b', 2], ['c', 3], ['d', 4], ['e', 600], ['f', 5]]);
+    assert.deepEqual(await numbers(G, 'no'), [
+      ['a', 1],
+      ['b', 2],
+      ['c', 3],
+      ['d', 4],
+      ['e', 600],
+      ['f', 5],
+    ]);
   });
 
   test('gapless: create(a, b) in the spread form inserts every document', { skip: needsTransactions }, async () => {
@@ -189,8 +290,20 @@ eachMongoose('b', env, ({ mongoose, AutoIncrement, p, ObjectId, model, counters,
     schema.plugin(AutoIncrement, { id: `${p}gapless_spread`, inc_field: 'no', gapless: true });
     const G = await model(`${p}GaplessSpread`, schema);
     const made = await G.create({ tag: 'a' }, { tag: 'b' }, { tag: 'c' });
-    assert.deepEqual(made.map((d) => [d.tag, d.no]), [['a', 1], ['b', 2], ['c', 3]]);
+    assert.deepEqual(
+      made.map((d) => [d.tag, d.no]),
+      [
+        ['a', 1],
+        ['b', 2],
+        ['c', 3],
+      ],
+    );
     assert.equal((await G.create({ tag: 'd' })).no, 4);
-    assert.deepEqual(await numbers(G, 'no'), [['a', 1], ['b', 2], ['c', 3], ['d', 4]]);
+    assert.deepEqual(await numbers(G, 'no'), [
+      ['a', 1],
+      ['b', 2],
+      ['c', 3],
+      ['d', 4],
+    ]);
   });
 });

@@ -170,7 +170,10 @@ for (const [major, mongoose] of [
       // The counter lives in the connection's database, where mongoose-sequence keeps it.
       assert.equal((await connection.db.collection('counters').findOne({ id: `${p}family_uri` })).seq, 4);
       assert.equal((await Given.counterReset(`${p}family_uri`)).matchedCount, 1);
-      assert.throws(() => given.plugin(AutoIncrementFactory(connection), { id: `${p}bad_uri`, inc_field: 'x', uri: 42 }), (err) => err.code === 'INVALID_ARGUMENT');
+      assert.throws(
+        () => given.plugin(AutoIncrementFactory(connection), { id: `${p}bad_uri`, inc_field: 'x', uri: 42 }),
+        (err) => err.code === 'INVALID_ARGUMENT',
+      );
     });
 
     test("a counter's options hold the plugin's options only, and the caller's object is not written to", async () => {
@@ -212,7 +215,7 @@ for (const [major, mongoose] of [
       assert.ok(firsts.every((d) => d.no === 1));
     });
 
-    test('setNext, counterReset and exclusive: \'reuse\' use the counter of the model\'s own connection', async () => {
+    test("setNext, counterReset and exclusive: 'reuse' use the counter of the model's own connection", async () => {
       const other = mongoose.createConnection();
       await other.openUri(env.uri, { dbName: `${env.dbName}_${major}_other`, serverSelectionTimeoutMS: 10_000 });
       try {
@@ -221,7 +224,10 @@ for (const [major, mongoose] of [
         for (const exclusive of [false, 'reuse']) {
           const id = `${p}conn_${exclusive}`;
           const pair = [];
-          for (const [conn, name] of [[connection, 'A'], [other, 'B']]) {
+          for (const [conn, name] of [
+            [connection, 'A'],
+            [other, 'B'],
+          ]) {
             const schema = new mongoose.Schema({ tag: String, no: Number });
             schema.plugin(AutoIncrementFactory(conn), { id, inc_field: 'no', exclusive });
             const M = conn.model(`${p}Conn${String(exclusive)}${name}`, schema);
@@ -236,11 +242,43 @@ for (const [major, mongoose] of [
           await b2.setNext(id);
           await B.counterReset(id);
           await A.create({ tag: 'a3' });
-          made.push([exclusive, await numbers(A, 'no'), await numbers(B, 'no'), (await counters().findOne({ id })).seq, (await other.db.collection('counters').findOne({ id })).seq]);
+          made.push([
+            exclusive,
+            await numbers(A, 'no'),
+            await numbers(B, 'no'),
+            (await counters().findOne({ id })).seq,
+            (await other.db.collection('counters').findOne({ id })).seq,
+          ]);
         }
         assert.deepEqual(made, [
-          [false, [['a1', 1], ['a2', 2], ['a3', 3]], [['b1', 1], ['b2', 2]], 3, 0],
-          ['reuse', [['a1', 1], ['a2', 2], ['a3', 3]], [['b1', 1], ['b2', 2]], 3, 0],
+          [
+            false,
+            [
+              ['a1', 1],
+              ['a2', 2],
+              ['a3', 3],
+            ],
+            [
+              ['b1', 1],
+              ['b2', 2],
+            ],
+            3,
+            0,
+          ],
+          [
+            'reuse',
+            [
+              ['a1', 1],
+              ['a2', 2],
+              ['a3', 3],
+            ],
+            [
+              ['b1', 1],
+              ['b2', 2],
+            ],
+            3,
+            0,
+          ],
         ]);
       } finally {
         await other.dropDatabase();
@@ -248,7 +286,7 @@ for (const [major, mongoose] of [
       }
     });
 
-    test('one factory, a schema on two connections: one counter, in the factory connection\'s database, reset through either', async () => {
+    test("one factory, a schema on two connections: one counter, in the factory connection's database, reset through either", async () => {
       const other = mongoose.createConnection();
       await other.openUri(env.uri, { dbName: `${env.dbName}_${major}_tenant`, serverSelectionTimeoutMS: 10_000 });
       try {
@@ -260,7 +298,16 @@ for (const [major, mongoose] of [
         await A.create({ tag: 'a1' });
         await B.create({ tag: 'b1' });
         await A.create({ tag: 'a2' });
-        assert.deepEqual([await numbers(A, 'no'), await numbers(B, 'no')], [[['a1', 1], ['a2', 3]], [['b1', 2]]]);
+        assert.deepEqual(
+          [await numbers(A, 'no'), await numbers(B, 'no')],
+          [
+            [
+              ['a1', 1],
+              ['a2', 3],
+            ],
+            [['b1', 2]],
+          ],
+        );
         assert.equal(await other.db.collection('counters').countDocuments(), 0, 'no counter in the other database');
         await B.counterReset(`${p}tenants`);
         assert.equal((await A.create({ tag: 'a3' })).no, 1, 'reset through B, for A too');
@@ -289,7 +336,10 @@ test('BoundedCache behaves as a least-recently-used map of its capacity', () => 
           model = [...model.filter(([k]) => k !== key), [key, value]].slice(-capacity);
         }
         assert.ok(cache.size <= capacity);
-        assert.deepEqual(cache.keys(), model.map(([k]) => k));
+        assert.deepEqual(
+          cache.keys(),
+          model.map(([k]) => k),
+        );
       }
     }),
     { numRuns: 500 },

@@ -33,11 +33,20 @@ eachMongoose('n', env, ({ mongoose, connection, AutoIncrement, p, ObjectId, mode
     schema.plugin(AutoIncrement, { id: `${p}per_shop`, inc_field: 'no', reference_fields: ['shop', 'meta.year'] });
     const Order = await model(`${p}Order`, schema);
     const made = [];
-    for (const [shop, year] of [['a', 2025], ['a', 2025], ['b', 2025], ['a', 2026], ['b', 2025]]) {
+    for (const [shop, year] of [
+      ['a', 2025],
+      ['a', 2025],
+      ['b', 2025],
+      ['a', 2026],
+      ['b', 2025],
+    ]) {
       made.push((await Order.create({ shop, meta: { year } })).no);
     }
     assert.deepEqual(made, [1, 2, 1, 1, 2]);
-    const stored = await counters().find({ id: `${p}per_shop` }).sort({ seq: 1 }).toArray();
+    const stored = await counters()
+      .find({ id: `${p}per_shop` })
+      .sort({ seq: 1 })
+      .toArray();
     assert.deepEqual(Object.keys(stored[0].reference_value), ['meta.year', 'shop']);
     await Order.counterReset(`${p}per_shop`, { shop: 'a', meta: { year: 2025 } });
     assert.equal((await Order.create({ shop: 'a', meta: { year: 2025 } })).no, 1);
@@ -58,14 +67,22 @@ eachMongoose('n', env, ({ mongoose, connection, AutoIncrement, p, ObjectId, mode
     const strings = { shop: String(shop), year: '2025', at: at.toISOString() };
     await new M({ tag: 'a', ...typed }).save();
     await M.insertMany([{ tag: 'b', ...strings }]);
-    await M.create([{ tag: 'c', ...strings }, { tag: 'd', ...strings }]);
+    await M.create([
+      { tag: 'c', ...strings },
+      { tag: 'd', ...strings },
+    ]);
     await M.create({ tag: 'e', ...strings });
     await M.bulkWrite([{ insertOne: { document: { tag: 'f', ...strings } } }]);
     await M.updateOne({ tag: 'g', shop: String(shop) }, { $set: { year: '2025', at: at.toISOString() } }, { upsert: true });
     await M.findOneAndUpdate({ tag: 'h', year: { $eq: '2025' } }, { $set: { shop: String(shop) }, $setOnInsert: { at: at.toISOString() } }, { upsert: true });
     await M.updateMany({ tag: 'i', ...strings }, { $set: { x: 1 } }, { upsert: true });
-    assert.deepEqual(await numbers(M, 'no'), ['a', 'b', 'c', 'd', 'e', 'f', 'g', 'h', 'i'].map((t, i) => [t, i + 1]));
-    const stored = await counters().find({ id: `${p}cast` }).toArray();
+    assert.deepEqual(
+      await numbers(M, 'no'),
+      ['a', 'b', 'c', 'd', 'e', 'f', 'g', 'h', 'i'].map((t, i) => [t, i + 1]),
+    );
+    const stored = await counters()
+      .find({ id: `${p}cast` })
+      .toArray();
     assert.equal(stored.length, 1, `one counter: ${JSON.stringify(stored)}`);
     assert.equal(stored[0].seq, 9);
     assert.ok(stored[0].reference_value.shop instanceof ObjectId || stored[0].reference_value.shop?._bsontype === 'ObjectId');
@@ -81,17 +98,42 @@ eachMongoose('n', env, ({ mongoose, connection, AutoIncrement, p, ObjectId, mode
     const Dated = await model(`${p}KeysAt`, schema);
     await new Dated({ tag: 'a', at: new Date(1000) }).save();
     await new Dated({ tag: 'b', at: new Date(1500) }).save();
-    await Dated.insertMany([{ tag: 'c', at: new Date(1000) }, { tag: 'd', at: new Date(1500) }, { tag: 'e', at: new Date(1999) }]);
-    assert.deepEqual(await numbers(Dated, 'no'), [['a', 1], ['b', 1], ['c', 2], ['d', 2], ['e', 1]]);
+    await Dated.insertMany([
+      { tag: 'c', at: new Date(1000) },
+      { tag: 'd', at: new Date(1500) },
+      { tag: 'e', at: new Date(1999) },
+    ]);
+    assert.deepEqual(await numbers(Dated, 'no'), [
+      ['a', 1],
+      ['b', 1],
+      ['c', 2],
+      ['d', 2],
+      ['e', 1],
+    ]);
 
     const mixed = new mongoose.Schema({ tag: String, mix: mongoose.Schema.Types.Mixed, no: Number });
     mixed.plugin(AutoIncrement, { id: `${p}keys_mix`, inc_field: 'no', reference_fields: 'mix' });
     const Mixed = await model(`${p}KeysMix`, mixed);
     await new Mixed({ tag: 'a', mix: { k: 1 } }).save();
     await new Mixed({ tag: 'b', mix: { k: 2 } }).save();
-    await Mixed.insertMany([{ tag: 'c', mix: { k: 1 } }, { tag: 'd', mix: { k: 2 } }, { tag: 'e', mix: '[object Object]' }]);
-    await Mixed.create([{ tag: 'f', mix: { k: 2 } }, { tag: 'g', mix: { k: 1 } }]);
-    assert.deepEqual(await numbers(Mixed, 'no'), [['a', 1], ['b', 1], ['c', 2], ['d', 2], ['e', 1], ['f', 3], ['g', 3]]);
+    await Mixed.insertMany([
+      { tag: 'c', mix: { k: 1 } },
+      { tag: 'd', mix: { k: 2 } },
+      { tag: 'e', mix: '[object Object]' },
+    ]);
+    await Mixed.create([
+      { tag: 'f', mix: { k: 2 } },
+      { tag: 'g', mix: { k: 1 } },
+    ]);
+    assert.deepEqual(await numbers(Mixed, 'no'), [
+      ['a', 1],
+      ['b', 1],
+      ['c', 2],
+      ['d', 2],
+      ['e', 1],
+      ['f', 3],
+      ['g', 3],
+    ]);
     assert.equal(await counters().countDocuments({ id: `${p}keys_mix` }), 3);
   });
 
@@ -102,10 +144,24 @@ eachMongoose('n', env, ({ mongoose, connection, AutoIncrement, p, ObjectId, mode
     await new M({ tag: 'a', mix: { x: undefined } }).save();
     await new M({ tag: 'b', mix: {} }).save();
     await new M({ tag: 'c', mix: { x: null } }).save();
-    await M.insertMany([{ tag: 'd', mix: {} }, { tag: 'e', mix: { x: undefined } }]);
-    assert.deepEqual(await numbers(M, 'no'), [['a', 1], ['b', 1], ['c', 2], ['d', 2], ['e', 3]]);
-    const stored = await counters().find({ id: `${p}undef` }).toArray();
-    assert.deepEqual(stored.map((c) => [JSON.stringify(c.reference_value), c.seq]).sort(), [['{"mix":{"x":null}}', 3], ['{"mix":{}}', 2]]);
+    await M.insertMany([
+      { tag: 'd', mix: {} },
+      { tag: 'e', mix: { x: undefined } },
+    ]);
+    assert.deepEqual(await numbers(M, 'no'), [
+      ['a', 1],
+      ['b', 1],
+      ['c', 2],
+      ['d', 2],
+      ['e', 3],
+    ]);
+    const stored = await counters()
+      .find({ id: `${p}undef` })
+      .toArray();
+    assert.deepEqual(stored.map((c) => [JSON.stringify(c.reference_value), c.seq]).sort(), [
+      ['{"mix":{"x":null}}', 3],
+      ['{"mix":{}}', 2],
+    ]);
   });
 
   test('counterReset with start_seq 0 stores 0, as mongoose-sequence: the next number is inc_amount', async () => {
@@ -140,9 +196,16 @@ eachMongoose('n', env, ({ mongoose, connection, AutoIncrement, p, ObjectId, mode
     const scoped = new mongoose.Schema({ shop: String, no: Number });
     scoped.plugin(AutoIncrement, { id: `${p}imported_shop`, inc_field: 'no', reference_fields: 'shop' });
     const Shop = await model(`${p}ImportedShop`, scoped);
-    await Shop.collection.insertMany([{ shop: 'a', no: 5 }, { shop: 'a', no: 9 }, { shop: 'b', no: 2 }]);
+    await Shop.collection.insertMany([
+      { shop: 'a', no: 5 },
+      { shop: 'a', no: 9 },
+      { shop: 'b', no: 2 },
+    ]);
     const raised = await syncCounterToMax(Shop);
-    assert.deepEqual(raised.map((r) => [r.reference_value.shop, r.value]).sort(), [['a', 9], ['b', 2]]);
+    assert.deepEqual(raised.map((r) => [r.reference_value.shop, r.value]).sort(), [
+      ['a', 9],
+      ['b', 2],
+    ]);
     assert.equal((await Shop.create({ shop: 'a' })).no, 10);
     assert.equal((await Shop.create({ shop: 'b' })).no, 3);
     await assert.rejects(syncCounterToMax(Shop, 'nope'), /has no counter with id "nope"/);
@@ -164,10 +227,20 @@ eachMongoose('n', env, ({ mongoose, connection, AutoIncrement, p, ObjectId, mode
     const scoped = new mongoose.Schema({ tag: String, shop: String, no: Number });
     scoped.plugin(AutoIncrement, { id: `${p}down_shop`, inc_field: 'no', reference_fields: 'shop', start_seq: 0, inc_amount: -5 });
     const Shop = await model(`${p}DownShop`, scoped);
-    await Shop.create([{ tag: 'a', shop: 'x' }, { tag: 'b', shop: 'x' }]);
-    await Shop.collection.insertMany([{ tag: 'c', shop: 'x', no: -7 }, { tag: 'd', shop: 'y', no: -20 }, { tag: 'e', shop: 'y', no: 3 }]);
+    await Shop.create([
+      { tag: 'a', shop: 'x' },
+      { tag: 'b', shop: 'x' },
+    ]);
+    await Shop.collection.insertMany([
+      { tag: 'c', shop: 'x', no: -7 },
+      { tag: 'd', shop: 'y', no: -20 },
+      { tag: 'e', shop: 'y', no: 3 },
+    ]);
     const moved = await syncCounterToMax(Shop);
-    assert.deepEqual(moved.map((r) => [r.reference_value.shop, r.value]).sort(), [['x', -7], ['y', -20]]);
+    assert.deepEqual(moved.map((r) => [r.reference_value.shop, r.value]).sort(), [
+      ['x', -7],
+      ['y', -20],
+    ]);
     assert.equal((await Shop.create({ tag: 'f', shop: 'x' })).no, -12);
     assert.equal((await Shop.create({ tag: 'g', shop: 'y' })).no, -25);
     assert.equal(await counters().countDocuments({ id: `${p}down_shop` }), 2);
@@ -178,15 +251,24 @@ eachMongoose('n', env, ({ mongoose, connection, AutoIncrement, p, ObjectId, mode
     fresh.plugin(AutoIncrement, { id: `${p}down_fresh`, inc_field: 'no', reference_fields: 'shop', inc_amount: -1, collection_name: `${p}fresh_counters` });
     const Fresh = await model(`${p}DownFresh`, fresh);
     await connection.createCollection(`${p}fresh_counters`);
-    await Fresh.collection.insertMany([{ tag: 'a', shop: 'x', no: 5 }, { tag: 'b', shop: 'y', no: 9 }]);
+    await Fresh.collection.insertMany([
+      { tag: 'a', shop: 'x', no: 5 },
+      { tag: 'b', shop: 'y', no: 9 },
+    ]);
     await Promise.all([syncCounterToMax(Fresh), syncCounterToMax(Fresh), syncCounterToMax(Fresh)]);
     const freshCounters = connection.db.collection(`${p}fresh_counters`);
-    assert.deepEqual((await freshCounters.find().sort({ seq: 1 }).toArray()).map((c) => [c.reference_value.shop, c.seq]), [['x', 5], ['y', 9]]);
+    assert.deepEqual(
+      (await freshCounters.find().sort({ seq: 1 }).toArray()).map((c) => [c.reference_value.shop, c.seq]),
+      [
+        ['x', 5],
+        ['y', 9],
+      ],
+    );
     assert.ok((await freshCounters.indexes()).some((i) => i.unique && i.key.id === 1 && i.key.reference_value === 1));
     assert.equal((await Fresh.create({ tag: 'c', shop: 'y' })).no, 8);
   });
 
-  test('syncCounterToMax chooses each counter as save does: reference values through the schema\'s getters', async () => {
+  test("syncCounterToMax chooses each counter as save does: reference values through the schema's getters", async () => {
     const schema = new mongoose.Schema({ tag: String, shop: { type: String, get: (v) => (v == null ? v : `<${v}>`) }, no: Number });
     schema.plugin(AutoIncrement, { id: `${p}sync_getter`, inc_field: 'no', reference_fields: 'shop' });
     const M = await model(`${p}SyncGetter`, schema);
@@ -194,14 +276,24 @@ eachMongoose('n', env, ({ mongoose, connection, AutoIncrement, p, ObjectId, mode
     await M.collection.insertOne({ tag: 'b', shop: 'x', no: 30 });
     assert.deepEqual(await syncCounterToMax(M), [{ reference_value: { shop: '<x>' }, value: 30 }]);
     assert.equal((await M.create({ tag: 'c', shop: 'x' })).no, 31);
-    assert.deepEqual((await counters().find({ id: `${p}sync_getter` }).toArray()).map((c) => [c.reference_value, c.seq]), [[{ shop: '<x>' }, 31]]);
+    assert.deepEqual(
+      (
+        await counters()
+          .find({ id: `${p}sync_getter` })
+          .toArray()
+      ).map((c) => [c.reference_value, c.seq]),
+      [[{ shop: '<x>' }, 31]],
+    );
   });
 
   test('syncCounterToMax with a nested inc_field reads the dotted path', async () => {
     const schema = new mongoose.Schema({ tag: String });
     schema.plugin(AutoIncrement, { id: `${p}nested`, inc_field: 'meta.no' });
     const Nested = await model(`${p}Nested`, schema);
-    await Nested.collection.insertMany([{ tag: 'a', meta: { no: 41 } }, { tag: 'b', meta: { no: 7 } }]);
+    await Nested.collection.insertMany([
+      { tag: 'a', meta: { no: 41 } },
+      { tag: 'b', meta: { no: 7 } },
+    ]);
     assert.deepEqual(await syncCounterToMax(Nested), [{ reference_value: null, value: 41 }]);
     assert.equal((await Nested.create({ tag: 'c' })).meta.no, 42);
   });
@@ -234,7 +326,10 @@ test('helper-style counters next to the mongoose index: INDEX_CONFLICT names the
   const e = await rejectsWithCode(assert, seq.getNextSequenceValue(db, 'second', { collection: 'mixed', upsert: true }), 'INDEX_CONFLICT');
   assert.match(e.message, /id_1_reference_value_1/);
   // And the other way round: two helper-style counters block the mongoose index.
-  await db.collection('helpers').insertMany([{ _id: 'a', sequence_value: 1 }, { _id: 'b', sequence_value: 1 }]);
+  await db.collection('helpers').insertMany([
+    { _id: 'a', sequence_value: 1 },
+    { _id: 'b', sequence_value: 1 },
+  ]);
   const located = seq.counterAt(db, { id: 'x', reference_value: null }, { collection: 'helpers', field: 'seq', upsert: true });
   const e2 = await rejectsWithCode(assert, located.next(), 'INDEX_CONFLICT');
   assert.match(e2.message, /id_1_reference_value_1/);
@@ -242,8 +337,14 @@ test('helper-style counters next to the mongoose index: INDEX_CONFLICT names the
 
 test('counterAt: locators are checked before any I/O', async () => {
   for (const bad of [null, 'x', {}, { _id: 1 }, { $where: 1 }, { seq: 1 }]) {
-    assert.throws(() => seq.counterAt(env.db, bad, { field: 'seq' }), (e) => e.code === 'INVALID_ARGUMENT');
+    assert.throws(
+      () => seq.counterAt(env.db, bad, { field: 'seq' }),
+      (e) => e.code === 'INVALID_ARGUMENT',
+    );
   }
-  assert.throws(() => seq.counterAt(env.db, { id: 'x' }, { step: 0 }), (e) => e.code === 'INVALID_ARGUMENT');
+  assert.throws(
+    () => seq.counterAt(env.db, { id: 'x' }, { step: 0 }),
+    (e) => e.code === 'INVALID_ARGUMENT',
+  );
   await rejectsWithCode(assert, seq.setCountersWhere(env.db, { id: 'x' }, 1, { cache: 5 }), 'INVALID_ARGUMENT');
 });

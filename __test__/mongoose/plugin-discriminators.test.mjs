@@ -10,8 +10,8 @@ const { syncCounterToMax } = AutoIncrementFactory;
 
 const env = fileDatabase('plugin_discriminators');
 
-eachMongoose('d', env, ({ mongoose, AutoIncrement, p, model, counters, numbers }) => {
-  test('discriminators: the migration helpers and counterReset find the counters of the base schema and of the child\'s', async () => {
+eachMongoose('d', env, ({ mongoose, AutoIncrement, p, model, counters }) => {
+  test("discriminators: the migration helpers and counterReset find the counters of the base schema and of the child's", async () => {
     const schema = new mongoose.Schema({ tag: String, year: Number, no: Number });
     schema.plugin(AutoIncrement, { id: `${p}disc`, inc_field: 'no', reference_fields: ['year'] });
     const Base = await model(`${p}Disc`, schema);
@@ -41,7 +41,7 @@ eachMongoose('d', env, ({ mongoose, AutoIncrement, p, model, counters, numbers }
     await rejectsCode(syncCounterToMax(Child, `${p}disc_own`), 'INVALID_ARGUMENT');
   });
 
-  test('a discriminator numbered by its own schema\'s counters is refused through the base model\'s batch writers', async () => {
+  test("a discriminator numbered by its own schema's counters is refused through the base model's batch writers", async () => {
     const base = new mongoose.Schema({ tag: String, no: Number }, { discriminatorKey: 'kind' });
     base.plugin(AutoIncrement, { id: `${p}dbase`, inc_field: 'no' });
     const Base = await model(`${p}DBase`, base);
@@ -61,16 +61,26 @@ eachMongoose('d', env, ({ mongoose, AutoIncrement, p, model, counters, numbers }
     assert.equal(await Base.countDocuments(), 0);
     assert.equal(await counters().countDocuments({ id: { $in: [`${p}dbase`, `${p}dchild`] } }), 0);
     // With the child's number given, through the child, or a child without counters of its own: numbered.
-    await Base.insertMany([{ tag: 'b', kind, cno: 50 }, { tag: 'c', kind: Plain.modelName }]);
+    await Base.insertMany([
+      { tag: 'b', kind, cno: 50 },
+      { tag: 'c', kind: Plain.modelName },
+    ]);
     await Base.create({ tag: 'd', kind });
     await Child.insertMany([{ tag: 'e' }]);
     await Child.updateOne({ tag: 'f' }, { $set: { x: 1 } }, { upsert: true });
     await Child.bulkWrite([{ insertOne: { document: { tag: 'g' } } }]);
     const docs = (await Base.find().sort({ tag: 1 }).lean()).map((d) => [d.tag, d.no, d.cno]);
-    assert.deepEqual(docs, [['b', 1, 50], ['c', 2, undefined], ['d', 3, 1], ['e', 4, 2], ['f', 5, 3], ['g', 6, 4]]);
+    assert.deepEqual(docs, [
+      ['b', 1, 50],
+      ['c', 2, undefined],
+      ['d', 3, 1],
+      ['e', 4, 2],
+      ['f', 5, 3],
+      ['g', 6, 4],
+    ]);
   });
 
-  test('a discriminator compiled from a clone of the base schema counts the base\'s counter once', async () => {
+  test("a discriminator compiled from a clone of the base schema counts the base's counter once", async () => {
     const base = new mongoose.Schema({ tag: String, no: Number }, { discriminatorKey: 'kind' });
     base.plugin(AutoIncrement, { id: `${p}clone`, inc_field: 'no' });
     const Base = await model(`${p}CloneBase`, base);
@@ -95,6 +105,11 @@ eachMongoose('d', env, ({ mongoose, AutoIncrement, p, model, counters, numbers }
     await Order.insertMany([{ tag: 'c', items: [{ name: 'v' }] }]);
     await Order.updateOne({ tag: 'd' }, { $set: { items: [{ name: 'u' }] } }, { upsert: true });
     const stored = (await Order.find().sort({ tag: 1 }).lean()).map((d) => [d.tag, d.items.map((i) => i.no ?? null), d.main?.no ?? null]);
-    assert.deepEqual(stored, [['a', [1, 2, 5], 3], ['b', [4], null], ['c', [null], null], ['d', [null], null]]);
+    assert.deepEqual(stored, [
+      ['a', [1, 2, 5], 3],
+      ['b', [4], null],
+      ['c', [null], null],
+      ['d', [null], null],
+    ]);
   });
 });

@@ -35,21 +35,41 @@ eachMongoose('o', env, ({ mongoose, AutoIncrement, p, model }) => {
   });
 
   test('a gapless counter refuses to share its schema; every refusal has a code and registers nothing', async () => {
-    for (const [first, second] of [[true, false], [false, true], [true, true]]) {
+    for (const [first, second] of [
+      [true, false],
+      [false, true],
+      [true, true],
+    ]) {
       const schema = new mongoose.Schema({ tag: String, a: Number, b: Number });
       schema.plugin(AutoIncrement, { id: `${p}share_a_${first}${second}`, inc_field: 'a', gapless: first });
-      assert.throws(() => schema.plugin(AutoIncrement, { id: `${p}share_b_${first}${second}`, inc_field: 'b', gapless: second }), (e) => e.code === 'INVALID_ARGUMENT');
+      assert.throws(
+        () => schema.plugin(AutoIncrement, { id: `${p}share_b_${first}${second}`, inc_field: 'b', gapless: second }),
+        (e) => e.code === 'INVALID_ARGUMENT',
+      );
       // Nothing was registered for the refused one: the id is free.
       new mongoose.Schema({ b: Number }).plugin(AutoIncrement, { id: `${p}share_b_${first}${second}`, inc_field: 'b' });
     }
     const typed = new mongoose.Schema({ no: String });
-    assert.throws(() => typed.plugin(AutoIncrement, { id: `${p}typed`, inc_field: 'no' }), (e) => e.code === 'INVALID_ARGUMENT' && /not of type "Number"/.test(e.message));
+    assert.throws(
+      () => typed.plugin(AutoIncrement, { id: `${p}typed`, inc_field: 'no' }),
+      (e) => e.code === 'INVALID_ARGUMENT' && /not of type "Number"/.test(e.message),
+    );
     new mongoose.Schema({ no: Number }).plugin(AutoIncrement, { id: `${p}typed`, inc_field: 'no' });
     for (const options of [{ gapless: 'yes' }, { exclusive: 'maybe' }, { reference_fields: ['x'] }]) {
-      assert.throws(() => new mongoose.Schema({}).plugin(AutoIncrement, { inc_field: 'n', ...options }), (e) => e.code === 'INVALID_ARGUMENT', JSON.stringify(options));
+      assert.throws(
+        () => new mongoose.Schema({}).plugin(AutoIncrement, { inc_field: 'n', ...options }),
+        (e) => e.code === 'INVALID_ARGUMENT',
+        JSON.stringify(options),
+      );
     }
-    assert.throws(() => new mongoose.Schema({}).plugin(AutoIncrement, { id: `${p}typed`, inc_field: 'no' }), (e) => e.code === 'INVALID_ARGUMENT' && /already defined/.test(e.message));
-    assert.throws(() => AutoIncrementFactory(), (e) => e.code === 'INVALID_ARGUMENT');
+    assert.throws(
+      () => new mongoose.Schema({}).plugin(AutoIncrement, { id: `${p}typed`, inc_field: 'no' }),
+      (e) => e.code === 'INVALID_ARGUMENT' && /already defined/.test(e.message),
+    );
+    assert.throws(
+      () => AutoIncrementFactory(),
+      (e) => e.code === 'INVALID_ARGUMENT',
+    );
     const schema = new mongoose.Schema({ tag: String, no: Number });
     schema.plugin(AutoIncrement, { id: `${p}codes`, inc_field: 'no' });
     const M = await model(`${p}Codes`, schema);

@@ -11,14 +11,21 @@ import { eachMongoose, fileDatabase, rejectsCode } from './plugin-setup.mjs';
 
 const env = fileDatabase('plugin_saves');
 
-eachMongoose('s', env, ({ major, mongoose, AutoIncrement, p, ObjectId, model, counters, numbers }) => {
+eachMongoose('s', env, ({ major, mongoose, AutoIncrement, p, model, counters, numbers }) => {
   test('save numbers new documents 1, 2, 3 and stores mongoose-sequence counters', async () => {
     const schema = new mongoose.Schema({ name: String });
     schema.plugin(AutoIncrement, { id: `${p}plain`, inc_field: 'no' });
     const Item = await model(`${p}Item`, schema);
     for (const name of ['a', 'b', 'c']) await new Item({ name }).save();
     const docs = await Item.find().sort({ no: 1 }).lean();
-    assert.deepEqual(docs.map((d) => [d.no, d.name]), [[1, 'a'], [2, 'b'], [3, 'c']]);
+    assert.deepEqual(
+      docs.map((d) => [d.no, d.name]),
+      [
+        [1, 'a'],
+        [2, 'b'],
+        [3, 'c'],
+      ],
+    );
     const counter = await counters().findOne({ id: `${p}plain` });
     assert.equal(counter.seq, 3);
     assert.equal(counter.reference_value, null);
@@ -39,7 +46,10 @@ eachMongoose('s', env, ({ major, mongoose, AutoIncrement, p, ObjectId, model, co
     const Busy = await model(`${p}Busy`, schema);
     const saved = await Promise.all(Array.from({ length: 200 }, (_, i) => new Busy({ i }).save()));
     const ids = saved.map((d) => d._id).sort((a, b) => a - b);
-    assert.deepEqual(ids, Array.from({ length: 200 }, (_, i) => i + 1));
+    assert.deepEqual(
+      ids,
+      Array.from({ length: 200 }, (_, i) => i + 1),
+    );
     assert.equal(await Busy.countDocuments(), 200);
   });
 
@@ -68,7 +78,17 @@ eachMongoose('s', env, ({ major, mongoose, AutoIncrement, p, ObjectId, model, co
     await new M({ tag: 'f' }).save();
     await M.insertMany([{ tag: 'g' }, new M({ tag: 'h' })]);
     await M.bulkWrite([{ insertOne: { document: { tag: 'i' } } }]);
-    assert.deepEqual(await numbers(M, 'no'), [['a', 1], ['b', 2], ['c', 3], ['d', 4], ['e', 5], ['f', 6], ['g', 7], ['h', 8], ['i', 9]]);
+    assert.deepEqual(await numbers(M, 'no'), [
+      ['a', 1],
+      ['b', 2],
+      ['c', 3],
+      ['d', 4],
+      ['e', 5],
+      ['f', 6],
+      ['g', 7],
+      ['h', 8],
+      ['i', 9],
+    ]);
     // A setter that changes the value: each document is numbered once (no number spent twice).
     const scaled = new mongoose.Schema({ tag: String, no: { type: Number, set: (n) => (n == null ? n : n * 10) } });
     scaled.plugin(AutoIncrement, { id: `${p}setter`, inc_field: 'no' });
@@ -76,7 +96,13 @@ eachMongoose('s', env, ({ major, mongoose, AutoIncrement, p, ObjectId, model, co
     await S.create([{ tag: 'a' }, { tag: 'b' }]);
     await S.create({ tag: 'c' }, { tag: 'd' });
     await S.insertMany([new S({ tag: 'e' })]);
-    assert.deepEqual(await numbers(S, 'no'), [['a', 10], ['b', 20], ['c', 30], ['d', 40], ['e', 50]]);
+    assert.deepEqual(await numbers(S, 'no'), [
+      ['a', 10],
+      ['b', 20],
+      ['c', 30],
+      ['d', 40],
+      ['e', 50],
+    ]);
     assert.equal((await counters().findOne({ id: `${p}setter` })).seq, 5);
   });
 
@@ -88,11 +114,22 @@ eachMongoose('s', env, ({ major, mongoose, AutoIncrement, p, ObjectId, model, co
     const copy = first.toObject();
     delete copy._id;
     assert.equal((await M.create({ ...copy, tag: 'b' })).no, 2);
-    await M.create([{ ...copy, tag: 'c' }, { tag: 'd', no: 500 }]);
+    await M.create([
+      { ...copy, tag: 'c' },
+      { tag: 'd', no: 500 },
+    ]);
     await M.create({ tag: 'e', no: 501 }, { ...copy, tag: 'f' });
     await M.create(new M({ tag: 'g', no: 502 }));
     // As mongoose-sequence 6.0.1, whose create is save.
-    assert.deepEqual(await numbers(M, 'no'), [['a', 1], ['b', 2], ['c', 3], ['d', 4], ['e', 5], ['f', 6], ['g', 7]]);
+    assert.deepEqual(await numbers(M, 'no'), [
+      ['a', 1],
+      ['b', 2],
+      ['c', 3],
+      ['d', 4],
+      ['e', 5],
+      ['f', 6],
+      ['g', 7],
+    ]);
     assert.equal((await counters().findOne({ id: `${p}create_copy` })).seq, 7);
   });
 
@@ -125,7 +162,18 @@ eachMongoose('s', env, ({ major, mongoose, AutoIncrement, p, ObjectId, model, co
     kept.tag = 'e';
     await M.insertMany([failed, kept]);
     assert.deepEqual([(await M.findOne({ tag: 'd' })).no, (await M.findOne({ tag: 'e' })).no], [2, 5]);
-    assert.deepEqual((await counters().find({ id: `${p}retry` }).sort({ 'reference_value.shop': 1 }).toArray()).map((c) => [c.reference_value.shop, c.seq]), [['x', 5], ['y', 2]]);
+    assert.deepEqual(
+      (
+        await counters()
+          .find({ id: `${p}retry` })
+          .sort({ 'reference_value.shop': 1 })
+          .toArray()
+      ).map((c) => [c.reference_value.shop, c.seq]),
+      [
+        ['x', 5],
+        ['y', 2],
+      ],
+    );
   });
 
   test('setNext on a saved document whose inc_field cannot change fails with INVALID_ARGUMENT and spends nothing', async () => {
@@ -142,7 +190,11 @@ eachMongoose('s', env, ({ major, mongoose, AutoIncrement, p, ObjectId, model, co
     assert.equal((await new M({ tag: 'b' }).setNext(`${p}immutable`)).no, 2);
     const open = await M.create({ tag: 'c', locked: false });
     assert.equal((await open.setNext(`${p}immutable`)).no, 4);
-    assert.deepEqual(await numbers(M, 'no'), [['a', 1], ['b', 2], ['c', 4]]);
+    assert.deepEqual(await numbers(M, 'no'), [
+      ['a', 1],
+      ['b', 2],
+      ['c', 4],
+    ]);
     // A stored _id never changes.
     const byId = new mongoose.Schema({ _id: Number, tag: String });
     byId.plugin(AutoIncrement, { id: `${p}immutable_id` });
@@ -168,7 +220,12 @@ eachMongoose('s', env, ({ major, mongoose, AutoIncrement, p, ObjectId, model, co
     await overwritten.save();
     assert.equal(overwritten.no, 3);
     assert.equal((await M.create(new M({ tag: 'd', no: 1 }))).no, 4);
-    assert.deepEqual(await numbers(M, 'no'), [['a', 2], ['c', 3], ['d', 4], ['imported', 1]]);
+    assert.deepEqual(await numbers(M, 'no'), [
+      ['a', 2],
+      ['c', 3],
+      ['d', 4],
+      ['imported', 1],
+    ]);
   });
 
   test('parallel_hooks: the next pre(save) hook sees the number only when mongoose runs hooks in series', async () => {
@@ -199,15 +256,16 @@ test('three processes (mongoose 8 and 9) saving on one new counter never get a n
   const client = await new MongoClient(env.uri).connect();
   await client.db(dbName).createCollection('counters');
   await client.db(dbName).createCollection('shareds');
-  const runs = await Promise.all(
-    ['9', '8', '9'].map((major) => promisify(execFile)(process.execPath, [worker, env.uri, dbName, major, '60', '8'], { timeout: 120_000 })),
-  );
+  const runs = await Promise.all(['9', '8', '9'].map((major) => promisify(execFile)(process.execPath, [worker, env.uri, dbName, major, '60', '8'], { timeout: 120_000 })));
   const numbers = runs.flatMap((r) => JSON.parse(r.stdout));
   assert.equal(new Set(numbers).size, numbers.length, 'no number twice');
   try {
     const db = client.db(dbName);
     const counter = await db.collection('counters').findOne({ id: 'shared_between_processes' });
-    assert.ok(numbers.every((n) => Number.isInteger(n) && n >= 1 && n <= counter.seq), 'every number came from the counter');
+    assert.ok(
+      numbers.every((n) => Number.isInteger(n) && n >= 1 && n <= counter.seq),
+      'every number came from the counter',
+    );
     assert.equal(await db.collection('counters').countDocuments({ id: 'shared_between_processes' }), 1, 'one counter document');
     // Racing first use is retried on the counter's own index; some servers misreport a
     // racing upsert (SecantusDB answers null), which may cost a value, never a duplicate.

@@ -51,8 +51,7 @@ export function eachMongoose(letter, env, body) {
         await made.init();
         return made;
       };
-      const numbers = async (Model, field, filter = {}) =>
-        (await Model.find(filter).sort({ tag: 1 }).lean()).map((d) => [d.tag, field.split('.').reduce((v, k) => v?.[k], d)]);
+      const numbers = async (Model, field, filter = {}) => (await Model.find(filter).sort({ tag: 1 }).lean()).map((d) => [d.tag, field.split('.').reduce((v, k) => v?.[k], d)]);
       before(async () => {
         await connection.openUri(env.uri, { dbName: `${env.dbName}_${major}`, serverSelectionTimeoutMS: 10_000 });
         await connection.createCollection('counters');

@@ -35,14 +35,24 @@ eachMongoose('u', env, ({ mongoose, AutoIncrement, p, model, counters, numbers }
     await M.updateOne({ no: 500 }, { $set: { tag: 'b' } }, { upsert: true });
     await M.findOneAndUpdate({ no: { $eq: 501 } }, { tag: 'c' }, { upsert: true });
     await M.updateOne({ tag: 'd' }, { $set: { x: 1 } }, { upsert: true });
-    assert.deepEqual(await numbers(M, 'no'), [['b', 500], ['c', 501], ['d', 1]]);
+    assert.deepEqual(await numbers(M, 'no'), [
+      ['b', 500],
+      ['c', 501],
+      ['d', 1],
+    ]);
     const byId = new mongoose.Schema({ _id: Number, tag: String });
     byId.plugin(AutoIncrement, { id: `${p}upsert_id` });
     const I = await model(`${p}UpsertId`, byId);
     await I.updateOne({ _id: 77 }, { $set: { tag: 'a' } }, { upsert: true });
     await I.findOneAndUpdate({ _id: 77 }, { tag: 'b' }, { upsert: true });
     await I.updateOne({ tag: 'c' }, { $set: { x: 1 } }, { upsert: true });
-    assert.deepEqual((await I.find().sort({ _id: 1 }).lean()).map((d) => [d._id, d.tag]), [[1, 'c'], [77, 'b']]);
+    assert.deepEqual(
+      (await I.find().sort({ _id: 1 }).lean()).map((d) => [d._id, d.tag]),
+      [
+        [1, 'c'],
+        [77, 'b'],
+      ],
+    );
   });
 
   test('every upsert that can insert a document numbers it, in bulkWrite too; a replace only by a number it is given', async () => {
@@ -56,7 +66,13 @@ eachMongoose('u', env, ({ mongoose, AutoIncrement, p, model, counters, numbers }
       { replaceOne: { filter: { tag: 'd' }, replacement: { tag: 'd', x: 1, no: 400 }, upsert: true } },
     ]);
     await M.findOneAndUpdate({ tag: 'e' }, { $setOnInsert: { x: 1 } }, { upsert: true });
-    assert.deepEqual(await numbers(M, 'no'), [['a', 1], ['b', 2], ['c', 3], ['d', 400], ['e', 4]]);
+    assert.deepEqual(await numbers(M, 'no'), [
+      ['a', 1],
+      ['b', 2],
+      ['c', 3],
+      ['d', 400],
+      ['e', 4],
+    ]);
     // Matching an existing document: an update keeps its number (a value spent: a gap).
     await M.bulkWrite([{ updateOne: { filter: { tag: 'a' }, update: { $set: { x: 5 } }, upsert: true } }]);
     await M.updateMany({ tag: { $in: ['b', 'c'] } }, { $set: { x: 6 } }, { upsert: true });
@@ -66,7 +82,15 @@ eachMongoose('u', env, ({ mongoose, AutoIncrement, p, model, counters, numbers }
     await M.findOneAndReplace({ no: 500 }, { tag: 'j', x: 1 }, { upsert: true });
     await M.bulkWrite([{ replaceOne: { filter: { tag: 'k' }, replacement: { tag: 'k', no: 501 }, upsert: true } }]);
     await M.replaceOne({ tag: 'a' }, { tag: 'a', x: 7, no: 1 }, { upsert: true });
-    assert.deepEqual(await numbers(M, 'no'), [['a', 1], ['b', 2], ['c', 3], ['d', 400], ['e', 4], ['j', 500], ['k', 501]]);
+    assert.deepEqual(await numbers(M, 'no'), [
+      ['a', 1],
+      ['b', 2],
+      ['c', 3],
+      ['d', 400],
+      ['e', 4],
+      ['j', 500],
+      ['k', 501],
+    ]);
     assert.equal((await counters().findOne({ id: `${p}upsert_all` })).seq, 6);
 
     // Reference values of an upsert: the filter's equalities, $set and $setOnInsert.
@@ -76,7 +100,14 @@ eachMongoose('u', env, ({ mongoose, AutoIncrement, p, model, counters, numbers }
     await S.updateOne({ tag: 'a', shop: 'x' }, { $set: { n: 1 } }, { upsert: true });
     await S.updateOne({ tag: 'b' }, { $setOnInsert: { shop: 'y' } }, { upsert: true });
     await S.bulkWrite([{ updateOne: { filter: { tag: 'c' }, update: { $set: { shop: 'x' } }, upsert: true } }]);
-    assert.deepEqual((await S.find().sort({ tag: 1 }).lean()).map((d) => [d.tag, d.shop, d.no]), [['a', 'x', 1], ['b', 'y', 1], ['c', 'x', 2]]);
+    assert.deepEqual(
+      (await S.find().sort({ tag: 1 }).lean()).map((d) => [d.tag, d.shop, d.no]),
+      [
+        ['a', 'x', 1],
+        ['b', 'y', 1],
+        ['c', 'x', 2],
+      ],
+    );
 
     // Numbered by _id: the server inserts the filter's _id, or the replacement's.
     const byId = new mongoose.Schema({ _id: Number, tag: String });
@@ -88,7 +119,14 @@ eachMongoose('u', env, ({ mongoose, AutoIncrement, p, model, counters, numbers }
     await rejectsCode(I.replaceOne({ tag: 'd' }, { tag: 'd' }, { upsert: true }), 'INVALID_ARGUMENT');
     await rejectsCode(I.findOneAndReplace({ tag: 'd' }, { tag: 'd' }, { upsert: true }), 'INVALID_ARGUMENT');
     await rejectsCode(I.bulkWrite([{ replaceOne: { filter: { tag: 'd' }, replacement: { tag: 'd' }, upsert: true } }]), 'INVALID_ARGUMENT');
-    assert.deepEqual((await I.find().sort({ _id: 1 }).lean()).map((d) => [d._id, d.tag]), [[1, 'c'], [70, 'a'], [71, 'b']]);
+    assert.deepEqual(
+      (await I.find().sort({ _id: 1 }).lean()).map((d) => [d._id, d.tag]),
+      [
+        [1, 'c'],
+        [70, 'a'],
+        [71, 'b'],
+      ],
+    );
     assert.equal((await counters().findOne({ id: `${p}upsert_all_id` })).seq, 1);
   });
 
@@ -96,9 +134,15 @@ eachMongoose('u', env, ({ mongoose, AutoIncrement, p, model, counters, numbers }
     const schema = new mongoose.Schema({ tag: String, grp: String, x: Number, no: Number });
     schema.plugin(AutoIncrement, { id: `${p}pipe`, inc_field: 'no' });
     const M = await model(`${p}Pipe`, schema);
-    await M.create([{ tag: 'a', grp: 'G' }, { tag: 'b', grp: 'G' }]);
+    await M.create([
+      { tag: 'a', grp: 'G' },
+      { tag: 'b', grp: 'G' },
+    ]);
     // Documents written before the plugin, without a number.
-    await M.collection.insertMany([{ tag: 'l1', grp: 'L' }, { tag: 'l2', grp: 'L' }]);
+    await M.collection.insertMany([
+      { tag: 'l1', grp: 'L' },
+      { tag: 'l2', grp: 'L' },
+    ]);
     const before = await M.find().sort({ tag: 1 }).lean();
     const options = { upsert: true, updatePipeline: true };
     const refusal = (e) => e.code === 'INVALID_ARGUMENT' && /pipeline cannot tell/.test(e.message) && /\$setOnInsert/.test(e.message);
@@ -120,7 +164,12 @@ eachMongoose('u', env, ({ mongoose, AutoIncrement, p, model, counters, numbers }
     assert.deepEqual(await M.find().sort({ tag: 1 }).lean(), before);
     assert.equal((await counters().findOne({ id: `${p}pipe` })).seq, 2);
     await M.updateMany({ grp: 'L' }, [{ $set: { x: 3 } }], { updatePipeline: true });
-    assert.deepEqual(await numbers(M, 'no'), [['a', 1], ['b', 2], ['l1', undefined], ['l2', undefined]]);
+    assert.deepEqual(await numbers(M, 'no'), [
+      ['a', 1],
+      ['b', 2],
+      ['l1', undefined],
+      ['l2', undefined],
+    ]);
   });
 
   test('an upsert writing a reference field by another operator than $set or $setOnInsert is refused', async () => {
@@ -143,14 +192,28 @@ eachMongoose('u', env, ({ mongoose, AutoIncrement, p, model, counters, numbers }
       await assert.rejects(M.updateOne({ tag: 'b', year: 2025 }, update, { upsert: true }), refusal(operator));
       await assert.rejects(M.findOneAndUpdate({ tag: 'b' }, { $set: { year: 2025 }, ...update }, { upsert: true }), refusal(operator));
       await assert.rejects(M.updateMany({ tag: 'b' }, update, { upsert: true }), refusal(operator));
-      await assert.rejects(M.bulkWrite([{ insertOne: { document: { tag: 'c', year: 2025 } } }, { updateOne: { filter: { tag: 'b' }, update, upsert: true } }], { ordered: false }), refusal(operator));
+      await assert.rejects(
+        M.bulkWrite([{ insertOne: { document: { tag: 'c', year: 2025 } } }, { updateOne: { filter: { tag: 'b' }, update, upsert: true } }], { ordered: false }),
+        refusal(operator),
+      );
     }
     assert.deepEqual(await numbers(M, 'no'), [['a', 1]]);
-    assert.deepEqual((await counters().find({ id: `${p}ref_ops` }).toArray()).map((c) => c.seq), [1]);
+    assert.deepEqual(
+      (
+        await counters()
+          .find({ id: `${p}ref_ops` })
+          .toArray()
+      ).map((c) => c.seq),
+      [1],
+    );
     // Other operators on other fields, or an upsert that takes no number, run.
     await M.updateOne({ tag: 'd', year: 2025, 'meta.y': 1 }, { $inc: { old: 1 } }, { upsert: true });
     await M.updateOne({ tag: 'e' }, { $inc: { year: 2025 }, $set: { no: 90 } }, { upsert: true });
-    assert.deepEqual(await numbers(M, 'no'), [['a', 1], ['d', 2], ['e', 90]]);
+    assert.deepEqual(await numbers(M, 'no'), [
+      ['a', 1],
+      ['d', 2],
+      ['e', 90],
+    ]);
     // Refused by one counter of two: the other takes no number either.
     const two = new mongoose.Schema({ tag: String, year: Number, a: Number, b: Number });
     two.plugin(AutoIncrement, { id: `${p}ref_ops_a`, inc_field: 'a' });
@@ -160,7 +223,18 @@ eachMongoose('u', env, ({ mongoose, AutoIncrement, p, model, counters, numbers }
     await assert.rejects(Two.updateOne({ tag: 'b' }, { $inc: { year: 1 } }, { upsert: true }), refusal('$inc'));
     await assert.rejects(Two.bulkWrite([{ updateOne: { filter: { tag: 'b' }, update: { $max: { year: 1 } }, upsert: true } }]), refusal('$max'));
     await assert.rejects(Two.replaceOne({ tag: 'a' }, { tag: 'a', a: 1 }, { upsert: true }), (e) => e.code === 'INVALID_ARGUMENT');
-    assert.deepEqual((await counters().find({ id: { $in: [`${p}ref_ops_a`, `${p}ref_ops_b`] } }).sort({ id: 1 }).toArray()).map((c) => [c.id, c.seq]), [[`${p}ref_ops_a`, 1], [`${p}ref_ops_b`, 1]]);
+    assert.deepEqual(
+      (
+        await counters()
+          .find({ id: { $in: [`${p}ref_ops_a`, `${p}ref_ops_b`] } })
+          .sort({ id: 1 })
+          .toArray()
+      ).map((c) => [c.id, c.seq]),
+      [
+        [`${p}ref_ops_a`, 1],
+        [`${p}ref_ops_b`, 1],
+      ],
+    );
   });
 
   test('a replace upsert without a number is refused: it would renumber a document it matches', async () => {
@@ -173,7 +247,10 @@ eachMongoose('u', env, ({ mongoose, AutoIncrement, p, model, counters, numbers }
     await assert.rejects(M.findOneAndReplace({ tag: 'a' }, { tag: 'a', x: 1 }, { upsert: true, new: true }), refusal);
     await assert.rejects(M.replaceOne({ tag: 'new' }, { tag: 'new' }, { upsert: true }), refusal);
     for (const ordered of [true, false]) {
-      await assert.rejects(M.bulkWrite([{ insertOne: { document: { tag: 'b' } } }, { replaceOne: { filter: { tag: 'a' }, replacement: { tag: 'a' }, upsert: true } }], { ordered }), refusal);
+      await assert.rejects(
+        M.bulkWrite([{ insertOne: { document: { tag: 'b' } } }, { replaceOne: { filter: { tag: 'a' }, replacement: { tag: 'a' }, upsert: true } }], { ordered }),
+        refusal,
+      );
     }
     assert.deepEqual(await numbers(M, 'no'), [['a', 1]]);
     assert.equal((await counters().findOne({ id: `${p}replace` })).seq, 1);
@@ -181,10 +258,19 @@ eachMongoose('u', env, ({ mongoose, AutoIncrement, p, model, counters, numbers }
     await M.replaceOne({ tag: 'a', no: 1 }, { tag: 'a', x: 2 }, { upsert: true });
     await M.findOneAndReplace({ _id: a._id }, { tag: 'a', x: 3, no: 1 }, { upsert: true });
     await M.bulkWrite([{ replaceOne: { filter: { tag: 'c' }, replacement: { tag: 'c', no: 300 }, upsert: true } }]);
-    assert.deepEqual((await M.find().sort({ tag: 1 }).lean()).map((d) => [d.tag, d.no, d.x]), [['a', 1, 3], ['c', 300, undefined]]);
+    assert.deepEqual(
+      (await M.find().sort({ tag: 1 }).lean()).map((d) => [d.tag, d.no, d.x]),
+      [
+        ['a', 1, 3],
+        ['c', 300, undefined],
+      ],
+    );
     // Without upsert, a replace is mongoose's own.
     await M.replaceOne({ tag: 'c' }, { tag: 'c', x: 4 });
-    assert.deepEqual(await numbers(M, 'no'), [['a', 1], ['c', undefined]]);
+    assert.deepEqual(await numbers(M, 'no'), [
+      ['a', 1],
+      ['c', undefined],
+    ]);
     assert.equal((await counters().findOne({ id: `${p}replace` })).seq, 1);
   });
 
@@ -200,6 +286,13 @@ eachMongoose('u', env, ({ mongoose, AutoIncrement, p, model, counters, numbers }
     await M.updateOne({ tag: 'f' }, { $setOnInsert: { meta: { no: 91 } } }, { upsert: true });
     const docs = (await M.find().sort({ tag: 1 }).lean()).map((d) => [d.tag, d.meta]);
     // A $set of the whole object (b) replaces it on every update: it is left without a number.
-    assert.deepEqual(docs, [['a', { x: 1, no: 1 }], ['b', { x: 2 }], ['c', { no: 90 }], ['d', { no: 5 }], ['e', { no: 2, x: 3 }], ['f', { no: 91 }]]);
+    assert.deepEqual(docs, [
+      ['a', { x: 1, no: 1 }],
+      ['b', { x: 2 }],
+      ['c', { no: 90 }],
+      ['d', { no: 5 }],
+      ['e', { no: 2, x: 3 }],
+      ['f', { no: 91 }],
+    ]);
   });
 });

@@ -65,7 +65,7 @@ function replaceableDb() {
   return db;
 }
 
-test('a Node client\'s connection string is never read (one the driver parser panics on cannot reach it)', async () => {
+test("a Node client's connection string is never read (one the driver parser panics on cannot reach it)", async () => {
   const db = { databaseName: 'a', client: { s: { url: 'mongodb://u:%aé@h/' } } };
   const e = await rejectsWithCode(assert, settles(seq.getNextSequenceValue(db, 'x')), 'UNSUPPORTED_CLIENT', /options/);
   assert.ok(!shown(e).includes('%aé'), shown(e));
@@ -81,12 +81,7 @@ test('connect and the uri option refuse the URIs the driver parser panics on', a
 
 test('lengths are checked before anything is allocated', async () => {
   await rejectsWithCode(assert, settles(seq.insertMany(env.db, 'c', new Array(2 ** 32 - 1))), 'INVALID_ARGUMENT', /4294967295/);
-  await rejectsWithCode(
-    assert,
-    settles(seq.insertOne(env.db, 'c', { a: new Array(2 ** 32 - 1) }, { gapless: true })),
-    'INVALID_ARGUMENT',
-    /array of 4294967295 elements/,
-  );
+  await rejectsWithCode(assert, settles(seq.insertOne(env.db, 'c', { a: new Array(2 ** 32 - 1) }, { gapless: true })), 'INVALID_ARGUMENT', /array of 4294967295 elements/);
   const nested = { a: [[new Array(2 ** 31)]] };
   await rejectsWithCode(assert, settles(seq.insertOne(env.db, 'c', nested, { gapless: true })), 'INVALID_ARGUMENT');
   const big = { a: 'x'.repeat(9 * 1024 * 1024), b: 'y'.repeat(9 * 1024 * 1024) };
@@ -198,14 +193,21 @@ test('messages quote a short prefix of huge inputs', async () => {
   const client = await seq.connect(env.uri);
   try {
     for (const name of [huge, 'x'.repeat(1000), 'a/b'.repeat(100)]) {
-      assert.throws(() => client.db(name), (e) => e.code === 'INVALID_ARGUMENT' && e.message.length < 500);
+      assert.throws(
+        () => client.db(name),
+        (e) => e.code === 'INVALID_ARGUMENT' && e.message.length < 500,
+      );
     }
     const circular = {};
     circular.self = circular;
     let deep = {};
     for (let i = 0; i < 10_000; i++) deep = { deep };
     for (const name of [circular, deep, new Array(2 ** 32 - 1), Symbol('db'), 5n, null]) {
-      assert.throws(() => client.db(name), (e) => e.code === 'INVALID_ARGUMENT', String(typeof name));
+      assert.throws(
+        () => client.db(name),
+        (e) => e.code === 'INVALID_ARGUMENT',
+        String(typeof name),
+      );
     }
   } finally {
     await client.close();
@@ -219,9 +221,37 @@ test('arguments whose getters or traps throw reject with INVALID_ARGUMENT and th
   const db = replaceableDb();
   // [argument, the calls that read it through the throwing trap or getter]
   const cases = [
-    [new Proxy({}, { get() { throw boom; } }), ['db', 'doc', 'list']],
-    [new Proxy({}, { ownKeys() { throw boom; } }), ['name', 'options', 'handle name']],
-    [Object.defineProperty({}, 'databaseName', { get() { throw boom; }, enumerable: true }), ['db', 'name', 'list', 'handle name']],
+    [
+      new Proxy(
+        {},
+        {
+          get() {
+            throw boom;
+          },
+        },
+      ),
+      ['db', 'doc', 'list'],
+    ],
+    [
+      new Proxy(
+        {},
+        {
+          ownKeys() {
+            throw boom;
+          },
+        },
+      ),
+      ['name', 'options', 'handle name'],
+    ],
+    [
+      Object.defineProperty({}, 'databaseName', {
+        get() {
+          throw boom;
+        },
+        enumerable: true,
+      }),
+      ['db', 'name', 'list', 'handle name'],
+    ],
   ];
   for (const [value, throwing] of cases) {
     const calls = {
@@ -250,13 +280,56 @@ test('arguments whose getters or traps throw reject with INVALID_ARGUMENT and th
 test('a trap or getter throwing a value that is not an Error: the error has a code and that very value as cause', async () => {
   const cyclic = new Error('cyclic cause');
   cyclic.cause = cyclic; // used to overflow the stack (a crash of the process)
-  const thrownValues = [Symbol('boom'), undefined, null, 42, 'text', Object.create(null), cyclic, new Proxy({}, { get() { throw Symbol('inner'); } })];
+  const thrownValues = [
+    Symbol('boom'),
+    undefined,
+    null,
+    42,
+    'text',
+    Object.create(null),
+    cyclic,
+    new Proxy(
+      {},
+      {
+        get() {
+          throw Symbol('inner');
+        },
+      },
+    ),
+  ];
   const db = replaceableDb();
   for (const thrown of thrownValues) {
-    const trap = { ownKeys() { throw thrown; }, get() { throw thrown; } };
+    const trap = {
+      ownKeys() {
+        throw thrown;
+      },
+      get() {
+        throw thrown;
+      },
+    };
     const calls = {
-      db: () => seq.getNextSequenceValue(new Proxy({}, { get() { throw thrown; } }), 'x'),
-      getter: () => seq.getNextSequenceValue(Object.defineProperty({}, 'databaseName', { get() { throw thrown; }, enumerable: true }), 'x'),
+      db: () =>
+        seq.getNextSequenceValue(
+          new Proxy(
+            {},
+            {
+              get() {
+                throw thrown;
+              },
+            },
+          ),
+          'x',
+        ),
+      getter: () =>
+        seq.getNextSequenceValue(
+          Object.defineProperty({}, 'databaseName', {
+            get() {
+              throw thrown;
+            },
+            enumerable: true,
+          }),
+          'x',
+        ),
       name: () => seq.getNextSequenceValue(db, new Proxy({}, trap)),
       options: () => seq.getNextSequenceValue(db, 'x', new Proxy({}, trap)),
       doc: () => seq.insertOne(db, 'c', new Proxy({}, trap)),

@@ -80,7 +80,7 @@ test('1. tlsCAFile in the options object is the CA trusted (not the built-in roo
   await rejectsWithCode(assert, next(inMemory), 'UNSUPPORTED_CLIENT', /'ca'/);
 });
 
-test('2. another user\'s certificate: two clients on one URI with different client certificates never share a client', async () => {
+test("2. another user's certificate: two clients on one URI with different client certificates never share a client", async () => {
   const f = await front({ ...certs.server, ca: readFileSync(certs.ca), requestCert: true });
   const uri = `mongodb://127.0.0.1:${f.port}/?directConnection=true&tls=true&tlsCAFile=${encodeURIComponent(certs.ca)}&tlsCertificateKeyFile=${encodeURIComponent(certs.clients.alice)}`;
   const alice = nodeClient(uri);
@@ -90,7 +90,7 @@ test('2. another user\'s certificate: two clients on one URI with different clie
   assert.deepEqual([...new Set(f.peers)], ['alice']);
   f.peers.length = 0;
   await next(bob);
-  assert.deepEqual([...new Set(f.peers)], ['bob'], 'bob\'s calls present bob\'s certificate');
+  assert.deepEqual([...new Set(f.peers)], ['bob'], "bob's calls present bob's certificate");
   assert.equal(seq.sharedClientCount(), before + 2);
   // The Node client does the same.
   f.peers.length = 0;
@@ -156,7 +156,10 @@ async function stallingProxy() {
   const server = createServer((socket) => {
     const [host, port] = String(serverAddress).split(':');
     const upstream = connect(Number(port), host);
-    for (const [from, to] of [[socket, upstream], [upstream, socket]]) {
+    for (const [from, to] of [
+      [socket, upstream],
+      [upstream, socket],
+    ]) {
       sockets.add(from);
       from.on('data', (data) => state.stalled || to.write(data));
       from.on('error', () => {});
@@ -183,19 +186,25 @@ test('a client retiring after a rotation (its pending call hung) holds up no cal
   const other = seq.sequence(env.db, 'retiring_other', { cache: 1000, upsert: true });
   await other.next();
   stall.stalled = true;
-  const hung = seq.sequence(env.db, 'retiring', { uri }).next().then(() => 'resolved', (e) => e.code);
+  const hung = seq
+    .sequence(env.db, 'retiring', { uri })
+    .next()
+    .then(
+      () => 'resolved',
+      (e) => e.code,
+    );
   await new Promise((r) => setTimeout(r, 100));
   writeFileSync(file, Buffer.concat([readFileSync(certs.ca), Buffer.from('\n')]));
   const started = Date.now();
-  const replacing = seq.sequence(env.db, 'retiring', { uri }).next().then(
-    () => ['resolved'],
-    (e) => [e.code, Date.now() - started],
-  );
+  const replacing = seq
+    .sequence(env.db, 'retiring', { uri })
+    .next()
+    .then(
+      () => ['resolved'],
+      (e) => [e.code, Date.now() - started],
+    );
   // Served from its block, while the other connection's client retires.
-  const values = await Promise.race([
-    Promise.all(Array.from({ length: 5 }, () => other.next())),
-    new Promise((r) => setTimeout(() => r('held up'), 1000)),
-  ]);
+  const values = await Promise.race([Promise.all(Array.from({ length: 5 }, () => other.next())), new Promise((r) => setTimeout(() => r('held up'), 1000))]);
   assert.deepEqual(values, [2, 3, 4, 5, 6], 'a call of another connection waited for the retiring client');
   assert.equal(await hung, 'CONNECTION');
   const [code, waited] = await replacing;
@@ -246,7 +255,7 @@ test('a replaced WeakSet that calls the addon while a TLS file copy is looked up
   assert.deepEqual(result, { nested: true, outer: 1, inner: 1 });
 });
 
-test('key and cert given in memory (one Buffer) beside tlsCertificateKeyFile: refused, never the file\'s certificate in their place', async () => {
+test("key and cert given in memory (one Buffer) beside tlsCertificateKeyFile: refused, never the file's certificate in their place", async () => {
   const f = await front({ ...certs.server, ca: readFileSync(certs.ca), requestCert: true });
   const uri = `mongodb://127.0.0.1:${f.port}/?directConnection=true&tls=true&tlsCAFile=${encodeURIComponent(certs.ca)}&tlsCertificateKeyFile=${encodeURIComponent(certs.clients.alice)}`;
   const bob = readFileSync(certs.clients.bob);
@@ -255,7 +264,7 @@ test('key and cert given in memory (one Buffer) beside tlsCertificateKeyFile: re
   assert.deepEqual([...new Set(f.peers)], ['bob'], 'the Node driver reads the file only when key or cert is missing');
   f.peers.length = 0;
   await rejectsWithCode(assert, next(client), 'UNSUPPORTED_CLIENT', /'(cert|key)'/);
-  assert.deepEqual(f.peers, [], 'alice\'s certificate was not presented for it');
+  assert.deepEqual(f.peers, [], "alice's certificate was not presented for it");
 });
 
 test('a CA file rewritten in place after the Node client made calls: its calls go on once its derivation is forgotten', async () => {
@@ -352,7 +361,10 @@ test('5. writeConcern, retryWrites from the options object reach the findAndModi
   for (const options of [{ writeConcern: { w: 'majority' } }, { w: 'majority', journal: true }, { retryWrites: false }, {}]) {
     const client = nodeClient(uri, options);
     p.clear();
-    await client.db(env.dbName).collection('counters').findOneAndUpdate({ _id: 'c' }, { $inc: { sequence_value: 1 } });
+    await client
+      .db(env.dbName)
+      .collection('counters')
+      .findOneAndUpdate({ _id: 'c' }, { $inc: { sequence_value: 1 } });
     const nodeCommand = p.commands().find((c) => c.findAndModify);
     p.clear();
     await next(client);
@@ -364,7 +376,7 @@ test('5. writeConcern, retryWrites from the options object reach the findAndModi
   }
 });
 
-test('pool sizes: maxPoolSize caps the derived client\'s connections as it caps the Node client\'s (counted at a proxy)', async () => {
+test("pool sizes: maxPoolSize caps the derived client's connections as it caps the Node client's (counted at a proxy)", async () => {
   // Connections through a fresh proxy that carried a findAndModify: the pool's, not the
   // monitors' (which only say hello).
   const used = (p) => p.bytes().filter((sent) => decodeMessages(sent).some((c) => Object.keys(c)[0] === 'findAndModify')).length;
@@ -390,7 +402,10 @@ test('pool sizes: maxPoolSize caps the derived client\'s connections as it caps 
 
 test('pool sizes the Node driver refuses are refused: a minimum above the maximum, also above maxPoolSize 0 (no limit)', async () => {
   const uri = `mongodb://${serverAddress}/?directConnection=true`;
-  for (const options of [{ maxPoolSize: 0, minPoolSize: 1 }, { maxPoolSize: 2, minPoolSize: 3 }]) {
+  for (const options of [
+    { maxPoolSize: 0, minPoolSize: 1 },
+    { maxPoolSize: 2, minPoolSize: 3 },
+  ]) {
     const client = nodeClient(uri, options);
     await assert.rejects(ping(client), /minimum size must not be greater than maximum/, `the Node client with ${JSON.stringify(options)}`);
     await rejectsWithCode(assert, next(client), 'UNSUPPORTED_CLIENT', /'minPoolSize'/);

@@ -96,25 +96,17 @@ async function runHistory(seed) {
   const shape = shapeOf(h.config);
   const anyCache = h.processes.some((p) => p.mode.cache);
   const name = `history_${seed}`;
-  const init = h.config
-    ? { step: shape.step, minValue: shape.min, maxValue: shape.max, cycle: shape.cycle }
-    : { start: 1 };
+  const init = h.config ? { step: shape.step, minValue: shape.min, maxValue: shape.max, cycle: shape.cycle } : { start: 1 };
   const probe = seq.sequence(env.db, name);
   assert.equal(await probe.init(init), true);
   const workers = h.processes.map(() => startWorker());
   const summary = { seed, config: h.config, processes: h.processes, values: 0, rejected: 0 };
   try {
-    await Promise.all(
-      workers.map((w, i) =>
-        w.ask({ cmd: 'open', uri: env.uri, db: env.dbName, name, seed: seed * 31 + i, options: h.processes[i].mode }),
-      ),
-    );
+    await Promise.all(workers.map((w, i) => w.ask({ cmd: 'open', uri: env.uri, db: env.dbName, name, seed: seed * 31 + i, options: h.processes[i].mode })));
     const everSeen = new Set();
     for (const [p, phase] of h.phases.entries()) {
       const before = await probe.current();
-      const answers = await Promise.all(
-        workers.map((w, i) => w.ask({ cmd: 'draw', counts: phase.counts[i], callers: h.processes[i].callers })),
-      );
+      const answers = await Promise.all(workers.map((w, i) => w.ask({ cmd: 'draw', counts: phase.counts[i], callers: h.processes[i].callers })));
       const stored = await probe.current();
       const where = `seed ${seed}, phase ${p}`;
       const phaseSeen = new Set();

@@ -20,9 +20,7 @@ const CYCLE_WORKER = fileURLToPath(new URL('../fixtures/cycle-worker.cjs', impor
 const draw = (vars) => runScript(WORKER, { URI: env.uri, DB: env.dbName, ...vars });
 
 async function drawFromProcesses(name, extra = {}) {
-  const runs = [1, 2, 3, 4].map((seed) =>
-    draw({ NAME: name, QUOTA: '5000', CALLERS: '64', SEED: String(seed * 7919), ...extra }),
-  );
+  const runs = [1, 2, 3, 4].map((seed) => draw({ NAME: name, QUOTA: '5000', CALLERS: '64', SEED: String(seed * 7919), ...extra }));
   return Promise.all(runs);
 }
 
@@ -44,7 +42,10 @@ test('with cache: 50, 4 processes draw 20,000 values with no duplicate', async (
   assert.equal(all.length, 20_000);
   assert.equal(new Set(all).size, 20_000, 'no duplicate across processes');
   const stored = (await env.db.collection('counters').findOne({ _id: 'fleetCached' })).sequence_value;
-  assert.ok(all.every((v) => v >= 1 && v <= stored), 'every value was reserved on the server');
+  assert.ok(
+    all.every((v) => v >= 1 && v <= stored),
+    'every value was reserved on the server',
+  );
 });
 
 test('3 processes cross restarts of a small cycle: every call is served, none gives up', async () => {

@@ -41,11 +41,14 @@ async function freshServer(label) {
   server = await startServer();
   const dbName = `mseq_${label}_${randomBytes(4).toString('hex')}`;
   const node = new MongoClient(server.uri);
-  await node.db(dbName).collection('counters').insertMany([
-    { _id: 'coalesced', sequence_value: 0 },
-    { _id: 'cached', sequence_value: 0 },
-    { _id: 'direct', sequence_value: 0 },
-  ]);
+  await node
+    .db(dbName)
+    .collection('counters')
+    .insertMany([
+      { _id: 'coalesced', sequence_value: 0 },
+      { _id: 'cached', sequence_value: 0 },
+      { _id: 'direct', sequence_value: 0 },
+    ]);
   await node.close();
   return dbName;
 }
@@ -53,7 +56,10 @@ async function freshServer(label) {
 /** Whether every thread of process `pid` has stopped. */
 function stopped(pid) {
   const tasks = `/proc/${pid}/task`;
-  if (!existsSync(tasks)) return execFileSync('ps', ['-o', 'stat=', '-p', String(pid)], { encoding: 'utf8' }).trim().startsWith('T');
+  if (!existsSync(tasks))
+    return execFileSync('ps', ['-o', 'stat=', '-p', String(pid)], { encoding: 'utf8' })
+      .trim()
+      .startsWith('T');
   return readdirSync(tasks).every((thread) => {
     let stat;
     try {
@@ -92,7 +98,7 @@ function timed(kind, call) {
       record.settled = Date.now();
       // The Node driver's own errors (its insert after our numbers) are named Mongo…
       record.driver = /^Mongo/.test(error.name);
-      record.code = record.driver ? 'DRIVER' : error.code ?? `no code: ${error.message}`;
+      record.code = record.driver ? 'DRIVER' : (error.code ?? `no code: ${error.message}`);
     },
   );
   return record;
@@ -167,17 +173,21 @@ async function deadlines(db, kinds) {
 }
 
 test('frozen then killed server: no call waits longer than its own timeout (connect)', { skip, timeout: 120_000 }, async (t) => {
-  t.diagnostic(await everyCallWithinItsDeadline(async (dbName) => {
-    const client = await seq.connect(server?.uri ?? '', { serverSelectionTimeoutMS: SELECTION_MS });
-    return { db: client.db(dbName), close: () => client.close({ timeoutMS: 1000 }) };
-  }, withoutInsert));
+  t.diagnostic(
+    await everyCallWithinItsDeadline(async (dbName) => {
+      const client = await seq.connect(server?.uri ?? '', { serverSelectionTimeoutMS: SELECTION_MS });
+      return { db: client.db(dbName), close: () => client.close({ timeoutMS: 1000 }) };
+    }, withoutInsert),
+  );
 });
 
 test('frozen then killed server: no call waits longer than its own timeout (Node driver Db)', { skip, timeout: 120_000 }, async (t) => {
-  t.diagnostic(await everyCallWithinItsDeadline(async (dbName) => {
-    const node = new MongoClient(`${server.uri}&serverSelectionTimeoutMS=${SELECTION_MS}`);
-    return { db: node.db(dbName), close: () => Promise.all([node.close(), seq.closeSharedClients({ timeoutMS: 1000 })]) };
-  }, KINDS));
+  t.diagnostic(
+    await everyCallWithinItsDeadline(async (dbName) => {
+      const node = new MongoClient(`${server.uri}&serverSelectionTimeoutMS=${SELECTION_MS}`);
+      return { db: node.db(dbName), close: () => Promise.all([node.close(), seq.closeSharedClients({ timeoutMS: 1000 })]) };
+    }, KINDS),
+  );
 });
 
 test('a call queued behind a round trip that finds no server fails with it', { skip, timeout: 90_000 }, async (t) => {
@@ -207,7 +217,10 @@ test('a call queued behind a round trip that finds no server fails with it', { s
     probes.push({ code, took: Date.now() - started });
   }
   const seen = probes.map((p) => `${p.code} after ${p.took} ms`).join(', ');
-  assert.ok(probes.every((p) => p.code === 'CONNECTION'), seen);
+  assert.ok(
+    probes.every((p) => p.code === 'CONNECTION'),
+    seen,
+  );
   assert.ok(probes.some(waited), `no call waited for a server: ${seen}`);
 
   const a = timed('a', () => seq.getNextSequenceValue(db, 'coalesced'));
@@ -226,9 +239,7 @@ test('a call queued behind a round trip that finds no server fails with it', { s
   assert.ok(a.settled - a.made < selectionMs + 1500, `a took ${a.settled - a.made} ms`);
   // b was queued behind a's round trip: it fails with it, not after a selection of its own.
   assert.ok(b.settled - a.settled < 700, `b settled ${b.settled - a.settled} ms after a`);
-  t.diagnostic(
-    `probes: ${seen}; a settled after ${a.settled - a.made} ms, b (made ${b.made - a.made} ms later) ${b.settled - a.settled} ms after a`,
-  );
+  t.diagnostic(`probes: ${seen}; a settled after ${a.settled - a.made} ms, b (made ${b.made - a.made} ms later) ${b.settled - a.settled} ms after a`);
 });
 
 test('closeSharedClients() is bounded on a frozen server and rejects pending calls with CLIENT_CLOSED', { skip, timeout: 120_000 }, async (t) => {
@@ -278,7 +289,9 @@ test('closeSharedClients() is bounded on a frozen server and rejects pending cal
   await ownPending.done;
   assert.ok(tookOwn < 500 + SLACK_MS, `close({ timeoutMS: 500 }) took ${tookOwn} ms`);
   assert.equal(ownPending.code, 'CLIENT_CLOSED');
-  t.diagnostic(`closeSharedClients({ timeoutMS: 1000 }) ${tookExplicit} ms with calls pending, closeSharedClients() ${tookDefault} ms, close({ timeoutMS: 500 }) ${tookOwn} ms; the server stopped ${stops.join(', ')} ms after each SIGSTOP`);
+  t.diagnostic(
+    `closeSharedClients({ timeoutMS: 1000 }) ${tookExplicit} ms with calls pending, closeSharedClients() ${tookDefault} ms, close({ timeoutMS: 500 }) ${tookOwn} ms; the server stopped ${stops.join(', ')} ms after each SIGSTOP`,
+  );
   await assert.rejects(seq.closeSharedClients({ timeoutMS: -1 }), { code: 'INVALID_ARGUMENT' });
   await assert.rejects(seq.closeSharedClients({ timeout: 1 }), { code: 'INVALID_ARGUMENT' });
   process.kill(server.pid, 'SIGCONT');
@@ -287,8 +300,7 @@ test('closeSharedClients() is bounded on a frozen server and rejects pending cal
 // ---------------------------------------------------------------- killed and restarted
 
 const kind = process.env.MONGODB_URI ? 'external' : process.env.MONGO_SEQUENCE_SERVER || 'mongoeco';
-const skipRestart =
-  kind === 'secantus' ? false : 'needs a server it can kill and restart with its data (SecantusDB on disk): runs in the secantus pass';
+const skipRestart = kind === 'secantus' ? false : 'needs a server it can kill and restart with its data (SecantusDB on disk): runs in the secantus pass';
 
 const storage = mkdtempSync(join(tmpdir(), 'mseq-outage-'));
 // Its own server: afterEach above kills `server`, the frozen one.

@@ -50,9 +50,15 @@ test('connect(uri) and the { uri } option never print the password', async () =>
   await fc.assert(
     fc.asyncProperty(password, async (p) => {
       for (const uri of uris(p.password)) {
-        const e1 = await seq.connect(uri, { serverSelectionTimeoutMS: 2000 }).then((c) => c.close(), (e) => e);
+        const e1 = await seq.connect(uri, { serverSelectionTimeoutMS: 2000 }).then(
+          (c) => c.close(),
+          (e) => e,
+        );
         if (e1) clean(`${e1.code} ${e1.message} ${e1.stack}`, p);
-        const e2 = await seq.getNextSequenceValue(env.db, 'r', { uri }).then(() => undefined, (e) => e);
+        const e2 = await seq.getNextSequenceValue(env.db, 'r', { uri }).then(
+          () => undefined,
+          (e) => e,
+        );
         if (e2) clean(`${e2.code} ${e2.message} ${e2.stack}`, p);
       }
     }),
@@ -68,7 +74,10 @@ test('a derived connection with the password in the options object never prints 
         serverSelectionTimeoutMS: 2000,
       });
       try {
-        const e = await seq.getNextSequenceValue(client.db(env.dbName), 'r').then(() => undefined, (err) => err);
+        const e = await seq.getNextSequenceValue(client.db(env.dbName), 'r').then(
+          () => undefined,
+          (err) => err,
+        );
         assert.ok(e, 'the server has no such user');
         clean(`${e.code} ${e.message} ${e.stack}`, p);
       } finally {
@@ -98,8 +107,11 @@ test('the CLI prints no password on stderr or in --json', async () => {
   );
 });
 
-test('the issue\'s case: an unescaped ? in the password', async () => {
-  const e = await seq.connect(`mongodb://user:pa55?abc@${address}/`).then(() => undefined, (err) => err);
+test("the issue's case: an unescaped ? in the password", async () => {
+  const e = await seq.connect(`mongodb://user:pa55?abc@${address}/`).then(
+    () => undefined,
+    (err) => err,
+  );
   assert.equal(e.code, 'INVALID_ARGUMENT');
   assert.ok(!e.message.includes('pa55'), e.message);
   assert.match(e.message, /percent-encode/);
@@ -109,7 +121,10 @@ test('the issue\'s case: an unescaped ? in the password', async () => {
 
 test('a short password is not "redacted" inside fixed text, which would reveal it', async () => {
   // 'ail' is the password: "authentication failed" must stay as it is.
-  const short = await seq.connect(`mongodb://app:ail@${address}/?directConnection=true`, { serverSelectionTimeoutMS: 2000 }).then(() => undefined, (err) => err);
+  const short = await seq.connect(`mongodb://app:ail@${address}/?directConnection=true`, { serverSelectionTimeoutMS: 2000 }).then(
+    () => undefined,
+    (err) => err,
+  );
   assert.ok(short, 'no such user');
   assert.match(short.message, /failed/i);
   assert.ok(!short.message.includes('****'), short.message);
@@ -125,7 +140,7 @@ function runCli(args) {
   return { status: r.status, output: r.stdout + r.stderr };
 }
 
-test('the issue\'s case: a connection string where the command belongs, or as a counter name', () => {
+test("the issue's case: a connection string where the command belongs, or as a counter name", () => {
   for (const json of [[], ['--json']]) {
     const command = runCli(['mongodb://app:PW@host/shop', 'list', ...json]);
     assert.equal(command.status, 2);
@@ -139,7 +154,7 @@ test('the issue\'s case: a connection string where the command belongs, or as a 
   }
 });
 
-test('the CLI\'s answers mask a counter name that is a connection string, and --json stays JSON', () => {
+test("the CLI's answers mask a counter name that is a connection string, and --json stays JSON", () => {
   const name = 'mongodb://app:PW@host/shop';
   const outputs = [
     runCli(['init', name]),
@@ -200,7 +215,10 @@ test('a counter name that is a connection string is shown without its password',
   await fc.assert(
     fc.asyncProperty(password, fc.boolean(), async (p, long) => {
       const name = `mongodb://app:${p.password}${long ? 'x'.repeat(1100) : ''}@host.example/shop`;
-      const e = await seq.getNextSequenceValue(env.db, name).then(() => undefined, (err) => err);
+      const e = await seq.getNextSequenceValue(env.db, name).then(
+        () => undefined,
+        (err) => err,
+      );
       assert.equal(e?.code, long ? 'INVALID_ARGUMENT' : 'SEQUENCE_NOT_FOUND', e?.message);
       clean(`${e.message} ${e.stack}`, p);
     }),

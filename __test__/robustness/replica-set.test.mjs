@@ -77,13 +77,8 @@ test('writeConcern: majority with journal is honoured; an unsatisfiable one is a
   const majority = { writeConcern: { w: 'majority', journal: true, wtimeoutMS: 5000 } };
   assert.equal(await seq.getNextSequenceValue(env.db, 'durable', majority), 1);
   assert.deepEqual(await seq.getNextSequenceBatch(env.db, 'durable', 2, { writeConcern: { w: 1 } }), [2, 3]);
-  const e = await rejectsWithCode(
-    assert,
-    seq.getNextSequenceValue(env.db, 'durable', { writeConcern: { w: 5, wtimeoutMS: 200 } }),
-    'SERVER',
-  );
+  const e = await rejectsWithCode(assert, seq.getNextSequenceValue(env.db, 'durable', { writeConcern: { w: 5, wtimeoutMS: 200 } }), 'SERVER');
   assert.equal(typeof e.serverCode, 'number');
   const next = await seq.getNextSequenceValue(env.db, 'durable');
   assert.ok(next >= 4, 'no value handed out twice after a write concern error');
 });
-

@@ -26,7 +26,10 @@ before(async () => {
 });
 after(async () => {
   const client = new MongoClient(server.uri);
-  await client.db(dbName).dropDatabase().catch(() => {});
+  await client
+    .db(dbName)
+    .dropDatabase()
+    .catch(() => {});
   await client.close();
   await server?.stop();
   rmSync(scratch, { recursive: true, force: true });
@@ -50,10 +53,17 @@ test('six test files in Vitest threads, every call served, no value twice', { ti
   const out = join(scratch, 'values.jsonl');
   const { code, output } = await runVitest({ VT_URI: server.uri, VT_URI_OPTION: withQuery(server.uri, 'serverSelectionTimeoutMS=5000'), VT_DB: dbName, VT_OUT: out });
   assert.equal(code, 0, `vitest passed:\n${output.slice(-4000)}`);
-  const reports = readFileSync(out, 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+  const reports = readFileSync(out, 'utf8')
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l));
   assert.deepEqual(reports.map((r) => r.file).sort(), ['file1', 'file2', 'file3', 'file4', 'file5', 'file6']);
   for (const key of ['derived', 'uri', 'inserted']) {
     const all = reports.flatMap((r) => r.values[key]).sort((a, b) => a - b);
-    assert.deepEqual(all, Array.from({ length: 30 }, (_, i) => i + 1), `${key}: exactly 1..30 across the files`);
+    assert.deepEqual(
+      all,
+      Array.from({ length: 30 }, (_, i) => i + 1),
+      `${key}: exactly 1..30 across the files`,
+    );
   }
 });

@@ -19,7 +19,10 @@ before(async () => {
   node = new MongoClient(server.uri);
 });
 after(async () => {
-  await node?.db(dbName).dropDatabase().catch(() => {});
+  await node
+    ?.db(dbName)
+    .dropDatabase()
+    .catch(() => {});
   await node?.close();
   await server?.stop();
 });
@@ -59,6 +62,10 @@ test('workers one after another, the main thread never loading the addon', { tim
   }
   // Counters without a cache hand out exactly 1..n across the workers.
   for (const key of ['derived', 'uri', 'own', 'inserted']) {
-    assert.deepEqual([...all[key]].sort((a, b) => a - b), Array.from({ length: all[key].length }, (_, i) => i + 1), key);
+    assert.deepEqual(
+      [...all[key]].sort((a, b) => a - b),
+      Array.from({ length: all[key].length }, (_, i) => i + 1),
+      key,
+    );
   }
 });

@@ -121,7 +121,16 @@ function parsePerfdata(text) {
       assert.ok(m, `value and UOM: ${JSON.stringify(fields[0])}`);
       for (const bound of fields.slice(3)) assert.ok(bound === '' || new RegExp(`^${NUMBER}$`).test(bound), `min/max: ${bound}`);
       const number = (f) => (f === undefined || f === '' ? null : Number(f));
-      entries.push({ label, text: m[1], value: m[1] === 'U' ? null : Number(m[1]), uom: m[2], warn: parseRange(fields[1]), crit: parseRange(fields[2]), min: number(fields[3]), max: number(fields[4]) });
+      entries.push({
+        label,
+        text: m[1],
+        value: m[1] === 'U' ? null : Number(m[1]),
+        uom: m[2],
+        warn: parseRange(fields[1]),
+        crit: parseRange(fields[2]),
+        min: number(fields[3]),
+        max: number(fields[4]),
+      });
     }
   }
   return entries;
@@ -246,7 +255,7 @@ test('check prints a status line first on stdout for every exit code, 0 to 3', a
   assert.deepEqual(JSON.parse(json.stdout), { status: 'UNKNOWN', error: { code: 'USAGE', message: '--warn (90) must not be above --critical (80)' } });
 });
 
-test('check: performance data per counter, read by a parser of the guidelines\' grammar', async () => {
+test("check: performance data per counter, read by a parser of the guidelines' grammar", async () => {
   await ready();
   for (const [args, warn, crit] of [
     [[], 80, 95],
@@ -318,7 +327,10 @@ test('check: -w/--warning and -c/--critical beside --warn; two spellings of one 
   assert.equal(short.code, 1, short.stdout);
   assert.equal(short.stdout, long.stdout);
   assert.equal(short.stdout, old.stdout);
-  for (const args of [['-w', '50', '--warn', '60'], ['--warning', '50', '--warn', '50']]) {
+  for (const args of [
+    ['-w', '50', '--warn', '60'],
+    ['--warning', '50', '--warn', '50'],
+  ]) {
     const both = await cli(['check', ...on, ...args]);
     assert.equal(both.code, 3);
     assert.match(assertStatusLine(both, args.join(' ')), /^SEQUENCES UNKNOWN: USAGE: .*--warn.*--warning/);

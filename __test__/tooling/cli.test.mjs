@@ -57,9 +57,9 @@ async function ok(args, options) {
 
 test('help and version', async () => {
   const help = await ok(['--help'], { uri: null, db: null });
-  for (const command of ['list', 'check', 'current', 'next', 'init', 'set', 'reset', 'drop', 'sync']) assert.match(help, new RegExp(`\\n  ${command} `));
+  for (const command of ['list', 'check', 'current', 'next', 'init', 'set', 'reset', 'drop', 'sync']) assert.match(help, new RegExp(`\\n {2}${command} `));
   const nextHelp = await ok(['next', '--help'], { uri: null, db: null });
-  assert.match(nextHelp, /Example:\n  mongodb-sequence next/);
+  assert.match(nextHelp, /Example:\n {2}mongodb-sequence next/);
   assert.match(await ok(['--version'], { uri: null, db: null }), /^\d+\.\d+\.\d+$/);
 });
 
@@ -235,7 +235,10 @@ test('check: a cycling counter at its limit is not graded (it starts over), unle
   assert.equal(higher.code, 0);
   assert.doesNotMatch(higher.stdout, /not graded/, 'none at or over --warn: nothing to explain');
   const plain = JSON.parse((await cli(['check', '--collection', 'capacity_check', '--json'])).stdout);
-  assert.ok(plain.counters.every((c) => c.cycle === false), 'every entry says whether it cycles');
+  assert.ok(
+    plain.counters.every((c) => c.cycle === false),
+    'every entry says whether it cycles',
+  );
 });
 
 test('values past 2^53 print exactly, in text and in JSON', async () => {
@@ -334,7 +337,16 @@ test('the database is the one the connection string names, as the Node driver re
   // accepts a string, both name the same database.
   const { default: ConnectionString } = require('mongodb-connection-string-url');
   const text = (chars) => fc.array(fc.constantFrom(...chars), { minLength: 1, maxLength: 12 }).map((a) => a.join(''));
-  const userInfo = fc.option(fc.tuple(fc.string({ minLength: 1, maxLength: 8 }), fc.option(fc.string({ maxLength: 8 }).map((p) => `Pw7!${p}`), { nil: '' })), { nil: undefined });
+  const userInfo = fc.option(
+    fc.tuple(
+      fc.string({ minLength: 1, maxLength: 8 }),
+      fc.option(
+        fc.string({ maxLength: 8 }).map((p) => `Pw7!${p}`),
+        { nil: '' },
+      ),
+    ),
+    { nil: undefined },
+  );
   const database = fc.option(text([...'abcXYZ019_-+ $.&é/?@:%#']), { nil: undefined });
   const query = fc.option(fc.constantFrom('w=1', 'appName=ops', 'appName=a@b', 'retryWrites=false&w=majority', 'directConnection=true'), { nil: undefined });
   fc.assert(

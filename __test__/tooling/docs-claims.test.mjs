@@ -42,7 +42,15 @@ test('cache: when the next block is fetched, one call at a time', async () => {
   const s = seq.sequence(env.db, 'claims_apart', { cache: 10, upsert: true });
   // First call: its value and a block of 10 (a first fill does not double the next
   // fetch). Then a fetch only when fewer than 5 are left: after 7.
-  const expected = [[1, 11], [2, 11], [3, 11], [4, 11], [5, 11], [6, 11], [7, 21]];
+  const expected = [
+    [1, 11],
+    [2, 11],
+    [3, 11],
+    [4, 11],
+    [5, 11],
+    [6, 11],
+    [7, 21],
+  ];
   const seen = [];
   for (const [, after] of expected) {
     const value = await s.next();
@@ -67,7 +75,7 @@ test('a batch follows the counter direction: step -2 gives -1, -3, -5', async ()
   assert.deepEqual(await seq.getNextSequenceBatch(env.db, 'claims_down', 2), [-7, -9]);
 });
 
-test('reset: the start init stored, else the resetting handle\'s start option, else 1', async () => {
+test("reset: the start init stored, else the resetting handle's start option, else 1", async () => {
   const made = seq.sequence(env.db, 'claims_reset', { upsert: true, start: 1000 });
   assert.equal(await made.next(), 1000);
   await made.next();

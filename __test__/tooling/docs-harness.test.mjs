@@ -46,7 +46,8 @@ function parse(markdown) {
 
 const run = (block) => runScript(block, { app, serverUri: server.uri, suffix: `_h${n++}`, index: `h${n}`, timeoutMs: 8_000 });
 
-const counterBlock = (comment) => `<!-- doctest setup
+const counterBlock = (comment) =>
+  `<!-- doctest setup
 const { MongoClient } = require('mongodb');
 const client = await new MongoClient('mongodb://localhost:27017').connect();
 const db = client.db('app');
@@ -77,7 +78,7 @@ test('a result comment that holds passes; the same comment drifted fails and nam
 test('values: ranges, "and more", numbers are not BigInts, objects need all their keys', { skip: onePass }, () => {
   const probe = (expr, comment) => instrument([`${expr}; // ${comment}`], () => 'x').lines[0];
   assert.match(probe('f()', '→ [1..3]'), /__doctest\.range\(1, 3\)/);
-  assert.match(probe('f()', "[{ a: 1 }, ...]"), /__doctest\.MORE\]/);
+  assert.match(probe('f()', '[{ a: 1 }, ...]'), /__doctest\.MORE\]/);
   assert.match(probe('f()', '9007199254740993'), /9007199254740993n/);
   assert.equal(probe('f()', 'or: prose'), 'f(); ');
   assert.throws(() => instrument(['f(); // → ['], () => 'x'), /does not parse/);

@@ -14,7 +14,11 @@ const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 /** The markdown files a user or contributor reads. */
 function docFiles() {
   const inFolder = (dir) =>
-    existsSync(dir) ? readdirSync(dir).filter((f) => f.endsWith('.md')).map((f) => join(dir, f)) : [];
+    existsSync(dir)
+      ? readdirSync(dir)
+          .filter((f) => f.endsWith('.md'))
+          .map((f) => join(dir, f))
+      : [];
   return [...inFolder(ROOT), ...inFolder(join(ROOT, 'docs')), ...inFolder(join(ROOT, 'docs', 'contributing'))];
 }
 

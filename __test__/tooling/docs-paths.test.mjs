@@ -108,21 +108,15 @@ test('the check itself: a missing path, an unnamed file and a bare name outside 
   const top = new Set(['src', 'README.md']);
   const files = new Set(['src/a/x.rs', 'src/a/y.rs', 'src/b/z.rs']);
   const has = (p) => files.has(p) || ['src', 'src/a', 'src/b'].includes(p);
-  const markdown = [
-    'See `src/b/z.rs` and `src/gone.rs`.',
-    '### `src/a/`',
-    '- `x.rs`: one.',
-    '- `z.rs`: not in this folder.',
-    '```sh',
-    'node src/missing.mjs --flag',
-    '```',
-  ].join('\n');
+  const markdown = ['See `src/b/z.rs` and `src/gone.rs`.', '### `src/a/`', '- `x.rs`: one.', '- `z.rs`: not in this folder.', '```sh', 'node src/missing.mjs --flag', '```'].join(
+    '\n',
+  );
   const { resolved, missing } = resolvePaths(namedPaths(markdown, top), has);
   assert.deepEqual(missing, ['src/gone.rs (line 1)', 'z.rs (line 4, under src/a/)', 'src/missing.mjs (line 6)']);
   assert.deepEqual(unnamed([...files], resolved), ['src/a/y.rs']);
 });
 
-test('every path ARCHITECTURE.md, the testing guide and the contributors\' commands name exists', () => {
+test("every path ARCHITECTURE.md, the testing guide and the contributors' commands name exists", () => {
   const top = topLevel();
   const problems = [];
   let checked = 0;

@@ -47,11 +47,16 @@ test('ErrorCode is frozen in every environment that loads the addon (worker thre
   const source = `const { parentPort } = require('node:worker_threads');
     const { ErrorCode } = require(${JSON.stringify(join(ROOT, 'index.js'))});
     parentPort.postMessage({ frozen: Object.isFrozen(ErrorCode), codes: Object.keys(ErrorCode) });`;
-  const seen = await Promise.all([0, 1].map(() => new Promise((resolve, reject) => {
-    const worker = new Worker(source, { eval: true });
-    worker.once('message', resolve);
-    worker.once('error', reject);
-  })));
+  const seen = await Promise.all(
+    [0, 1].map(
+      () =>
+        new Promise((resolve, reject) => {
+          const worker = new Worker(source, { eval: true });
+          worker.once('message', resolve);
+          worker.once('error', reject);
+        }),
+    ),
+  );
   for (const { frozen, codes: inWorker } of seen) {
     assert.equal(frozen, true);
     assert.deepEqual(inWorker, codes);
@@ -87,14 +92,28 @@ test('the union is generated: the typings header names no code', () => {
 });
 
 test('the docs error table has a row for every code', () => {
-  const docs = ['README.md', ...(existsSync(join(ROOT, 'docs')) ? readdirSync(join(ROOT, 'docs')).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`) : [])];
+  const docs = [
+    'README.md',
+    ...(existsSync(join(ROOT, 'docs'))
+      ? readdirSync(join(ROOT, 'docs'))
+          .filter((f) => f.endsWith('.md'))
+          .map((f) => `docs/${f}`)
+      : []),
+  ];
   const text = docs.map(read).join('\n');
   for (const code of codes) assert.match(text, new RegExp(`^\\| \`${code}\` \\|`, 'm'), `an error table row for ${code}`);
 });
 
 test("every code the package's JavaScript raises is one of the table's", () => {
   // Every folder of JavaScript, however deep: the plugin's helpers live in lib/mongoose/.
-  const sources = ['mongoose.js', ...['lib', 'bin'].flatMap((dir) => readdirSync(join(ROOT, dir), { recursive: true }).filter((f) => f.endsWith('.js')).map((f) => `${dir}/${f}`))];
+  const sources = [
+    'mongoose.js',
+    ...['lib', 'bin'].flatMap((dir) =>
+      readdirSync(join(ROOT, dir), { recursive: true })
+        .filter((f) => f.endsWith('.js'))
+        .map((f) => `${dir}/${f}`),
+    ),
+  ];
   let seen = 0;
   for (const file of sources) {
     const text = read(file);

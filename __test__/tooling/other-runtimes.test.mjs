@@ -23,7 +23,7 @@ const skip =
     ? 'runs in the mongoeco pass'
     : process.env.MONGO_SEQUENCE_RUNTIMES === '0'
       ? 'MONGO_SEQUENCE_RUNTIMES=0'
-      : runtimesUnavailable() ?? false;
+      : (runtimesUnavailable() ?? false);
 
 const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8'));
 const block = (file, marker) => {
@@ -49,10 +49,14 @@ before(async () => {
   writeFileSync(join(app, 'package.json'), JSON.stringify({ name: 'runtimes-app', version: '1.0.0', private: true }));
   const tarballs = readdirSync(dist).map((f) => join(dist, f));
   const { mongodb, mongoose } = pkg.devDependencies;
-  execFileSync('npm', ['install', '--prefer-offline', '--ignore-scripts', '--no-audit', '--no-fund', '--loglevel=error', ...tarballs, `mongodb@${mongodb}`, `mongoose@${mongoose}`], {
-    cwd: app,
-    stdio: ['ignore', 'ignore', 'inherit'],
-  });
+  execFileSync(
+    'npm',
+    ['install', '--prefer-offline', '--ignore-scripts', '--no-audit', '--no-fund', '--loglevel=error', ...tarballs, `mongodb@${mongodb}`, `mongoose@${mongoose}`],
+    {
+      cwd: app,
+      stdio: ['ignore', 'ignore', 'inherit'],
+    },
+  );
 });
 after(async () => {
   if (app) rmSync(app, { recursive: true, force: true });
@@ -94,11 +98,15 @@ for (const name of ['bun', 'deno']) {
 test('deno: the CLI runs from a checkout (package.json says "type": "commonjs")', { skip }, () => {
   // Deno reads a .js file of the checkout as ESM unless package.json says otherwise, and
   // the CLI is CommonJS ("require is not defined").
-  const run = spawnSync(runtimes.deno.path, ['run', '--allow-all', '--quiet', join(ROOT, 'bin', 'mongodb-sequence.js'), 'next', 'from_checkout', '--upsert', '--uri', env.uri, '--db', env.dbName], {
-    cwd: ROOT,
-    encoding: 'utf8',
-    env: { ...process.env, ...runtimeEnv() },
-  });
+  const run = spawnSync(
+    runtimes.deno.path,
+    ['run', '--allow-all', '--quiet', join(ROOT, 'bin', 'mongodb-sequence.js'), 'next', 'from_checkout', '--upsert', '--uri', env.uri, '--db', env.dbName],
+    {
+      cwd: ROOT,
+      encoding: 'utf8',
+      env: { ...process.env, ...runtimeEnv() },
+    },
+  );
   assert.equal(run.status, 0, run.stderr);
   assert.equal(run.stdout.trim(), '1');
 });

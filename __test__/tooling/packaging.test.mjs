@@ -36,8 +36,7 @@ function pathWithoutRust() {
     .join(delimiter);
 }
 
-const sh = (command, args, options = {}) =>
-  execFileSync(command, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], ...options });
+const sh = (command, args, options = {}) => execFileSync(command, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], ...options });
 
 test('the tarballs install into an empty app and work without Rust', async () => {
   sh(process.execPath, [join(ROOT, 'scripts', 'package.mjs')], { cwd: ROOT, env: { ...process.env, MONGO_SEQUENCE_SKIP_BUILD: '1' } });
@@ -48,9 +47,15 @@ test('the tarballs install into an empty app and work without Rust', async () =>
   assert.ok(main && platform, tarballs.join(', '));
   // A relative name: Git for Windows' tar would read 'D:\…' as a remote host.
   const list = (t) => sh('tar', ['tzf', t], { cwd: dist }).trim().split('\n');
-  assert.deepEqual(list(main).filter((f) => f.endsWith('.node')), [], 'the main package holds no binary');
+  assert.deepEqual(
+    list(main).filter((f) => f.endsWith('.node')),
+    [],
+    'the main package holds no binary',
+  );
   // Every module under lib/ (the mongoose plugin's lib/mongoose/ included): the entries require them.
-  const libFiles = readdirSync(join(ROOT, 'lib'), { recursive: true }).map((f) => `lib/${String(f).split(sep).join('/')}`).filter((f) => f.endsWith('.js'));
+  const libFiles = readdirSync(join(ROOT, 'lib'), { recursive: true })
+    .map((f) => `lib/${String(f).split(sep).join('/')}`)
+    .filter((f) => f.endsWith('.js'));
   assert.ok(libFiles.includes('lib/mongoose/counter.js'), libFiles.join(', '));
   for (const file of ['bin/mongodb-sequence.js', 'bin/commands/next.js', ...libFiles, 'mongoose.js', 'mongoose.mjs', 'mongoose.d.ts', 'mongoose.d.mts']) {
     assert.ok(list(main).includes(`package/${file}`), `main tarball holds ${file}`);
@@ -75,29 +80,44 @@ test('the tarballs install into an empty app and work without Rust', async () =>
   })`;
   const cjs = sh(process.execPath, ['-e', `${call}(require('mongodb-sequence'))`], { cwd: app, env: appEnv }).trim();
   assert.ok(cjs.startsWith('1 ') && cjs.includes(`node_modules/${platformName}/`), cjs);
-  const esm = sh(process.execPath, ['--input-type=module', '-e', `import m from 'mongodb-sequence'; const c = await m.connect(${JSON.stringify(env.uri)}); console.log(await m.getNextSequenceValue(c.db(${JSON.stringify(env.dbName)}), 'pkg')); await c.close();`], { cwd: app, env: appEnv }).trim();
+  const esm = sh(
+    process.execPath,
+    [
+      '--input-type=module',
+      '-e',
+      `import m from 'mongodb-sequence'; const c = await m.connect(${JSON.stringify(env.uri)}); console.log(await m.getNextSequenceValue(c.db(${JSON.stringify(env.dbName)}), 'pkg')); await c.close();`,
+    ],
+    { cwd: app, env: appEnv },
+  ).trim();
   assert.equal(esm, '2');
   // The mongoose plugin's subpath, CJS and ESM (mongoose itself is not installed here).
-  const plugin = sh(process.execPath, ['-e', "const f = require('mongodb-sequence/mongoose'); import('mongodb-sequence/mongoose').then((m) => console.log(typeof f, m.default === f, typeof f({ connection: {} })))"], { cwd: app, env: appEnv }).trim();
+  const plugin = sh(
+    process.execPath,
+    ['-e', "const f = require('mongodb-sequence/mongoose'); import('mongodb-sequence/mongoose').then((m) => console.log(typeof f, m.default === f, typeof f({ connection: {} })))"],
+    { cwd: app, env: appEnv },
+  ).trim();
   assert.equal(plugin, 'function true function');
   // A typed example, compiled against the installed package's typings.
-  writeFileSync(join(app, 'tsconfig.json'), JSON.stringify({ compilerOptions: { strict: true, noEmit: true, target: 'es2022', module: 'nodenext', moduleResolution: 'nodenext', types: [] }, files: ['example.ts'] }));
+  writeFileSync(
+    join(app, 'tsconfig.json'),
+    JSON.stringify({ compilerOptions: { strict: true, noEmit: true, target: 'es2022', module: 'nodenext', moduleResolution: 'nodenext', types: [] }, files: ['example.ts'] }),
+  );
   writeFileSync(
     join(app, 'example.ts'),
     [
       "import { connect, sequence, getNextSequenceValue } from 'mongodb-sequence'",
       "import AutoIncrementFactory, { type AutoIncrementOptions } from 'mongodb-sequence/mongoose'",
       "const options: AutoIncrementOptions = { id: 'order_no', inc_field: 'no', reference_fields: ['shop'], exclusive: 'reuse' }",
-      "export const plugin = AutoIncrementFactory({})",
-      "// @ts-expect-error inc_amount is a number",
+      'export const plugin = AutoIncrementFactory({})',
+      '// @ts-expect-error inc_amount is a number',
       "export const bad: AutoIncrementOptions = { inc_amount: '1' }",
-      "void options",
+      'void options',
       'export async function main(uri: string): Promise<string> {',
       '  const client = await connect(uri)',
       "  const db = client.db('app')",
       "  const n: number = await getNextSequenceValue(db, 'x', { upsert: true })",
       "  const big: bigint = await sequence(db, 'x', { bigint: true }).next()",
-      "  // @ts-expect-error a formatted value is a string",
+      '  // @ts-expect-error a formatted value is a string',
       "  const wrong: number = await getNextSequenceValue(db, 'x', { format: 'N{seq}' })",
       '  await client.close()',
       '  return `${n} ${big} ${wrong}`',
@@ -107,6 +127,10 @@ test('the tarballs install into an empty app and work without Rust', async () =>
   sh(process.execPath, [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', app], { cwd: app, env: appEnv });
   // Windows: npx.cmd runs only through a shell (cmd.exe), so the URI is quoted there.
   const windows = process.platform === 'win32';
-  const viaNpx = sh('npx', ['--no-install', 'mongodb-sequence', 'next', 'pkg', '--uri', windows ? `"${env.uri}"` : env.uri, '--db', env.dbName], { cwd: app, env: appEnv, shell: windows }).trim();
+  const viaNpx = sh('npx', ['--no-install', 'mongodb-sequence', 'next', 'pkg', '--uri', windows ? `"${env.uri}"` : env.uri, '--db', env.dbName], {
+    cwd: app,
+    env: appEnv,
+    shell: windows,
+  }).trim();
   assert.equal(viaNpx, '3');
 });

@@ -57,5 +57,7 @@ test('a release publishes only from a tag equal to v + the version, in the named
   const repository = repositoryOf(pkg);
   assert.deepEqual(releaseProblems(ROOT, { tag: `v${pkg.version}`, repository }), []);
   assert.deepEqual(releaseProblems(ROOT, { tag: `v${pkg.version}.1`, repository }), [`the tag v${pkg.version}.1 is not v${pkg.version} (package.json's version)`]);
-  assert.deepEqual(releaseProblems(ROOT, { tag: `v${pkg.version}`, repository: 'someone/fork' }), [`package.json's repository is ${repository}, the workflow runs in someone/fork`]);
+  assert.deepEqual(releaseProblems(ROOT, { tag: `v${pkg.version}`, repository: 'someone/fork' }), [
+    `package.json's repository is ${repository}, the workflow runs in someone/fork`,
+  ]);
 });

@@ -52,7 +52,7 @@ function compiles(dir) {
 // What an app does with the factory once it has it, whichever way it was imported.
 const USE = (factory) => [
   `const plugin = ${factory}(mongoose)`,
-  "const schema = new mongoose.Schema({ no: Number })",
+  'const schema = new mongoose.Schema({ no: Number })',
   "schema.plugin(plugin, { inc_field: 'no', start_seq: 100 })",
   '// @ts-expect-error start_seq is a number',
   "schema.plugin(plugin, { start_seq: '1' })",
@@ -75,33 +75,29 @@ const REQUIRE_IMPORT = [
   "export const options: F.AutoIncrementOptions = { id: 'n', inc_field: 'no' }",
 ];
 
-const DEFAULT_IMPORT_IN_CJS = [
-  "import mongoose from 'mongoose'",
-  `import AutoIncrementFactory from '${NAME}/mongoose'`,
-  ...USE('AutoIncrementFactory'),
-];
+const DEFAULT_IMPORT_IN_CJS = ["import mongoose from 'mongoose'", `import AutoIncrementFactory from '${NAME}/mongoose'`, ...USE('AutoIncrementFactory')];
 
 test('ESM app, module nodenext: the default import is callable (mongoose.d.mts)', { skip }, () => {
   compiles(app('module', { module: 'nodenext', moduleResolution: 'nodenext' }, { 'app.ts': ESM_IMPORT }));
 });
 
 test('CommonJS app, module nodenext: import = require and a default import', { skip }, () => {
-  compiles(
-    app(undefined, { module: 'nodenext', moduleResolution: 'nodenext' }, { 'app.ts': REQUIRE_IMPORT, 'default.ts': DEFAULT_IMPORT_IN_CJS }),
-  );
+  compiles(app(undefined, { module: 'nodenext', moduleResolution: 'nodenext' }, { 'app.ts': REQUIRE_IMPORT, 'default.ts': DEFAULT_IMPORT_IN_CJS }));
 });
 
 test('module commonjs: import = require and a default import (esModuleInterop)', { skip }, () => {
   compiles(
-    app(undefined, { module: 'commonjs', moduleResolution: 'node10', esModuleInterop: true }, {
-      'app.ts': REQUIRE_IMPORT,
-      'default.ts': DEFAULT_IMPORT_IN_CJS,
-    }),
+    app(
+      undefined,
+      { module: 'commonjs', moduleResolution: 'node10', esModuleInterop: true },
+      {
+        'app.ts': REQUIRE_IMPORT,
+        'default.ts': DEFAULT_IMPORT_IN_CJS,
+      },
+    ),
   );
 });
 
 test('moduleResolution bundler: an ESM import and import = require (module preserve)', { skip }, () => {
-  compiles(
-    app(undefined, { module: 'preserve', moduleResolution: 'bundler' }, { 'app.ts': ESM_IMPORT, 'required.ts': REQUIRE_IMPORT }),
-  );
+  compiles(app(undefined, { module: 'preserve', moduleResolution: 'bundler' }, { 'app.ts': ESM_IMPORT, 'required.ts': REQUIRE_IMPORT }));
 });

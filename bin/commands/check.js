@@ -125,7 +125,10 @@ module.exports = {
     warning: ['<percent>', 'WARNING when a counter has used this share of its range or more (default 80)'],
     critical: ['<percent>', 'CRITICAL at this share or more (default 95)'],
     timeout: ['<seconds>', 'bounds the whole check (connecting and listing): UNKNOWN after it (default 10)'],
-    format: ['<format>', 'text: a status line with performance data, then a line per counter over a threshold (the default); json: as --json; openmetrics: for the textfile collector of the Prometheus node exporter, exit 0 once written'],
+    format: [
+      '<format>',
+      'text: a status line with performance data, then a line per counter over a threshold (the default); json: as --json; openmetrics: for the textfile collector of the Prometheus node exporter, exit 0 once written',
+    ],
     bigint: ['', 'grade against the range of an application reading BigInts (default: JavaScript numbers)'],
   },
   summary: 'Check how much of its range each counter has used, as a monitoring plugin: exit 0 OK, 1 at -w % used (default 80), 2 at -c % (default 95), 3 when it cannot tell.',

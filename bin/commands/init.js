@@ -19,7 +19,12 @@ module.exports = {
   /** The name and the counter's configuration. */
   parse({ values, positionals }) {
     const config = {};
-    for (const [flag, key] of [['start', 'start'], ['step', 'step'], ['min', 'minValue'], ['max', 'maxValue']]) {
+    for (const [flag, key] of [
+      ['start', 'start'],
+      ['step', 'step'],
+      ['min', 'minValue'],
+      ['max', 'maxValue'],
+    ]) {
       if (values[flag] !== undefined) config[key] = integer(`--${flag}`, values[flag]);
     }
     if (values.cycle) config.cycle = true;

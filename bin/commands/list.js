@@ -19,7 +19,16 @@ module.exports = {
   async run(_input, session) {
     const all = await seq.listSequences(await session.database(), session.options);
     // USED and RANGE as an application reading the values as JavaScript numbers sees them.
-    const rows = all.map((s) => [nameText(s.name), show(s.value), show(s.step ?? 1), s.minValue === undefined ? '-' : show(s.minValue), s.maxValue === undefined ? '-' : show(s.maxValue), s.cycle ? 'yes' : 'no', `${s.usedPercentAsNumber.toFixed(1)}%`, s.rangeKindAsNumber]);
+    const rows = all.map((s) => [
+      nameText(s.name),
+      show(s.value),
+      show(s.step ?? 1),
+      s.minValue === undefined ? '-' : show(s.minValue),
+      s.maxValue === undefined ? '-' : show(s.maxValue),
+      s.cycle ? 'yes' : 'no',
+      `${s.usedPercentAsNumber.toFixed(1)}%`,
+      s.rangeKindAsNumber,
+    ]);
     const text = rows.length ? table(rows, ['NAME', 'VALUE', 'STEP', 'MIN', 'MAX', 'CYCLE', 'USED', 'RANGE'], [1, 2, 3, 4, 6]) : '(no sequences)';
     return { text, json: all };
   },

@@ -4,29 +4,29 @@
 /** Options of `plugin`, with mongoose-auto-increment's defaults. */
 export interface AutoIncrementOptions {
   /** The counter's model name (required). */
-  model: string
+  model: string;
   /** The numbered field, added to the schema as a Number. Default `'_id'`. */
-  field?: string
+  field?: string;
   /** The first number of a new counter. Default `0`. */
-  startAt?: number
+  startAt?: number;
   /** Distance between numbers (not 0). Default `1`. */
-  incrementBy?: number
+  incrementBy?: number;
   /** A unique index on `field` (not `_id`). Default `true`. */
-  unique?: boolean
+  unique?: boolean;
 }
 
 /** `nextCount` and `resetCount`, both as methods of documents and as statics of models. */
 export interface AutoIncrementFunctions {
   /** The number the next new document will get (`startAt` before the first). */
-  nextCount(): Promise<number>
-  nextCount(callback: (error: Error | null, count?: number) => void): void
+  nextCount(): Promise<number>;
+  nextCount(callback: (error: Error | null, count?: number) => void): void;
   /** Sets the counter back so the next new document gets `startAt`; resolves with `startAt`. */
-  resetCount(): Promise<number>
-  resetCount(callback: (error: Error | null, startAt?: number) => void): void
+  resetCount(): Promise<number>;
+  resetCount(callback: (error: Error | null, startAt?: number) => void): void;
 }
 
 /** The connection holding the counters (every later `plugin`'s). */
-export declare function initialize(connection: any): void
+export declare function initialize(connection: any): void;
 
 /** The plugin: a model name, or options. Throws `INVALID_ARGUMENT` before `initialize` or for bad options. */
-export declare function plugin(schema: any, options: string | AutoIncrementOptions): void
+export declare function plugin(schema: any, options: string | AutoIncrementOptions): void;

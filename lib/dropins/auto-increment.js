@@ -109,7 +109,10 @@ function plugin(schema, options) {
   /** Sets the counter back so that the next new document gets `startAt`; resolves with `startAt`. */
   function resetCount(callback) {
     const Model = modelOfThis(this);
-    return settle(counter.setValue(Model, startAt - incrementBy).then(() => startAt), callback);
+    return settle(
+      counter.setValue(Model, startAt - incrementBy).then(() => startAt),
+      callback,
+    );
   }
   schema.method('nextCount', nextCount);
   schema.static('nextCount', nextCount);

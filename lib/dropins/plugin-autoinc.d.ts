@@ -3,37 +3,37 @@
 
 export type AutoIncSettings = {
   /** Number every saved document without a number too (for a migration process). Default `false`. */
-  migrate?: boolean
+  migrate?: boolean;
   /** The counter's model name (required). */
-  model: string
+  model: string;
   /** The numbered field. Default `'_id'`. */
-  field?: string
+  field?: string;
   /** A counter per value of this field (not with `_id`). Default `''`: one counter. */
-  groupingField?: string
+  groupingField?: string;
   /** The first number of a new counter. Default `0`. */
-  startAt?: number
+  startAt?: number;
   /** Distance between numbers (not 0). Default `1`. */
-  incrementBy?: number
+  incrementBy?: number;
   /** A unique index on the field (with the grouping field). Default `true`. */
-  unique?: boolean
+  unique?: boolean;
   /** What a document receives for each number. */
-  outputFilter?: (count: number) => number
-}
+  outputFilter?: (count: number) => number;
+};
 
-export type AutoIncOptions = AutoIncSettings | string
+export type AutoIncOptions = AutoIncSettings | string;
 
 /** `nextCount` and `resetCount`, both as methods of documents and as statics of models. */
 export interface AutoIncFunctions {
   /** The next number of the counter of `group` (default `''`); `startAt` before the first. */
-  nextCount(group?: string): Promise<number>
+  nextCount(group?: string): Promise<number>;
   /** Sets the counter of `group` back so its next number is `startAt`; resolves with `startAt`. */
-  resetCount(group?: string): Promise<number>
+  resetCount(group?: string): Promise<number>;
 }
 
 /** The plugin. Throws `INVALID_ARGUMENT` for bad options. */
-export declare function autoIncrement(schema: any, options?: AutoIncOptions): void
+export declare function autoIncrement(schema: any, options?: AutoIncOptions): void;
 /** Alias of `autoIncrement`. */
-export declare function plugin(schema: any, options: AutoIncOptions): void
+export declare function plugin(schema: any, options: AutoIncOptions): void;
 /** Does nothing (deprecated by mongoose-plugin-autoinc). */
-export declare function initialize(): void
-export default autoIncrement
+export declare function initialize(): void;
+export default autoIncrement;

@@ -131,7 +131,7 @@ function AutoIncrementID(schema, options) {
     },
     exempt: (doc, Model) => {
       if (doc[AutoIncrementIDSkipSymbol] === true) return true;
-      const db = isDocument(doc) ? doc.db ?? (typeof doc.ownerDocument === 'function' ? doc.ownerDocument().db : undefined) : Model && Model.db;
+      const db = isDocument(doc) ? (doc.db ?? (typeof doc.ownerDocument === 'function' ? doc.ownerDocument().db : undefined)) : Model && Model.db;
       return Boolean(db && db[AutoIncrementIDSkipSymbol] === true);
     },
     onConnection: (connection) => trackerModel(connection, opt),

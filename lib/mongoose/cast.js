@@ -46,7 +46,10 @@ function checkDiscriminator(Model, source, takes) {
   const inherited = countersOf(Model);
   const missing = countersOf(Child).find((c) => !inherited.includes(c) && !c.options.disable_hooks && takes(c, Child));
   if (missing) {
-    throw codedError('INVALID_ARGUMENT', `${PLUGIN}: a ${Child.modelName} document is numbered by counter '${missing.options.id}' of its own schema, which a write through ${Model.modelName} does not run: write it through the model ${Child.modelName} (no number was taken)`);
+    throw codedError(
+      'INVALID_ARGUMENT',
+      `${PLUGIN}: a ${Child.modelName} document is numbered by counter '${missing.options.id}' of its own schema, which a write through ${Model.modelName} does not run: write it through the model ${Child.modelName} (no number was taken)`,
+    );
   }
 }
 

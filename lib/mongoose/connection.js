@@ -53,11 +53,17 @@ async function openDb(connection, Model) {
   if (connection.db) return connection.db;
   const { buffer, timeoutMS } = bufferSettings(connection, Model);
   if (!buffer) {
-    throw codedError('CONNECTION', `${PLUGIN}: the connection is not open and bufferCommands is false, so the counter cannot wait for it: open it first (await mongoose.connect(uri))`);
+    throw codedError(
+      'CONNECTION',
+      `${PLUGIN}: the connection is not open and bufferCommands is false, so the counter cannot wait for it: open it first (await mongoose.connect(uri))`,
+    );
   }
   await opened(connection, timeoutMS);
   if (!connection.db) {
-    throw codedError('CONNECTION', `${PLUGIN}: the connection did not open within bufferTimeoutMS (${timeoutMS} ms), so no number was taken: call mongoose.connect(uri) (or connection.openUri(uri))`);
+    throw codedError(
+      'CONNECTION',
+      `${PLUGIN}: the connection did not open within bufferTimeoutMS (${timeoutMS} ms), so no number was taken: call mongoose.connect(uri) (or connection.openUri(uri))`,
+    );
   }
   return connection.db;
 }

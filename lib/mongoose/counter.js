@@ -259,7 +259,10 @@ class Counter {
     docs.forEach((doc, at) => {
       if (takesNumber(this, doc, write, Model)) pending.push(at);
     });
-    const numbers = await this.reserve(pending.map((at) => docs[at]), Model);
+    const numbers = await this.reserve(
+      pending.map((at) => docs[at]),
+      Model,
+    );
     const result = [...docs];
     pending.forEach((at, i) => {
       result[at] = this.withNumber(docs[at], numbers[i]);
@@ -296,7 +299,10 @@ class Counter {
     const explicit = [];
     const numbered = [];
     docs.forEach((doc, index) => (takesNumber(this, doc, write) ? numbered : explicit).push({ doc, index }));
-    for (const { reference, members } of this.groupByReference(numbered.map(({ doc }) => doc), Model)) {
+    for (const { reference, members } of this.groupByReference(
+      numbered.map(({ doc }) => doc),
+      Model,
+    )) {
       const objects = members.map(({ doc }) => toObject(doc, true));
       const options = {
         gapless: true,

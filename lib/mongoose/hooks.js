@@ -9,7 +9,13 @@ const { BULK_UPSERTS, checkUpsert, upsertPlan } = require('./upserts.js');
 const { takesNumber, BATCH } = require('./rule.js');
 
 /** The operations that may upsert, and whether each one's update is a replacement. */
-const UPSERTING = [['findOneAndUpdate', false], ['updateOne', false], ['updateMany', false], ['replaceOne', true], ['findOneAndReplace', true]];
+const UPSERTING = [
+  ['findOneAndUpdate', false],
+  ['updateOne', false],
+  ['updateMany', false],
+  ['replaceOne', true],
+  ['findOneAndReplace', true],
+];
 
 function arrayArgument(args) {
   return args.find((a) => Array.isArray(a));
@@ -50,7 +56,10 @@ function addHooks(schema, counter) {
     // waits for it.
     schema.pre('save', true, function numberNewDocumentInParallel(next, done) {
       next();
-      numberOnSave(this).then(() => done(), (error) => done(error));
+      numberOnSave(this).then(
+        () => done(),
+        (error) => done(error),
+      );
     });
   } else {
     schema.pre('save', async function numberNewDocument() {
@@ -121,7 +130,10 @@ function addHooks(schema, counter) {
       }
     }
     const reserved = work.filter((w) => w.source !== null);
-    const numbers = await counter.reserve(reserved.map((w) => w.source), this);
+    const numbers = await counter.reserve(
+      reserved.map((w) => w.source),
+      this,
+    );
     reserved.forEach((w, i) => w.place(numbers[i]));
     for (const w of work) if (w.source === null) w.place(null);
   });

@@ -28,7 +28,9 @@ function canonicalKey(value) {
     if (value instanceof RegExp) return `regexp:${String(value)}`;
     if (value instanceof Map) return `map:${canonicalKey(Object.fromEntries(value))}`;
     if (ArrayBuffer.isView(value)) return `bytes:${Buffer.from(value.buffer, value.byteOffset, value.byteLength).toString('base64')}`;
-    return `{${Object.entries(value).map(([k, v]) => `${JSON.stringify(k)}:${canonicalKey(v)}`).join(',')}}`;
+    return `{${Object.entries(value)
+      .map(([k, v]) => `${JSON.stringify(k)}:${canonicalKey(v)}`)
+      .join(',')}}`;
   }
   return `${typeof value}:${typeof value === 'number' && Object.is(value, -0) ? '-0' : String(value)}`;
 }

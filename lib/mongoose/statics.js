@@ -10,7 +10,10 @@ const { SAVE, GAPLESS_CREATE, GAPLESS_BATCH } = require('./rule.js');
 /** Settles `promise` through `callback` when one is given, else returns it. */
 function settle(promise, callback) {
   if (typeof callback !== 'function') return promise;
-  promise.then((value) => callback(null, value), (error) => callback(error));
+  promise.then(
+    (value) => callback(null, value),
+    (error) => callback(error),
+  );
   return undefined;
 }
 
@@ -40,7 +43,12 @@ function addCreate(schema, counter) {
     if (inputs.length === 0) return base.apply(this, args);
     const docs = asDocuments(this, inputs);
     // One document is numbered by its save hook (after the hooks before it, as on save).
-    if (docs.length > 1) await counter.numberAll(docs.filter((d) => d.isNew), this, SAVE);
+    if (docs.length > 1)
+      await counter.numberAll(
+        docs.filter((d) => d.isNew),
+        this,
+        SAVE,
+      );
     return many ? base.apply(this, [docs, ...args.slice(1)]) : base.apply(this, docs);
   });
   if (counter.options.gapless) {
@@ -79,7 +87,10 @@ function addMethods(schema) {
       const counter = registered(id, 'increment', this.constructor);
       const field = counter.options.inc_field;
       if (unchangeable(this, field)) {
-        throw codedError('INVALID_ARGUMENT', `${PLUGIN}: setNext cannot give this saved document a new ${field}: the field is ${field === '_id' ? 'its _id' : 'immutable'}, so the number would not be stored (none was taken)`);
+        throw codedError(
+          'INVALID_ARGUMENT',
+          `${PLUGIN}: setNext cannot give this saved document a new ${field}: the field is ${field === '_id' ? 'its _id' : 'immutable'}, so the number would not be stored (none was taken)`,
+        );
       }
       await counter.numberNow(this);
       return this.save();

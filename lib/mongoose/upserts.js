@@ -98,7 +98,10 @@ function checkReferenceOperators(counter, update) {
     const paths = operator === '$rename' ? [...Object.keys(part), ...Object.values(part).map(String)] : Object.keys(part);
     const written = references.find((r) => paths.some((path) => overlaps(path, r)));
     if (written !== undefined) {
-      throw codedError('INVALID_ARGUMENT', `${PLUGIN}: an upsert that writes reference field '${written}' with ${operator} cannot be numbered: the counter is chosen from the filter's equalities, $set and $setOnInsert, before the server applies ${operator}. Give the value in one of those (no number was taken)`);
+      throw codedError(
+        'INVALID_ARGUMENT',
+        `${PLUGIN}: an upsert that writes reference field '${written}' with ${operator} cannot be numbered: the counter is chosen from the filter's equalities, $set and $setOnInsert, before the server applies ${operator}. Give the value in one of those (no number was taken)`,
+      );
     }
   }
 }
@@ -115,7 +118,10 @@ function replacementPlan(counter, Model, equalities, byNumber, replacement) {
   if (!takesNumber(counter, replacement, REPLACEMENT, Model)) return null;
   if (byNumber) return field === '_id' ? null : { source: null, place: () => withField(replacement, field, equalities[field]) };
   if (counter.options.gapless) throw gaplessRefusal('an upsert');
-  throw codedError('INVALID_ARGUMENT', `${PLUGIN}: a replace upsert would renumber a document it matches: give the number (${field}) in the filter or the replacement, or use updateOne with $setOnInsert (no number was taken)`);
+  throw codedError(
+    'INVALID_ARGUMENT',
+    `${PLUGIN}: a replace upsert would renumber a document it matches: give the number (${field}) in the filter or the replacement, or use updateOne with $setOnInsert (no number was taken)`,
+  );
 }
 
 /**
@@ -131,7 +137,10 @@ function upsertPlan(counter, Model, filter, update, replace) {
   const field = counter.options.inc_field;
   if (!replace && Array.isArray(update)) {
     if (counter.options.gapless) throw gaplessRefusal('an upsert');
-    throw codedError('INVALID_ARGUMENT', `${PLUGIN}: an upsert with an aggregation pipeline cannot be numbered: a pipeline cannot tell the document it inserts from one it matches, so a number would go to matched documents too. Use an update document with $setOnInsert (or number the document afterwards)`);
+    throw codedError(
+      'INVALID_ARGUMENT',
+      `${PLUGIN}: an upsert with an aggregation pipeline cannot be numbered: a pipeline cannot tell the document it inserts from one it matches, so a number would go to matched documents too. Use an update document with $setOnInsert (or number the document afterwards)`,
+    );
   }
   // The filter's equalities become fields of the inserted document (only _id for a
   // replacement): an upsert by its number (`{ no: 5 }`, `{ _id: 5 }`) inserts that number.

@@ -24,7 +24,9 @@ import { join, relative } from 'node:path';
  * group by name.
  */
 export function docFiles(root) {
-  const top = readdirSync(root).filter((n) => n.endsWith('.md') && n !== 'README.md').sort();
+  const top = readdirSync(root)
+    .filter((n) => n.endsWith('.md') && n !== 'README.md')
+    .sort();
   const files = [join(root, 'README.md'), ...top.map((n) => join(root, n))];
   for (const folder of ['docs', join('docs', 'contributing')]) {
     const dir = join(root, folder);

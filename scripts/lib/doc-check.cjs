@@ -46,13 +46,11 @@ function check(where, source, actual, expected) {
   try {
     want = expected();
   } catch (e) {
-    throw new Error(`${where}: the result comment does not evaluate: ${e.message}`);
+    throw new Error(`${where}: the result comment does not evaluate: ${e.message}`, { cause: e });
   }
   if (!matches(actual, want)) {
     const shown = inspect(want, { depth: 6, breakLength: Infinity }).replace(/Symbol\(and more\)/g, '…');
-    const error = new Error(
-      `${where}: \`${source.trim()}\` gives ${inspect(actual, { depth: 6, breakLength: Infinity })}; the comment says ${shown}`,
-    );
+    const error = new Error(`${where}: \`${source.trim()}\` gives ${inspect(actual, { depth: 6, breakLength: Infinity })}; the comment says ${shown}`);
     error.doctest = true;
     throw error;
   }

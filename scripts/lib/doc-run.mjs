@@ -274,7 +274,8 @@ export async function runScript(block, context) {
   });
   const { checked: reached = [], finished = false } = existsSync(report) ? JSON.parse(readFileSync(report, 'utf8')) : {};
   const output = `${run.stdout}${run.stderr}`.trim();
-  if (run.timedOut) return { ok: false, databases, checks, message: `did not exit within ${(context.timeoutMs ?? 20_000) / 1000} s (a client left open?)\n${output}\n(module: ${file})` };
+  if (run.timedOut)
+    return { ok: false, databases, checks, message: `did not exit within ${(context.timeoutMs ?? 20_000) / 1000} s (a client left open?)\n${output}\n(module: ${file})` };
   if (run.code !== 0) return { ok: false, databases, checks, message: `${output}\n(module: ${file})` };
   if (!finished) return { ok: false, databases, checks, message: `the process ended before the block did (exit status ${run.code})\n${output}` };
   const missed = checks.filter((c) => !reached.includes(c));

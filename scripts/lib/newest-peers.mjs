@@ -171,7 +171,10 @@ export async function prepareNewestPeers(scratch = SCRATCH) {
   return {
     peers: results,
     failed: failed.length ? failed.join('; ') : null,
-    skipped: !failed.length && unreachable.length ? `registry unreachable (${unreachable[0]}${unreachable.length > 1 ? `; ${unreachable.length - 1} more installs failed so` : ''})` : null,
+    skipped:
+      !failed.length && unreachable.length
+        ? `registry unreachable (${unreachable[0]}${unreachable.length > 1 ? `; ${unreachable.length - 1} more installs failed so` : ''})`
+        : null,
   };
 }
 

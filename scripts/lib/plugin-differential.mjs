@@ -121,7 +121,13 @@ const opArb = fc.oneof(
     weight: 2,
     arbitrary: fc
       .record({ writes: fc.array(fc.record({ doc: docArb, kind: fc.constantFrom(...BULK_WRITES), places: placesArb }), { minLength: 1, maxLength: 3 }), onChild })
-      .map(({ writes, onChild: child }) => ({ op: 'bulkWrite', docs: writes.map((w) => w.doc), kinds: writes.map((w) => w.kind), places: writes.map((w) => w.places), onChild: child })),
+      .map(({ writes, onChild: child }) => ({
+        op: 'bulkWrite',
+        docs: writes.map((w) => w.doc),
+        kinds: writes.map((w) => w.kind),
+        places: writes.map((w) => w.places),
+        onChild: child,
+      })),
   },
   {
     weight: 3,
@@ -520,7 +526,12 @@ async function apply(side, run, op) {
  */
 function storedReference(inst, doc) {
   if (!inst.refs.length) return null;
-  return Object.fromEntries(inst.refs.map((k) => REFS[k].path).sort().map((path) => [path, doc.get(path) ?? null]));
+  return Object.fromEntries(
+    inst.refs
+      .map((k) => REFS[k].path)
+      .sort()
+      .map((path) => [path, doc.get(path) ?? null]),
+  );
 }
 
 /**
@@ -551,9 +562,14 @@ async function snapshot(side, run) {
   const { Base, ids, instances } = run;
   const numbersOf = (d) => instances.map((i) => resolvePath(i.field, d) ?? null);
   const docs = (await Base.find({}).sort({ tag: 1 }).lean()).map((d) => [d.tag, ...(d.items ? d.items.flatMap(numbersOf) : numbersOf(d))]);
-  const counters = (await side.connection.db.collection('counters').find({ id: { $in: ids } }).toArray())
+  const counters = (
+    await side.connection.db
+      .collection('counters')
+      .find({ id: { $in: ids } })
+      .toArray()
+  )
     .map((c) => [ids.indexOf(c.id), side.EJSON.stringify(c.reference_value, { relaxed: true }), Number(c.seq)])
-    .sort((a, b) => (a[0] - b[0]) || (a[1] < b[1] ? -1 : a[1] > b[1] ? 1 : 0));
+    .sort((a, b) => a[0] - b[0] || (a[1] < b[1] ? -1 : a[1] > b[1] ? 1 : 0));
   return { docs, counters };
 }
 
@@ -674,7 +690,10 @@ export async function checkPluginDifferential({ uri, dbName, seeds, numRuns, shr
   try {
     for (const seed of seeds) {
       const started = Date.now();
-      await fc.assert(fc.asyncProperty(historyArb, (h) => runner.run(h)), { seed, numRuns, endOnFailure: !shrink });
+      await fc.assert(
+        fc.asyncProperty(historyArb, (h) => runner.run(h)),
+        { seed, numRuns, endOnFailure: !shrink },
+      );
       log(`plugin differential seed ${seed}: ${numRuns} histories in ${((Date.now() - started) / 1000).toFixed(1)} s`);
     }
     return runner.stats();

@@ -42,10 +42,7 @@ export function findPython(min = MIN) {
     if (recentEnough(versionOf(python), min)) return python;
   }
   if (min !== MIN) throw new Error(`no Python >= ${min.join('.')} on PATH or under pyenv`);
-  throw new Error(
-    'The test servers need Python >= 3.13 (on PATH or under pyenv); none was found. ' +
-      'Install one, or set MONGODB_URI to run against your own MongoDB.',
-  );
+  throw new Error('The test servers need Python >= 3.13 (on PATH or under pyenv); none was found. ' + 'Install one, or set MONGODB_URI to run against your own MongoDB.');
 }
 
 /** Path of the venv's python, creating the venv and installing the servers if needed. */

@@ -46,11 +46,16 @@ const KINDS = {
     command: (python, port, { storagePath = ':memory:' } = {}) => [
       join(python, '..', 'secantusd-py'),
       [
-        '--config', join(ROOT, 'scripts', 'servers', 'secantusd.toml'),
-        '--host', '127.0.0.1',
-        '--port', String(port),
-        '--storage-path', storagePath,
-        '--log-level', 'WARNING',
+        '--config',
+        join(ROOT, 'scripts', 'servers', 'secantusd.toml'),
+        '--host',
+        '127.0.0.1',
+        '--port',
+        String(port),
+        '--storage-path',
+        storagePath,
+        '--log-level',
+        'WARNING',
         // Test servers only: failpoints (configureFailPoint) for the retry tests, and
         // durable commits so that a killed server keeps every acknowledged write.
         '--enable-test-commands',
@@ -68,12 +73,7 @@ const KINDS = {
  * `{ uri, kind, pid, port, stop(), kill() }`: `stop()` ends it gently and waits, `kill()`
  * ends it with SIGKILL (an outage) and waits.
  */
-export async function startServer({
-  kind = process.env.MONGO_SEQUENCE_SERVER || 'mongoeco',
-  port,
-  storagePath,
-  log = () => {},
-} = {}) {
+export async function startServer({ kind = process.env.MONGO_SEQUENCE_SERVER || 'mongoeco', port, storagePath, log = () => {} } = {}) {
   if (process.env.MONGODB_URI) {
     return { uri: process.env.MONGODB_URI, kind: 'external', pid: null, stop: async () => {}, kill: async () => {} };
   }

@@ -8,7 +8,7 @@ import { EventEmitter } from 'node:events';
 const require = createRequire(import.meta.url);
 const { bufferSettings, openDb, MONGOOSE_BUFFER_TIMEOUT_MS } = require('../../../lib/mongoose/connection.js');
 
-test('bufferSettings: the model\'s collection on that connection first, else the connection, else mongoose\'s defaults', () => {
+test("bufferSettings: the model's collection on that connection first, else the connection, else mongoose's defaults", () => {
   const connection = { _shouldBufferCommands: () => true, _getBufferTimeoutMS: () => 500 };
   const Model = { db: connection, collection: { _shouldBufferCommands: () => false, _getBufferTimeoutMS: () => 20 } };
   assert.deepEqual(bufferSettings(connection, Model), { buffer: false, timeoutMS: 20 });

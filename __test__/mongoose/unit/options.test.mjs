@@ -7,9 +7,13 @@ const require = createRequire(import.meta.url);
 const { normalise, signature, DEFAULTS, gaplessRefusal } = require('../../../lib/mongoose/options.js');
 
 const refused = (options, code, type = Error) =>
-  assert.throws(() => normalise(options), (error) => error.code === code && error instanceof type, JSON.stringify(options));
+  assert.throws(
+    () => normalise(options),
+    (error) => error.code === code && error instanceof type,
+    JSON.stringify(options),
+  );
 
-test('normalise: the defaults, the id from inc_field, reference_fields sorted, the caller\'s object untouched', () => {
+test("normalise: the defaults, the id from inc_field, reference_fields sorted, the caller's object untouched", () => {
   assert.deepEqual(normalise(undefined), { ...DEFAULTS, id: '_id', reference_fields: null });
   assert.equal(normalise({ inc_field: 'no' }).id, 'no');
   const given = { id: 7, reference_fields: ['shop', 'year', 'a.b'], other: 1 };

@@ -40,7 +40,11 @@ test('referenceKey with BSON: equal stored values share a key, different ones do
 
 test('referenceKey without BSON, or refused by it, falls back to the canonical form', () => {
   assert.equal(referenceKey({ r: 1 }, null), `c:${canonicalKey({ r: 1 })}`);
-  const refusing = { serialize() { throw new Error('no'); } };
+  const refusing = {
+    serialize() {
+      throw new Error('no');
+    },
+  };
   assert.equal(referenceKey({ r: 1 }, refusing), `c:${canonicalKey({ r: 1 })}`);
 });
 

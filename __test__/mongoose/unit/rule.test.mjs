@@ -83,18 +83,36 @@ test('takesNumber reads the table by state and write', () => {
   const stale = new Model({ shop: 'a' });
   counter.give(stale, counter.referenceOf(stale), 2);
   stale.shop = 'b';
-  for (const [state, doc] of [[EMPTY, empty], [CALLERS, callers], [OURS, ours], [STALE, stale]]) {
+  for (const [state, doc] of [
+    [EMPTY, empty],
+    [CALLERS, callers],
+    [OURS, ours],
+    [STALE, stale],
+  ]) {
     assert.equal(stateOf(counter, doc), state);
     for (const write of WRITES) assert.equal(takesNumber(counter, doc, write, Model), TAKES[state][write], `${state} ${write}`);
   }
   // What the table says in words: save renumbers all but OURS, the batch writers keep a
   // value the caller set, a gapless create numbers everything.
-  assert.deepEqual(WRITES.map((w) => takesNumber(counter, callers, w, Model)), [true, false, true, false, false]);
-  assert.deepEqual([empty, callers, ours, stale].map((d) => takesNumber(counter, d, SAVE)), [true, true, false, true]);
+  assert.deepEqual(
+    WRITES.map((w) => takesNumber(counter, callers, w, Model)),
+    [true, false, true, false, false],
+  );
+  assert.deepEqual(
+    [empty, callers, ours, stale].map((d) => takesNumber(counter, d, SAVE)),
+    [true, true, false, true],
+  );
 });
 
 test('takesNumber: never for what is not an object, refuses an unknown write, reads nothing for a one-answer column', () => {
-  const untouchable = new Proxy({}, { get() { throw new Error('the document was read'); } });
+  const untouchable = new Proxy(
+    {},
+    {
+      get() {
+        throw new Error('the document was read');
+      },
+    },
+  );
   const counter = { ownNumber: () => assert.fail('read'), isExplicit: () => assert.fail('read') };
   assert.equal(takesNumber(counter, untouchable, GAPLESS_CREATE), true);
   for (const value of [null, undefined, 5, 'doc']) assert.equal(takesNumber(counter, value, BATCH), false);
