@@ -32,7 +32,19 @@
 //!   ([`store::counter_store::CounterStore`]); a **driver** gives the primitive writes on
 //!   MongoDB ([`store::mongo_driver::MongoDriver`]), and
 //!   [`store::driver_counters::DriverCounters`] makes a store of a driver.
-//! - **client**: one shared driver client per connection target ([`client::registry`]).
+//! - **client**: one driver client ([`client::handle`]); a **shared client** is the one
+//!   client per connection target that calls share ([`client::registry`]), opened into the
+//!   target's **client slot**.
+//! - **lane**: the calls of one counter state that may share round trips and blocks: same
+//!   creation policy, write concern and naming of the counter
+//!   ([`alloc::counter_state::Lane`]); a **cache slot** holds one lane's blocks of one size
+//!   ([`alloc::block_cache::CacheSlot`]).
+//! - **turn**: a lock that makes work on one counter take turns in this process: the
+//!   read-then-write of configured counters, management writes and give-backs, gapless
+//!   transactions.
+//! - **fencing**: a management write forgets what this process holds for the counter
+//!   (blocks, configuration hint) before and after it, after letting block fetches in
+//!   flight **settle** ([`alloc::counter_state`]).
 //! - **management**: operations that read or move a counter other than by taking values
 //!   (current, set, reset, init, drop, raise, sync) ([`management`]).
 //! - **give-back**: at close (or a handle's `release()`), the unused tail of a cache's
