@@ -17,6 +17,11 @@ const native = require('../index.js');
 
 const dc = process.getBuiltinModule?.('node:diagnostics_channel') ?? require('node:diagnostics_channel');
 const channel = typeof dc.tracingChannel === 'function' ? dc.tracingChannel('mongodb-sequence:call') : null;
+// Bun's TracingChannel has no `hasSubscribers` getter (undefined): there, whether any of
+// its five channels has subscribers.
+const ownGetter = channel !== null && typeof channel.hasSubscribers === 'boolean';
+const anySubscribed = () =>
+  channel.start.hasSubscribers || channel.end.hasSubscribers || channel.asyncStart.hasSubscribers || channel.asyncEnd.hasSubscribers || channel.error.hasSubscribers;
 
 /** A counter name as shown in messages: the string, or a scope's fields as JSON. */
 function label(name) {
@@ -62,7 +67,7 @@ function traced(fn, operation, describe) {
   if (channel === null) return fn;
   const wrapper = {
     [fn.name]() {
-      if (!channel.hasSubscribers) return fn.apply(this, arguments);
+      if (!(ownGetter ? channel.hasSubscribers : anySubscribed())) return fn.apply(this, arguments);
       const args = Array.prototype.slice.call(arguments);
       let context;
       try {
