@@ -17,6 +17,11 @@ const native = require('../index.js');
 
 const dc = process.getBuiltinModule?.('node:diagnostics_channel') ?? require('node:diagnostics_channel');
 const channel = typeof dc.tracingChannel === 'function' ? dc.tracingChannel('mongodb-sequence:call') : null;
+// Bun's TracingChannel has no `hasSubscribers` getter (undefined): there, whether any of
+// its five channels has subscribers.
+const ownGetter = channel !== null && typeof channel.hasSubscribers === 'boolean';
+const anySubscribed = () =>
+  channel.start.hasSubscribers || channel.end.hasSubscribers || channel.asyncStart.hasSubscribers || channel.asyncEnd.hasSubscribers || channel.error.hasSubscribers;
 
 /** A counter name as shown in messages: the string, or a scope's fields as JSON. */
 function label(name) {
@@ -46,21 +51,35 @@ function countersOf(options, key) {
   return typeof named === 'string' ? named : 'counters';
 }
 
+// Registered symbols, the same in every evaluation of this file (a require cache cleared
+// per test file, as jest does, evaluates it again over the same native classes).
+/** On a wrapper: the native function it wraps. */
+const ORIGINAL = Symbol.for('mongodb-sequence.original');
+/** On the native `Sequence` class: the WeakMap of each handle's database and collection. */
+const ORIGINS = Symbol.for('mongodb-sequence.origins');
+
 /**
  * `fn` traced as `operation`; `describe(args, self)` builds the context's names. Arity
- * and name stay the native function's.
+ * and name stay the native function's. A context that cannot be built (a throwing
+ * getter, a revoked Proxy) is `{ operation }`: the call fails as it does untraced.
  */
 function traced(fn, operation, describe) {
   if (channel === null) return fn;
   const wrapper = {
     [fn.name]() {
-      if (!channel.hasSubscribers) return fn.apply(this, arguments);
+      if (!(ownGetter ? channel.hasSubscribers : anySubscribed())) return fn.apply(this, arguments);
       const args = Array.prototype.slice.call(arguments);
-      const context = { operation, ...describe(args, this) };
+      let context;
+      try {
+        context = { operation, ...describe(args, this) };
+      } catch {
+        context = { operation };
+      }
       return channel.tracePromise(fn, context, this, ...args);
     },
   }[fn.name];
   Object.defineProperty(wrapper, 'length', { value: fn.length });
+  Object.defineProperty(wrapper, ORIGINAL, { value: fn });
   return wrapper;
 }
 
@@ -94,30 +113,48 @@ for (const [key, describe] of Object.entries(fns)) {
   if (typeof native[key] === 'function') out[key] = traced(native[key], key, describe);
 }
 
-/** Wraps the asynchronous methods of a native class in place (idempotent). */
+/**
+ * Wraps the asynchronous methods of a native class in place. Idempotent: a method
+ * already wrapped (by an earlier evaluation of this file) is wrapped again from its
+ * native function, never on top of the earlier wrapper.
+ */
 function wrapMethods(Class, methods, describe) {
   if (channel === null || typeof Class !== 'function') return;
   const proto = Class.prototype;
-  if (proto[WRAPPED]) return;
   for (const method of methods) {
     const own = Object.getOwnPropertyDescriptor(proto, method);
     if (!own || typeof own.value !== 'function') continue;
-    Object.defineProperty(proto, method, { ...own, value: traced(own.value, method, describe) });
+    const original = own.value[ORIGINAL] ?? own.value;
+    Object.defineProperty(proto, method, { ...own, value: traced(original, method, describe) });
   }
-  Object.defineProperty(proto, WRAPPED, { value: true });
 }
-const WRAPPED = Symbol('mongodb-sequence traced');
 
-// The arguments a handle was made with (`sequence(db, name, options)`,
-// `counterAt(db, locator, options)`), for its calls' database and collection: one
-// WeakMap entry per handle made, nothing per call.
-const origins = new WeakMap();
+// The database and collection a handle was made for (`sequence(db, name, options)`,
+// `counterAt(db, locator, options)`), read once when it is made (an options object
+// changed afterwards does not change them): one WeakMap entry per handle, nothing per
+// call. The map is kept on the native class, shared by every evaluation of this file.
+const origins = (() => {
+  const Class = native.Sequence;
+  if (typeof Class !== 'function') return new WeakMap();
+  if (!(Class[ORIGINS] instanceof WeakMap)) Object.defineProperty(Class, ORIGINS, { value: new WeakMap() });
+  return Class[ORIGINS];
+})();
+function originOf(args) {
+  const origin = {};
+  try {
+    origin.database = databaseOf(args[0]);
+    origin.collection = countersOf(args[2], 'collection');
+  } catch {
+    // options that cannot be read: the handle's calls are traced without them
+  }
+  return origin;
+}
 function remembered(fn) {
   if (channel === null || typeof fn !== 'function') return fn;
   const wrapper = {
     [fn.name]() {
       const handle = fn.apply(this, arguments);
-      if (handle !== null && typeof handle === 'object') origins.set(handle, arguments);
+      if (handle !== null && typeof handle === 'object') origins.set(handle, originOf(arguments));
       return handle;
     },
   }[fn.name];
@@ -138,8 +175,8 @@ wrapMethods(native.Sequence, ['next', 'nextBatch', 'nextRange', 'current', 'init
   }
   const origin = origins.get(handle);
   if (origin !== undefined) {
-    names.database = databaseOf(origin[0]);
-    names.collection = countersOf(origin[2], 'collection');
+    names.database = origin.database;
+    names.collection = origin.collection;
   }
   return names;
 });

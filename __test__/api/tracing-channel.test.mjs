@@ -195,3 +195,97 @@ test("the mongoose plugin numbers documents through the traced entry, in the cal
     await connection.close();
   }
 });
+
+test('loading the entry again (a cleared require cache) does not wrap the methods twice', async () => {
+  const path = require.resolve('../../lib/entry.js');
+  const cached = require.cache[path];
+  delete require.cache[path];
+  let again;
+  try {
+    again = require(path);
+  } finally {
+    require.cache[path] = cached;
+  }
+  const h = again.sequence(env.db, 'tc-twice', { collection: 'tc_twice', upsert: true });
+  const first = pkg.sequence(env.db, 'tc-twice-first', { collection: 'tc_twice', upsert: true });
+  const seen = record(new AsyncLocalStorage());
+  await h.next();
+  await first.next();
+  await again.getNextSequenceValue(env.db, 'tc-twice-fn', { upsert: true });
+  const starts = seen.filter((s) => s.event === 'start');
+  assert.deepEqual(
+    starts.map((s) => [s.context.operation, s.context.counter, s.context.collection]),
+    [
+      ['next', 'tc-twice', 'tc_twice'],
+      ['next', 'tc-twice-first', 'tc_twice'],
+      ['getNextSequenceValue', 'tc-twice-fn', 'counters'],
+    ],
+  );
+});
+
+test('a context that cannot be built still traces the call, which fails as without a subscriber', async () => {
+  const throwing = () => ({
+    upsert: true,
+    get collection() {
+      throw new Error('getter');
+    },
+  });
+  const { proxy, revoke } = Proxy.revocable({}, {});
+  revoke();
+  const named = () => ({
+    get name() {
+      throw new Error('getter');
+    },
+  });
+  const calls = [
+    ['getNextSequenceValue', (m) => m.getNextSequenceValue(env.db, 'tc-getter', throwing())],
+    ['getNextSequenceValue', (m) => m.getNextSequenceValue(env.db, 'tc-proxy', proxy)],
+    ['insertOne', (m) => m.insertOne(env.db, 'tc_getter_docs', {}, named())],
+  ];
+  const outcome = async (call) => {
+    try {
+      return `resolved ${await call()}`;
+    } catch (e) {
+      return `rejected ${e?.code}`;
+    }
+  };
+  const seen = record(new AsyncLocalStorage());
+  for (const [operation, call] of calls) {
+    const without = await outcome(() => call(native));
+    assert.match(without, /^rejected [A-Z_]+$/);
+    seen.length = 0;
+    assert.equal(await outcome(() => call(pkg)), without, operation);
+    assert.deepEqual(
+      seen.map((s) => [s.event, s.context.operation]),
+      [
+        ['start', operation],
+        ['end', operation],
+        ['error', operation],
+        ['asyncStart', operation],
+        ['asyncEnd', operation],
+      ],
+    );
+  }
+});
+
+test("a handle's database and collection are the ones it was made with", async () => {
+  const options = { collection: 'tc_invoices', upsert: true };
+  const a = pkg.sequence(env.db, 'tc-origin-a', options);
+  options.collection = 'tc_orders';
+  const b = pkg.sequence(env.db, 'tc-origin-b', options);
+  const like = { databaseName: env.dbName };
+  const c = pkg.sequence(like, 'tc-origin-c', { upsert: true, uri: env.uri });
+  like.databaseName = 'tc_elsewhere';
+  const seen = record(new AsyncLocalStorage());
+  await a.next();
+  await b.next();
+  await c.next();
+  assert.deepEqual(
+    seen.filter((s) => s.event === 'asyncEnd').map((s) => [s.context.counter, s.context.database, s.context.collection]),
+    [
+      ['tc-origin-a', env.dbName, 'tc_invoices'],
+      ['tc-origin-b', env.dbName, 'tc_orders'],
+      ['tc-origin-c', env.dbName, 'counters'],
+    ],
+  );
+});

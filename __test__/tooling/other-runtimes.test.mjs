@@ -3,7 +3,8 @@
 // mongoose, and there the README's quick start and the mongoose plugin's example of
 // docs/mongoose.md run under each, with every result comment checked as the doc test
 // checks it. Deno also runs the CLI from a checkout, where it reads a `.js` file as ESM
-// unless package.json says `"type": "commonjs"`. The binaries come from .runtimes/
+// unless package.json says `"type": "commonjs"`. Bun publishes the calls on the tracing
+// channel, whose TracingChannel has no `hasSubscribers` getter. The binaries come from .runtimes/
 // (scripts/lib/runtimes.mjs); Linux x64 only. Runs in the mongoeco pass and against
 // MONGODB_URI, not again in the SecantusDB pass.
 import { test, before, after } from 'node:test';
@@ -109,4 +110,27 @@ test('deno: the CLI runs from a checkout (package.json says "type": "commonjs")'
   );
   assert.equal(run.status, 0, run.stderr);
   assert.equal(run.stdout.trim(), '1');
+});
+
+test("bun: calls are published on the tracing channel (Bun's TracingChannel has no hasSubscribers)", { skip }, () => {
+  const script = join(app, 'traced.cjs');
+  writeFileSync(
+    script,
+    `const dc = require('node:diagnostics_channel');
+const { connect, sequence } = require('mongodb-sequence');
+const seen = [];
+const events = ['start', 'end', 'asyncStart', 'asyncEnd', 'error'];
+dc.tracingChannel('mongodb-sequence:call').subscribe(Object.fromEntries(events.map((e) => [e, (c) => seen.push(e + ':' + c.operation)])));
+(async () => {
+  const client = await connect(process.env.URI);
+  await sequence(client.db(process.env.DB), 'bun_traced', { upsert: true }).next();
+  await client.close();
+  console.log(JSON.stringify(seen));
+})();
+`,
+  );
+  const run = spawnSync(runtimes.bun.path, [script], { cwd: app, encoding: 'utf8', env: { ...process.env, URI: env.uri, DB: env.dbName } });
+  assert.equal(run.status, 0, run.stderr);
+  const call = (operation) => ['start', 'end', 'asyncStart', 'asyncEnd'].map((e) => `${e}:${operation}`);
+  assert.deepEqual(JSON.parse(run.stdout), [...call('connect'), ...call('next'), ...call('close')]);
 });
