@@ -140,7 +140,7 @@ for (const [major, mongoose] of [
       assert.equal(await counters().countDocuments({ model: `${p}Race` }), 1);
     });
 
-    test('create([...]), insertMany and bulkWrite are numbered; their given numbers kept', async () => {
+    test('create([...]), insertMany and bulkWrite are numbered; their given numbers kept, the counter moved up', async () => {
       const schema = new mongoose.Schema({ tag: String });
       schema.plugin(autoIncrement.plugin, { model: `${p}Batch`, startAt: 1 });
       const M = await model(`${p}Batch`, schema);
@@ -150,10 +150,34 @@ for (const [major, mongoose] of [
       );
       assert.deepEqual(
         (await M.insertMany([{ tag: 'c' }, { _id: 500, tag: 'x' }, { tag: 'd' }])).map((d) => d._id),
-        [3, 500, 4],
+        // The given number moves the counter up to it first, as on save.
+        [501, 500, 502],
       );
       await M.bulkWrite([{ insertOne: { document: { tag: 'e' } } }]);
-      assert.equal((await M.findOne({ tag: 'e' }))._id, 5);
+      assert.equal((await M.findOne({ tag: 'e' }))._id, 503);
+    });
+
+    test('a number given in insertMany, bulkWrite or an upsert moves the counter up to it, as save does', async () => {
+      const schema = new mongoose.Schema({ tag: String });
+      schema.plugin(autoIncrement.plugin, { model: `${p}GivenBatch`, field: 'no', startAt: 1 });
+      const M = await model(`${p}GivenBatch`, schema);
+      assert.equal((await M.create({ tag: 'a' })).no, 1);
+      // Given below the counter's next number in the same batch: no number twice in it.
+      assert.deepEqual(
+        (await M.insertMany([{ tag: 'b' }, { tag: 'c', no: 3 }])).map((d) => d.no),
+        [4, 3],
+      );
+      assert.equal((await M.create({ tag: 'd' })).no, 5);
+      await M.bulkWrite([{ insertOne: { document: { tag: 'e', no: 10 } } }, { insertOne: { document: { tag: 'f', no: 8 } } }]);
+      assert.equal((await M.create({ tag: 'g' })).no, 11);
+      await M.updateOne({ no: 20 }, { $set: { tag: 'h' } }, { upsert: true });
+      assert.equal((await M.create({ tag: 'i' })).no, 21);
+      await M.findOneAndUpdate({ tag: 'j' }, { $setOnInsert: { no: 30 } }, { upsert: true });
+      await M.replaceOne({ tag: 'k' }, { tag: 'k', no: 40 }, { upsert: true });
+      await M.bulkWrite([{ updateOne: { filter: { no: '50' }, update: { $set: { tag: 'l' } }, upsert: true } }]);
+      assert.equal((await M.create({ tag: 'm' })).no, 51);
+      const nos = (await M.find().lean()).map((d) => d.no);
+      assert.equal(new Set(nos).size, nos.length);
     });
 
     test('duplicate counter documents (it made no unique index): one of them continues, as with it', async () => {

@@ -142,6 +142,23 @@ for (const [major, mongoose] of [
       );
     });
 
+    test("a number given in insertMany, bulkWrite or an upsert moves its group's counter up to it, as save does", async () => {
+      const schema = new mongoose.Schema({ shop: String, tag: String });
+      schema.plugin(autoIncrement, { model: `${p}GivenBatch`, field: 'no', groupingField: 'shop', startAt: 1 });
+      const M = await model(`${p}GivenBatch`, schema);
+      assert.equal((await M.create({ shop: 'n' })).no, 1);
+      assert.deepEqual(
+        (await M.insertMany([{ shop: 'n' }, { shop: 'n', no: 3 }, { shop: 's', no: 7 }])).map((d) => d.no),
+        [4, 3, 7],
+      );
+      assert.deepEqual([(await M.create({ shop: 'n' })).no, (await M.create({ shop: 's' })).no], [5, 8]);
+      await M.bulkWrite([{ insertOne: { document: { shop: 'n', no: 10 } } }, { updateOne: { filter: { shop: 's', no: 20 }, update: { $set: { tag: 'x' } }, upsert: true } }]);
+      assert.deepEqual([(await M.create({ shop: 'n' })).no, (await M.create({ shop: 's' })).no], [11, 21]);
+      await M.updateOne({ shop: 'n', tag: 'y' }, { $setOnInsert: { no: 30 } }, { upsert: true });
+      await M.findOneAndReplace({ tag: 'z' }, { shop: 's', tag: 'z', no: 40 }, { upsert: true });
+      assert.deepEqual([(await M.create({ shop: 'n' })).no, (await M.create({ shop: 's' })).no], [31, 41]);
+    });
+
     test("existing counters: its own, and mongoose-auto-increment's converted in place", async () => {
       await counters().insertOne({ model: `${p}Own`, field: '_id', groupingField: '', count: 41, __v: 0 });
       const own = new mongoose.Schema({ name: String });

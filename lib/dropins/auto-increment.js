@@ -86,6 +86,7 @@ function plugin(schema, options) {
     // In the order of mongoose-auto-increment's index { field: 1, model: 1 }.
     locate: () => ({ field, model }),
     keepGivenOnSave: true,
+    raiseGiven: true,
     connection: countersConnection,
   });
   addToSchema(schema, counter);

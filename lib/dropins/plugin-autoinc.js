@@ -144,6 +144,7 @@ function autoIncrement(schema, options) {
     // In the order of mongoose-plugin-autoinc's index { field: 1, groupingField: 1, model: 1 }.
     locate: (Model, source) => ({ field, groupingField: groupOf(source, Model), model }),
     keepGivenOnSave: true,
+    raiseGiven: true,
     output: settings.outputFilter,
     prepare: convertOldCounter,
     onConnection: counterModel,

@@ -10,7 +10,8 @@ const { BoundedCache } = require('../bounded-cache.js');
 const { codedError } = require('../coded-error.js');
 const { openDb } = require('./connection.js');
 const { DEFAULTS } = require('./options.js');
-const { isDocument } = require('./paths.js');
+const { isDocument, readField } = require('./paths.js');
+const { asCast } = require('./cast.js');
 const { SAVE, BATCH } = require('./rule.js');
 // Through the package's entry, so that the drop-ins' calls are traced like a user's.
 const core = require('../entry.js');
@@ -26,7 +27,8 @@ class LocatedCounter extends Counter {
    * connection, else each model's own), `onConnection(connection)` (called before each
    * numbering on a connection), `prepare(db, locator)` (a promise, awaited before a
    * counter's first use on a `Db`), `output(value)` (what documents receive for a value)
-   * and `plugin` (the name errors start with).
+   * `raiseGiven` (a number the caller gives in any write moves the counter up to it: see
+   * raiseToGiven) and `plugin` (the name errors start with).
    */
   constructor(spec) {
     const options = {
@@ -145,8 +147,38 @@ class LocatedCounter extends Counter {
 
   /** Moves the counter of `doc` to at least `value` (at most, counting down), creating it when absent. */
   async raiseTo(doc, value) {
-    const Model = this.modelOf(doc);
-    return this.call((await this.handle(this.referenceOf(doc), Model)).raiseTo(value));
+    return this.raiseCounter(this.referenceOf(doc), this.modelOf(doc), value);
+  }
+
+  /** Moves the counter of `reference` to at least `value` (at most, counting down), creating it when absent. */
+  async raiseCounter(reference, Model, value) {
+    return this.call((await this.handle(reference, Model)).raiseTo(value));
+  }
+
+  /**
+   * With `spec.raiseGiven`: moves each counter up to the largest number given in `sources`
+   * (documents, or plain objects of `Model`: documents to insert, an upsert's values) that
+   * keep a number the caller set, before they are written, as save moves it for one
+   * document; the numbers then taken in the same write come after them. Sources that hold
+   * no number of the caller's (or the one this counter gave) are passed over.
+   */
+  async raiseToGiven(sources, Model) {
+    if (!this.spec.raiseGiven) return;
+    const field = this.options.inc_field;
+    const extremes = new Map();
+    for (const source of sources) {
+      if (!source || typeof source !== 'object' || this.ownNumber(source) || !this.isExplicit(source, Model)) continue;
+      const cast = asCast(Model, source);
+      const given = readField(cast, field, true);
+      if (typeof given !== 'number' || !Number.isFinite(given)) continue;
+      const value = Math.floor(given);
+      const reference = this.referenceOf(cast, Model);
+      const key = this.keyOf(reference);
+      const kept = extremes.get(key);
+      const further = this.spec.step > 0 ? value > (kept ? kept.value : -Infinity) : value < (kept ? kept.value : Infinity);
+      if (further) extremes.set(key, { reference, value });
+    }
+    await Promise.all([...extremes.values()].map(({ reference, value }) => this.raiseCounter(reference, Model, value)));
   }
 }
 
