@@ -180,6 +180,20 @@ for (const [major, mongoose] of [
       assert.equal(new Set(nos).size, nos.length);
     });
 
+    test('a number given below startAt on a new counter: the counter starts at startAt all the same', async () => {
+      const schema = new mongoose.Schema({ tag: String });
+      schema.plugin(autoIncrement.plugin, { model: `${p}GivenLow`, field: 'no', startAt: 100, incrementBy: 2 });
+      const M = await model(`${p}GivenLow`, schema);
+      assert.equal((await new M({ tag: 'given', no: 5 }).save()).no, 5);
+      assert.equal((await counterOf(`${p}GivenLow`, 'no')).count, 98);
+      assert.equal((await M.create({ tag: 'next' })).no, 100);
+      const batch = new mongoose.Schema({ tag: String });
+      batch.plugin(autoIncrement.plugin, { model: `${p}GivenLowBatch`, field: 'no', startAt: 100 });
+      const B = await model(`${p}GivenLowBatch`, batch);
+      await B.insertMany([{ tag: 'given', no: 5 }]);
+      assert.equal((await B.create({ tag: 'next' })).no, 100);
+    });
+
     test('duplicate counter documents (it made no unique index): one of them continues, as with it', async () => {
       // Its index options are invalid on MongoDB ≥ 3.4, so two processes starting at once
       // could each create the counter. An existing counter is advanced by one atomic write

@@ -159,6 +159,15 @@ for (const [major, mongoose] of [
       assert.deepEqual([(await M.create({ shop: 'n' })).no, (await M.create({ shop: 's' })).no], [31, 41]);
     });
 
+    test('a number given below startAt on a new counter: the counter starts at startAt all the same', async () => {
+      const schema = new mongoose.Schema({ tag: String });
+      schema.plugin(autoIncrement, { model: `${p}GivenLow`, field: 'no', startAt: 100 });
+      const M = await model(`${p}GivenLow`, schema);
+      assert.equal((await new M({ tag: 'given', no: 5 }).save()).no, 5);
+      assert.equal((await counterOf(`${p}GivenLow`, '', 'no')).count, 99);
+      assert.equal((await M.create({ tag: 'next' })).no, 100);
+    });
+
     test("existing counters: its own, and mongoose-auto-increment's converted in place", async () => {
       await counters().insertOne({ model: `${p}Own`, field: '_id', groupingField: '', count: 41, __v: 0 });
       const own = new mongoose.Schema({ name: String });

@@ -145,14 +145,22 @@ class LocatedCounter extends Counter {
     return this.setValueOf(this.referenceOf(null, Model), Model, value);
   }
 
-  /** Moves the counter of `doc` to at least `value` (at most, counting down), creating it when absent. */
+  /**
+   * Moves the counter of `doc` to at least `value` (at most, counting down), creating it
+   * when absent at `start - step` first, as the original plugins create it: a number given
+   * before `start` leaves the next number at `start`.
+   */
   async raiseTo(doc, value) {
     return this.raiseCounter(this.referenceOf(doc), this.modelOf(doc), value);
   }
 
-  /** Moves the counter of `reference` to at least `value` (at most, counting down), creating it when absent. */
+  /** Moves the counter of `reference` to at least `value` (at most, counting down), created at `start - step` when absent. */
   async raiseCounter(reference, Model, value) {
-    return this.call((await this.handle(reference, Model)).raiseTo(value));
+    const handle = await this.handle(reference, Model);
+    const { start, step } = this.spec;
+    const beforeStart = step > 0 ? value < start - step : value > start - step;
+    if (beforeStart) await this.call(handle.init());
+    return this.call(handle.raiseTo(value));
   }
 
   /**
