@@ -223,6 +223,24 @@ for (const [major, mongoose] of [
       }
     });
 
+    test('initialize(mongoose): the counters on its default connection', async () => {
+      const dbName = `${env.dbName}_${major}_default`;
+      await mongoose.connect(env.uri, { dbName, serverSelectionTimeoutMS: 10_000 });
+      autoIncrement.initialize(mongoose);
+      try {
+        const schema = new mongoose.Schema({ name: String });
+        schema.plugin(autoIncrement.plugin, `${p}OnDefault`);
+        const M = mongoose.model(`${p}OnDefault`, schema);
+        await M.init();
+        assert.deepEqual([(await M.create({}))._id, (await M.create({}))._id], [0, 1]);
+        assert.equal((await mongoose.connection.db.collection('identitycounters').findOne({ model: `${p}OnDefault` })).count, 1);
+      } finally {
+        autoIncrement.initialize(connection);
+        await mongoose.connection.dropDatabase();
+        await mongoose.disconnect();
+      }
+    });
+
     test('coded errors for bad options', () => {
       const cases = [
         [undefined, /model must be set/],

@@ -26,11 +26,14 @@ function invalid(message) {
 
 /**
  * `initialize(connection)`: the connection that holds the counters, as
- * mongoose-auto-increment takes it, with its `IdentityCounter` model registered on it
- * (unless it has one) for code that reads the counters through it.
+ * mongoose-auto-increment takes it (mongoose itself: its default connection), with its
+ * `IdentityCounter` model registered on it (unless it has one) for code that reads the
+ * counters through it.
  */
-function initialize(connection) {
-  if (!connection || typeof connection.model !== 'function') throw invalid(`${PLUGIN}: initialize takes a mongoose connection (or mongoose itself)`);
+function initialize(given) {
+  if (!given || typeof given.model !== 'function') throw invalid(`${PLUGIN}: initialize takes a mongoose connection (or mongoose itself)`);
+  // Mongoose itself (as mongoose-auto-increment accepts it): its default connection.
+  const connection = typeof given.createConnection === 'function' && given.connection && typeof given.connection.model === 'function' ? given.connection : given;
   const models = connection.models || {};
   const mongoose = connection.base || connection;
   if (!models[COUNTER_MODEL] && typeof mongoose.Schema === 'function') {
