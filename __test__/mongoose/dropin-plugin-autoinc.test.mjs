@@ -168,6 +168,29 @@ for (const [major, mongoose] of [
       assert.equal((await M.create({ tag: 'next' })).no, 100);
     });
 
+    test('groupingField holding a populated document: grouped by its _id', async () => {
+      const Company = await model(`${p}Company`, new mongoose.Schema({ name: String }));
+      const schema = new mongoose.Schema({ company: { type: mongoose.Schema.Types.ObjectId, ref: `${p}Company` } });
+      schema.plugin(autoIncrement, { model: `${p}Invoice`, field: 'no', groupingField: 'company', startAt: 1 });
+      const Invoice = await model(`${p}Invoice`, schema);
+      const acme = await Company.create({ name: 'Acme' });
+      const numbers = [(await Invoice.create({ company: acme._id })).no, (await Invoice.create({ company: acme })).no];
+      acme.name = 'Acme Ltd';
+      numbers.push((await new Invoice({ company: acme }).save()).no);
+      assert.deepEqual(numbers, [1, 2, 3]);
+      assert.deepEqual(
+        (
+          await counters()
+            .find({ model: `${p}Invoice` })
+            .toArray()
+        ).map((c) => c.groupingField),
+        [acme._id.toHexString()],
+      );
+      assert.equal(await Invoice.nextCount(acme), 4);
+      assert.equal(await Invoice.resetCount(acme), 1);
+      assert.equal(await Invoice.nextCount(acme._id), 1);
+    });
+
     test("existing counters: its own, and mongoose-auto-increment's converted in place", async () => {
       await counters().insertOne({ model: `${p}Own`, field: '_id', groupingField: '', count: 41, __v: 0 });
       const own = new mongoose.Schema({ name: String });

@@ -29,11 +29,15 @@ function initialize() {}
 
 /**
  * A grouping value as its counter document stores it: a falsy value as `''`, anything
- * else as the string mongoose's String cast makes of it (an ObjectId as its hex string).
+ * else as the string mongoose's String cast makes of it (an ObjectId as its hex string);
+ * a populated reference (a document, or an object with an `_id`) by its `_id`, the value
+ * the document stores.
  */
 function groupKey(value) {
   if (!value) return '';
-  return typeof value === 'string' ? value : String(value);
+  if (typeof value === 'string') return value;
+  if (typeof value === 'object' && !value._bsontype && value._id !== undefined && value._id !== null) return groupKey(value._id);
+  return String(value);
 }
 
 /** The options with mongoose-plugin-autoinc's defaults, checked. */
