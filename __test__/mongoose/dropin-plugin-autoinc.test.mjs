@@ -191,6 +191,27 @@ for (const [major, mongoose] of [
       assert.equal(await Invoice.nextCount(acme._id), 1);
     });
 
+    test('an upsert writing groupingField with another operator than $set / $setOnInsert: INVALID_ARGUMENT, no number taken', async () => {
+      const schema = new mongoose.Schema({ t: String, g: String });
+      schema.plugin(autoIncrement, { model: `${p}GroupOp`, field: 'no', groupingField: 'g', startAt: 1 });
+      const M = await model(`${p}GroupOp`, schema);
+      await M.create([
+        { t: 'b1', g: 'B' },
+        { t: 'e', g: '' },
+      ]);
+      for (const update of [{ $max: { g: 'B' } }, { $rename: { h: 'g' } }]) {
+        await assert.rejects(
+          M.updateOne({ t: 'x', h: 'B' }, update, { upsert: true, strict: false }),
+          (e) => e instanceof Error && e.code === 'INVALID_ARGUMENT' && /groupingField|reference field 'g'/.test(e.message),
+        );
+      }
+      assert.equal(await M.countDocuments({ t: 'x' }), 0);
+      assert.deepEqual([await M.nextCount(''), await M.nextCount('B')], [2, 2]);
+      // $set and $setOnInsert choose the group.
+      await M.updateOne({ t: 'y' }, { $setOnInsert: { g: 'B' } }, { upsert: true });
+      assert.equal((await M.findOne({ t: 'y' })).no, 2);
+    });
+
     test("existing counters: its own, and mongoose-auto-increment's converted in place", async () => {
       await counters().insertOne({ model: `${p}Own`, field: '_id', groupingField: '', count: 41, __v: 0 });
       const own = new mongoose.Schema({ name: String });

@@ -147,6 +147,7 @@ function autoIncrement(schema, options) {
     step: incrementBy,
     // In the order of mongoose-plugin-autoinc's index { field: 1, groupingField: 1, model: 1 }.
     locate: (Model, source) => ({ field, groupingField: groupOf(source, Model), model }),
+    referenceFields: groupingField.length ? [groupingField] : null,
     keepGivenOnSave: true,
     raiseGiven: true,
     output: settings.outputFilter,

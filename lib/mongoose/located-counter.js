@@ -27,6 +27,7 @@ class LocatedCounter extends Counter {
    * connection, else each model's own), `onConnection(connection)` (called before each
    * numbering on a connection), `prepare(db, locator)` (a promise, awaited before a
    * counter's first use on a `Db`), `output(value)` (what documents receive for a value)
+   * `referenceFields` (the document's fields that choose the counter, besides its model),
    * `raiseGiven` (a number the caller gives in any write moves the counter up to it: see
    * raiseToGiven) and `plugin` (the name errors start with).
    */
@@ -38,6 +39,9 @@ class LocatedCounter extends Counter {
       start_seq: spec.start,
       inc_amount: spec.step,
       collection_name: spec.collection,
+      // The fields that choose the counter, as the base plugin's refusals read them (an
+      // upsert writing one with $max, $rename…: ./upserts.js).
+      reference_fields: Array.isArray(spec.referenceFields) && spec.referenceFields.length ? [...spec.referenceFields] : null,
       parallel_hooks: false,
     };
     super(null, options, null);
