@@ -12,6 +12,7 @@ import { setup, seq } from '../helpers.mjs';
 
 const require = createRequire(import.meta.url);
 const { autoIncrement, plugin } = require('mongodb-sequence/mongoose/plugin-autoinc');
+const { countersOf } = require('../../lib/mongoose/registry.js');
 
 let env;
 before(async () => {
@@ -210,6 +211,16 @@ for (const [major, mongoose] of [
       // $set and $setOnInsert choose the group.
       await M.updateOne({ t: 'y' }, { $setOnInsert: { g: 'B' } }, { upsert: true });
       assert.equal((await M.findOne({ t: 'y' })).no, 2);
+    });
+
+    test('many groups: only the counter of the empty group is kept as prepared (converted)', async () => {
+      const schema = new mongoose.Schema({ g: String });
+      schema.plugin(autoIncrement, { model: `${p}ManyGroups`, field: 'no', groupingField: 'g' });
+      const M = await model(`${p}ManyGroups`, schema);
+      await Promise.all(Array.from({ length: 50 }, (_, i) => M.nextCount(`user-${i}`)));
+      await M.nextCount('');
+      const [counter] = countersOf(M);
+      assert.deepEqual([...counter.prepared.get(connection.db).keys()].length, 1);
     });
 
     test("existing counters: its own, and mongoose-auto-increment's converted in place", async () => {

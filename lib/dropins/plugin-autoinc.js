@@ -152,6 +152,8 @@ function autoIncrement(schema, options) {
     raiseGiven: true,
     output: settings.outputFilter,
     prepare: convertOldCounter,
+    // Only the '' group's counter can be one of mongoose-auto-increment's to convert.
+    preparesFor: (locator) => locator.groupingField === '',
     onConnection: counterModel,
   });
   addToSchema(schema, counter);

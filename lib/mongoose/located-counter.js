@@ -26,8 +26,9 @@ class LocatedCounter extends Counter {
    * (save keeps a number the caller set, as batches do), `connection` (the counters'
    * connection, else each model's own), `onConnection(connection)` (called before each
    * numbering on a connection), `prepare(db, locator)` (a promise, awaited before a
-   * counter's first use on a `Db`), `output(value)` (what documents receive for a value)
-   * `referenceFields` (the document's fields that choose the counter, besides its model),
+   * counter's first use on a `Db`; with `preparesFor(locator)`, only for the counters it
+   * names, so that the record of those prepared stays small), `output(value)` (what
+   * documents receive for a value), `referenceFields` (the document's fields that choose the counter, besides its model),
    * `raiseGiven` (a number the caller gives in any write moves the counter up to it: see
    * raiseToGiven) and `plugin` (the name errors start with).
    */
@@ -65,7 +66,7 @@ class LocatedCounter extends Counter {
 
   /** The native handle, once `spec.prepare(db, locator)` has run for the counter on that `Db` (once each). */
   async handle(reference, Model) {
-    if (typeof this.spec.prepare === 'function') {
+    if (typeof this.spec.prepare === 'function' && (typeof this.spec.preparesFor !== 'function' || this.spec.preparesFor(this.locatorOf(reference)))) {
       const db = await this.db(Model);
       if (!this.prepared.has(db)) this.prepared.set(db, new Map());
       const done = this.prepared.get(db);
