@@ -223,6 +223,41 @@ for (const [major, mongoose] of [
       }
     });
 
+    test('a counter twice blocks the unique index: INDEX_CONFLICT names them; fixed by deleting the smaller', async () => {
+      const dups = connection.useDb(`${env.dbName}_${major}_dupindex`);
+      await dups.createCollection('identitycounters');
+      const stored = dups.db.collection('identitycounters');
+      await stored.insertMany([
+        { model: 'Twice', field: '_id', count: 10 },
+        { model: 'Twice', field: '_id', count: 7 },
+      ]);
+      autoIncrement.initialize(dups);
+      try {
+        const schema = new mongoose.Schema({ name: String });
+        schema.plugin(autoIncrement.plugin, 'Fresh');
+        const Fresh = dups.model('Fresh', schema);
+        await Fresh.init();
+        // A new counter of the collection needs the index, which the duplicates refuse.
+        await assert.rejects(
+          Fresh.create({}),
+          (e) =>
+            e instanceof Error &&
+            e.code === 'INDEX_CONFLICT' &&
+            e.message.includes(`'identitycounters'`) &&
+            e.message.includes(`model 'Twice', field '_id'`) &&
+            /largest count/.test(e.message) &&
+            e.cause?.code === 'INDEX_CONFLICT',
+        );
+        // Fixed as the guide says: keep the largest count of each, delete the others.
+        await stored.deleteOne({ model: 'Twice', count: 7 });
+        assert.equal((await Fresh.create({}))._id, 0);
+        assert.ok((await stored.indexes()).some((i) => i.unique && JSON.stringify(i.key) === JSON.stringify({ field: 1, model: 1 })));
+      } finally {
+        autoIncrement.initialize(connection);
+        await dups.dropDatabase();
+      }
+    });
+
     test('initialize(mongoose): the counters on its default connection', async () => {
       const dbName = `${env.dbName}_${major}_default`;
       await mongoose.connect(env.uri, { dbName, serverSelectionTimeoutMS: 10_000 });

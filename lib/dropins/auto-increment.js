@@ -43,6 +43,45 @@ function initialize(given) {
   countersConnection = connection;
 }
 
+/** Duplicated counters named at most, in an error. */
+const DUPLICATES_NAMED = 10;
+
+/**
+ * `error`, an `INDEX_CONFLICT` of a counter in `connection`'s `identitycounters`, as one
+ * that names what refuses the unique index `{ field: 1, model: 1 }` when it is counters
+ * stored twice or more (mongoose-auto-increment never had a working unique index, so two
+ * processes starting at once could each create one), and how to fix it; else `error`.
+ */
+async function explainIndexConflict(connection, error) {
+  let duplicates;
+  try {
+    duplicates = await connection.db
+      .collection(COUNTER_COLLECTION)
+      .aggregate([
+        { $group: { _id: { model: '$model', field: '$field' }, copies: { $sum: 1 }, counts: { $push: '$count' } } },
+        { $match: { copies: { $gt: 1 } } },
+        { $sort: { '_id.model': 1, '_id.field': 1 } },
+        { $limit: DUPLICATES_NAMED + 1 },
+      ])
+      .toArray();
+  } catch {
+    return error;
+  }
+  if (duplicates.length === 0) return error;
+  const named = duplicates
+    .slice(0, DUPLICATES_NAMED)
+    .map(({ _id, counts }) => `model '${_id.model}', field '${_id.field}' (counts ${counts.join(', ')})`)
+    .join('; ');
+  const more = duplicates.length > DUPLICATES_NAMED ? '; and more' : '';
+  const explained = codedError(
+    'INDEX_CONFLICT',
+    `${PLUGIN}: the unique index { field: 1, model: 1 } cannot be made on collection '${COUNTER_COLLECTION}' of database '${connection.db.databaseName}': these counters are stored more than once (left by mongoose-auto-increment, which had no working unique index): ${named}${more}. Keep the document with the largest count of each and delete the others; numbering then works again, without a restart`,
+    { cause: error },
+  );
+  explained.duplicates = duplicates.slice(0, DUPLICATES_NAMED).map(({ _id, counts }) => ({ model: _id.model, field: _id.field, counts }));
+  return explained;
+}
+
 /** The options of `plugin` with mongoose-auto-increment's defaults, checked. */
 function settingsOf(options) {
   const settings = { model: null, field: '_id', startAt: 0, incrementBy: 1, unique: true };
@@ -74,6 +113,7 @@ function plugin(schema, options) {
   if (!countersConnection) throw invalid('mongoose-auto-increment has not been initialized');
   const settings = settingsOf(options);
   const { model, field, startAt, incrementBy } = settings;
+  const connection = countersConnection;
   const path = schema.path(field);
   if (path !== undefined && field !== '_id' && path.instance !== 'Number') throw invalid(`${PLUGIN}: field "${field}" is in the schema and not a Number`);
   schema.add({ [field]: field === '_id' ? { type: Number } : { type: Number, unique: settings.unique } });
@@ -91,6 +131,7 @@ function plugin(schema, options) {
     keepGivenOnSave: true,
     raiseGiven: true,
     connection: countersConnection,
+    explainIndexConflict: (error) => explainIndexConflict(connection, error),
   });
   addToSchema(schema, counter);
   addHooks(schema, counter);

@@ -81,6 +81,19 @@ class LocatedCounter extends Counter {
     return super.handle(reference, Model);
   }
 
+  /**
+   * As Counter's call; an `INDEX_CONFLICT` is passed through `spec.explainIndexConflict(error)`
+   * when given (a promise of the error to throw: the drop-in names what refuses its index).
+   */
+  async call(promise) {
+    try {
+      return await super.call(promise);
+    } catch (error) {
+      if (error && error.code === 'INDEX_CONFLICT' && typeof this.spec.explainIndexConflict === 'function') throw await this.spec.explainIndexConflict(error);
+      throw error;
+    }
+  }
+
   get counterField() {
     return this.spec.counterField;
   }
