@@ -272,7 +272,7 @@ for (const [major, mongoose] of [
       } finally {
         autoIncrement.initialize(connection);
         await mongoose.connection.dropDatabase();
-        await mongoose.disconnect();
+        await mongoose.connection.close();
       }
     });
 
