@@ -177,7 +177,9 @@ class LocatedCounter extends Counter {
     const handle = await this.handle(reference, Model);
     const { start, step } = this.spec;
     const beforeStart = step > 0 ? value < start - step : value > start - step;
-    if (beforeStart) await this.call(handle.init());
+    // A counter absent is made at `start - step` (the given number is before it): raising
+    // to that is safe against a racing creation, which makes it there or further on.
+    if (beforeStart && (await this.currentValueOf(reference, Model)) === undefined) return this.call(handle.raiseTo(start - step));
     return this.call(handle.raiseTo(value));
   }
 
