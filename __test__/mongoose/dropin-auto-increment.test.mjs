@@ -249,7 +249,13 @@ for (const [major, mongoose] of [
             e.cause?.code === 'INDEX_CONFLICT',
         );
         // Fixed as the guide says: keep the largest count of each, delete the others.
-        await stored.deleteOne({ model: 'Twice', count: 7 });
+        await stored.insertOne({ model: 'Twice', field: '_id', count: 3 });
+        assert.deepEqual(await autoIncrement.removeDuplicateCounters(), [{ model: 'Twice', field: '_id', kept: 10, removed: [7, 3] }]);
+        assert.deepEqual(await autoIncrement.removeDuplicateCounters(dups), []);
+        assert.deepEqual(
+          (await stored.find({ model: 'Twice' }).toArray()).map((c) => c.count),
+          [10],
+        );
         assert.equal((await Fresh.create({}))._id, 0);
         assert.ok((await stored.indexes()).some((i) => i.unique && JSON.stringify(i.key) === JSON.stringify({ field: 1, model: 1 })));
       } finally {

@@ -10,6 +10,7 @@ const { LocatedCounter } = require('../mongoose/located-counter.js');
 const { addToSchema } = require('../mongoose/registry.js');
 const { addHooks } = require('../mongoose/hooks.js');
 const { addCreate, settle } = require('../mongoose/statics.js');
+const { openDb } = require('../mongoose/connection.js');
 
 /** The name errors start with. */
 const PLUGIN = 'mongodb-sequence/mongoose/auto-increment';
@@ -75,11 +76,41 @@ async function explainIndexConflict(connection, error) {
   const more = duplicates.length > DUPLICATES_NAMED ? '; and more' : '';
   const explained = codedError(
     'INDEX_CONFLICT',
-    `${PLUGIN}: the unique index { field: 1, model: 1 } cannot be made on collection '${COUNTER_COLLECTION}' of database '${connection.db.databaseName}': these counters are stored more than once (left by mongoose-auto-increment, which had no working unique index): ${named}${more}. Keep the document with the largest count of each and delete the others; numbering then works again, without a restart`,
+    `${PLUGIN}: the unique index { field: 1, model: 1 } cannot be made on collection '${COUNTER_COLLECTION}' of database '${connection.db.databaseName}': these counters are stored more than once (left by mongoose-auto-increment, which had no working unique index): ${named}${more}. Keep the document with the largest count of each and delete the others (removeDuplicateCounters() does it); numbering then works again, without a restart`,
     { cause: error },
   );
   explained.duplicates = duplicates.slice(0, DUPLICATES_NAMED).map(({ _id, counts }) => ({ model: _id.model, field: _id.field, counts }));
   return explained;
+}
+
+/**
+ * Removes the counters stored more than once in `connection`'s `identitycounters`
+ * (default: the one given to `initialize`): of each `{ model, field }`, the document with
+ * the largest `count` (the last number handed out) is kept, the others deleted, so the
+ * unique index `{ field: 1, model: 1 }` can be made. Resolves with what it did:
+ * `[{ model, field, kept, removed }]` (`kept` the count kept, `removed` the counts
+ * deleted). Run it while nothing numbers documents of the duplicated models.
+ */
+async function removeDuplicateCounters(connection = countersConnection) {
+  if (!connection || typeof connection.model !== 'function') throw invalid(`${PLUGIN}: removeDuplicateCounters takes a mongoose connection (or call initialize first)`);
+  const db = await openDb(connection);
+  const counters = db.collection(COUNTER_COLLECTION);
+  let duplicated;
+  try {
+    duplicated = await counters
+      .aggregate([
+        { $sort: { count: -1 } },
+        { $group: { _id: { model: '$model', field: '$field' }, copies: { $push: { id: '$_id', count: '$count' } } } },
+        { $match: { 'copies.1': { $exists: true } } },
+        { $sort: { '_id.model': 1, '_id.field': 1 } },
+      ])
+      .toArray();
+    for (const { copies } of duplicated) copies.sort((a, b) => Number(b.count) - Number(a.count));
+    for (const { copies } of duplicated) await counters.deleteMany({ _id: { $in: copies.slice(1).map((c) => c.id) } });
+  } catch (error) {
+    throw codedError('SERVER', `${PLUGIN}: removing duplicated counters failed: ${error && error.message}`, { cause: error });
+  }
+  return duplicated.map(({ _id, copies }) => ({ model: _id.model, field: _id.field, kept: copies[0].count, removed: copies.slice(1).map((c) => c.count) }));
 }
 
 /** The options of `plugin` with mongoose-auto-increment's defaults, checked. */
@@ -165,4 +196,4 @@ function plugin(schema, options) {
   schema.static('resetCount', resetCount);
 }
 
-module.exports = { initialize, plugin };
+module.exports = { initialize, plugin, removeDuplicateCounters };
