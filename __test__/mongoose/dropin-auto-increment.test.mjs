@@ -140,7 +140,7 @@ for (const [major, mongoose] of [
       assert.equal(await counters().countDocuments({ model: `${p}Race` }), 1);
     });
 
-    test('create([...]), insertMany and bulkWrite are numbered; their given numbers kept', async () => {
+    test('create([...]), insertMany and bulkWrite are numbered; their given numbers kept, the counter moved up', async () => {
       const schema = new mongoose.Schema({ tag: String });
       schema.plugin(autoIncrement.plugin, { model: `${p}Batch`, startAt: 1 });
       const M = await model(`${p}Batch`, schema);
@@ -150,10 +150,48 @@ for (const [major, mongoose] of [
       );
       assert.deepEqual(
         (await M.insertMany([{ tag: 'c' }, { _id: 500, tag: 'x' }, { tag: 'd' }])).map((d) => d._id),
-        [3, 500, 4],
+        // The given number moves the counter up to it first, as on save.
+        [501, 500, 502],
       );
       await M.bulkWrite([{ insertOne: { document: { tag: 'e' } } }]);
-      assert.equal((await M.findOne({ tag: 'e' }))._id, 5);
+      assert.equal((await M.findOne({ tag: 'e' }))._id, 503);
+    });
+
+    test('a number given in insertMany, bulkWrite or an upsert moves the counter up to it, as save does', async () => {
+      const schema = new mongoose.Schema({ tag: String });
+      schema.plugin(autoIncrement.plugin, { model: `${p}GivenBatch`, field: 'no', startAt: 1 });
+      const M = await model(`${p}GivenBatch`, schema);
+      assert.equal((await M.create({ tag: 'a' })).no, 1);
+      // Given below the counter's next number in the same batch: no number twice in it.
+      assert.deepEqual(
+        (await M.insertMany([{ tag: 'b' }, { tag: 'c', no: 3 }])).map((d) => d.no),
+        [4, 3],
+      );
+      assert.equal((await M.create({ tag: 'd' })).no, 5);
+      await M.bulkWrite([{ insertOne: { document: { tag: 'e', no: 10 } } }, { insertOne: { document: { tag: 'f', no: 8 } } }]);
+      assert.equal((await M.create({ tag: 'g' })).no, 11);
+      await M.updateOne({ no: 20 }, { $set: { tag: 'h' } }, { upsert: true });
+      assert.equal((await M.create({ tag: 'i' })).no, 21);
+      await M.findOneAndUpdate({ tag: 'j' }, { $setOnInsert: { no: 30 } }, { upsert: true });
+      await M.replaceOne({ tag: 'k' }, { tag: 'k', no: 40 }, { upsert: true });
+      await M.bulkWrite([{ updateOne: { filter: { no: '50' }, update: { $set: { tag: 'l' } }, upsert: true } }]);
+      assert.equal((await M.create({ tag: 'm' })).no, 51);
+      const nos = (await M.find().lean()).map((d) => d.no);
+      assert.equal(new Set(nos).size, nos.length);
+    });
+
+    test('a number given below startAt on a new counter: the counter starts at startAt all the same', async () => {
+      const schema = new mongoose.Schema({ tag: String });
+      schema.plugin(autoIncrement.plugin, { model: `${p}GivenLow`, field: 'no', startAt: 100, incrementBy: 2 });
+      const M = await model(`${p}GivenLow`, schema);
+      assert.equal((await new M({ tag: 'given', no: 5 }).save()).no, 5);
+      assert.deepEqual(await counterOf(`${p}GivenLow`, 'no'), { field: 'no', model: `${p}GivenLow`, count: 98 });
+      assert.equal((await M.create({ tag: 'next' })).no, 100);
+      const batch = new mongoose.Schema({ tag: String });
+      batch.plugin(autoIncrement.plugin, { model: `${p}GivenLowBatch`, field: 'no', startAt: 100 });
+      const B = await model(`${p}GivenLowBatch`, batch);
+      await B.insertMany([{ tag: 'given', no: 5 }]);
+      assert.equal((await B.create({ tag: 'next' })).no, 100);
     });
 
     test('duplicate counter documents (it made no unique index): one of them continues, as with it', async () => {
@@ -182,6 +220,65 @@ for (const [major, mongoose] of [
       } finally {
         autoIncrement.initialize(connection);
         await dups.dropDatabase();
+      }
+    });
+
+    test('a counter twice blocks the unique index: INDEX_CONFLICT names them; fixed by deleting the smaller', async () => {
+      const dups = connection.useDb(`${env.dbName}_${major}_dupindex`);
+      await dups.createCollection('identitycounters');
+      const stored = dups.db.collection('identitycounters');
+      await stored.insertMany([
+        { model: 'Twice', field: '_id', count: 10 },
+        { model: 'Twice', field: '_id', count: 7 },
+      ]);
+      autoIncrement.initialize(dups);
+      try {
+        const schema = new mongoose.Schema({ name: String });
+        schema.plugin(autoIncrement.plugin, 'Fresh');
+        const Fresh = dups.model('Fresh', schema);
+        await Fresh.init();
+        // A new counter of the collection needs the index, which the duplicates refuse.
+        await assert.rejects(
+          Fresh.create({}),
+          (e) =>
+            e instanceof Error &&
+            e.code === 'INDEX_CONFLICT' &&
+            e.message.includes(`'identitycounters'`) &&
+            e.message.includes(`model 'Twice', field '_id'`) &&
+            /largest count/.test(e.message) &&
+            e.cause?.code === 'INDEX_CONFLICT',
+        );
+        // Fixed as the guide says: keep the largest count of each, delete the others.
+        await stored.insertOne({ model: 'Twice', field: '_id', count: 3 });
+        assert.deepEqual(await autoIncrement.removeDuplicateCounters(), [{ model: 'Twice', field: '_id', kept: 10, removed: [7, 3] }]);
+        assert.deepEqual(await autoIncrement.removeDuplicateCounters(dups), []);
+        assert.deepEqual(
+          (await stored.find({ model: 'Twice' }).toArray()).map((c) => c.count),
+          [10],
+        );
+        assert.equal((await Fresh.create({}))._id, 0);
+        assert.ok((await stored.indexes()).some((i) => i.unique && JSON.stringify(i.key) === JSON.stringify({ field: 1, model: 1 })));
+      } finally {
+        autoIncrement.initialize(connection);
+        await dups.dropDatabase();
+      }
+    });
+
+    test('initialize(mongoose): the counters on its default connection', async () => {
+      const dbName = `${env.dbName}_${major}_default`;
+      await mongoose.connect(env.uri, { dbName, serverSelectionTimeoutMS: 10_000 });
+      autoIncrement.initialize(mongoose);
+      try {
+        const schema = new mongoose.Schema({ name: String });
+        schema.plugin(autoIncrement.plugin, `${p}OnDefault`);
+        const M = mongoose.model(`${p}OnDefault`, schema);
+        await M.init();
+        assert.deepEqual([(await M.create({}))._id, (await M.create({}))._id], [0, 1]);
+        assert.equal((await mongoose.connection.db.collection('identitycounters').findOne({ model: `${p}OnDefault` })).count, 1);
+      } finally {
+        autoIncrement.initialize(connection);
+        await mongoose.connection.dropDatabase();
+        await mongoose.connection.close();
       }
     });
 

@@ -12,6 +12,7 @@ import { setup, seq } from '../helpers.mjs';
 
 const require = createRequire(import.meta.url);
 const { autoIncrement, plugin } = require('mongodb-sequence/mongoose/plugin-autoinc');
+const { countersOf } = require('../../lib/mongoose/registry.js');
 
 let env;
 before(async () => {
@@ -140,6 +141,86 @@ for (const [major, mongoose] of [
         (await M.find({ name: /old/ }).sort({ name: 1 }).lean()).map((d) => d.no),
         [12, 13],
       );
+    });
+
+    test("a number given in insertMany, bulkWrite or an upsert moves its group's counter up to it, as save does", async () => {
+      const schema = new mongoose.Schema({ shop: String, tag: String });
+      schema.plugin(autoIncrement, { model: `${p}GivenBatch`, field: 'no', groupingField: 'shop', startAt: 1 });
+      const M = await model(`${p}GivenBatch`, schema);
+      assert.equal((await M.create({ shop: 'n' })).no, 1);
+      assert.deepEqual(
+        (await M.insertMany([{ shop: 'n' }, { shop: 'n', no: 3 }, { shop: 's', no: 7 }])).map((d) => d.no),
+        [4, 3, 7],
+      );
+      assert.deepEqual([(await M.create({ shop: 'n' })).no, (await M.create({ shop: 's' })).no], [5, 8]);
+      await M.bulkWrite([{ insertOne: { document: { shop: 'n', no: 10 } } }, { updateOne: { filter: { shop: 's', no: 20 }, update: { $set: { tag: 'x' } }, upsert: true } }]);
+      assert.deepEqual([(await M.create({ shop: 'n' })).no, (await M.create({ shop: 's' })).no], [11, 21]);
+      await M.updateOne({ shop: 'n', tag: 'y' }, { $setOnInsert: { no: 30 } }, { upsert: true });
+      await M.findOneAndReplace({ tag: 'z' }, { shop: 's', tag: 'z', no: 40 }, { upsert: true });
+      assert.deepEqual([(await M.create({ shop: 'n' })).no, (await M.create({ shop: 's' })).no], [31, 41]);
+    });
+
+    test('a number given below startAt on a new counter: the counter starts at startAt all the same', async () => {
+      const schema = new mongoose.Schema({ tag: String });
+      schema.plugin(autoIncrement, { model: `${p}GivenLow`, field: 'no', startAt: 100 });
+      const M = await model(`${p}GivenLow`, schema);
+      assert.equal((await new M({ tag: 'given', no: 5 }).save()).no, 5);
+      assert.deepEqual(await counterOf(`${p}GivenLow`, '', 'no'), { field: 'no', groupingField: '', model: `${p}GivenLow`, count: 99 });
+      assert.equal((await M.create({ tag: 'next' })).no, 100);
+    });
+
+    test('groupingField holding a populated document: grouped by its _id', async () => {
+      const Company = await model(`${p}Company`, new mongoose.Schema({ name: String }));
+      const schema = new mongoose.Schema({ company: { type: mongoose.Schema.Types.ObjectId, ref: `${p}Company` } });
+      schema.plugin(autoIncrement, { model: `${p}Invoice`, field: 'no', groupingField: 'company', startAt: 1 });
+      const Invoice = await model(`${p}Invoice`, schema);
+      const acme = await Company.create({ name: 'Acme' });
+      const numbers = [(await Invoice.create({ company: acme._id })).no, (await Invoice.create({ company: acme })).no];
+      acme.name = 'Acme Ltd';
+      numbers.push((await new Invoice({ company: acme }).save()).no);
+      assert.deepEqual(numbers, [1, 2, 3]);
+      assert.deepEqual(
+        (
+          await counters()
+            .find({ model: `${p}Invoice` })
+            .toArray()
+        ).map((c) => c.groupingField),
+        [acme._id.toHexString()],
+      );
+      assert.equal(await Invoice.nextCount(acme), 4);
+      assert.equal(await Invoice.resetCount(acme), 1);
+      assert.equal(await Invoice.nextCount(acme._id), 1);
+    });
+
+    test('an upsert writing groupingField with another operator than $set / $setOnInsert: INVALID_ARGUMENT, no number taken', async () => {
+      const schema = new mongoose.Schema({ t: String, g: String });
+      schema.plugin(autoIncrement, { model: `${p}GroupOp`, field: 'no', groupingField: 'g', startAt: 1 });
+      const M = await model(`${p}GroupOp`, schema);
+      await M.create([
+        { t: 'b1', g: 'B' },
+        { t: 'e', g: '' },
+      ]);
+      for (const update of [{ $max: { g: 'B' } }, { $rename: { h: 'g' } }]) {
+        await assert.rejects(
+          M.updateOne({ t: 'x', h: 'B' }, update, { upsert: true, strict: false }),
+          (e) => e instanceof Error && e.code === 'INVALID_ARGUMENT' && /groupingField|reference field 'g'/.test(e.message),
+        );
+      }
+      assert.equal(await M.countDocuments({ t: 'x' }), 0);
+      assert.deepEqual([await M.nextCount(''), await M.nextCount('B')], [2, 2]);
+      // $set and $setOnInsert choose the group.
+      await M.updateOne({ t: 'y' }, { $setOnInsert: { g: 'B' } }, { upsert: true });
+      assert.equal((await M.findOne({ t: 'y' })).no, 2);
+    });
+
+    test('many groups: only the counter of the empty group is kept as prepared (converted)', async () => {
+      const schema = new mongoose.Schema({ g: String });
+      schema.plugin(autoIncrement, { model: `${p}ManyGroups`, field: 'no', groupingField: 'g' });
+      const M = await model(`${p}ManyGroups`, schema);
+      await Promise.all(Array.from({ length: 50 }, (_, i) => M.nextCount(`user-${i}`)));
+      await M.nextCount('');
+      const [counter] = countersOf(M);
+      assert.deepEqual([...counter.prepared.get(connection.db).keys()].length, 1);
     });
 
     test("existing counters: its own, and mongoose-auto-increment's converted in place", async () => {

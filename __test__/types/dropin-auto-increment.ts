@@ -1,9 +1,13 @@
 // The mongoose-auto-increment drop-in's typings; the lines marked @ts-expect-error must
 // NOT compile.
 import mongoose, { Schema, model } from 'mongoose';
-import { initialize, plugin, type AutoIncrementFunctions } from 'mongodb-sequence/mongoose/auto-increment';
+import { initialize, plugin, removeDuplicateCounters, type AutoIncrementFunctions, type RemovedDuplicate } from 'mongodb-sequence/mongoose/auto-increment';
 
 initialize(mongoose.connection);
+initialize(mongoose);
+const removed: Promise<RemovedDuplicate[]> = removeDuplicateCounters();
+void removeDuplicateCounters(mongoose.connection);
+void removed;
 const schema = new Schema({ name: String });
 schema.plugin(plugin, 'User');
 schema.plugin(plugin, { model: 'User', field: 'userId', startAt: 1, incrementBy: 2, unique: false });

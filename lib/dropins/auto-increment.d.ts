@@ -30,3 +30,20 @@ export declare function initialize(connection: any): void;
 
 /** The plugin: a model name, or options. Throws `INVALID_ARGUMENT` before `initialize` or for bad options. */
 export declare function plugin(schema: any, options: string | AutoIncrementOptions): void;
+
+/** What `removeDuplicateCounters` did to one counter stored more than once. */
+export interface RemovedDuplicate {
+  model: string;
+  field: string;
+  /** The count kept (the largest). */
+  kept: number;
+  /** The counts of the documents deleted. */
+  removed: number[];
+}
+
+/**
+ * Keeps, of each counter stored more than once in `identitycounters` (default: on the
+ * connection given to `initialize`), the document with the largest `count` and deletes
+ * the others, so the unique index `{ field: 1, model: 1 }` can be made.
+ */
+export declare function removeDuplicateCounters(connection?: any): Promise<RemovedDuplicate[]>;

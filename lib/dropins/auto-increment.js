@@ -10,6 +10,7 @@ const { LocatedCounter } = require('../mongoose/located-counter.js');
 const { addToSchema } = require('../mongoose/registry.js');
 const { addHooks } = require('../mongoose/hooks.js');
 const { addCreate, settle } = require('../mongoose/statics.js');
+const { openDb } = require('../mongoose/connection.js');
 
 /** The name errors start with. */
 const PLUGIN = 'mongodb-sequence/mongoose/auto-increment';
@@ -26,11 +27,14 @@ function invalid(message) {
 
 /**
  * `initialize(connection)`: the connection that holds the counters, as
- * mongoose-auto-increment takes it, with its `IdentityCounter` model registered on it
- * (unless it has one) for code that reads the counters through it.
+ * mongoose-auto-increment takes it (mongoose itself: its default connection), with its
+ * `IdentityCounter` model registered on it (unless it has one) for code that reads the
+ * counters through it.
  */
-function initialize(connection) {
-  if (!connection || typeof connection.model !== 'function') throw invalid(`${PLUGIN}: initialize takes a mongoose connection (or mongoose itself)`);
+function initialize(given) {
+  if (!given || typeof given.model !== 'function') throw invalid(`${PLUGIN}: initialize takes a mongoose connection (or mongoose itself)`);
+  // Mongoose itself (as mongoose-auto-increment accepts it): its default connection.
+  const connection = typeof given.createConnection === 'function' && given.connection && typeof given.connection.model === 'function' ? given.connection : given;
   const models = connection.models || {};
   const mongoose = connection.base || connection;
   if (!models[COUNTER_MODEL] && typeof mongoose.Schema === 'function') {
@@ -38,6 +42,75 @@ function initialize(connection) {
     connection.model(COUNTER_MODEL, schema, COUNTER_COLLECTION);
   }
   countersConnection = connection;
+}
+
+/** Duplicated counters named at most, in an error. */
+const DUPLICATES_NAMED = 10;
+
+/**
+ * `error`, an `INDEX_CONFLICT` of a counter in `connection`'s `identitycounters`, as one
+ * that names what refuses the unique index `{ field: 1, model: 1 }` when it is counters
+ * stored twice or more (mongoose-auto-increment never had a working unique index, so two
+ * processes starting at once could each create one), and how to fix it; else `error`.
+ */
+async function explainIndexConflict(connection, error) {
+  let duplicates;
+  try {
+    duplicates = await connection.db
+      .collection(COUNTER_COLLECTION)
+      .aggregate([
+        { $group: { _id: { model: '$model', field: '$field' }, copies: { $sum: 1 }, counts: { $push: '$count' } } },
+        { $match: { copies: { $gt: 1 } } },
+        { $sort: { '_id.model': 1, '_id.field': 1 } },
+        { $limit: DUPLICATES_NAMED + 1 },
+      ])
+      .toArray();
+  } catch {
+    return error;
+  }
+  if (duplicates.length === 0) return error;
+  const named = duplicates
+    .slice(0, DUPLICATES_NAMED)
+    .map(({ _id, counts }) => `model '${_id.model}', field '${_id.field}' (counts ${counts.join(', ')})`)
+    .join('; ');
+  const more = duplicates.length > DUPLICATES_NAMED ? '; and more' : '';
+  const explained = codedError(
+    'INDEX_CONFLICT',
+    `${PLUGIN}: the unique index { field: 1, model: 1 } cannot be made on collection '${COUNTER_COLLECTION}' of database '${connection.db.databaseName}': these counters are stored more than once (left by mongoose-auto-increment, which had no working unique index): ${named}${more}. Keep the document with the largest count of each and delete the others (removeDuplicateCounters() does it); numbering then works again, without a restart`,
+    { cause: error },
+  );
+  explained.duplicates = duplicates.slice(0, DUPLICATES_NAMED).map(({ _id, counts }) => ({ model: _id.model, field: _id.field, counts }));
+  return explained;
+}
+
+/**
+ * Removes the counters stored more than once in `connection`'s `identitycounters`
+ * (default: the one given to `initialize`): of each `{ model, field }`, the document with
+ * the largest `count` (the last number handed out) is kept, the others deleted, so the
+ * unique index `{ field: 1, model: 1 }` can be made. Resolves with what it did:
+ * `[{ model, field, kept, removed }]` (`kept` the count kept, `removed` the counts
+ * deleted). Run it while nothing numbers documents of the duplicated models.
+ */
+async function removeDuplicateCounters(connection = countersConnection) {
+  if (!connection || typeof connection.model !== 'function') throw invalid(`${PLUGIN}: removeDuplicateCounters takes a mongoose connection (or call initialize first)`);
+  const db = await openDb(connection);
+  const counters = db.collection(COUNTER_COLLECTION);
+  let duplicated;
+  try {
+    duplicated = await counters
+      .aggregate([
+        { $sort: { count: -1 } },
+        { $group: { _id: { model: '$model', field: '$field' }, copies: { $push: { id: '$_id', count: '$count' } } } },
+        { $match: { 'copies.1': { $exists: true } } },
+        { $sort: { '_id.model': 1, '_id.field': 1 } },
+      ])
+      .toArray();
+    for (const { copies } of duplicated) copies.sort((a, b) => Number(b.count) - Number(a.count));
+    for (const { copies } of duplicated) await counters.deleteMany({ _id: { $in: copies.slice(1).map((c) => c.id) } });
+  } catch (error) {
+    throw codedError('SERVER', `${PLUGIN}: removing duplicated counters failed: ${error && error.message}`, { cause: error });
+  }
+  return duplicated.map(({ _id, copies }) => ({ model: _id.model, field: _id.field, kept: copies[0].count, removed: copies.slice(1).map((c) => c.count) }));
 }
 
 /** The options of `plugin` with mongoose-auto-increment's defaults, checked. */
@@ -71,6 +144,7 @@ function plugin(schema, options) {
   if (!countersConnection) throw invalid('mongoose-auto-increment has not been initialized');
   const settings = settingsOf(options);
   const { model, field, startAt, incrementBy } = settings;
+  const connection = countersConnection;
   const path = schema.path(field);
   if (path !== undefined && field !== '_id' && path.instance !== 'Number') throw invalid(`${PLUGIN}: field "${field}" is in the schema and not a Number`);
   schema.add({ [field]: field === '_id' ? { type: Number } : { type: Number, unique: settings.unique } });
@@ -86,7 +160,9 @@ function plugin(schema, options) {
     // In the order of mongoose-auto-increment's index { field: 1, model: 1 }.
     locate: () => ({ field, model }),
     keepGivenOnSave: true,
+    raiseGiven: true,
     connection: countersConnection,
+    explainIndexConflict: (error) => explainIndexConflict(connection, error),
   });
   addToSchema(schema, counter);
   addHooks(schema, counter);
@@ -120,4 +196,4 @@ function plugin(schema, options) {
   schema.static('resetCount', resetCount);
 }
 
-module.exports = { initialize, plugin };
+module.exports = { initialize, plugin, removeDuplicateCounters };

@@ -29,11 +29,15 @@ function initialize() {}
 
 /**
  * A grouping value as its counter document stores it: a falsy value as `''`, anything
- * else as the string mongoose's String cast makes of it (an ObjectId as its hex string).
+ * else as the string mongoose's String cast makes of it (an ObjectId as its hex string);
+ * a populated reference (a document, or an object with an `_id`) by its `_id`, the value
+ * the document stores.
  */
 function groupKey(value) {
   if (!value) return '';
-  return typeof value === 'string' ? value : String(value);
+  if (typeof value === 'string') return value;
+  if (typeof value === 'object' && !value._bsontype && value._id !== undefined && value._id !== null) return groupKey(value._id);
+  return String(value);
 }
 
 /** The options with mongoose-plugin-autoinc's defaults, checked. */
@@ -143,9 +147,13 @@ function autoIncrement(schema, options) {
     step: incrementBy,
     // In the order of mongoose-plugin-autoinc's index { field: 1, groupingField: 1, model: 1 }.
     locate: (Model, source) => ({ field, groupingField: groupOf(source, Model), model }),
+    referenceFields: groupingField.length ? [groupingField] : null,
     keepGivenOnSave: true,
+    raiseGiven: true,
     output: settings.outputFilter,
     prepare: convertOldCounter,
+    // Only the '' group's counter can be one of mongoose-auto-increment's to convert.
+    preparesFor: (locator) => locator.groupingField === '',
     onConnection: counterModel,
   });
   addToSchema(schema, counter);

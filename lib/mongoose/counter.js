@@ -100,6 +100,12 @@ class Counter {
     await this.numberNow(doc);
   }
 
+  /**
+   * Moves counters up to the numbers given in `sources` before a write keeps them: nothing
+   * here (mongoose-sequence does not); a drop-in's counter does (./located-counter.js).
+   */
+  async raiseToGiven() {}
+
   /** Gives `doc` the next number of the counter of its reference value (setNext, save). */
   async numberNow(doc) {
     const reference = this.referenceOf(doc);

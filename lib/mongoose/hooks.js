@@ -5,7 +5,7 @@
 const { gaplessRefusal } = require('./options.js');
 const { isDocument } = require('./paths.js');
 const { checkDiscriminator } = require('./cast.js');
-const { BULK_UPSERTS, checkUpsert, upsertPlan } = require('./upserts.js');
+const { BULK_UPSERTS, checkUpsert, upsertPlan, upsertValues } = require('./upserts.js');
 const { takesNumber, BATCH } = require('./rule.js');
 
 /** The operations that may upsert, and whether each one's update is a replacement. */
@@ -97,6 +97,10 @@ function addHooks(schema, counter) {
     const docs = arrayArgument(given);
     if (!docs) return undefined;
     for (const doc of docs) checkBatchDiscriminator(this, doc);
+    await counter.raiseToGiven(
+      docs.filter((doc) => !takesNumber(counter, doc, BATCH, this)),
+      this,
+    );
     const numbered = await counter.numberAll(docs, this);
     if (numbered.every((d, i) => d === docs[i])) return undefined;
     if (overwrite && given[0] === docs) return overwrite(numbered, ...given.slice(1));
@@ -113,6 +117,8 @@ function addHooks(schema, counter) {
     // replaces each operation's document or update by its cast copy; ours (a numbered
     // copy) takes the caller's object's place there first.
     const work = [];
+    // What keeps a number the caller gave: insertOne documents, the values of upserts.
+    const given = [];
     for (const op of ops) {
       if (!op || typeof op !== 'object') continue;
       const doc = op.insertOne && op.insertOne.document;
@@ -120,15 +126,17 @@ function addHooks(schema, counter) {
       if (doc) checkBatchDiscriminator(this, doc);
       if (doc && takesNumber(counter, doc, BATCH, this)) {
         work.push({ source: doc, place: (number) => (op.insertOne.document = counter.withNumber(doc, number)) });
-      }
+      } else if (doc) given.push(doc);
       for (const [kind, key] of Object.entries(BULK_UPSERTS)) {
         const spec = op[kind];
-        const given = spec && spec.upsert && spec[key] && typeof spec[key] === 'object';
-        if (given) checkUpsert(this, spec.filter, spec[key], kind === 'replaceOne');
-        const plan = given ? upsertPlan(counter, this, spec.filter, spec[key], kind === 'replaceOne') : null;
+        const upsert = spec && spec.upsert && spec[key] && typeof spec[key] === 'object';
+        if (upsert) checkUpsert(this, spec.filter, spec[key], kind === 'replaceOne');
+        const plan = upsert ? upsertPlan(counter, this, spec.filter, spec[key], kind === 'replaceOne') : null;
+        if (upsert && !Array.isArray(spec[key])) given.push(upsertValues(spec.filter, spec[key], kind === 'replaceOne'));
         if (plan) work.push({ source: plan.source, place: (number) => (op[kind] = { ...spec, [key]: plan.place(number && number.value) }) });
       }
     }
+    await counter.raiseToGiven(given, this);
     const reserved = work.filter((w) => w.source !== null);
     const numbers = await counter.reserve(
       reserved.map((w) => w.source),
@@ -143,6 +151,8 @@ function addHooks(schema, counter) {
       if (!this.getOptions().upsert) return;
       checkUpsert(this.model, this.getFilter(), this.getUpdate() || {}, replace);
       const plan = upsertPlan(counter, this.model, this.getFilter(), this.getUpdate() || {}, replace);
+      const update = this.getUpdate() || {};
+      if (!Array.isArray(update)) await counter.raiseToGiven([upsertValues(this.getFilter(), update, replace)], this.model);
       if (!plan) return;
       const [number] = plan.source === null ? [null] : await counter.reserve([plan.source], this.model);
       this.setUpdate(plan.place(number && number.value));

@@ -10,7 +10,8 @@ const { BoundedCache } = require('../bounded-cache.js');
 const { codedError } = require('../coded-error.js');
 const { openDb } = require('./connection.js');
 const { DEFAULTS } = require('./options.js');
-const { isDocument } = require('./paths.js');
+const { isDocument, readField } = require('./paths.js');
+const { asCast } = require('./cast.js');
 const { SAVE, BATCH } = require('./rule.js');
 // Through the package's entry, so that the drop-ins' calls are traced like a user's.
 const core = require('../entry.js');
@@ -25,8 +26,11 @@ class LocatedCounter extends Counter {
    * (save keeps a number the caller set, as batches do), `connection` (the counters'
    * connection, else each model's own), `onConnection(connection)` (called before each
    * numbering on a connection), `prepare(db, locator)` (a promise, awaited before a
-   * counter's first use on a `Db`), `output(value)` (what documents receive for a value)
-   * and `plugin` (the name errors start with).
+   * counter's first use on a `Db`; with `preparesFor(locator)`, only for the counters it
+   * names, so that the record of those prepared stays small), `output(value)` (what
+   * documents receive for a value), `referenceFields` (the document's fields that choose the counter, besides its model),
+   * `raiseGiven` (a number the caller gives in any write moves the counter up to it: see
+   * raiseToGiven) and `plugin` (the name errors start with).
    */
   constructor(spec) {
     const options = {
@@ -36,6 +40,9 @@ class LocatedCounter extends Counter {
       start_seq: spec.start,
       inc_amount: spec.step,
       collection_name: spec.collection,
+      // The fields that choose the counter, as the base plugin's refusals read them (an
+      // upsert writing one with $max, $rename…: ./upserts.js).
+      reference_fields: Array.isArray(spec.referenceFields) && spec.referenceFields.length ? [...spec.referenceFields] : null,
       parallel_hooks: false,
     };
     super(null, options, null);
@@ -59,7 +66,7 @@ class LocatedCounter extends Counter {
 
   /** The native handle, once `spec.prepare(db, locator)` has run for the counter on that `Db` (once each). */
   async handle(reference, Model) {
-    if (typeof this.spec.prepare === 'function') {
+    if (typeof this.spec.prepare === 'function' && (typeof this.spec.preparesFor !== 'function' || this.spec.preparesFor(this.locatorOf(reference)))) {
       const db = await this.db(Model);
       if (!this.prepared.has(db)) this.prepared.set(db, new Map());
       const done = this.prepared.get(db);
@@ -72,6 +79,19 @@ class LocatedCounter extends Counter {
       await done.get(key);
     }
     return super.handle(reference, Model);
+  }
+
+  /**
+   * As Counter's call; an `INDEX_CONFLICT` is passed through `spec.explainIndexConflict(error)`
+   * when given (a promise of the error to throw: the drop-in names what refuses its index).
+   */
+  async call(promise) {
+    try {
+      return await super.call(promise);
+    } catch (error) {
+      if (error && error.code === 'INDEX_CONFLICT' && typeof this.spec.explainIndexConflict === 'function') throw await this.spec.explainIndexConflict(error);
+      throw error;
+    }
   }
 
   get counterField() {
@@ -143,10 +163,50 @@ class LocatedCounter extends Counter {
     return this.setValueOf(this.referenceOf(null, Model), Model, value);
   }
 
-  /** Moves the counter of `doc` to at least `value` (at most, counting down), creating it when absent. */
+  /**
+   * Moves the counter of `doc` to at least `value` (at most, counting down), creating it
+   * when absent at `start - step` first, as the original plugins create it: a number given
+   * before `start` leaves the next number at `start`.
+   */
   async raiseTo(doc, value) {
-    const Model = this.modelOf(doc);
-    return this.call((await this.handle(this.referenceOf(doc), Model)).raiseTo(value));
+    return this.raiseCounter(this.referenceOf(doc), this.modelOf(doc), value);
+  }
+
+  /** Moves the counter of `reference` to at least `value` (at most, counting down), created at `start - step` when absent. */
+  async raiseCounter(reference, Model, value) {
+    const handle = await this.handle(reference, Model);
+    const { start, step } = this.spec;
+    const beforeStart = step > 0 ? value < start - step : value > start - step;
+    // A counter absent is made at `start - step` (the given number is before it): raising
+    // to that is safe against a racing creation, which makes it there or further on.
+    if (beforeStart && (await this.currentValueOf(reference, Model)) === undefined) return this.call(handle.raiseTo(start - step));
+    return this.call(handle.raiseTo(value));
+  }
+
+  /**
+   * With `spec.raiseGiven`: moves each counter up to the largest number given in `sources`
+   * (documents, or plain objects of `Model`: documents to insert, an upsert's values) that
+   * keep a number the caller set, before they are written, as save moves it for one
+   * document; the numbers then taken in the same write come after them. Sources that hold
+   * no number of the caller's (or the one this counter gave) are passed over.
+   */
+  async raiseToGiven(sources, Model) {
+    if (!this.spec.raiseGiven) return;
+    const field = this.options.inc_field;
+    const extremes = new Map();
+    for (const source of sources) {
+      if (!source || typeof source !== 'object' || this.ownNumber(source) || !this.isExplicit(source, Model)) continue;
+      const cast = asCast(Model, source);
+      const given = readField(cast, field, true);
+      if (typeof given !== 'number' || !Number.isFinite(given)) continue;
+      const value = Math.floor(given);
+      const reference = this.referenceOf(cast, Model);
+      const key = this.keyOf(reference);
+      const kept = extremes.get(key);
+      const further = this.spec.step > 0 ? value > (kept ? kept.value : -Infinity) : value < (kept ? kept.value : Infinity);
+      if (further) extremes.set(key, { reference, value });
+    }
+    await Promise.all([...extremes.values()].map(({ reference, value }) => this.raiseCounter(reference, Model, value)));
   }
 }
 

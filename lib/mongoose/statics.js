@@ -5,7 +5,7 @@
 const { codedError } = require('../coded-error.js');
 const { PLUGIN } = require('./options.js');
 const { registered, numbersFor } = require('./registry.js');
-const { SAVE, GAPLESS_CREATE, GAPLESS_BATCH } = require('./rule.js');
+const { takesNumber, SAVE, GAPLESS_CREATE, GAPLESS_BATCH } = require('./rule.js');
 
 /** Settles `promise` through `callback` when one is given, else returns it. */
 function settle(promise, callback) {
@@ -42,7 +42,13 @@ function addCreate(schema, counter) {
     }
     if (inputs.length === 0) return base.apply(this, args);
     const docs = asDocuments(this, inputs);
-    // One document is numbered by its save hook (after the hooks before it, as on save).
+    // One document is numbered by its save hook (after the hooks before it, as on save);
+    // numbers given in the others first move the counter up (a drop-in's counter).
+    if (docs.length > 1)
+      await counter.raiseToGiven(
+        docs.filter((d) => d.isNew && !takesNumber(counter, d, SAVE, this)),
+        this,
+      );
     if (docs.length > 1)
       await counter.numberAll(
         docs.filter((d) => d.isNew),
