@@ -5,7 +5,7 @@
 //
 // Then the runtime check: the files that exercise what depends on the Node.js version
 // (RUNTIME_FILES: the drop-in, derived clients and their options, round-trip events,
-// the mongoose plugin, the CLI) run again under Node.js 22, 24 and 26, against the first
+// the tracing channel, inserts, the mongoose plugin, the CLI) run again under Node.js 22, 24 and 26, against the first
 // server kind only. The binaries are installed into .runtimes/ first (scripts/lib/
 // runtimes.mjs), with Bun and Deno, which __test__/tooling/other-runtimes.test.mjs uses.
 // Linux x64 (glibc) only; MONGO_SEQUENCE_RUNTIMES=0 skips it (CI's Node.js matrix jobs),
@@ -34,6 +34,8 @@ const RUNTIME_FILES = [
   '__test__/api/clients.test.mjs',
   '__test__/api/client-options-table.test.mjs',
   '__test__/api/operations.test.mjs',
+  '__test__/api/tracing-channel.test.mjs',
+  '__test__/api/insert.test.mjs',
   '__test__/mongoose/plugin-options.test.mjs',
   '__test__/mongoose/plugin-saves.test.mjs',
   '__test__/mongoose/plugin-batches.test.mjs',
