@@ -135,6 +135,38 @@ fn a_call_on_an_open_client_is_not_failed_by_the_release_of_unused_clients() {
     });
 }
 
+#[test]
+fn a_slot_is_spent_once_its_predecessor_has_left_and_no_call_holds_it() {
+    run(async {
+        let handle = Arc::new(ClientHandle::open(&target(70)).await.unwrap());
+        let leaving = SlotCell::after(Retiring::leaving(handle.clone(), std::future::pending()));
+        assert!(
+            !leaving.is_spent(),
+            "the next client waits for one still leaving"
+        );
+        let left = SlotCell::after(Retiring::leaving(handle.clone(), async {}));
+        let waited = Instant::now();
+        while !left.replaces.as_ref().unwrap().is_finished() {
+            assert!(
+                waited.elapsed() < Duration::from_secs(10),
+                "the leaving task ends"
+            );
+            tokio::task::yield_now().await;
+        }
+        let held = left.clone();
+        assert!(!left.is_spent(), "a call holds it");
+        drop(held);
+        assert!(left.is_spent());
+        let empty: Slot = Arc::default();
+        assert!(empty.is_spent());
+        let _ = empty.cell.set(Opened {
+            handle,
+            files: target(70),
+        });
+        assert!(!empty.is_spent(), "it holds a client");
+    });
+}
+
 fn target(n: u32) -> ConnectionTarget {
     ConnectionTarget::from_uri(&format!(
         "mongodb://127.0.0.1:1/?appName=t{n}&serverSelectionTimeoutMS=300"
