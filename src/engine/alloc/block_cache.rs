@@ -102,7 +102,7 @@ impl SlotContents {
 pub struct Taken {
     /// The values served.
     pub range: IdRange,
-    /// Whether the caller should start a prefetch ([`CacheSlot::prefetch`]).
+    /// Whether the caller should start a prefetch ([`CacheSlot::start_fetching`]).
     pub prefetch: bool,
 }
 
@@ -192,7 +192,7 @@ impl CacheSlot {
     /// which later calls then get: values out of order.
     ///
     /// [`try_take`]: CacheSlot::try_take
-    pub fn wait<F, Fut>(
+    pub fn enqueue<F, Fut>(
         self: &Arc<Self>,
         count: i64,
         fetch: F,
@@ -222,15 +222,21 @@ impl CacheSlot {
                 }
             }
         };
-        (answer, start_fetch.then(|| self.clone().prefetch(fetch)))
+        (
+            answer,
+            start_fetch.then(|| self.clone().start_fetching(fetch)),
+        )
     }
 
-    /// Fetches until the waiters are served: each round trip serves the waiting calls
+    /// The fetch to spawn: it fetches until the waiters are served; each round trip serves the waiting calls
     /// (each as its own demand, so a bounded counter treats them as it would alone) and
     /// fills the cache with what is left before the counter's limit, at most one fetch's
     /// worth. The caller has set `fetching` (through [`CacheSlot::try_take`] or
-    /// [`CacheSlot::wait`]).
-    pub fn prefetch<F, Fut>(self: Arc<Self>, fetch: F) -> impl Future<Output = ()> + Send + 'static
+    /// [`CacheSlot::enqueue`]).
+    pub fn start_fetching<F, Fut>(
+        self: Arc<Self>,
+        fetch: F,
+    ) -> impl Future<Output = ()> + Send + 'static
     where
         F: Fn(Vec<Demand>) -> Fut + Send + 'static,
         Fut: Future<Output = Grants> + Send + 'static,
@@ -435,11 +441,11 @@ mod tests {
         {
             if let Some(taken) = self.try_take(count) {
                 if taken.prefetch {
-                    tokio::spawn(self.clone().prefetch(by_total(fetch)));
+                    tokio::spawn(self.clone().start_fetching(by_total(fetch)));
                 }
                 return Ok(taken.range);
             }
-            let (answer, fetching) = self.wait(count, by_total(fetch));
+            let (answer, fetching) = self.enqueue(count, by_total(fetch));
             if let Some(fetching) = fetching {
                 tokio::spawn(fetching);
             }
@@ -468,13 +474,13 @@ mod tests {
             while let Some(taken) = cache.try_take(1) {
                 got.push(taken.range.first);
                 if taken.prefetch {
-                    prefetch = Some(cache.clone().prefetch(by_total(fetch.clone())));
+                    prefetch = Some(cache.clone().start_fetching(by_total(fetch.clone())));
                 }
             }
             assert!(cache.is_fetching(), "the prefetch is under way");
             // The next call found nothing cached; before it queues, the prefetch lands.
             prefetch.expect("a prefetch came due").await;
-            let (answer, fetching) = cache.wait(1, by_total(fetch.clone()));
+            let (answer, fetching) = cache.enqueue(1, by_total(fetch.clone()));
             if let Some(fetching) = fetching {
                 tokio::spawn(fetching);
             }
@@ -507,7 +513,7 @@ mod tests {
         };
         let cache = slot(10);
         run(async {
-            let (answer, fetching) = cache.wait(1, by_total(fetch.clone()));
+            let (answer, fetching) = cache.enqueue(1, by_total(fetch.clone()));
             fetching.expect("the first call fetches").await;
             let first = crate::engine::alloc::waiter::receive(answer).await;
             assert_eq!(first.unwrap().first, 1);
@@ -517,7 +523,7 @@ mod tests {
             }
             // Another process moves the counter on before the next fill.
             next.fetch_add(100, Ordering::SeqCst);
-            cache.clone().prefetch(by_total(fetch)).await;
+            cache.clone().start_fetching(by_total(fetch)).await;
         });
         let fill = cache.blocks_per_fetch() * 10;
         let held = cache.available();
@@ -808,7 +814,7 @@ mod tests {
         run(async {
             let c = counter.clone();
             let (answer, fetching) =
-                cache.wait(1, by_total(move |t| c.clone().fetch(t, 1_000_000)));
+                cache.enqueue(1, by_total(move |t| c.clone().fetch(t, 1_000_000)));
             let task = tokio::spawn(fetching.expect("the first call fetches"));
             tokio::time::sleep(std::time::Duration::from_millis(5)).await;
             task.abort();
@@ -825,7 +831,7 @@ mod tests {
         let counter = Arc::new(FakeCounter::default());
         run(async {
             let c = counter.clone();
-            let (answer, fetching) = cache.wait(1, by_total(move |t| c.clone().fetch(t, 0)));
+            let (answer, fetching) = cache.enqueue(1, by_total(move |t| c.clone().fetch(t, 0)));
             drop(fetching.expect("the first call fetches"));
             failed_internal_then_slot_free(&cache, &counter, answer).await;
         });
@@ -852,7 +858,7 @@ mod tests {
                         drop(
                             cache
                                 .clone()
-                                .prefetch(by_total(move |t| c.clone().fetch(t, 0))),
+                                .start_fetching(by_total(move |t| c.clone().fetch(t, 0))),
                         );
                         dropped = true;
                         break;
@@ -915,7 +921,7 @@ mod tests {
                 let taken = cache.try_take(1).expect("cached");
                 assert_eq!(taken.range.first, expected);
                 if taken.prefetch {
-                    cache.clone().prefetch(by_total(failing)).await;
+                    cache.clone().start_fetching(by_total(failing)).await;
                 }
             }
             assert!(!cache.is_fetching());
@@ -943,7 +949,7 @@ mod tests {
             while let Some(taken) = cache.try_take(1) {
                 if taken.prefetch {
                     left_when_due.push(cache.available());
-                    cache.clone().prefetch(by_total(failing)).await;
+                    cache.clone().start_fetching(by_total(failing)).await;
                 }
             }
             // A call outpaces the round trips: the next fetch takes two blocks.

@@ -39,7 +39,7 @@ impl<K> Default for CounterStates<K> {
 /// A state that is not can be dropped at any time: nothing can reach it any more but
 /// the map (whose lock the caller holds), so no second state of its counter is ever
 /// live at the same time as it.
-fn in_use(state: &Arc<CounterState>) -> bool {
+fn held_or_working(state: &Arc<CounterState>) -> bool {
     Arc::strong_count(state) > 1 || state.in_use()
 }
 
@@ -55,9 +55,9 @@ impl<K: Eq + Hash + Clone> CounterStates<K> {
         }
         if kept.map.len() >= kept.prune_at {
             kept.map
-                .retain(|_, state| in_use(state) || state.holds_values());
+                .retain(|_, state| held_or_working(state) || state.holds_values());
             if kept.map.len() >= IDLE_STATES_KEPT {
-                kept.map.retain(|_, state| in_use(state));
+                kept.map.retain(|_, state| held_or_working(state));
             }
             kept.prune_at = IDLE_STATES_KEPT.max(2 * kept.map.len());
         }

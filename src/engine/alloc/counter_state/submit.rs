@@ -162,7 +162,7 @@ impl CounterState {
                 if let Some(taken) = slot.try_take(count) {
                     let background = taken.prefetch.then(|| {
                         let fetch = fetcher();
-                        Box::pin(slot.clone().prefetch(fetch)) as Background
+                        Box::pin(slot.clone().start_fetching(fetch)) as Background
                     });
                     return Submitted {
                         outcome: Outcome::Now(taken.range),
@@ -170,7 +170,7 @@ impl CounterState {
                     };
                 }
                 let fetch = fetcher();
-                let (mut answer, fetching) = slot.wait(count, fetch);
+                let (mut answer, fetching) = slot.enqueue(count, fetch);
                 // A fill that landed since `try_take` served the call at once.
                 let outcome = match answer.try_recv() {
                     Ok(Ok(range)) => Outcome::Now(range),
