@@ -167,6 +167,24 @@ fn a_slot_is_spent_once_its_predecessor_has_left_and_no_call_holds_it() {
     });
 }
 
+#[test]
+fn a_client_whose_runtime_ended_has_left() {
+    // A worker thread's runtime ended: the client's leaving task was dropped without
+    // saying it finished, and nothing is left to wait for.
+    let ended = runtime();
+    let abandoned = ended.block_on(async {
+        let handle = Arc::new(ClientHandle::open(&target(71)).await.unwrap());
+        Retiring::leaving(handle, std::future::pending())
+    });
+    assert!(
+        !abandoned.is_finished(),
+        "still leaving while its runtime runs"
+    );
+    drop(ended);
+    assert!(abandoned.is_finished());
+    assert!(SlotCell::after(abandoned).is_spent());
+}
+
 fn target(n: u32) -> ConnectionTarget {
     ConnectionTarget::from_uri(&format!(
         "mongodb://127.0.0.1:1/?appName=t{n}&serverSelectionTimeoutMS=300"
