@@ -39,6 +39,19 @@
 //!   creation policy, write concern and naming of the counter
 //!   ([`alloc::counter_state::Lane`]); a **cache slot** holds one lane's blocks of one size
 //!   ([`alloc::block_cache::CacheSlot`]).
+//! - **guarded write**: a write whose filter also holds a condition on what was read (the
+//!   value, the configuration), so that it lands only if nobody changed the counter
+//!   meanwhile ([`store::counter_store::FieldGuard`]); a **guard** in the engine is that
+//!   condition. (The binding's guard is the wrapper every export runs in.)
+//! - **bounded call**: a call that gives up with its client: `CONNECTION` after the call
+//!   timeout, `CLIENT_CLOSED` when the client closes
+//!   ([`client::handle::ClientHandle::bounded`]).
+//! - **settled**: a call is settled once its outcome (values or an error) is known; a
+//!   fetch in flight settles when it lands or fails. Options are not settled but have
+//!   their rules **applied** ([`option_rules`]).
+//! - **early stop**: a task dropped before its end (a panic, a runtime shutting down)
+//!   runs its clean-up ([`panic_safety::OnEarlyStop`]): its waiting calls fail with
+//!   `INTERNAL`.
 //! - **turn**: a lock that makes work on one counter take turns in this process: the
 //!   read-then-write of configured counters, management writes and give-backs, gapless
 //!   transactions.

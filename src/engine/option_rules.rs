@@ -57,10 +57,10 @@ impl Default for InsertOptions {
     }
 }
 
-/// An insert call's settled options.
+/// An insert call's options with the rules across them applied.
 #[derive(Debug, Clone)]
 pub struct InsertSettings {
-    /// The counter's options (collection, field and locator settled).
+    /// The counter's options (collection, field and locator decided).
     pub options: CallOptions,
     /// The document field that receives the number.
     pub field: String,
@@ -71,10 +71,10 @@ pub struct InsertSettings {
 }
 
 impl InsertOptions {
-    /// The settled options for inserting into `collection`: the sequence is named after
+    /// The options, rules applied, for inserting into `collection`: the sequence is named after
     /// the collection unless named, the numbered field is `_id` unless given, and an
     /// option given under both its names must say the same thing under both.
-    pub fn settle(self, collection: &str) -> SeqResult<InsertSettings> {
+    pub fn apply_rules(self, collection: &str) -> SeqResult<InsertSettings> {
         let mut options = self.common;
         let name = match one_of("name", self.name, "sequence", self.sequence)? {
             Some(name) => name,
@@ -148,7 +148,7 @@ impl InitOptions {
     /// limits or cycle, a plain counter at `start` (else `default_start`); with any of
     /// them, a configured counter (step 1 and PostgreSQL's limits unless given) at
     /// `start`, else at its configuration's default start.
-    pub fn settle(self, default_start: i64) -> SeqResult<InitSpec> {
+    pub fn apply_rules(self, default_start: i64) -> SeqResult<InitSpec> {
         let configured =
             self.step.is_some() || self.min.is_some() || self.max.is_some() || self.cycle.is_some();
         if !configured {
@@ -249,12 +249,12 @@ mod tests {
 
     #[test]
     fn insert_defaults() {
-        let settled = InsertOptions::default().settle("orders").unwrap();
-        assert_eq!(settled.name, CounterName::text("orders").unwrap());
-        assert_eq!(settled.field, "_id");
-        assert!(settled.options.upsert);
-        assert_eq!(settled.options.collection, "counters");
-        assert!(!settled.gapless);
+        let applied = InsertOptions::default().apply_rules("orders").unwrap();
+        assert_eq!(applied.name, CounterName::text("orders").unwrap());
+        assert_eq!(applied.field, "_id");
+        assert!(applied.options.upsert);
+        assert_eq!(applied.options.collection, "counters");
+        assert!(!applied.gapless);
     }
 
     #[test]
@@ -265,14 +265,14 @@ mod tests {
             counters: Some("c".into()),
             ..Default::default()
         }
-        .settle("orders")
+        .apply_rules("orders")
         .unwrap();
         let new = InsertOptions {
             name: name("a"),
             counter_collection: Some("c".into()),
             ..Default::default()
         }
-        .settle("orders")
+        .apply_rules("orders")
         .unwrap();
         assert_eq!(
             (old.name, old.options.collection),
@@ -283,37 +283,37 @@ mod tests {
             sequence: name("a"),
             ..Default::default()
         };
-        assert!(both_equal.settle("orders").is_ok());
+        assert!(both_equal.apply_rules("orders").is_ok());
         let names_differ = InsertOptions {
             name: name("a"),
             sequence: name("b"),
             ..Default::default()
         };
-        let e = names_differ.settle("orders").unwrap_err();
+        let e = names_differ.apply_rules("orders").unwrap_err();
         assert_eq!(e.code, crate::engine::error::ErrorCode::InvalidArgument);
         let collections_differ = InsertOptions {
             counter_collection: Some("x".into()),
             counters: Some("y".into()),
             ..Default::default()
         };
-        assert!(collections_differ.settle("orders").is_err());
+        assert!(collections_differ.apply_rules("orders").is_err());
     }
 
     #[test]
-    fn insert_locator_uses_the_settled_counter_field() {
+    fn insert_locator_uses_the_decided_counter_field() {
         let mut options = InsertOptions {
             locator: Some(doc! { "id": "x", "seq": 1 }),
             ..Default::default()
         };
         options.common.field = "seq".into();
-        assert!(options.clone().settle("orders").is_err());
+        assert!(options.clone().apply_rules("orders").is_err());
         options.common.field = "other".into();
-        assert!(options.settle("orders").is_ok());
+        assert!(options.apply_rules("orders").is_ok());
     }
 
     #[test]
     fn init_defaults() {
-        let plain = InitOptions::default().settle(7).unwrap();
+        let plain = InitOptions::default().apply_rules(7).unwrap();
         assert_eq!(
             plain,
             InitSpec {
@@ -325,7 +325,7 @@ mod tests {
             step: Some(-1),
             ..Default::default()
         }
-        .settle(7)
+        .apply_rules(7)
         .unwrap();
         assert_eq!(configured.start, None);
         assert_eq!(configured.config.unwrap().max, -1);
@@ -333,7 +333,7 @@ mod tests {
             step: Some(0),
             ..Default::default()
         }
-        .settle(1)
+        .apply_rules(1)
         .is_err());
     }
 
@@ -350,7 +350,7 @@ mod tests {
 
     #[test]
     fn init_is_configured_by_any_one_of_step_limits_cycle() {
-        let config = |o: InitOptions| o.settle(7).unwrap().config;
+        let config = |o: InitOptions| o.apply_rules(7).unwrap().config;
         let min_only = config(InitOptions {
             min: Some(5),
             ..Default::default()
@@ -374,7 +374,7 @@ mod tests {
             ..Default::default()
         };
         assert_eq!(
-            start_only.settle(7).unwrap(),
+            start_only.apply_rules(7).unwrap(),
             InitSpec {
                 start: Some(3),
                 config: None
@@ -437,7 +437,7 @@ mod tests {
         ) {
             let options = InitOptions { start, step, min, max, cycle };
             let expected = init_model(&options, default_start);
-            match options.settle(default_start) {
+            match options.apply_rules(default_start) {
                 Ok(spec) => prop_assert_eq!(Some(spec), expected),
                 Err(e) => {
                     prop_assert_eq!(e.code, ErrorCode::InvalidArgument);

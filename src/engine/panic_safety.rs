@@ -27,6 +27,36 @@ pub fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
         .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
+/// Runs its clean-up when dropped, unless disarmed: for a task that may stop before its
+/// end (a panic outside [`caught`], or a runtime shutting down drops spawned tasks
+/// unpolled), so that what it holds is handed back and its waiting calls fail with
+/// `INTERNAL` instead of waiting forever. Armed before the task is first polled.
+pub struct OnEarlyStop<F: FnOnce()> {
+    cleanup: Option<F>,
+}
+
+impl<F: FnOnce()> OnEarlyStop<F> {
+    pub fn new(cleanup: F) -> Self {
+        Self {
+            cleanup: Some(cleanup),
+        }
+    }
+
+    /// Drops it without cleaning up (the task ended itself), and with it what the
+    /// clean-up held.
+    pub fn disarm(mut self) {
+        self.cleanup = None;
+    }
+}
+
+impl<F: FnOnce()> Drop for OnEarlyStop<F> {
+    fn drop(&mut self) {
+        if let Some(cleanup) = self.cleanup.take() {
+            cleanup();
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -59,5 +89,14 @@ mod tests {
         assert!(m.is_poisoned());
         *lock(&m) += 1;
         assert_eq!(*lock(&m), 2);
+    }
+
+    #[test]
+    fn an_early_stop_cleans_up_once_and_a_disarmed_one_never() {
+        let runs = std::cell::Cell::new(0);
+        drop(OnEarlyStop::new(|| runs.set(runs.get() + 1)));
+        assert_eq!(runs.get(), 1);
+        OnEarlyStop::new(|| runs.set(runs.get() + 1)).disarm();
+        assert_eq!(runs.get(), 1);
     }
 }

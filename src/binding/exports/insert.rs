@@ -63,8 +63,8 @@ fn read_insert(
 ) -> SeqResult<Insert> {
     let collection = required_string("collection", collection)?;
     check_collection(&collection)?;
-    let settled = read_insert_options(options)?.settle(&collection)?;
-    let (field, gapless) = (settled.field, settled.gapless);
+    let applied = read_insert_options(options)?.apply_rules(&collection)?;
+    let (field, gapless) = (applied.field, applied.gapless);
     let mut objects = Vec::with_capacity(docs.len());
     for (index, doc) in docs.iter().enumerate() {
         let doc = object(doc).ok_or_else(|| {
@@ -121,7 +121,7 @@ fn read_insert(
              mongoose.connection.db) to insert through its collection(), or gapless: true",
         ));
     }
-    let named = NamedCounter::from_parts(env, db, settled.name, settled.options)?;
+    let named = NamedCounter::from_parts(env, db, applied.name, applied.options)?;
     let gapless = if gapless {
         let writes = DriverWrites::of(db)?;
         if field != "_id" {

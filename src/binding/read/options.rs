@@ -302,7 +302,7 @@ pub fn read_init(value: Option<&Unknown>, default_start: i64) -> SeqResult<InitS
     if let Some(object) = options_object(value, "init options")? {
         read_keys_first::<InitTable>(&object, &mut options, "")?;
     }
-    options.settle(default_start)
+    options.apply_rules(default_start)
 }
 
 /// Reads the options of `connect` into `target`.

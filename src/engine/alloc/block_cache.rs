@@ -26,7 +26,7 @@ use crate::engine::alloc::waiter::Waiter;
 
 use crate::engine::alloc::allocate::IdRange;
 use crate::engine::error::{SeqError, SeqResult};
-use crate::engine::panic_safety::{caught, lock};
+use crate::engine::panic_safety::{caught, lock, OnEarlyStop};
 use crate::engine::text::validate::MAX_RANGE_COUNT;
 
 /// Most blocks one fetch reserves when calls outpace round trips.
@@ -241,17 +241,17 @@ impl CacheSlot {
         F: Fn(Vec<Demand>) -> Fut + Send + 'static,
         Fut: Future<Output = Grants> + Send + 'static,
     {
-        // Armed before the fetch is first polled: a fetch dropped unstarted (a runtime
-        // shutting down drops spawned tasks unpolled) still frees the slot.
-        let release = FetchRelease {
-            slot: self.clone(),
-            armed: true,
-        };
+        // Armed before the fetch is first polled: a fetch dropped unstarted still ends.
+        let slot = self.clone();
+        let release = OnEarlyStop::new(move || slot.fail_fetch());
         self.fetch_until_served(fetch, release)
     }
 
-    async fn fetch_until_served<F, Fut>(self: Arc<Self>, fetch: F, release: FetchRelease)
-    where
+    async fn fetch_until_served<F, Fut>(
+        self: Arc<Self>,
+        fetch: F,
+        release: OnEarlyStop<impl FnOnce() + Send>,
+    ) where
         F: Fn(Vec<Demand>) -> Fut + Send + 'static,
         Fut: Future<Output = Grants> + Send + 'static,
     {
@@ -334,6 +334,17 @@ impl CacheSlot {
         }
     }
 
+    /// Ends a fetch that stopped early (a panic outside the round trip, or the runtime
+    /// dropping the task): its waiting calls fail with `INTERNAL` instead of waiting
+    /// forever, and the next call starts a new fetch.
+    fn fail_fetch(&self) {
+        let mut contents = self.lock();
+        contents.fetching = false;
+        for waiter in contents.waiters.drain(..) {
+            waiter.answer(Err(SeqError::internal("cache block fetch")));
+        }
+    }
+
     /// Takes every cached value out of the slot (none is handed out from them any more)
     /// and returns its tail: the run of values at the end that continues, value after
     /// value, up to the last value fetched (the one the fetch left in the counter).
@@ -388,36 +399,6 @@ pub(crate) fn tail_of(blocks: &VecDeque<IdRange>) -> Option<IdRange> {
         tail.first = block.first;
     }
     Some(tail)
-}
-
-/// Ends a fetch that stopped early (a panic outside the round trip, or the runtime
-/// dropping the task): its waiting calls fail with `INTERNAL` instead of waiting forever,
-/// and the next call starts a new fetch.
-struct FetchRelease {
-    slot: Arc<CacheSlot>,
-    /// Whether dropping it ends the fetch (the fetch stopped early).
-    armed: bool,
-}
-
-impl FetchRelease {
-    /// Drops it without ending anything (the fetch ended itself), and with it its hold
-    /// on the slot.
-    fn disarm(mut self) {
-        self.armed = false;
-    }
-}
-
-impl Drop for FetchRelease {
-    fn drop(&mut self) {
-        if !self.armed {
-            return;
-        }
-        let mut contents = self.slot.lock();
-        contents.fetching = false;
-        for waiter in contents.waiters.drain(..) {
-            waiter.answer(Err(SeqError::internal("cache block fetch")));
-        }
-    }
 }
 
 #[cfg(test)]
@@ -791,7 +772,7 @@ mod tests {
 
     /// After a fetch that never completed: its waiter `answer` failed with `INTERNAL`, the
     /// slot is free, and the next call starts at 1 (nothing was consumed).
-    async fn failed_internal_then_slot_free(
+    async fn failed_internal_then_fetch_ended(
         cache: &Arc<CacheSlot>,
         counter: &Arc<FakeCounter>,
         answer: tokio::sync::oneshot::Receiver<SeqResult<IdRange>>,
@@ -800,7 +781,10 @@ mod tests {
         let got = tokio::time::timeout(limit, crate::engine::alloc::waiter::receive(answer)).await;
         let error = got.expect("the waiter was answered").unwrap_err();
         assert_eq!(error.code, crate::engine::error::ErrorCode::Internal);
-        assert!(!cache.is_fetching(), "the slot is free for the next fetch");
+        assert!(
+            !cache.is_fetching(),
+            "no fetch is in flight: the next call starts one"
+        );
         let c = counter.clone();
         let next = cache.clone().reserve(1, move |t| c.clone().fetch(t, 0));
         let r = tokio::time::timeout(limit, next).await.expect("served");
@@ -819,12 +803,12 @@ mod tests {
             tokio::time::sleep(std::time::Duration::from_millis(5)).await;
             task.abort();
             let _ = task.await;
-            failed_internal_then_slot_free(&cache, &counter, answer).await;
+            failed_internal_then_fetch_ended(&cache, &counter, answer).await;
         });
     }
 
     #[test]
-    fn a_fetch_dropped_before_it_ran_fails_its_waiters_and_frees_the_slot() {
+    fn a_fetch_dropped_before_it_ran_fails_its_waiters_and_ends_the_fetch() {
         // A runtime shutting down drops spawned tasks without polling them: the slot
         // must not stay "fetching" for a fetch that never starts.
         let cache = slot(10);
@@ -833,12 +817,12 @@ mod tests {
             let c = counter.clone();
             let (answer, fetching) = cache.enqueue(1, by_total(move |t| c.clone().fetch(t, 0)));
             drop(fetching.expect("the first call fetches"));
-            failed_internal_then_slot_free(&cache, &counter, answer).await;
+            failed_internal_then_fetch_ended(&cache, &counter, answer).await;
         });
     }
 
     #[test]
-    fn a_prefetch_dropped_before_it_ran_frees_the_slot() {
+    fn a_prefetch_dropped_before_it_ran_ends_the_fetch() {
         let cache = slot(4);
         let counter = Arc::new(FakeCounter::default());
         run(async {
@@ -866,7 +850,10 @@ mod tests {
                 }
             }
             assert!(dropped, "a prefetch came due");
-            assert!(!cache.is_fetching(), "the slot is free for the next fetch");
+            assert!(
+                !cache.is_fetching(),
+                "no fetch is in flight: the next call starts one"
+            );
             for _ in 0..8 {
                 let c = counter.clone();
                 let next = cache.clone().reserve(1, move |t| c.clone().fetch(t, 0));

@@ -135,11 +135,11 @@ impl PreparedCounter {
         let outcome = match outcome {
             Outcome::Later(pending) => {
                 self.recorder.call();
-                let guarded = self.handle.guard(pending);
+                let bounded = self.handle.bounded(pending);
                 let recorder = self.recorder.clone();
                 let numbers_for = self.numbers_for.clone();
                 Outcome::Later(Box::pin(async move {
-                    let outcome = guarded
+                    let outcome = bounded
                         .await
                         .and_then(|range| receivable(numbers_for.as_deref(), range));
                     recorder.settled(outcome.as_ref().map(IdRange::count).map_err(|e| e.code));

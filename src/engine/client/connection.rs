@@ -356,6 +356,26 @@ mod tests {
     }
 
     #[test]
+    fn a_target_keeps_its_password_out_of_messages_whichever_way_it_was_made() {
+        let uri = "mongodb://app:hunter2@h1:27017/shop";
+        let secrets = ConnectionTarget::from_uri(uri).unwrap().secrets();
+        assert!(secrets.iter().any(|s| s == "hunter2"), "{secrets:?}");
+        assert!(secrets.iter().any(|s| s == uri), "the string itself");
+        let mut o = options("h1");
+        let mut credentials = std::collections::BTreeMap::new();
+        credentials.insert("username".to_string(), NodeValue::Text("app".into()));
+        credentials.insert("password".to_string(), NodeValue::Text("s3cr3t-pw".into()));
+        credentials.insert("mechanism".to_string(), NodeValue::Text("DEFAULT".into()));
+        o.insert("credentials".into(), NodeValue::Map(credentials));
+        let derived = derive_from_node_client(&o).unwrap().secrets();
+        assert_eq!(derived, vec!["s3cr3t-pw".to_string()]);
+        assert!(derive_from_node_client(&options("h1"))
+            .unwrap()
+            .secrets()
+            .is_empty());
+    }
+
+    #[test]
     fn derived_targets_carry_timeouts_and_differ_by_configuration() {
         let a = derive_from_node_client(&options("h1")).unwrap();
         assert_eq!(a.server_selection_timeout_ms, Some(1500));

@@ -339,7 +339,7 @@ impl ClientHandle {
     /// since now (the call's submission), and with `CLIENT_CLOSED` as soon as the client
     /// closes. A round trip it started may still complete afterwards; its values are then
     /// lost (a gap, never a duplicate).
-    pub fn guard(self: &Arc<Self>, pending: Pending) -> Pending {
+    pub fn bounded(self: &Arc<Self>, pending: Pending) -> Pending {
         let timeout = self.call_timeout;
         let deadline = tokio::time::Instant::now() + timeout;
         let mut closing = self.closing.subscribe();

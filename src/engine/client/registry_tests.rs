@@ -230,7 +230,7 @@ fn a_tls_file_rotated_in_place_replaces_the_client_once_it_has_retired() {
             assert!(Arc::ptr_eq(&registry.get(&before).await.unwrap(), &first));
             assert!(registry.try_get(&before).is_some());
             let (settle, settled) = tokio::sync::oneshot::channel();
-            let pending = first.guard(Box::pin(async move { settled.await.unwrap() }));
+            let pending = first.bounded(Box::pin(async move { settled.await.unwrap() }));
             // A target that read the new contents replaces it, never beside it: the old
             // one takes no more calls, its pending call settles, it closes (its cached
             // tails given back), and only then does the new one open.
@@ -267,7 +267,7 @@ fn a_tls_file_rotated_in_place_replaces_the_client_once_it_has_retired() {
             // Rotated again with a call pending: the clients closing meanwhile reject it
             // at once, and the replacement with it.
             std::fs::write(&path, b"alice's CA, third").unwrap();
-            let pending = second.guard(Box::pin(std::future::pending()));
+            let pending = second.bounded(Box::pin(std::future::pending()));
             let third = make();
             let replacing = tokio::spawn(async move { registry.get(&third).await });
             tokio::time::sleep(Duration::from_millis(20)).await;
@@ -424,7 +424,7 @@ fn a_client_with_a_pending_call_is_not_released() {
         });
         let busy = registry.get(&target(20)).await.unwrap();
         let never: Pending = Box::pin(std::future::pending());
-        let guarded = busy.guard(never);
+        let guarded = busy.bounded(never);
         tokio::time::sleep(Duration::from_millis(30)).await;
         assert!(!busy.is_closed(), "a pending call keeps its client");
         let other = registry.get(&target(21)).await.unwrap();
@@ -453,13 +453,13 @@ fn a_pending_call_waits_at_most_its_timeout_and_rejects_at_close() {
         let handle = registry.get(&target(30)).await.unwrap();
         assert_eq!(handle.call_timeout(), Duration::from_millis(300));
         let started = Instant::now();
-        let timed_out = handle.guard(Box::pin(std::future::pending())).await;
+        let timed_out = handle.bounded(Box::pin(std::future::pending())).await;
         let took = started.elapsed();
         assert_eq!(timed_out.unwrap_err().code, ErrorCode::Connection);
         // Its own 300 ms, not the driver's 30 s (loose above: a loaded machine is slow).
         assert!(took >= Duration::from_millis(300) && took < Duration::from_secs(3));
 
-        let pending = handle.guard(Box::pin(std::future::pending()));
+        let pending = handle.bounded(Box::pin(std::future::pending()));
         let closer = async {
             tokio::time::sleep(Duration::from_millis(20)).await;
             registry.close_all(Duration::from_millis(200)).await
