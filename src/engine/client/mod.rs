@@ -6,5 +6,6 @@ pub(crate) mod driver_error;
 pub(crate) mod handle;
 pub(crate) mod node_options;
 pub(crate) mod registry;
+mod slot;
 pub(crate) mod writable;
 pub(crate) mod write_concern;
