@@ -6,7 +6,7 @@
 // mongoose plugin's counter (lib/mongoose/), the values taken by the native core.
 
 const { codedError } = require('../coded-error.js');
-const { LocatedCounter } = require('../mongoose/located-counter.js');
+const { identityCounter, IDENTITY_COUNTERS } = require('../mongoose/located-counter.js');
 const { addToSchema } = require('../mongoose/registry.js');
 const { addHooks } = require('../mongoose/hooks.js');
 const { addCreate, settle } = require('../mongoose/statics.js');
@@ -16,7 +16,7 @@ const { openDb } = require('../mongoose/connection.js');
 const PLUGIN = 'mongodb-sequence/mongoose/auto-increment';
 /** Where mongoose-auto-increment keeps its counters: its model's name and collection. */
 const COUNTER_MODEL = 'IdentityCounter';
-const COUNTER_COLLECTION = 'identitycounters';
+const COUNTER_COLLECTION = IDENTITY_COUNTERS;
 
 /** The connection `initialize` was given: the counters of every later `plugin` live there. */
 let countersConnection = null;
@@ -149,18 +149,10 @@ function plugin(schema, options) {
   if (path !== undefined && field !== '_id' && path.instance !== 'Number') throw invalid(`${PLUGIN}: field "${field}" is in the schema and not a Number`);
   schema.add({ [field]: field === '_id' ? { type: Number } : { type: Number, unique: settings.unique } });
 
-  const counter = new LocatedCounter({
+  const counter = identityCounter(settings, {
     plugin: PLUGIN,
-    label: `${model}.${field}`,
-    field,
-    collection: COUNTER_COLLECTION,
-    counterField: 'count',
-    start: startAt,
-    step: incrementBy,
     // In the order of mongoose-auto-increment's index { field: 1, model: 1 }.
     locate: () => ({ field, model }),
-    keepGivenOnSave: true,
-    raiseGiven: true,
     connection: countersConnection,
     explainIndexConflict: (error) => explainIndexConflict(connection, error),
   });

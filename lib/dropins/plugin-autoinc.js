@@ -8,7 +8,7 @@
 // mongoose plugin's counter (lib/mongoose/), the values taken by the native core.
 
 const { codedError } = require('../coded-error.js');
-const { LocatedCounter } = require('../mongoose/located-counter.js');
+const { identityCounter, IDENTITY_COUNTERS } = require('../mongoose/located-counter.js');
 const { addToSchema } = require('../mongoose/registry.js');
 const { addHooks } = require('../mongoose/hooks.js');
 const { addCreate } = require('../mongoose/statics.js');
@@ -18,7 +18,7 @@ const { takesNumber, SAVE } = require('../mongoose/rule.js');
 
 /** The name errors start with. */
 const PLUGIN = 'mongodb-sequence/mongoose/plugin-autoinc';
-const COUNTER_COLLECTION = 'identitycounters';
+const COUNTER_COLLECTION = IDENTITY_COUNTERS;
 
 function invalid(message) {
   return codedError('INVALID_ARGUMENT', message, { type: TypeError });
@@ -137,19 +137,11 @@ function autoIncrement(schema, options) {
     const doc = isDocument(source) || !Model ? source : asCast(Model, source);
     return groupKey(doc ? readField(doc, groupingField) : undefined);
   };
-  const counter = new LocatedCounter({
+  const counter = identityCounter(settings, {
     plugin: PLUGIN,
-    label: `${model}.${field}`,
-    field,
-    collection: COUNTER_COLLECTION,
-    counterField: 'count',
-    start: startAt,
-    step: incrementBy,
     // In the order of mongoose-plugin-autoinc's index { field: 1, groupingField: 1, model: 1 }.
     locate: (Model, source) => ({ field, groupingField: groupOf(source, Model), model }),
     referenceFields: groupingField.length ? [groupingField] : null,
-    keepGivenOnSave: true,
-    raiseGiven: true,
     output: settings.outputFilter,
     prepare: convertOldCounter,
     // Only the '' group's counter can be one of mongoose-auto-increment's to convert.

@@ -210,4 +210,29 @@ class LocatedCounter extends Counter {
   }
 }
 
-module.exports = { LocatedCounter };
+/** Where mongoose-auto-increment and mongoose-plugin-autoinc keep their counters. */
+const IDENTITY_COUNTERS = 'identitycounters';
+
+/**
+ * The counter of a model for mongoose-auto-increment's and mongoose-plugin-autoinc's
+ * options (`settings`: `model`, `field`, `startAt`, `incrementBy`): a document of
+ * `identitycounters` holding its value in `count`; a number the caller gives a new
+ * document is kept and moves the counter up to it. `spec` adds what differs between the
+ * two (`plugin`, `locate`, `referenceFields`, `connection`, `output`, `prepare`…).
+ */
+function identityCounter(settings, spec) {
+  const { model, field, startAt, incrementBy } = settings;
+  return new LocatedCounter({
+    label: `${model}.${field}`,
+    field,
+    collection: IDENTITY_COUNTERS,
+    counterField: 'count',
+    start: startAt,
+    step: incrementBy,
+    keepGivenOnSave: true,
+    raiseGiven: true,
+    ...spec,
+  });
+}
+
+module.exports = { LocatedCounter, identityCounter, IDENTITY_COUNTERS };
