@@ -11,6 +11,7 @@ const { addToSchema } = require('../mongoose/registry.js');
 const { addHooks } = require('../mongoose/hooks.js');
 const { addCreate, settle } = require('../mongoose/statics.js');
 const { openDb } = require('../mongoose/connection.js');
+const { checkCache } = require('../mongoose/options.js');
 
 /** The name errors start with. */
 const PLUGIN = 'mongodb-sequence/mongoose/auto-increment';
@@ -126,6 +127,7 @@ function settingsOf(options) {
     throw invalid(`${PLUGIN}: option incrementBy must be a non-zero safe integer; got ${String(settings.incrementBy)}`);
   }
   if (typeof settings.unique !== 'boolean') throw invalid(`${PLUGIN}: option unique must be a boolean`);
+  settings.cache = checkCache(PLUGIN, settings.cache);
   return settings;
 }
 
@@ -171,8 +173,7 @@ function plugin(schema, options) {
   /** The number the next new document will get (`startAt` before the first). */
   function nextCount(callback) {
     const Model = modelOfThis(this);
-    const work = counter.currentValue(Model).then((value) => (value === undefined ? startAt : value + incrementBy));
-    return settle(work, callback);
+    return settle(counter.nextNumber(Model), callback);
   }
   /** Sets the counter back so that the next new document gets `startAt`; resolves with `startAt`. */
   function resetCount(callback) {

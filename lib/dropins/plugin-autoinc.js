@@ -15,6 +15,7 @@ const { addCreate } = require('../mongoose/statics.js');
 const { isDocument, readField } = require('../mongoose/paths.js');
 const { asCast } = require('../mongoose/cast.js');
 const { takesNumber, SAVE } = require('../mongoose/rule.js');
+const { checkCache } = require('../mongoose/options.js');
 
 /** The name errors start with. */
 const PLUGIN = 'mongodb-sequence/mongoose/plugin-autoinc';
@@ -54,6 +55,7 @@ function settingsOf(options) {
     throw invalid(`${PLUGIN}: option incrementBy must be a non-zero safe integer; got ${String(settings.incrementBy)}`);
   }
   if (settings.outputFilter !== undefined && typeof settings.outputFilter !== 'function') throw invalid(`${PLUGIN}: option outputFilter must be a function`);
+  settings.cache = checkCache(PLUGIN, settings.cache);
   return settings;
 }
 
@@ -168,8 +170,7 @@ function autoIncrement(schema, options) {
   /** The counter's next number for `group` (default `''`); `startAt` before the first. */
   async function nextCount(group) {
     const Model = modelOfThis(this);
-    const value = await counter.currentValueOf({ field, groupingField: groupKey(group), model }, Model);
-    return value === undefined ? startAt : value + incrementBy;
+    return counter.nextNumberOf({ field, groupingField: groupKey(group), model }, Model);
   }
   /** Sets the counter of `group` back so its next number is `startAt`; resolves with `startAt`. */
   async function resetCount(group) {
