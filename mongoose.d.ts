@@ -71,6 +71,15 @@ declare namespace AutoIncrementFactory {
      * the mongoose connection's own settings.
      */
     uri?: string;
+    /**
+     * Reserve numbers in blocks of this many per process and number documents from memory
+     * (the core's `cache`: docs/caching-and-gaps.md), so that most saves make no counter
+     * round trip. Numbers stay unique across processes but are not ordered across them;
+     * the unused numbers of a block are lost when the process exits (gaps), unless given
+     * back on a graceful close. A whole number from 1 to 1,000,000; not with `gapless`.
+     * Default: no cache.
+     */
+    cache?: number;
   }
 
   /** Anything with mongoose's `Schema#plugin` shape. */

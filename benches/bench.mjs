@@ -13,7 +13,7 @@ import { MongoClient } from 'mongodb';
 import { startServer, SERVER_KINDS } from '../scripts/lib/test-server.mjs';
 import { helperGetNextSequenceValue } from '../scripts/lib/documented-helper.mjs';
 import { throughputSvg } from './plot.mjs';
-import { mongooseRows } from './mongoose.mjs';
+import { mongooseRows, mongooseTable } from './mongoose.mjs';
 import { latencyRows, latencyReport } from './latency.mjs';
 
 const require = createRequire(import.meta.url);
@@ -192,14 +192,7 @@ console.log('|---|---:|---:|---:|---|');
 for (const r of results.rows) {
   console.log(`| ${r.case} | ${r.helper.toFixed(0)} | ${r.ours.toFixed(0)} | ${(r.ours / r.helper).toFixed(2)}x | ${r.note} |`);
 }
-console.log(`\nmongoose 8, documents per second, best of 3 turns (server: ${results.mongoose.server}, same run):`);
-console.log('| case | mongodb-sequence/mongoose | mongoose-sequence 6 | helper + insert | inserts alone (no counter) | ours/mongoose-sequence | ours/helper |');
-console.log('|---|---:|---:|---:|---:|---:|---:|');
-for (const r of results.mongoose.rows) {
-  console.log(
-    `| ${r.case} | ${r.ours.toFixed(0)} | ${r.sequence.toFixed(0)} | ${r.helper.toFixed(0)} | ${r.ceiling.toFixed(0)} | ${(r.ours / r.sequence).toFixed(2)}x | ${(r.ours / r.helper).toFixed(2)}x |`,
-  );
-}
+console.log(`\n${mongooseTable(results.mongoose).join('\n')}`);
 if (CHECK) {
   console.log('');
   for (const [name, entry] of seen) console.log(verify(name, entry));

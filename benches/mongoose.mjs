@@ -1,12 +1,18 @@
 // The mongoose table of `npm run bench`: documents per second for 1,000 `save()` calls
 // (sequential, and 64 at a time) and for 1,000 documents inserted at once, numbered by
-// mongodb-sequence/mongoose, by mongoose-sequence 6, and by the documented helper followed
-// by an insert. Same server, same run, mongoose 8 for every side (mongoose-sequence does
-// not work on mongoose 9: its hooks expect `next`).
+// mongodb-sequence/mongoose (without and with `cache: 100`), by mongoose-sequence 6, and
+// by the documented helper followed by an insert, beside the same inserts with no counter.
+// Same server, same run, mongoose 8 for every side (mongoose-sequence does not work on
+// mongoose 9: its hooks expect `next`).
+//
+// Run alone, `node benches/mongoose.mjs` starts a server (MONGO_SEQUENCE_SERVER, else
+// SecantusDB, as `npm run bench` chooses for this table) and prints this table only.
 import { createRequire } from 'node:module';
 import { performance } from 'node:perf_hooks';
 import Module from 'node:module';
+import { fileURLToPath } from 'node:url';
 import { helperGetNextSequenceValue } from '../scripts/lib/documented-helper.mjs';
+import { startServer } from '../scripts/lib/test-server.mjs';
 
 const require = createRequire(import.meta.url);
 const mongoose = require('mongoose-v8');
@@ -32,9 +38,22 @@ function loadMongooseSequence() {
 const DOCS = 1000;
 const ROUNDS = 3;
 
-/** The numbers must be 1..n (the warm-up save's and the timed ones), each once: no failure happens here, so no gap either. */
-function verify(label, numbers) {
+/** The cache of the cached side: numbers reserved per block. */
+const CACHE = 100;
+
+/**
+ * The numbers must be 1..n (the warm-up save's and the timed ones), each once: no failure
+ * happens here, so no gap either. With `unique` only each once: a cached counter's batch
+ * larger than a block takes numbers past the block reserved.
+ */
+function verify(label, numbers, unique = false) {
   const sorted = [...numbers].sort((a, b) => a - b);
+  if (unique) {
+    sorted.forEach((n, i) => {
+      if (!Number.isSafeInteger(n) || (i > 0 && n === sorted[i - 1])) throw new Error(`${label}: ${n} is not a number given once`);
+    });
+    return `${label}: ${numbers.length} numbers, each once`;
+  }
   sorted.forEach((n, i) => {
     if (n !== i + 1) throw new Error(`${label}: expected ${i + 1} at position ${i}, got ${n}`);
   });
@@ -59,7 +78,7 @@ async function savesAtATime(count, width, saveOne) {
   );
 }
 
-/** Rows `{ case, ours, sequence, helper, ceiling }` in documents per second; checks lines. */
+/** Rows `{ case, ours, cached, sequence, helper, ceiling }` in documents per second; checks lines. */
 export async function mongooseRows({ uri, dbName, progress }) {
   const connection = mongoose.createConnection();
   await connection.openUri(uri, { dbName: `${dbName}_mongoose` });
@@ -74,6 +93,12 @@ export async function mongooseRows({ uri, dbName, progress }) {
       schema.plugin(AutoIncrement, { id: `ours_${tag}`, collection_name: 'plugin_counters' });
       const Model = connection.model(`Ours_${tag}`, schema);
       return { Model, save: (i) => new Model({ i }).save(), insertMany: (docs) => Model.insertMany(docs) };
+    },
+    cached: (tag) => {
+      const schema = new mongoose.Schema({ _id: Number, i: Number });
+      schema.plugin(AutoIncrement, { id: `cached_${tag}`, collection_name: 'plugin_counters', cache: CACHE });
+      const Model = connection.model(`Cached_${tag}`, schema);
+      return { Model, save: (i) => new Model({ i }).save(), insertMany: (docs) => Model.insertMany(docs), unique: true };
     },
     sequence: (tag) => {
       const schema = new mongoose.Schema({ _id: Number, i: Number }, { _id: false });
@@ -142,7 +167,7 @@ export async function mongooseRows({ uri, dbName, progress }) {
           const ms = await run(side);
           row[name] = Math.max(row[name] ?? 0, (DOCS / ms) * 1000);
           const numbers = (await side.Model.find({}, { _id: 1 }).lean()).map((d) => d._id);
-          checks.push(verify(`${label} / ${name} / round ${round + 1}`, numbers));
+          checks.push(verify(`${label} / ${name} / round ${round + 1}`, numbers, side.unique));
           // The test servers slow down as they fill: keep only what the next turn needs.
           await side.Model.collection.drop();
         }
@@ -155,4 +180,35 @@ export async function mongooseRows({ uri, dbName, progress }) {
     await connection.close();
   }
   return { rows, checks };
+}
+
+/** The table of `mongooseRows`' result (`server`: the server's kind), as markdown lines. */
+export function mongooseTable({ server, rows }) {
+  const lines = [
+    `mongoose 8, documents per second, best of ${ROUNDS} turns (server: ${server}, same run):`,
+    `| case | mongodb-sequence/mongoose | same, cache: ${CACHE} | mongoose-sequence 6 | helper + insert | inserts alone (no counter) | ours/mongoose-sequence | ours/helper | ours/inserts alone | cached/inserts alone |`,
+    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
+  ];
+  const pct = (a, b) => `${((a / b) * 100).toFixed(0)} %`;
+  for (const r of rows) {
+    lines.push(
+      `| ${r.case} | ${r.ours.toFixed(0)} | ${r.cached.toFixed(0)} | ${r.sequence.toFixed(0)} | ${r.helper.toFixed(0)} | ${r.ceiling.toFixed(0)} | ${(r.ours / r.sequence).toFixed(2)}x | ${(r.ours / r.helper).toFixed(2)}x | ${pct(r.ours, r.ceiling)} | ${pct(r.cached, r.ceiling)} |`,
+    );
+  }
+  return lines;
+}
+
+// Run alone: this table only, on a server of its own.
+if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
+  const progress = (msg) => process.stderr.write(`[bench] ${msg}\n`);
+  const server = await startServer({ kind: process.env.MONGO_SEQUENCE_SERVER || 'secantus', log: progress });
+  let result;
+  try {
+    result = { server: server.kind, ...(await mongooseRows({ uri: server.uri, dbName: `mseq_bench_${process.pid}`, progress })) };
+  } finally {
+    await require('../index.js').closeSharedClients();
+    await server.stop();
+  }
+  console.log(mongooseTable(result).join('\n'));
+  if (process.argv.includes('--check')) for (const line of result.checks) console.log(line);
 }

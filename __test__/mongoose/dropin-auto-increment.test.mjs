@@ -7,20 +7,12 @@ import { test, before, after, describe } from 'node:test';
 import assert from 'node:assert/strict';
 import { createRequire } from 'node:module';
 import mongoose9 from 'mongoose';
-import mongoose8 from 'mongoose-v8';
-import { setup, seq } from '../helpers.mjs';
+import { fileDatabase, MONGOOSES } from './plugin-setup.mjs';
 
 const require = createRequire(import.meta.url);
 const autoIncrement = require('mongodb-sequence/mongoose/auto-increment');
 
-let env;
-before(async () => {
-  env = await setup('dropin_mai');
-});
-after(async () => {
-  await seq.closeSharedClients();
-  await env?.close();
-});
+const env = fileDatabase('dropin_mai');
 
 const callback = (fn) => new Promise((resolve, reject) => fn((error, value) => (error ? reject(error) : resolve(value))));
 
@@ -35,10 +27,7 @@ test('plugin before initialize, and bad options, throw INVALID_ARGUMENT', () => 
   );
 });
 
-for (const [major, mongoose] of [
-  [9, mongoose9],
-  [8, mongoose8],
-]) {
+for (const [major, mongoose] of MONGOOSES) {
   describe(`mongoose ${major}`, { timeout: 180_000 }, () => {
     const connection = mongoose.createConnection();
     const p = `M${major}_`;

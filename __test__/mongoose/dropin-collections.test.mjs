@@ -1,31 +1,19 @@
 // The drop-ins' counters in one `identitycounters` collection, on mongoose 9 and 8: where
 // the plugins they replace disagree (their unique indexes), the counter that cannot be
 // stored is refused with INDEX_CONFLICT, naming the index, and nothing is numbered twice.
-import { test, before, after, describe } from 'node:test';
+import { test, describe } from 'node:test';
 import assert from 'node:assert/strict';
 import { createRequire } from 'node:module';
-import mongoose9 from 'mongoose';
-import mongoose8 from 'mongoose-v8';
-import { setup, seq } from '../helpers.mjs';
+import { fileDatabase, MONGOOSES } from './plugin-setup.mjs';
 
 const require = createRequire(import.meta.url);
 const typegoose = require('mongodb-sequence/mongoose/typegoose');
 const mai = require('mongodb-sequence/mongoose/auto-increment');
 const autoinc = require('mongodb-sequence/mongoose/plugin-autoinc');
 
-let env;
-before(async () => {
-  env = await setup('dropin_collections');
-});
-after(async () => {
-  await seq.closeSharedClients();
-  await env?.close();
-});
+const env = fileDatabase('dropin_collections');
 
-for (const [major, mongoose] of [
-  [9, mongoose9],
-  [8, mongoose8],
-]) {
+for (const [major, mongoose] of MONGOOSES) {
   describe(`mongoose ${major}`, { timeout: 120_000 }, () => {
     let connection;
     let made = 0;

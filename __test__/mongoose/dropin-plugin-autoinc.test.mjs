@@ -6,22 +6,13 @@
 import { test, before, after, describe } from 'node:test';
 import assert from 'node:assert/strict';
 import { createRequire } from 'node:module';
-import mongoose9 from 'mongoose';
-import mongoose8 from 'mongoose-v8';
-import { setup, seq } from '../helpers.mjs';
+import { fileDatabase, MONGOOSES } from './plugin-setup.mjs';
 
 const require = createRequire(import.meta.url);
 const { autoIncrement, plugin } = require('mongodb-sequence/mongoose/plugin-autoinc');
 const { countersOf } = require('../../lib/mongoose/registry.js');
 
-let env;
-before(async () => {
-  env = await setup('dropin_mpa');
-});
-after(async () => {
-  await seq.closeSharedClients();
-  await env?.close();
-});
+const env = fileDatabase('dropin_mpa');
 
 test('the entry, imported and required: the plugin, with its names', async () => {
   const imported = await import('mongodb-sequence/mongoose/plugin-autoinc');
@@ -36,10 +27,7 @@ test('the entry, imported and required: the plugin, with its names', async () =>
   assert.deepEqual([typeof mai.initialize, typeof mai.plugin], ['function', 'function']);
 });
 
-for (const [major, mongoose] of [
-  [9, mongoose9],
-  [8, mongoose8],
-]) {
+for (const [major, mongoose] of MONGOOSES) {
   describe(`mongoose ${major}`, { timeout: 180_000 }, () => {
     const connection = mongoose.createConnection();
     const p = `A${major}_`;

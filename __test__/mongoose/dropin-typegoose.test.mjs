@@ -6,21 +6,12 @@
 import { test, before, after, describe } from 'node:test';
 import assert from 'node:assert/strict';
 import { createRequire } from 'node:module';
-import mongoose9 from 'mongoose';
-import mongoose8 from 'mongoose-v8';
-import { setup, seq } from '../helpers.mjs';
+import { fileDatabase, MONGOOSES } from './plugin-setup.mjs';
 
 const require = createRequire(import.meta.url);
 const { AutoIncrementID, AutoIncrementIDSkipSymbol, AutoIncrementSimple } = require('mongodb-sequence/mongoose/typegoose');
 
-let env;
-before(async () => {
-  env = await setup('dropin_typegoose');
-});
-after(async () => {
-  await seq.closeSharedClients();
-  await env?.close();
-});
+const env = fileDatabase('dropin_typegoose');
 
 async function rejectsCode(promiseOrFn, code) {
   let error;
@@ -31,10 +22,7 @@ async function rejectsCode(promiseOrFn, code) {
   return error;
 }
 
-for (const [major, mongoose] of [
-  [9, mongoose9],
-  [8, mongoose8],
-]) {
+for (const [major, mongoose] of MONGOOSES) {
   describe(`mongoose ${major}`, { timeout: 180_000 }, () => {
     const connection = mongoose.createConnection();
     const p = `T${major}_`;

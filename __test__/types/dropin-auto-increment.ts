@@ -15,6 +15,9 @@ schema.plugin(plugin, { model: 'User', field: 'userId', startAt: 1, incrementBy:
 schema.plugin(plugin, { field: 'userId' });
 // @ts-expect-error startAt is a number
 schema.plugin(plugin, { model: 'User', startAt: '1' });
+schema.plugin(plugin, { model: 'User', cache: 100 });
+// @ts-expect-error cache is a number
+schema.plugin(plugin, { model: 'User', cache: '100' });
 
 const User = model('User', schema) as unknown as AutoIncrementFunctions;
 const next: Promise<number> = User.nextCount();

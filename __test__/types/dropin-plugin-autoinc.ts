@@ -10,6 +10,9 @@ schema.plugin(plugin, { model: 'Order', field: 'no', groupingField: 'shop', star
 schema.plugin(autoIncrement, { field: 'no' });
 // @ts-expect-error outputFilter maps a number to a number
 schema.plugin(autoIncrement, { model: 'Order', outputFilter: 'x' });
+schema.plugin(autoIncrement, { model: 'Order', field: 'no', cache: 100 });
+// @ts-expect-error cache is a number
+schema.plugin(autoIncrement, { model: 'Order', cache: true });
 
 const Order = model('Order', schema) as unknown as AutoIncFunctions;
 const next: Promise<number> = Order.nextCount('north');

@@ -12,6 +12,9 @@ schema.plugin(AutoIncrementID, options);
 schema.plugin(AutoIncrementID, { startAt: '1' });
 // @ts-expect-error unknown option (a typo)
 schema.plugin(AutoIncrementID, { strtAt: 1 });
+schema.plugin(AutoIncrementID, { startAt: 1, cache: 100 });
+// @ts-expect-error cache is a number
+schema.plugin(AutoIncrementID, { cache: 100n });
 schema.plugin(AutoIncrementSimple, [{ field: 'rev' }, { field: 'rev', incrementBy: 2 }]);
 // @ts-expect-error a field is required
 schema.plugin(AutoIncrementSimple, { incrementBy: 2 });

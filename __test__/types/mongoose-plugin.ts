@@ -15,6 +15,9 @@ schema.plugin(AutoIncrement, { exclusive: 'yes' });
 schema.plugin(AutoIncrement, { id: 'with_uri', inc_field: 'n', uri: 'mongodb://localhost/app' });
 // @ts-expect-error uri is a connection string
 schema.plugin(AutoIncrement, { uri: 27017 });
+schema.plugin(AutoIncrement, { id: 'with_cache', inc_field: 'n', cache: 100 });
+// @ts-expect-error cache is a number
+schema.plugin(AutoIncrement, { cache: '100' });
 
 interface Order {
   no?: number;

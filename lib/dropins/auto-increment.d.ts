@@ -13,11 +13,22 @@ export interface AutoIncrementOptions {
   incrementBy?: number;
   /** A unique index on `field` (not `_id`). Default `true`. */
   unique?: boolean;
+  /**
+   * Reserve numbers in blocks of this many per process and number documents from memory
+   * (docs/caching-and-gaps.md): numbers stay unique across processes but are not ordered
+   * across them, and the unused ones of a block are lost when the process exits (gaps).
+   * A whole number from 1 to 1,000,000. Default: no cache. Not one of mongoose-auto-increment's options.
+   */
+  cache?: number;
 }
 
 /** `nextCount` and `resetCount`, both as methods of documents and as statics of models. */
 export interface AutoIncrementFunctions {
-  /** The number the next new document will get (`startAt` before the first). */
+  /**
+   * The number the next new document will get (`startAt` before the first), when nothing
+   * else numbers one meanwhile. With `cache`, this process's unused reserved numbers are
+   * given back first (or dropped as a gap when another process moved the counter since).
+   */
   nextCount(): Promise<number>;
   nextCount(callback: (error: Error | null, count?: number) => void): void;
   /** Sets the counter back so the next new document gets `startAt`; resolves with `startAt`. */

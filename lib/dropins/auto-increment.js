@@ -6,17 +6,18 @@
 // mongoose plugin's counter (lib/mongoose/), the values taken by the native core.
 
 const { codedError } = require('../coded-error.js');
-const { LocatedCounter } = require('../mongoose/located-counter.js');
+const { identityCounter, IDENTITY_COUNTERS } = require('../mongoose/located-counter.js');
 const { addToSchema } = require('../mongoose/registry.js');
 const { addHooks } = require('../mongoose/hooks.js');
 const { addCreate, settle } = require('../mongoose/statics.js');
 const { openDb } = require('../mongoose/connection.js');
+const { checkCache } = require('../mongoose/options.js');
 
 /** The name errors start with. */
 const PLUGIN = 'mongodb-sequence/mongoose/auto-increment';
 /** Where mongoose-auto-increment keeps its counters: its model's name and collection. */
 const COUNTER_MODEL = 'IdentityCounter';
-const COUNTER_COLLECTION = 'identitycounters';
+const COUNTER_COLLECTION = IDENTITY_COUNTERS;
 
 /** The connection `initialize` was given: the counters of every later `plugin` live there. */
 let countersConnection = null;
@@ -126,6 +127,7 @@ function settingsOf(options) {
     throw invalid(`${PLUGIN}: option incrementBy must be a non-zero safe integer; got ${String(settings.incrementBy)}`);
   }
   if (typeof settings.unique !== 'boolean') throw invalid(`${PLUGIN}: option unique must be a boolean`);
+  settings.cache = checkCache(PLUGIN, settings.cache);
   return settings;
 }
 
@@ -149,18 +151,10 @@ function plugin(schema, options) {
   if (path !== undefined && field !== '_id' && path.instance !== 'Number') throw invalid(`${PLUGIN}: field "${field}" is in the schema and not a Number`);
   schema.add({ [field]: field === '_id' ? { type: Number } : { type: Number, unique: settings.unique } });
 
-  const counter = new LocatedCounter({
+  const counter = identityCounter(settings, {
     plugin: PLUGIN,
-    label: `${model}.${field}`,
-    field,
-    collection: COUNTER_COLLECTION,
-    counterField: 'count',
-    start: startAt,
-    step: incrementBy,
     // In the order of mongoose-auto-increment's index { field: 1, model: 1 }.
     locate: () => ({ field, model }),
-    keepGivenOnSave: true,
-    raiseGiven: true,
     connection: countersConnection,
     explainIndexConflict: (error) => explainIndexConflict(connection, error),
   });
@@ -179,8 +173,7 @@ function plugin(schema, options) {
   /** The number the next new document will get (`startAt` before the first). */
   function nextCount(callback) {
     const Model = modelOfThis(this);
-    const work = counter.currentValue(Model).then((value) => (value === undefined ? startAt : value + incrementBy));
-    return settle(work, callback);
+    return settle(counter.nextNumber(Model), callback);
   }
   /** Sets the counter back so that the next new document gets `startAt`; resolves with `startAt`. */
   function resetCount(callback) {

@@ -18,13 +18,25 @@ export type AutoIncSettings = {
   unique?: boolean;
   /** What a document receives for each number. */
   outputFilter?: (count: number) => number;
+  /**
+   * Reserve numbers in blocks of this many per process and number documents from memory
+   * (docs/caching-and-gaps.md): numbers stay unique across processes but are not ordered
+   * across them, and the unused ones of a block are lost when the process exits (gaps).
+   * A whole number from 1 to 1,000,000. Default: no cache. Not one of mongoose-plugin-autoinc's options.
+   */
+  cache?: number;
 };
 
 export type AutoIncOptions = AutoIncSettings | string;
 
 /** `nextCount` and `resetCount`, both as methods of documents and as statics of models. */
 export interface AutoIncFunctions {
-  /** The next number of the counter of `group` (default `''`); `startAt` before the first. */
+  /**
+   * The next number of the counter of `group` (default `''`); `startAt` before the first.
+   * With `cache`, this process's unused reserved numbers of that counter are given back
+   * first (or dropped as a gap when another process moved the counter since), so it is
+   * the number this process's next new document of the group gets.
+   */
   nextCount(group?: string): Promise<number>;
   /** Sets the counter of `group` back so its next number is `startAt`; resolves with `startAt`. */
   resetCount(group?: string): Promise<number>;

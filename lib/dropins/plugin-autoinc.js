@@ -8,17 +8,18 @@
 // mongoose plugin's counter (lib/mongoose/), the values taken by the native core.
 
 const { codedError } = require('../coded-error.js');
-const { LocatedCounter } = require('../mongoose/located-counter.js');
+const { identityCounter, IDENTITY_COUNTERS } = require('../mongoose/located-counter.js');
 const { addToSchema } = require('../mongoose/registry.js');
 const { addHooks } = require('../mongoose/hooks.js');
 const { addCreate } = require('../mongoose/statics.js');
 const { isDocument, readField } = require('../mongoose/paths.js');
 const { asCast } = require('../mongoose/cast.js');
 const { takesNumber, SAVE } = require('../mongoose/rule.js');
+const { checkCache } = require('../mongoose/options.js');
 
 /** The name errors start with. */
 const PLUGIN = 'mongodb-sequence/mongoose/plugin-autoinc';
-const COUNTER_COLLECTION = 'identitycounters';
+const COUNTER_COLLECTION = IDENTITY_COUNTERS;
 
 function invalid(message) {
   return codedError('INVALID_ARGUMENT', message, { type: TypeError });
@@ -54,6 +55,7 @@ function settingsOf(options) {
     throw invalid(`${PLUGIN}: option incrementBy must be a non-zero safe integer; got ${String(settings.incrementBy)}`);
   }
   if (settings.outputFilter !== undefined && typeof settings.outputFilter !== 'function') throw invalid(`${PLUGIN}: option outputFilter must be a function`);
+  settings.cache = checkCache(PLUGIN, settings.cache);
   return settings;
 }
 
@@ -137,19 +139,11 @@ function autoIncrement(schema, options) {
     const doc = isDocument(source) || !Model ? source : asCast(Model, source);
     return groupKey(doc ? readField(doc, groupingField) : undefined);
   };
-  const counter = new LocatedCounter({
+  const counter = identityCounter(settings, {
     plugin: PLUGIN,
-    label: `${model}.${field}`,
-    field,
-    collection: COUNTER_COLLECTION,
-    counterField: 'count',
-    start: startAt,
-    step: incrementBy,
     // In the order of mongoose-plugin-autoinc's index { field: 1, groupingField: 1, model: 1 }.
     locate: (Model, source) => ({ field, groupingField: groupOf(source, Model), model }),
     referenceFields: groupingField.length ? [groupingField] : null,
-    keepGivenOnSave: true,
-    raiseGiven: true,
     output: settings.outputFilter,
     prepare: convertOldCounter,
     // Only the '' group's counter can be one of mongoose-auto-increment's to convert.
@@ -176,8 +170,7 @@ function autoIncrement(schema, options) {
   /** The counter's next number for `group` (default `''`); `startAt` before the first. */
   async function nextCount(group) {
     const Model = modelOfThis(this);
-    const value = await counter.currentValueOf({ field, groupingField: groupKey(group), model }, Model);
-    return value === undefined ? startAt : value + incrementBy;
+    return counter.nextNumberOf({ field, groupingField: groupKey(group), model }, Model);
   }
   /** Sets the counter of `group` back so its next number is `startAt`; resolves with `startAt`. */
   async function resetCount(group) {

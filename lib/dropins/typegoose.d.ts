@@ -28,6 +28,14 @@ export interface AutoIncrementIDOptions {
    * that name it), or a function of the model's name and the model. Default the model's name.
    */
   overwriteModelName?: string | OverwriteModelNameFunction;
+  /**
+   * Reserve numbers in blocks of this many per process and number documents from memory
+   * (docs/caching-and-gaps.md): numbers stay unique across processes but are not ordered
+   * across them, and the unused ones of a block are lost when the process exits (gaps).
+   * A whole number from 1 to 1,000,000. Default: no cache. Not one of @typegoose/auto-increment's
+   * options.
+   */
+  cache?: number;
 }
 
 /** Names the counter of a model (a non-empty string, else the save rejects with `INVALID_ARGUMENT`). */

@@ -13,6 +13,7 @@ const { addHooks } = require('../mongoose/hooks.js');
 const { addCreate } = require('../mongoose/statics.js');
 const { asCast } = require('../mongoose/cast.js');
 const { isDocument } = require('../mongoose/paths.js');
+const { checkCache } = require('../mongoose/options.js');
 
 /** The name errors start with. */
 const PLUGIN = 'mongodb-sequence/mongoose/typegoose';
@@ -68,6 +69,7 @@ function idOptions(options) {
   if (typeof opt.overwriteModelName !== 'string' && typeof opt.overwriteModelName !== 'function') {
     throw invalid('option overwriteModelName must be a string or a function');
   }
+  opt.cache = checkCache(PLUGIN, opt.cache);
   return opt;
 }
 
@@ -122,6 +124,7 @@ function AutoIncrementID(schema, options) {
     start: opt.startAt,
     step: opt.incrementBy,
     bigint: type === 'BigInt',
+    cache: opt.cache,
     // In the order of typegoose's unique index, so the core makes sure of that very index.
     locate: (Model, source) => {
       // A plain object is counted as the document it becomes (a discriminator's, when it names one).

@@ -163,7 +163,12 @@ class Counter {
 
   /** The options of the native handle that numbers documents. */
   handleOptions() {
-    return this.nativeOptions({ upsert: true, start: this.options.start_seq, step: this.options.inc_amount });
+    return this.nativeOptions({ upsert: true, start: this.options.start_seq, step: this.options.inc_amount, ...this.cacheOption() });
+  }
+
+  /** `{ cache }` when the counter has a cache (values reserved in blocks per process), else nothing. */
+  cacheOption() {
+    return this.options.cache === undefined ? {} : { cache: this.options.cache };
   }
 
   /** The options of the native calls on this counter's documents (and the plugin's `uri`). */

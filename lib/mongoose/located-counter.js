@@ -30,7 +30,8 @@ class LocatedCounter extends Counter {
    * names, so that the record of those prepared stays small), `output(value)` (what
    * documents receive for a value), `referenceFields` (the document's fields that choose the counter, besides its model),
    * `raiseGiven` (a number the caller gives in any write moves the counter up to it: see
-   * raiseToGiven) and `plugin` (the name errors start with).
+   * raiseToGiven), `cache` (values reserved in blocks of that many per process: the
+   * core's `cache`; checked by the caller) and `plugin` (the name errors start with).
    */
   constructor(spec) {
     const options = {
@@ -44,6 +45,7 @@ class LocatedCounter extends Counter {
       // upsert writing one with $max, $rename…: ./upserts.js).
       reference_fields: Array.isArray(spec.referenceFields) && spec.referenceFields.length ? [...spec.referenceFields] : null,
       parallel_hooks: false,
+      cache: spec.cache,
     };
     super(null, options, null);
     this.spec = spec;
@@ -125,7 +127,7 @@ class LocatedCounter extends Counter {
   }
 
   handleOptions() {
-    return this.nativeOptions({ upsert: true, start: this.spec.start, step: this.spec.step, bigint: Boolean(this.spec.bigint) });
+    return this.nativeOptions({ upsert: true, start: this.spec.start, step: this.spec.step, bigint: Boolean(this.spec.bigint), ...this.cacheOption() });
   }
 
   /** The driver `Db` of `Model`'s own connection (the drop-ins are given no connection), once open. */
@@ -146,9 +148,24 @@ class LocatedCounter extends Counter {
     }
   }
 
-  /** The value of `Model`'s counter (one whose locator does not depend on the document). */
-  async currentValue(Model) {
-    return this.currentValueOf(this.referenceOf(null, Model), Model);
+  /**
+   * The number the next document numbered from the counter of `reference` in this process
+   * gets, when nothing else takes one meanwhile (`start` before the first). Without a
+   * cache that is the stored value plus `step`. With one, the stored value is ahead of
+   * the numbers handed out (the block reserved): this process's unused reserved numbers
+   * are given back first (or, when another process moved the counter since, abandoned as
+   * a gap), so the next numbering fetches from the stored value, which this reads.
+   */
+  async nextNumberOf(reference, Model) {
+    if (this.options.cache !== undefined) await this.call((await this.handle(reference, Model)).release());
+    const value = await this.currentValueOf(reference, Model);
+    if (value === undefined) return this.spec.start;
+    return typeof value === 'bigint' ? value + BigInt(this.spec.step) : value + this.spec.step;
+  }
+
+  /** `nextNumberOf` for `Model`'s counter (one whose locator does not depend on the document). */
+  async nextNumber(Model) {
+    return this.nextNumberOf(this.referenceOf(null, Model), Model);
   }
 
   /** Sets the counter of `reference` to `value` when it exists (the next number is `value + step`); resolves with how many matched. */
@@ -210,4 +227,30 @@ class LocatedCounter extends Counter {
   }
 }
 
-module.exports = { LocatedCounter };
+/** Where mongoose-auto-increment and mongoose-plugin-autoinc keep their counters. */
+const IDENTITY_COUNTERS = 'identitycounters';
+
+/**
+ * The counter of a model for mongoose-auto-increment's and mongoose-plugin-autoinc's
+ * options (`settings`: `model`, `field`, `startAt`, `incrementBy`, `cache`): a document of
+ * `identitycounters` holding its value in `count`; a number the caller gives a new
+ * document is kept and moves the counter up to it. `spec` adds what differs between the
+ * two (`plugin`, `locate`, `referenceFields`, `connection`, `output`, `prepare`…).
+ */
+function identityCounter(settings, spec) {
+  const { model, field, startAt, incrementBy, cache } = settings;
+  return new LocatedCounter({
+    label: `${model}.${field}`,
+    cache,
+    field,
+    collection: IDENTITY_COUNTERS,
+    counterField: 'count',
+    start: startAt,
+    step: incrementBy,
+    keepGivenOnSave: true,
+    raiseGiven: true,
+    ...spec,
+  });
+}
+
+module.exports = { LocatedCounter, identityCounter, IDENTITY_COUNTERS };

@@ -21,7 +21,23 @@ const DEFAULTS = {
   exclusive: true,
   gapless: false,
   uri: undefined,
+  cache: undefined,
 };
+
+/** The largest `cache` the core accepts (values reserved per block). */
+const MAX_CACHE = 1_000_000;
+
+/**
+ * The `cache` option (of the plugin named `plugin`): a whole number from 1 to MAX_CACHE,
+ * or `undefined` (also for `null`: no cache, as the core reads it); refused otherwise.
+ */
+function checkCache(plugin, value) {
+  if (value === undefined || value === null) return undefined;
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 1 || value > MAX_CACHE) {
+    throw codedError('INVALID_ARGUMENT', `${plugin}: option cache must be a whole number from 1 to ${MAX_CACHE}; got ${String(value)}`, { type: TypeError });
+  }
+  return value;
+}
 
 /** An option that must be a safe integer, refused with `INVALID_ARGUMENT` otherwise. */
 function checkNumber(name, value) {
@@ -48,6 +64,14 @@ function normalise(options) {
   if (typeof merged.gapless !== 'boolean') {
     throw codedError('INVALID_ARGUMENT', `option gapless must be a boolean; got ${String(merged.gapless)}`, { type: TypeError });
   }
+  merged.cache = checkCache(PLUGIN, merged.cache);
+  if (merged.gapless && merged.cache !== undefined) {
+    throw codedError(
+      'INVALID_ARGUMENT',
+      `${PLUGIN}: options gapless and cache cannot be combined: a cache reserves numbers ahead in blocks and loses the unused ones on restart, which gapless numbering exists to prevent`,
+      { type: TypeError },
+    );
+  }
   if (![true, false, 'reuse'].includes(merged.exclusive)) {
     throw codedError('INVALID_ARGUMENT', `option exclusive must be true, false or 'reuse'; got ${String(merged.exclusive)}`, { type: TypeError });
   }
@@ -59,8 +83,8 @@ function normalise(options) {
 
 /** What must agree for a second registration to reuse a counter (`exclusive: 'reuse'`). */
 function signature(options) {
-  const { id, inc_field, start_seq, inc_amount, reference_fields, collection_name, gapless, uri } = options;
-  return JSON.stringify({ id, inc_field, start_seq, inc_amount, reference_fields, collection_name, gapless, uri });
+  const { id, inc_field, start_seq, inc_amount, reference_fields, collection_name, gapless, uri, cache } = options;
+  return JSON.stringify({ id, inc_field, start_seq, inc_amount, reference_fields, collection_name, gapless, uri, cache });
 }
 
 /** Refuses an `inc_field` the schema already has with another type than Number. */
@@ -79,4 +103,4 @@ function gaplessRefusal(what) {
   );
 }
 
-module.exports = { PLUGIN, COUNTER_FIELD, DEFAULTS, normalise, signature, checkField, gaplessRefusal };
+module.exports = { PLUGIN, COUNTER_FIELD, DEFAULTS, MAX_CACHE, checkCache, normalise, signature, checkField, gaplessRefusal };

@@ -35,12 +35,18 @@ test('normalise refuses what mongoose-sequence refuses, and bad types, with INVA
   refused({ uri: '' }, 'INVALID_ARGUMENT', TypeError);
   refused({ uri: 5 }, 'INVALID_ARGUMENT', TypeError);
   assert.equal(normalise({ start_seq: 0, inc_amount: -3, exclusive: 'reuse' }).inc_amount, -3);
+  for (const cache of [0, -1, 1.5, '10', 1_000_001, true, Number.NaN]) refused({ cache }, 'INVALID_ARGUMENT', TypeError);
+  refused({ cache: 10, gapless: true }, 'INVALID_ARGUMENT', TypeError);
+  assert.equal(normalise({ cache: 1_000_000 }).cache, 1_000_000);
+  assert.equal(normalise({ cache: null }).cache, undefined);
 });
 
 test('signature: what a reuse must agree on, and nothing else', () => {
   const a = normalise({ id: 'x', inc_field: 'no', exclusive: 'reuse' });
   assert.equal(signature(a), signature(normalise({ id: 'x', inc_field: 'no', exclusive: false, parallel_hooks: false, disable_hooks: true })));
-  for (const change of [{ start_seq: 2 }, { inc_amount: 2 }, { collection_name: 'c' }, { gapless: true }, { uri: 'mongodb://h' }, { reference_fields: 'shop' }]) {
+  assert.equal(signature(a), signature(normalise({ id: 'x', inc_field: 'no', cache: null })));
+  assert.notEqual(signature(normalise({ cache: 10 })), signature(normalise({ cache: 20 })));
+  for (const change of [{ start_seq: 2 }, { inc_amount: 2 }, { collection_name: 'c' }, { gapless: true }, { uri: 'mongodb://h' }, { reference_fields: 'shop' }, { cache: 10 }]) {
     assert.notEqual(signature(a), signature(normalise({ id: 'x', inc_field: 'no', ...change })), JSON.stringify(change));
   }
 });
