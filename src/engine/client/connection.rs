@@ -379,6 +379,15 @@ mod tests {
     fn derived_targets_carry_timeouts_and_differ_by_configuration() {
         let a = derive_from_node_client(&options("h1")).unwrap();
         assert_eq!(a.server_selection_timeout_ms, Some(1500));
+        assert_eq!(
+            a.server_selection_timeout(),
+            Some(Duration::from_millis(1500))
+        );
+        assert_eq!(a.connect_timeout(), None);
+        let mut connect = options("h1");
+        connect.insert("connectTimeoutMS".into(), NodeValue::number(2500.0));
+        let c = derive_from_node_client(&connect).unwrap();
+        assert_eq!(c.connect_timeout(), Some(Duration::from_millis(2500)));
         assert_eq!(a, derive_from_node_client(&options("h1")).unwrap());
         assert_ne!(a, derive_from_node_client(&options("h2")).unwrap());
         let mut w = options("h1");
@@ -618,7 +627,12 @@ mod tests {
         }
         assert!(ConnectionTarget::from_uri("mongodb://u:p%25%C3%A9@h/").is_ok());
         let long = format!("mongodb://h/?appName={}", "a".repeat(MAX_URI_BYTES));
-        assert!(ConnectionTarget::from_uri(&long).is_err());
+        let e = ConnectionTarget::from_uri(&long).unwrap_err();
+        assert!(e.message.contains("bytes long"), "{}", e.message);
+        // Long strings short of the bound are the driver's to judge, not refused for length.
+        let name = "r".repeat(MAX_URI_BYTES - 100);
+        let under = format!("mongodb://h/?replicaSet={name}");
+        assert!(ConnectionTarget::from_uri(&under).is_ok());
     }
 
     #[test]
