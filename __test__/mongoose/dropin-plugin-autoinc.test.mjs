@@ -201,6 +201,21 @@ for (const [major, mongoose] of MONGOOSES) {
       assert.equal((await M.findOne({ t: 'y' })).no, 2);
     });
 
+    test('group values that print alike share one counter (its string key): 1, "1", 1n and Long(1); 0, null and ""', async () => {
+      // mongoose-plugin-autoinc keys a group by String(value); documents continue in
+      // place only if ours does the same, and the numbers of one key never repeat.
+      const schema = new mongoose.Schema({ g: mongoose.Schema.Types.Mixed });
+      schema.plugin(autoIncrement, { model: `${p}Alike`, field: 'no', groupingField: 'g', startAt: 1 });
+      const M = await model(`${p}Alike`, schema);
+      const { Long } = mongoose.mongo;
+      const ones = await Promise.all([1, '1', 1n, Long.fromNumber(1), 1].map((g) => M.create({ g })));
+      assert.deepEqual(ones.map((d) => d.no).sort((a, b) => a - b), [1, 2, 3, 4, 5]);
+      const empties = await Promise.all([0, null, ''].map((g) => M.create({ g })));
+      assert.deepEqual(empties.map((d) => d.no).sort((a, b) => a - b), [1, 2, 3]);
+      const groups = (await counters().find({ model: `${p}Alike` }).toArray()).map((c) => [c.groupingField, c.count]);
+      assert.deepEqual(groups.sort(), [['', 3], ['1', 5]]);
+    });
+
     test('many groups: only the counter of the empty group is kept as prepared (converted)', async () => {
       const schema = new mongoose.Schema({ g: String });
       schema.plugin(autoIncrement, { model: `${p}ManyGroups`, field: 'no', groupingField: 'g' });
