@@ -209,11 +209,24 @@ for (const [major, mongoose] of MONGOOSES) {
       const M = await model(`${p}Alike`, schema);
       const { Long } = mongoose.mongo;
       const ones = await Promise.all([1, '1', 1n, Long.fromNumber(1), 1].map((g) => M.create({ g })));
-      assert.deepEqual(ones.map((d) => d.no).sort((a, b) => a - b), [1, 2, 3, 4, 5]);
+      assert.deepEqual(
+        ones.map((d) => d.no).sort((a, b) => a - b),
+        [1, 2, 3, 4, 5],
+      );
       const empties = await Promise.all([0, null, ''].map((g) => M.create({ g })));
-      assert.deepEqual(empties.map((d) => d.no).sort((a, b) => a - b), [1, 2, 3]);
-      const groups = (await counters().find({ model: `${p}Alike` }).toArray()).map((c) => [c.groupingField, c.count]);
-      assert.deepEqual(groups.sort(), [['', 3], ['1', 5]]);
+      assert.deepEqual(
+        empties.map((d) => d.no).sort((a, b) => a - b),
+        [1, 2, 3],
+      );
+      const groups = (
+        await counters()
+          .find({ model: `${p}Alike` })
+          .toArray()
+      ).map((c) => [c.groupingField, c.count]);
+      assert.deepEqual(groups.sort(), [
+        ['', 3],
+        ['1', 5],
+      ]);
     });
 
     test('many groups: only the counter of the empty group is kept as prepared (converted)', async () => {
