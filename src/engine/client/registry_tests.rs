@@ -493,3 +493,32 @@ fn the_shared_client_closes_with_its_last_node_client() {
         assert!(!reopened.is_closed(), "an unwatched target is not released");
     });
 }
+
+#[test]
+fn closing_all_says_whether_every_leaving_client_left_in_time() {
+    run(async {
+        // A client still retiring (it replaces nothing yet: its slot waits for it) that
+        // never finishes leaving: the close cannot say it finished.
+        let registry = leaked(Limits::default());
+        let handle = Arc::new(ClientHandle::open(&target(80)).await.unwrap());
+        let never = SlotCell::after(Retiring::leaving(handle, std::future::pending()));
+        lock(&registry.slots).insert(target(80), never);
+        assert!(!registry.close_all(Duration::from_millis(50)).await);
+    });
+}
+
+#[test]
+fn the_slot_a_closed_client_leaves_stays_until_a_later_release_prunes_it() {
+    run(async {
+        // A call made while the client closes must find its slot, and wait there for the
+        // client to have left before opening the next (one state per counter at a time).
+        let registry = leaked(Limits::default());
+        let a = target(82);
+        let handle = registry.get(&a).await.unwrap();
+        assert!(registry.close_all(DEFAULT_CLOSE_TIMEOUT).await);
+        assert!(handle.is_closed());
+        let slots = lock(&registry.slots);
+        let slot = slots.get(&a).expect("the slot the closing client left");
+        assert!(slot.replaces.is_some() && !slot.cell.initialized());
+    });
+}
