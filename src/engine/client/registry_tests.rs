@@ -486,6 +486,18 @@ fn the_shared_client_closes_with_its_last_node_client() {
         assert!(!handle.is_closed(), "another Node client still uses it");
         registry.release(&a).await;
         assert!(handle.is_closed(), "the last one closed");
+        // Closed for good: its driver was shut down (after its give-back), not only
+        // marked closed to calls.
+        let after = handle
+            .client()
+            .database("x")
+            .run_command(mongodb::bson::doc! { "ping": 1 })
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(*after.kind, mongodb::error::ErrorKind::Shutdown),
+            "{after}"
+        );
         assert!(registry.is_empty());
         let reopened = registry.get(&a).await.unwrap();
         assert!(!reopened.is_closed(), "a later call opens a new one");
