@@ -62,7 +62,7 @@ async function modelOf(side, name, options) {
   return Model;
 }
 
-/** The counts of `model`'s counters by group; a counter absent as `startAt − incrementBy`. */
+/** The counts of `model`'s counters by group (null: none), the shapes of its documents, any stray one. */
 async function countersOf(connection, model, options) {
   const found = await connection.db
     .collection('identitycounters')
@@ -71,9 +71,9 @@ async function countersOf(connection, model, options) {
   const counts = {};
   for (const group of GROUPS) {
     const counter = found.find((c) => c.groupingField === group);
-    // No counter (ours before its first number, or theirs before its first save) and one
-    // at `startAt − incrementBy` give the same next number, to theirs and to ours.
-    counts[group] = counter ? counter.count : options.startAt - options.incrementBy;
+    // Both create a group's counter at its first save, a reset of a group without one
+    // creates none: the same documents exist on both sides.
+    counts[group] = counter ? counter.count : null;
   }
   const shapes = [...new Set(found.map((c) => Object.keys(c).sort().join(',')))];
   return { counts, shapes, stray: found.filter((c) => !GROUPS.includes(c.groupingField) || c.field !== options.field) };
