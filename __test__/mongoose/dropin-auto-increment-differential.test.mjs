@@ -103,6 +103,15 @@ const stepArb = fc.oneof(
 const historyArb = fc.array(stepArb, { minLength: 1, maxLength: 10 });
 
 let made = 0;
+
+/** `work`, or a rejection naming the side and the step when it takes over 20 s (a hang). */
+function within(label, s, work) {
+  let timer;
+  const hang = new Promise((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${label}: step ${JSON.stringify(s)} did not end in 20 s`)), 20_000);
+  });
+  return Promise.race([work, hang]).finally(() => clearTimeout(timer));
+}
 /** Histories per run (DROPIN_DIFF_RUNS=n widens or narrows it). */
 const RUNS = Number(process.env.DROPIN_DIFF_RUNS ?? 20);
 
@@ -118,7 +127,7 @@ test('random histories: ours on mongoose 9 and 8 gives what theirs gives on 6 an
         const Model = await modelOf(side, name, options);
         const trace = [];
         for (const [i, s] of history.entries()) {
-          const got = await step(Model, options.field, s, i);
+          const got = await within(label, s, step(Model, options.field, s, i));
           // No counter yet (ours before its first number) counts as the one theirs makes at
           // `plugin` time, `startAt − incrementBy`: both give startAt next.
           const counter = (await counterOf(side.connection, name, options.field)) ?? { model: name, field: options.field, count: options.startAt - options.incrementBy };
