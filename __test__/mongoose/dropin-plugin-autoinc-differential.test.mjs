@@ -1,11 +1,12 @@
 // The mongoose-plugin-autoinc drop-in against mongoose-plugin-autoinc 1.1.9 itself, on
 // mongoose 8 and 6 (from 9 on its hook calls a `next` mongoose no longer passes): random
-// options (field, groupingField of String, Number or ObjectId, startAt, incrementBy, outputFilter) and histories of
-// saves, create([...]), numbers given on save, nextCount and resetCount per group, through
-// theirs and through ours on mongoose 9 and 8, each on a database of its own: after every
-// step the same results and the same counters. And the upgrade: a database written by
-// mongoose-auto-increment and then by theirs, continued by ours from the next number of
-// every counter, their counter documents kept in their shape (theirs can go on after ours).
+// options (field, a groupingField of String, Number or ObjectId, startAt, incrementBy,
+// outputFilter) and histories of saves, create([...]), numbers given on save, nextCount
+// and resetCount per group, through theirs and through ours on mongoose 9 and 8, each on
+// a database of its own: after every step the same results and the same counter
+// documents. And the upgrade: a database written by mongoose-auto-increment and then by
+// theirs, continued by ours from the next number of every counter, their counter
+// documents kept in their shape (theirs can go on after ours).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { createRequire } from 'node:module';
