@@ -1,0 +1,247 @@
+// The mongoose-auto-increment drop-in against mongoose-auto-increment 5.0.1 itself, on
+// mongoose 6 (the newest it runs on: from 7 on its `plugin` throws): random options and
+// histories of saves, create([...]), numbers given on save, nextCount and resetCount,
+// through theirs and through ours on mongoose 9 and 8, each on a database of its own:
+// after every step the same results and the same counter document. And the upgrade: a
+// database written by theirs, continued by ours from the next number of every counter,
+// their counter documents kept in their shape (theirs can go on after ours).
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { createRequire } from 'node:module';
+import fc from 'fast-check';
+import mongoose9 from 'mongoose';
+import mongoose8 from 'mongoose-v8';
+import mongoose6 from 'mongoose-v6';
+import { setup, seq } from '../helpers.mjs';
+import { loadOn, openOn, viaCallback } from '../fixtures/old-autoinc.mjs';
+
+const require = createRequire(import.meta.url);
+const ours = require('mongodb-sequence/mongoose/auto-increment');
+const theirs = loadOn('mongoose-auto-increment', 'mongoose-v6');
+
+let env;
+const sides = {};
+before(async () => {
+  env = await setup('dropin_mai_diff');
+  sides.theirs = { mongoose: mongoose6, plugin: theirs, connection: await openOn(mongoose6, env.uri, `${env.dbName}_t`) };
+  sides.ours9 = { mongoose: mongoose9, plugin: ours, connection: await openOn(mongoose9, env.uri, `${env.dbName}_o9`) };
+  sides.ours8 = { mongoose: mongoose8, plugin: ours, connection: await openOn(mongoose8, env.uri, `${env.dbName}_o8`) };
+  // Theirs keeps the connection of its one `initialize` in module scope, for every model.
+  theirs.initialize(sides.theirs.connection);
+});
+after(async () => {
+  for (const side of Object.values(sides)) {
+    await side.connection.dropDatabase().catch(() => {});
+    await side.connection.close();
+  }
+  await seq.closeSharedClients();
+  await env?.close();
+});
+
+/** The counter document of `model`.`field` on `connection`, without `_id` and `__v`. */
+async function counterOf(connection, model, field) {
+  return connection.db.collection('identitycounters').findOne({ model, field }, { projection: { _id: 0, __v: 0 } });
+}
+
+/** A model of `side` numbered by its plugin with `options`. */
+async function modelOf(side, name, options) {
+  const { mongoose, plugin, connection } = side;
+  const schema = new mongoose.Schema({ tag: Number });
+  // Ours takes the connection of the last `initialize`: the one of this side.
+  if (plugin === ours) ours.initialize(connection);
+  schema.plugin(plugin.plugin, { ...options, model: name });
+  const Model = connection.model(name, schema);
+  await Model.init();
+  if (plugin === theirs) {
+    // Theirs creates the counter at `plugin` time, without waiting; its saves poll until
+    // it is written. Waited for here so that every step sees it (ours creates it at the
+    // first number: see the docs, "What differs").
+    for (let i = 0; i < 400 && !(await counterOf(connection, name, options.field)); i++) await new Promise((r) => setTimeout(r, 5));
+  }
+  return Model;
+}
+
+/** A step's outcome: E11000 as 'duplicate', any other failure by its message. */
+async function outcome(work) {
+  try {
+    return await work();
+  } catch (error) {
+    return Number(error && error.code) === 11000 ? 'duplicate' : `error: ${error && error.message}`;
+  }
+}
+
+/** Runs one step of a history on `Model`; resolves with what it gave. */
+function step(Model, field, s, i) {
+  switch (s.op) {
+    case 'save':
+      return outcome(async () => (await new Model({ tag: i }).save())[field]);
+    case 'given':
+      return outcome(async () => (await new Model({ tag: i, [field]: s.value }).save())[field]);
+    case 'create':
+      // Mongoose 6 saves the documents of create([...]) concurrently: theirs numbers them
+      // in the order its round trips come back, ours in array order. Compared as a set.
+      return outcome(async () => (await Model.create(Array.from({ length: s.n }, (_, k) => ({ tag: i * 10 + k })))).map((d) => d[field]).sort((a, b) => a - b));
+    case 'next':
+      return viaCallback((cb) => (s.method ? new Model().nextCount(cb) : Model.nextCount(cb)));
+    case 'reset':
+      return viaCallback((cb) => (s.method ? new Model().resetCount(cb) : Model.resetCount(cb)));
+  }
+}
+
+const optionsArb = fc.record({
+  field: fc.constantFrom('_id', 'no'),
+  startAt: fc.integer({ min: -5, max: 30 }),
+  incrementBy: fc.constantFrom(1, 2, 3, -1, -2),
+});
+const stepArb = fc.oneof(
+  { weight: 4, arbitrary: fc.constant({ op: 'save' }) },
+  { weight: 2, arbitrary: fc.record({ op: fc.constant('given'), value: fc.integer({ min: -8, max: 60 }) }) },
+  { weight: 2, arbitrary: fc.record({ op: fc.constant('create'), n: fc.integer({ min: 1, max: 3 }) }) },
+  { weight: 1, arbitrary: fc.record({ op: fc.constant('next'), method: fc.boolean() }) },
+  { weight: 1, arbitrary: fc.record({ op: fc.constant('reset'), method: fc.boolean() }) },
+);
+const historyArb = fc.array(stepArb, { minLength: 1, maxLength: 10 });
+
+let made = 0;
+
+/** `work`, or a rejection naming the side and the step when it takes over 20 s (a hang). */
+function within(label, s, work) {
+  let timer;
+  const hang = new Promise((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${label}: step ${JSON.stringify(s)} did not end in 20 s`)), 20_000);
+  });
+  return Promise.race([work, hang]).finally(() => clearTimeout(timer));
+}
+/** Histories per run (DROPIN_DIFF_RUNS=n widens or narrows it). */
+const RUNS = Number(process.env.DROPIN_DIFF_RUNS ?? 20);
+
+test('random histories: ours on mongoose 9 and 8 gives what theirs gives on 6 and leaves the same counter', { timeout: 300_000 }, async () => {
+  await fc.assert(
+    fc.asyncProperty(optionsArb, historyArb, async (options, rawHistory) => {
+      // With a negative incrementBy a number given on save moves our counter down to it
+      // (the way it counts) where theirs moves it up (docs, "What differs"): left out.
+      const history = options.incrementBy < 0 ? rawHistory.filter((s) => s.op !== 'given') : rawHistory;
+      const name = `Diff${made++}`;
+      const traces = {};
+      for (const [label, side] of Object.entries(sides)) {
+        const Model = await modelOf(side, name, options);
+        const trace = [];
+        for (const [i, s] of history.entries()) {
+          const got = await within(label, s, step(Model, options.field, s, i));
+          // No counter yet (ours before its first number) counts as the one theirs makes at
+          // `plugin` time, `startAt − incrementBy`: both give startAt next.
+          const counter = (await counterOf(side.connection, name, options.field)) ?? { model: name, field: options.field, count: options.startAt - options.incrementBy };
+          trace.push({ step: s, got, counter });
+        }
+        traces[label] = trace;
+      }
+      assert.deepEqual(traces.ours9, traces.theirs);
+      assert.deepEqual(traces.ours8, traces.theirs);
+    }),
+    { numRuns: RUNS },
+  );
+});
+
+test("upgrade: a database of theirs, continued by ours from each counter's next number, then by theirs again", { timeout: 120_000 }, async () => {
+  const dbName = `${env.dbName}_up`;
+  const old = await openOn(mongoose6, env.uri, dbName);
+  const theirsAgain = loadOn('mongoose-auto-increment', 'mongoose-v6');
+  theirsAgain.initialize(old);
+  const specs = {
+    Ticket: { model: 'Ticket', startAt: 1 },
+    Invoice: { model: 'Invoice', field: 'no', startAt: 100, incrementBy: 5 },
+    Order: { model: 'Order', field: 'ref', startAt: 10, incrementBy: 2 },
+    Unused: { model: 'Unused', startAt: 7 },
+    Down: { model: 'Down', field: 'no', startAt: 0, incrementBy: -1 },
+  };
+  const modelOn = async (mongoose, plugin, connection, name) => {
+    const schema = new mongoose.Schema({ tag: Number });
+    schema.plugin(plugin.plugin, specs[name]);
+    const Model = connection.model(name, schema);
+    await Model.init();
+    return Model;
+  };
+  // As JSON: the documents read through mongoose 6 hold bson 4 ObjectIds, those through 9 bson 6.
+  const plain = (value) => JSON.parse(JSON.stringify(value));
+  const counters = async (connection) =>
+    plain(
+      await connection.db
+        .collection('identitycounters')
+        .find({}, { sort: { model: 1 } })
+        .toArray(),
+    );
+  const T = {};
+  const documents = async (connection) => {
+    const all = {};
+    for (const name of Object.keys(specs))
+      all[name] = plain(
+        await connection.db
+          .collection(T[name].collection.collectionName)
+          .find({}, { sort: { tag: 1 } })
+          .toArray(),
+      );
+    return all;
+  };
+
+  let connection;
+  try {
+    // Theirs, on mongoose 6: a few documents in each model, a reset, a number given.
+    for (const name of Object.keys(specs)) T[name] = await modelOn(mongoose6, theirsAgain, old, name);
+    for (let i = 0; i < 50 && (await counters(old)).length < Object.keys(specs).length; i++) await new Promise((r) => setTimeout(r, 5));
+    for (let i = 0; i < 3; i++) await new T.Ticket({ tag: i }).save();
+    await T.Invoice.create([{ tag: 0 }, { tag: 1 }]);
+    await new T.Order({ tag: 0 }).save();
+    await new T.Order({ tag: 1 }).save();
+    await viaCallback((cb) => T.Order.resetCount(cb));
+    await new T.Order({ tag: 2, ref: 500 }).save(); // given: the counter moves up to 500
+    await new T.Down({ tag: 0 }).save();
+    await new T.Down({ tag: 1 }).save();
+    const next = {};
+    for (const name of Object.keys(specs)) next[name] = await viaCallback((cb) => T[name].nextCount(cb));
+    assert.deepEqual(next, { Ticket: 4, Invoice: 110, Order: 502, Unused: 7, Down: -2 });
+    const countersBefore = await counters(old);
+    const documentsBefore = await documents(old);
+
+    // Ours, on mongoose 9, on the same database.
+    // The models' own indexes are there, made by mongoose 6 with `background: true`, which
+    // SecantusDB refuses as a conflicting index when mongoose 9 asks for them
+    // again without it: not made again. Ours makes its counter index itself.
+    connection = await openOn(mongoose9, env.uri, dbName, { autoIndex: false });
+    ours.initialize(connection);
+    const O = {};
+    for (const name of Object.keys(specs)) O[name] = await modelOn(mongoose9, ours, connection, name);
+    const field = (name) => specs[name].field ?? '_id';
+    for (const name of Object.keys(specs)) assert.equal(await O[name].nextCount(), next[name], `${name}: nextCount`);
+    const got = {};
+    for (const name of Object.keys(specs))
+      got[name] = [(await new O[name]({ tag: 10 }).save())[field(name)], ...(await O[name].insertMany([{ tag: 11 }, { tag: 12 }])).map((d) => d[field(name)])];
+    const step = (name) => specs[name].incrementBy ?? 1;
+    for (const name of Object.keys(specs)) {
+      assert.deepEqual(
+        got[name],
+        [0, 1, 2].map((k) => next[name] + k * step(name)),
+        name,
+      );
+    }
+    // No renumbering: their documents as they were.
+    const documentsAfter = await documents(connection);
+    for (const name of Object.keys(specs)) assert.deepEqual(documentsAfter[name].slice(0, documentsBefore[name].length), documentsBefore[name], name);
+    // Their counter documents, in place: the same _id, fields and __v, count moved on.
+    const countersAfter = await counters(connection);
+    assert.deepEqual(
+      countersAfter.map(({ count, ...rest }) => rest),
+      countersBefore.map(({ count, ...rest }) => rest),
+    );
+    for (const c of countersAfter) assert.equal(c.count, got[c.model][2], c.model);
+
+    // And back: theirs, on mongoose 6, continues from where ours left off.
+    for (const name of Object.keys(specs)) {
+      assert.equal(await viaCallback((cb) => T[name].nextCount(cb)), got[name][2] + step(name), name);
+      assert.equal((await new T[name]({ tag: 20 }).save())[field(name)], got[name][2] + step(name), name);
+    }
+  } finally {
+    await connection?.close();
+    await old.dropDatabase();
+    await old.close();
+  }
+});

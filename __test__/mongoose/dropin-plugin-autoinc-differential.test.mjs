@@ -1,0 +1,342 @@
+// The mongoose-plugin-autoinc drop-in against mongoose-plugin-autoinc 1.1.9 itself, on
+// mongoose 8 and 6 (from 9 on its hook calls a `next` mongoose no longer passes): random
+// options (field, a groupingField of String, Number or ObjectId, startAt, incrementBy,
+// outputFilter) and histories of saves, create([...]), numbers given on save, nextCount
+// and resetCount per group, through theirs and through ours on mongoose 9 and 8, each on
+// a database of its own: after every step the same results and the same counter
+// documents. And the upgrade: a database written by mongoose-auto-increment and then by
+// theirs, continued by ours from the next number of every counter, their counter
+// documents kept in their shape (theirs can go on after ours).
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { createRequire } from 'node:module';
+import fc from 'fast-check';
+import mongoose9 from 'mongoose';
+import mongoose8 from 'mongoose-v8';
+import mongoose6 from 'mongoose-v6';
+import { setup, seq } from '../helpers.mjs';
+import { loadOn, openOn } from '../fixtures/old-autoinc.mjs';
+
+const require = createRequire(import.meta.url);
+const ours = require('mongodb-sequence/mongoose/plugin-autoinc');
+const theirsOn6 = loadOn('mongoose-plugin-autoinc', 'mongoose-v6');
+const theirsOn8 = loadOn('mongoose-plugin-autoinc', 'mongoose-v8');
+
+/** Histories per run (DROPIN_DIFF_RUNS=n widens or narrows it). */
+const RUNS = Number(process.env.DROPIN_DIFF_RUNS ?? 25);
+
+let env;
+const sides = {};
+before(async () => {
+  env = await setup('dropin_mpa_diff');
+  sides.theirs6 = { mongoose: mongoose6, plugin: theirsOn6, connection: await openOn(mongoose6, env.uri, `${env.dbName}_t6`) };
+  sides.theirs8 = { mongoose: mongoose8, plugin: theirsOn8, connection: await openOn(mongoose8, env.uri, `${env.dbName}_t8`) };
+  sides.ours9 = { mongoose: mongoose9, plugin: ours, connection: await openOn(mongoose9, env.uri, `${env.dbName}_o9`) };
+  sides.ours8 = { mongoose: mongoose8, plugin: ours, connection: await openOn(mongoose8, env.uri, `${env.dbName}_o8`) };
+  // Theirs makes its counter index when its counter model is first used, without waiting:
+  // made first here, as in a database it has run on, so that concurrent first saves of a
+  // group (create([...])) do not create its counter twice (ours makes sure of the index
+  // before it creates a counter).
+  for (const side of [sides.theirs6, sides.theirs8]) {
+    await side.connection.db.collection('identitycounters').createIndex({ field: 1, groupingField: 1, model: 1 }, { unique: true });
+  }
+});
+after(async () => {
+  for (const side of Object.values(sides)) {
+    await side.connection.dropDatabase().catch(() => {});
+    await side.connection.close();
+  }
+  await seq.closeSharedClients();
+  await env?.close();
+});
+
+// Groups by label: '' a document without the grouping field, 'z' one with a falsy value
+// (in the '' group too, for both), 'a' and 'b' two values of the grouping field's type.
+const GROUPS = ['', 'a', 'b', 'z'];
+const OIDS = ['64b7f0aa00000000000000a1', '64b7f0aa00000000000000b2'];
+const GROUP_VALUES = {
+  String: { a: () => 'a', b: () => 'b', z: () => '' },
+  Number: { a: () => 7, b: () => -2, z: () => 0 },
+  ObjectId: { a: (mongoose) => new mongoose.Types.ObjectId(OIDS[0]), b: (mongoose) => new mongoose.Types.ObjectId(OIDS[1]), z: () => null },
+};
+/** The value of group `label` for a grouping field of `type`, made with `mongoose`'s types; undefined for ''. */
+const groupValue = (type, label, mongoose) => (label === '' ? undefined : GROUP_VALUES[type][label](mongoose));
+const tenfold = (count) => count * 10;
+
+/** A model of `side` numbered by its plugin with `options`. */
+async function modelOf(side, name, options) {
+  const { mongoose, plugin, connection } = side;
+  const schema = new mongoose.Schema({ tag: Number, g: options.groupType === 'ObjectId' ? mongoose.Schema.Types.ObjectId : options.groupType });
+  schema.plugin(plugin.autoIncrement, { ...options, model: name, outputFilter: options.outputFilter ? tenfold : undefined });
+  const Model = connection.model(name, schema);
+  await Model.init();
+  return Model;
+}
+
+/** The counts of `model`'s counters by group (null: none), the shapes of its documents, any stray one. */
+async function countersOf(connection, model, options) {
+  const found = await connection.db
+    .collection('identitycounters')
+    .find({ model }, { projection: { _id: 0, __v: 0 } })
+    .toArray();
+  // Both create a group's counter at its first save, a reset of a group without one
+  // creates none: the same documents exist on both sides.
+  const counts = Object.fromEntries(found.map((c) => [c.groupingField, c.count]).sort(([x], [y]) => (x < y ? -1 : x > y ? 1 : 0)));
+  const shapes = [...new Set(found.map((c) => Object.keys(c).sort().join(',')))];
+  return { counts, shapes, stray: found.filter((c) => c.field !== options.field) };
+}
+
+/** A step's outcome: E11000 as 'duplicate', any other failure by its message. */
+async function outcome(work) {
+  try {
+    return await work();
+  } catch (error) {
+    return Number(error && error.code) === 11000 ? 'duplicate' : `error: ${error && error.message}`;
+  }
+}
+
+const valuesOf = (options, group, mongoose) => (options.groupingField && group ? { g: groupValue(options.groupType, group, mongoose) } : {});
+
+/** Runs one step of a history on `Model`; resolves with what it gave. */
+function step(Model, options, s, i) {
+  const { field } = options;
+  const mongoose = Model.base;
+  const group = s.group && options.groupingField ? groupValue(options.groupType, s.group, mongoose) : undefined;
+  switch (s.op) {
+    case 'save':
+      return outcome(async () => (await new Model({ tag: i, ...valuesOf(options, s.group, mongoose) }).save())[field]);
+    case 'given':
+      return outcome(async () => (await new Model({ tag: i, ...valuesOf(options, s.group, mongoose), [field]: s.value }).save())[field]);
+    case 'create':
+      // Mongoose 6 and 8 save the documents of create([...]) concurrently: theirs numbers
+      // them in the order its round trips come back, ours in array order. Compared as sets
+      // of (counter, number): 0, '' and null are in the '' group, as no value is.
+      return outcome(async () =>
+        (await Model.create(s.groups.map((group, k) => ({ tag: i * 10 + k, ...valuesOf(options, group, mongoose) })))).map((d) => `${d.g || ''}:${d[field]}`).sort(),
+      );
+    case 'next':
+      return outcome(() => (s.method ? new Model().nextCount(group) : Model.nextCount(group)));
+    case 'reset':
+      return outcome(() => (s.method ? new Model().resetCount(group) : Model.resetCount(group)));
+  }
+}
+
+// Grouped half of the time: groups are where theirs and ours have the most to agree on.
+const optionsArb = fc
+  .oneof(
+    { weight: 1, arbitrary: fc.record({ field: fc.constant('_id'), groupingField: fc.constant('') }) },
+    { weight: 1, arbitrary: fc.record({ field: fc.constant('no'), groupingField: fc.constant('') }) },
+    { weight: 2, arbitrary: fc.record({ field: fc.constant('no'), groupingField: fc.constant('g') }) },
+  )
+  .chain((where) =>
+    fc.record({
+      field: fc.constant(where.field),
+      groupingField: fc.constant(where.groupingField),
+      startAt: fc.integer({ min: -5, max: 30 }),
+      incrementBy: fc.constantFrom(1, 2, 3, -1, -2),
+      outputFilter: fc.boolean(),
+      groupType: fc.constantFrom('String', 'Number', 'ObjectId'),
+    }),
+  );
+const group = fc.constantFrom(...GROUPS);
+const stepArb = fc.oneof(
+  { weight: 4, arbitrary: fc.record({ op: fc.constant('save'), group }) },
+  { weight: 2, arbitrary: fc.record({ op: fc.constant('given'), group, value: fc.integer({ min: -8, max: 60 }) }) },
+  { weight: 2, arbitrary: fc.record({ op: fc.constant('create'), groups: fc.array(group, { minLength: 1, maxLength: 3 }) }) },
+  { weight: 1, arbitrary: fc.record({ op: fc.constant('next'), group, method: fc.boolean() }) },
+  { weight: 1, arbitrary: fc.record({ op: fc.constant('reset'), group, method: fc.boolean() }) },
+);
+const historyArb = fc.array(stepArb, { minLength: 1, maxLength: 10 });
+
+let made = 0;
+
+/** `work`, or a rejection naming the side and the step when it takes over 20 s (a hang). */
+function within(label, s, work) {
+  let timer;
+  const hang = new Promise((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${label}: step ${JSON.stringify(s)} did not end in 20 s`)), 20_000);
+  });
+  return Promise.race([work, hang]).finally(() => clearTimeout(timer));
+}
+
+test('random histories: ours on mongoose 9 and 8 gives what theirs gives on 8 and 6 and leaves the same counters', { timeout: 300_000 }, async () => {
+  await fc.assert(
+    fc.asyncProperty(optionsArb, historyArb, async (options, rawHistory) => {
+      // Without a groupingField every document is in the '' group.
+      let history = options.groupingField ? rawHistory : rawHistory.map((s) => (s.group === undefined ? s : { ...s, group: '' }));
+      // With a negative incrementBy a number given on save moves our counter down to it
+      // (the way it counts) where theirs moves it up (docs, "What differs"): left out.
+      if (options.incrementBy < 0) history = history.filter((s) => s.op !== 'given');
+      const name = `Diff${made++}`;
+      const traces = {};
+      for (const [label, side] of Object.entries(sides)) {
+        const Model = await modelOf(side, name, options);
+        const trace = [];
+        for (const [i, s] of history.entries()) {
+          const got = await within(label, s, step(Model, options, s, i));
+          trace.push({ step: s, got, counters: await countersOf(side.connection, name, options) });
+        }
+        traces[label] = trace;
+      }
+      assert.deepEqual(traces.theirs8, traces.theirs6);
+      assert.deepEqual(traces.ours9, traces.theirs6);
+      assert.deepEqual(traces.ours8, traces.theirs6);
+    }),
+    { numRuns: RUNS },
+  );
+});
+
+test("upgrade: a database of mongoose-auto-increment and theirs, continued by ours from each counter's next number, then by theirs again", { timeout: 120_000 }, async () => {
+  const dbName = `${env.dbName}_up`;
+  // As JSON: documents read through mongoose 6 and 8 hold ObjectIds of other bson versions.
+  const plain = (value) => JSON.parse(JSON.stringify(value));
+  const counters = async (connection) =>
+    plain(
+      await connection.db
+        .collection('identitycounters')
+        .find({}, { sort: { model: 1, groupingField: 1 } })
+        .toArray(),
+    );
+  const specs = {
+    Ticket: { model: 'Ticket', startAt: 1 },
+    Receipt: { model: 'Receipt', field: 'no', groupingField: 'shop', startAt: 1 },
+    Invoice: { model: 'Invoice', field: 'no', startAt: 100, incrementBy: 5, outputFilter: (count) => count * 2 },
+    // Counters of mongoose-auto-increment: Legacy continued by theirs (which converts it),
+    // Dormant never touched by theirs (ours converts it).
+    Legacy: { model: 'Legacy', field: 'no', startAt: 10 },
+    Dormant: { model: 'Dormant', startAt: 50, incrementBy: 2 },
+  };
+  const schemaOf = (mongoose) => new mongoose.Schema({ tag: Number, shop: String });
+  const modelOn = async (connection, plugin, name, spec = specs[name]) => {
+    const schema = schemaOf(connection.base);
+    schema.plugin(plugin, spec);
+    const Model = connection.model(name, schema);
+    await Model.init();
+    return Model;
+  };
+
+  // 1. mongoose-auto-increment, on mongoose 6: the first documents of Legacy and Dormant.
+  const maiConnection = await openOn(mongoose6, env.uri, dbName);
+  const mai = loadOn('mongoose-auto-increment', 'mongoose-v6');
+  mai.initialize(maiConnection);
+  const MAI = {};
+  for (const name of ['Legacy', 'Dormant']) MAI[name] = await modelOn(maiConnection, mai.plugin, name, { ...specs[name] });
+  for (let i = 0; i < 3; i++) await new MAI.Legacy({ tag: i }).save();
+  for (let i = 0; i < 2; i++) await new MAI.Dormant({ tag: i }).save();
+  // Its unique index { field: 1, model: 1 } is declared with options MongoDB refuses since
+  // 3.4 (`required`, `index`), so its databases have none; the test servers accept them.
+  // Left out, as in those databases (with it, theirs could not make a second group either).
+  const made = await maiConnection.db.collection('identitycounters').indexes();
+  for (const index of made) if (index.name !== '_id_') await maiConnection.db.collection('identitycounters').dropIndex(index.name);
+  await maiConnection.close();
+
+  // 2. Theirs, on mongoose 8: a few documents of each model but Dormant, per shop, a reset.
+  const old = await openOn(mongoose8, env.uri, dbName);
+  let connection;
+  try {
+    const theirs = loadOn('mongoose-plugin-autoinc', 'mongoose-v8');
+    const T = {};
+    for (const name of Object.keys(specs)) T[name] = await modelOn(old, theirs.autoIncrement, name);
+    for (let i = 0; i < 3; i++) await new T.Ticket({ tag: i }).save();
+    for (const [i, shop] of ['north', 'south', 'north', 'south', 'east'].entries()) await new T.Receipt({ tag: i, shop }).save();
+    // A shop's receipts deleted and its numbering started again.
+    await T.Receipt.deleteMany({ shop: 'east' });
+    await T.Receipt.resetCount('east');
+    await new T.Invoice({ tag: 0 }).save();
+    await new T.Invoice({ tag: 1 }).save();
+    await new T.Legacy({ tag: 10 }).save();
+    const next = {
+      Ticket: await T.Ticket.nextCount(),
+      north: await T.Receipt.nextCount('north'),
+      south: await T.Receipt.nextCount('south'),
+      east: await T.Receipt.nextCount('east'),
+      Invoice: await T.Invoice.nextCount(),
+      Legacy: await T.Legacy.nextCount(),
+    };
+    assert.deepEqual(next, { Ticket: 4, north: 3, south: 3, east: 1, Invoice: 110, Legacy: 14 });
+    const before = await counters(old);
+    // Dormant's counter is still mongoose-auto-increment's: no groupingField.
+    assert.deepEqual(
+      before.filter((c) => c.groupingField === undefined).map((c) => [c.model, c.count]),
+      [['Dormant', 52]],
+    );
+    const documentsBefore = plain(
+      await old.db
+        .collection(T.Receipt.collection.collectionName)
+        .find({}, { sort: { tag: 1 } })
+        .toArray(),
+    );
+
+    // 3. Ours, on mongoose 9, on the same database. (The models' own indexes are there,
+    // made by mongoose 8; not asked for again: see the mongoose-auto-increment test.)
+    connection = await openOn(mongoose9, env.uri, dbName, { autoIndex: false });
+    const O = {};
+    for (const name of Object.keys(specs)) O[name] = await modelOn(connection, ours.autoIncrement, name);
+    assert.equal(await O.Dormant.nextCount(), 54);
+    assert.equal(await O.Receipt.nextCount('east'), 1);
+    const got = {
+      Ticket: [(await new O.Ticket({ tag: 10 }).save())._id, ...(await O.Ticket.insertMany([{ tag: 11 }, { tag: 12 }])).map((d) => d._id)],
+      Receipt: (
+        await O.Receipt.create([
+          { tag: 10, shop: 'north' },
+          { tag: 11, shop: 'south' },
+          { tag: 12, shop: 'east' },
+          { tag: 13, shop: 'west' },
+          { tag: 14, shop: 'north' },
+        ])
+      ).map((d) => d.no),
+      Invoice: [(await new O.Invoice({ tag: 10 }).save()).no],
+      Legacy: [(await new O.Legacy({ tag: 11 }).save()).no],
+      Dormant: [(await new O.Dormant({ tag: 10 }).save())._id, (await new O.Dormant({ tag: 11 }).save())._id],
+    };
+    assert.deepEqual(got, {
+      Ticket: [4, 5, 6],
+      Receipt: [3, 3, 1, 1, 4],
+      Invoice: [220], // outputFilter(110)
+      Legacy: [14],
+      Dormant: [54, 56],
+    });
+    // No renumbering: their documents as they were.
+    const documentsAfter = plain(
+      await connection.db
+        .collection(O.Receipt.collection.collectionName)
+        .find({}, { sort: { tag: 1 } })
+        .toArray(),
+    );
+    assert.deepEqual(documentsAfter.slice(0, documentsBefore.length), documentsBefore);
+    // Their counter documents in place: the same _id and fields (and __v), count moved on;
+    // Dormant's converted as theirs converts (groupingField ''); one new, for shop west.
+    const after = await counters(connection);
+    const key = (c) => `${c.model}/${c.groupingField ?? ''}`;
+    const byKey = new Map(after.map((c) => [key(c), c]));
+    for (const c of before) {
+      const now = byKey.get(key(c));
+      assert.ok(now, key(c));
+      assert.deepEqual({ ...now, count: null }, { ...c, groupingField: c.groupingField ?? '', count: null }, key(c));
+    }
+    assert.deepEqual(
+      after.map((c) => [key(c), c.count]),
+      [
+        ['Dormant/', 56],
+        ['Invoice/', 110],
+        ['Legacy/', 14],
+        ['Receipt/east', 1],
+        ['Receipt/north', 4],
+        ['Receipt/south', 3],
+        ['Receipt/west', 1],
+        ['Ticket/', 6],
+      ],
+    );
+
+    // 4. And back: theirs, on mongoose 8, continues from where ours left off.
+    assert.equal((await new T.Ticket({ tag: 20 }).save())._id, 7);
+    assert.equal((await new T.Receipt({ tag: 20, shop: 'west' }).save()).no, 2);
+    assert.equal((await new T.Receipt({ tag: 21, shop: 'north' }).save()).no, 5);
+    assert.equal((await new T.Invoice({ tag: 20 }).save()).no, 230);
+    assert.equal((await new T.Dormant({ tag: 20 }).save())._id, 58);
+  } finally {
+    await connection?.close();
+    await old.dropDatabase();
+    await old.close();
+  }
+});
