@@ -534,3 +534,27 @@ fn the_slot_a_closed_client_leaves_stays_until_a_later_release_prunes_it() {
         assert!(slot.replaces.is_some() && !slot.cell.initialized());
     });
 }
+
+#[test]
+fn a_client_released_for_idleness_does_not_count_toward_the_limit() {
+    run(async {
+        let registry = leaked(Limits {
+            max_clients: 2,
+            idle_after: Duration::from_secs(2),
+            sweep_every: Duration::from_secs(3600),
+        });
+        let idle = registry.get(&target(93)).await.unwrap();
+        let recent = registry.get(&target(94)).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(2500)).await;
+        recent.touch();
+        // A third: the idle one leaves, and the two live ones are within the limit.
+        let new = registry.get(&target(95)).await.unwrap();
+        assert!(idle.is_closed(), "idle for longer than idle_after");
+        assert!(
+            !recent.is_closed(),
+            "within the limit once the idle one has left"
+        );
+        assert!(!new.is_closed());
+        assert_eq!(registry.len(), 2);
+    });
+}
