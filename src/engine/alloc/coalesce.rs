@@ -591,15 +591,26 @@ mod tests {
         let coalescer = leaked();
         let counter = Arc::new(FakeCounter::default());
         let big = MAX_RANGE_COUNT / 2 + 1;
+        let gate = Gate::default();
+        let fetch = gated(&counter, &gate);
         run(async {
-            let calls = (0..3).map(|_| {
-                let c = counter.clone();
-                coalescer.reserve(3, big, move |t| c.clone().fetch(t, 1_000))
+            let (first, driver) = coalescer.submit(3, big, by_total(fetch.clone()));
+            tokio::spawn(driver.expect("the first call drives"));
+            // Two calls that together exceed the limit queue behind the round trip in
+            // flight: whatever the timing, they would share the next one without it.
+            gate.reached(1).await;
+            let queued = (0..2).map(|_| {
+                let (answer, driver) = coalescer.submit(3, big, by_total(fetch.clone()));
+                assert!(driver.is_none(), "queued behind the round trip in flight");
+                answer
             });
-            for r in futures_util::future::join_all(calls).await {
+            let answers: Vec<_> = std::iter::once(first).chain(queued).collect();
+            gate.open();
+            for r in futures_util::future::join_all(answers.into_iter().map(receive)).await {
                 assert_eq!(r.unwrap().count(), big);
             }
         });
         assert!(counter.largest.load(Ordering::SeqCst) <= MAX_RANGE_COUNT);
+        assert_eq!(counter.round_trips.load(Ordering::SeqCst), 3);
     }
 }
