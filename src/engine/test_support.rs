@@ -73,6 +73,67 @@ impl FakeCounter {
     }
 }
 
+/// Holds round trips until the test opens it, counting those that reached it: a test
+/// acts while a round trip is under way by waiting until one has reached the gate,
+/// not by sleeping for however long it should take to get there.
+#[derive(Clone)]
+pub struct Gate {
+    open: Arc<tokio::sync::watch::Sender<bool>>,
+    arrived: Arc<tokio::sync::watch::Sender<usize>>,
+}
+
+impl Default for Gate {
+    fn default() -> Self {
+        Gate {
+            open: Arc::new(tokio::sync::watch::Sender::new(false)),
+            arrived: Arc::new(tokio::sync::watch::Sender::new(0)),
+        }
+    }
+}
+
+impl Gate {
+    /// Waits (in a round trip) until the gate is open, counted as having reached it.
+    pub async fn pass(&self) {
+        self.arrived.send_modify(|n| *n += 1);
+        let mut open = self.open.subscribe();
+        let _ = open.wait_for(|open| *open).await;
+    }
+
+    /// Waits until `n` round trips have reached the gate; panics past a generous bound.
+    pub async fn reached(&self, n: usize) {
+        let mut arrived = self.arrived.subscribe();
+        let reached = arrived.wait_for(|arrived| *arrived >= n);
+        tokio::time::timeout(Duration::from_secs(10), reached)
+            .await
+            .unwrap_or_else(|_| panic!("{n} round trips never reached the gate"))
+            .expect("the gate is held here");
+    }
+
+    /// Lets every round trip through, now and from now on.
+    pub fn open(&self) {
+        self.open.send_replace(true);
+    }
+}
+
+/// A fetch from `counter` of `total` values that first waits at `gate`.
+pub fn gated(
+    counter: &Arc<FakeCounter>,
+    gate: &Gate,
+) -> impl Fn(i64) -> std::pin::Pin<Box<dyn std::future::Future<Output = SeqResult<IdRange>> + Send>>
+       + Clone
+       + Send
+       + Sync
+       + 'static {
+    let (counter, gate) = (counter.clone(), gate.clone());
+    move |total| {
+        let (counter, gate) = (counter.clone(), gate.clone());
+        Box::pin(async move {
+            gate.pass().await;
+            counter.fetch(total, 0).await
+        })
+    }
+}
+
 /// Every value of the given blocks, sorted; panics on a block of the wrong size.
 pub fn values_of(blocks: &[(i64, IdRange)]) -> Vec<i64> {
     let mut all: Vec<i64> = blocks

@@ -407,7 +407,8 @@ mod tests {
     use std::sync::Arc;
 
     use super::*;
-    use crate::engine::test_support::{by_total, run, values_of, FakeCounter, Rng};
+    use crate::engine::alloc::waiter::receive;
+    use crate::engine::test_support::{by_total, gated, run, values_of, FakeCounter, Gate, Rng};
 
     fn slot(size: i64) -> Arc<CacheSlot> {
         Arc::new(CacheSlot::new(size, Default::default()))
@@ -720,13 +721,14 @@ mod tests {
         let cache = slot(10);
         let counter = Arc::new(FakeCounter::default());
         let trips = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let gate = Gate::default();
         let fetch = {
-            let (counter, trips) = (counter.clone(), trips.clone());
+            let (counter, trips, gate) = (counter.clone(), trips.clone(), gate.clone());
             move |total| {
                 let trip = trips.fetch_add(1, Ordering::SeqCst) + 1;
-                let counter = counter.clone();
+                let (counter, gate) = (counter.clone(), gate.clone());
                 async move {
-                    tokio::time::sleep(std::time::Duration::from_millis(30)).await;
+                    gate.pass().await;
                     match trip {
                         1 => Err(SeqError::server(91, None, "injected failure")),
                         _ => counter.fetch(total, 0).await,
@@ -735,17 +737,22 @@ mod tests {
             }
         };
         let (first, later) = run(async {
-            let first = tokio::spawn(cache.clone().reserve(1, fetch.clone()));
-            // The first call's fetch is under way; these calls queue behind it.
-            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+            let (first, fetching) = cache.enqueue(1, by_total(fetch.clone()));
+            tokio::spawn(fetching.expect("the first call fetches"));
+            // The first call's fetch is under way, held at the gate; these calls queue
+            // behind it, however slowly a loaded machine runs the test.
+            gate.reached(1).await;
             let later: Vec<_> = (0..3)
-                .map(|_| tokio::spawn(cache.clone().reserve(2, fetch.clone())))
+                .map(|_| {
+                    let (answer, fetching) = cache.enqueue(2, by_total(fetch.clone()));
+                    assert!(fetching.is_none(), "queued behind the fetch under way");
+                    answer
+                })
                 .collect();
-            let mut answers = Vec::new();
-            for call in later {
-                answers.push(call.await.unwrap());
-            }
-            (first.await.unwrap(), answers)
+            gate.open();
+            let first = receive(first).await;
+            let later = futures_util::future::join_all(later.into_iter().map(receive)).await;
+            (first, later)
         });
         assert_eq!(
             first.unwrap_err().server_code,
@@ -795,12 +802,12 @@ mod tests {
     fn a_fetch_dropped_midway_fails_its_waiters_and_the_next_call_fetches_again() {
         let cache = slot(10);
         let counter = Arc::new(FakeCounter::default());
+        // Never opened: the fetch stays under way until its task is dropped.
+        let gate = Gate::default();
         run(async {
-            let c = counter.clone();
-            let (answer, fetching) =
-                cache.enqueue(1, by_total(move |t| c.clone().fetch(t, 1_000_000)));
+            let (answer, fetching) = cache.enqueue(1, by_total(gated(&counter, &gate)));
             let task = tokio::spawn(fetching.expect("the first call fetches"));
-            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+            gate.reached(1).await;
             task.abort();
             let _ = task.await;
             failed_internal_then_fetch_ended(&cache, &counter, answer).await;

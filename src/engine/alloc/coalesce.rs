@@ -200,7 +200,8 @@ mod tests {
     use std::sync::Arc;
 
     use super::*;
-    use crate::engine::test_support::{by_total, run, values_of, FakeCounter, Rng};
+    use crate::engine::alloc::waiter::receive;
+    use crate::engine::test_support::{by_total, gated, run, values_of, FakeCounter, Gate, Rng};
 
     fn leaked() -> &'static Arc<Coalescer<u32>> {
         Box::leak(Box::default())
@@ -270,45 +271,42 @@ mod tests {
         let coalescer = leaked();
         let counter = Arc::new(FakeCounter::default());
         counter.panic_on.store(1, Ordering::SeqCst);
+        let gate = Gate::default();
+        let fetch = gated(&counter, &gate);
         let (first, queued, later) = run(async {
-            let first = {
-                let c = counter.clone();
-                tokio::spawn(coalescer.reserve(3, 1, move |t| c.clone().fetch(t, 20_000)))
-            };
-            tokio::time::sleep(std::time::Duration::from_millis(2)).await;
+            let (first, driver) = coalescer.submit(3, 1, by_total(fetch.clone()));
+            tokio::spawn(driver.expect("the first call drives"));
+            // The round trip that panics is under way, held at the gate: these calls
+            // queue behind it, however slowly a loaded machine runs the test.
+            gate.reached(1).await;
             let queued: Vec<_> = (0..3)
                 .map(|_| {
-                    let c = counter.clone();
-                    tokio::spawn(coalescer.reserve(3, 2, move |t| c.clone().fetch(t, 100)))
+                    let (answer, driver) = coalescer.submit(3, 2, by_total(fetch.clone()));
+                    assert!(driver.is_none(), "queued behind the round trip in flight");
+                    answer
                 })
                 .collect();
-            let first = first.await.unwrap();
-            let mut out = Vec::new();
-            for q in queued {
-                out.push(q.await.unwrap());
-            }
+            gate.open();
+            let first = receive(first).await;
+            let queued = futures_util::future::join_all(queued.into_iter().map(receive)).await;
             let c = counter.clone();
             let later = coalescer
                 .reserve(3, 1, move |t| c.clone().fetch(t, 0))
                 .await;
-            (first, out, later)
+            (first, queued, later)
         });
         assert_eq!(
             first.unwrap_err().code,
             crate::engine::error::ErrorCode::Internal
         );
-        // Spawned tasks reach the coalescer in whatever order the runtime polls them, so
-        // their slices are compared as a set: together exactly 1..=6, each contiguous.
-        let mut values: Vec<i64> = Vec::new();
-        for slice in queued.into_iter().map(Result::unwrap) {
-            assert_eq!(slice.count(), 2, "each queued call got its own two values");
-            values.extend(slice.values());
-        }
-        values.sort_unstable();
+        let slices: Vec<(i64, i64)> = queued
+            .into_iter()
+            .map(|r| r.map(|r| (r.first, r.last)).unwrap())
+            .collect();
         assert_eq!(
-            values,
-            (1..=6).collect::<Vec<_>>(),
-            "the panic consumed nothing"
+            slices,
+            vec![(1, 2), (3, 4), (5, 6)],
+            "each queued call got its own two values; the panic consumed nothing"
         );
         assert_eq!(later.unwrap().first, 7);
         assert_eq!(coalescer.in_flight(), 0);
@@ -341,12 +339,12 @@ mod tests {
     fn a_driver_dropped_midway_fails_its_calls_and_ends_the_lane() {
         let coalescer = leaked();
         let counter = Arc::new(FakeCounter::default());
+        // Never opened: the round trip stays under way until the driver is dropped.
+        let gate = Gate::default();
         run(async {
-            let c = counter.clone();
-            let slow = by_total(move |t| c.clone().fetch(t, 1_000_000));
-            let (answer, driver) = coalescer.submit(5, 1, slow);
+            let (answer, driver) = coalescer.submit(5, 1, by_total(gated(&counter, &gate)));
             let task = tokio::spawn(driver.expect("the first call drives"));
-            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+            gate.reached(1).await;
             task.abort();
             let _ = task.await;
             failed_internal_then_lane_ended(coalescer, &counter, 5, answer).await;
@@ -372,21 +370,26 @@ mod tests {
     fn slices_follow_call_order() {
         let coalescer = leaked();
         let counter = Arc::new(FakeCounter::default());
+        let gate = Gate::default();
+        let fetch = gated(&counter, &gate);
         let ranges = run(async {
-            // The first call starts a slow round trip; the next three queue behind it.
-            let first = {
-                let c = counter.clone();
-                tokio::spawn(coalescer.reserve(1, 1, move |t| c.clone().fetch(t, 20_000)))
-            };
-            tokio::time::sleep(std::time::Duration::from_millis(2)).await;
-            let mut queued = Vec::new();
-            for count in [3, 1, 2] {
-                let c = counter.clone();
-                queued.push(coalescer.reserve(1, count, move |t| c.clone().fetch(t, 0)));
-                // Let each call enqueue before the next.
-            }
-            let queued = futures_util::future::join_all(queued).await;
-            (first.await.unwrap(), queued)
+            // The first call starts a round trip, held at the gate; the next three queue
+            // behind it, in call order.
+            let (first, driver) = coalescer.submit(1, 1, by_total(fetch.clone()));
+            tokio::spawn(driver.expect("the first call drives"));
+            gate.reached(1).await;
+            let queued: Vec<_> = [3, 1, 2]
+                .into_iter()
+                .map(|count| {
+                    let (answer, driver) = coalescer.submit(1, count, by_total(fetch.clone()));
+                    assert!(driver.is_none(), "queued behind the round trip in flight");
+                    answer
+                })
+                .collect();
+            gate.open();
+            let first = receive(first).await;
+            let queued = futures_util::future::join_all(queued.into_iter().map(receive)).await;
+            (first, queued)
         });
         assert_eq!(ranges.0.unwrap(), IdRange::contiguous(1, 1));
         let slices: Vec<(i64, i64)> = ranges
@@ -550,23 +553,22 @@ mod tests {
     fn calls_that_gave_up_while_queued_take_no_values() {
         let coalescer = leaked();
         let counter = Arc::new(FakeCounter::default());
+        let gate = Gate::default();
+        let fetch = gated(&counter, &gate);
         let (first, kept) = run(async {
-            let c = counter.clone();
-            let fetch = Arc::new(by_total(move |t| c.clone().fetch(t, 50_000)));
-            let each = || {
-                let fetch = fetch.clone();
-                move |demands| fetch(demands)
-            };
-            let (first, driver) = coalescer.submit(8, 1, each());
+            let (first, driver) = coalescer.submit(8, 1, by_total(fetch.clone()));
             tokio::spawn(driver.unwrap());
-            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+            // The first round trip is under way, held at the gate: these calls queue.
+            gate.reached(1).await;
             let mut kept = Vec::new();
             for n in 0..6 {
-                let (answer, _) = coalescer.submit(8, 10, each());
+                let (answer, driver) = coalescer.submit(8, 10, by_total(fetch.clone()));
+                assert!(driver.is_none(), "queued behind the round trip in flight");
                 if n % 2 == 0 {
                     kept.push(answer);
                 } // the others give up: their receivers are dropped
             }
+            gate.open();
             let first = crate::engine::alloc::waiter::receive(first).await;
             let kept = futures_util::future::join_all(
                 kept.into_iter().map(crate::engine::alloc::waiter::receive),
@@ -589,15 +591,26 @@ mod tests {
         let coalescer = leaked();
         let counter = Arc::new(FakeCounter::default());
         let big = MAX_RANGE_COUNT / 2 + 1;
+        let gate = Gate::default();
+        let fetch = gated(&counter, &gate);
         run(async {
-            let calls = (0..3).map(|_| {
-                let c = counter.clone();
-                coalescer.reserve(3, big, move |t| c.clone().fetch(t, 1_000))
+            let (first, driver) = coalescer.submit(3, big, by_total(fetch.clone()));
+            tokio::spawn(driver.expect("the first call drives"));
+            // Two calls that together exceed the limit queue behind the round trip in
+            // flight: whatever the timing, they would share the next one without it.
+            gate.reached(1).await;
+            let queued = (0..2).map(|_| {
+                let (answer, driver) = coalescer.submit(3, big, by_total(fetch.clone()));
+                assert!(driver.is_none(), "queued behind the round trip in flight");
+                answer
             });
-            for r in futures_util::future::join_all(calls).await {
+            let answers: Vec<_> = std::iter::once(first).chain(queued).collect();
+            gate.open();
+            for r in futures_util::future::join_all(answers.into_iter().map(receive)).await {
                 assert_eq!(r.unwrap().count(), big);
             }
         });
         assert!(counter.largest.load(Ordering::SeqCst) <= MAX_RANGE_COUNT);
+        assert_eq!(counter.round_trips.load(Ordering::SeqCst), 3);
     }
 }
