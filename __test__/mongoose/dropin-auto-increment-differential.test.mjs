@@ -13,7 +13,7 @@ import mongoose9 from 'mongoose';
 import mongoose8 from 'mongoose-v8';
 import mongoose6 from 'mongoose-v6';
 import { setup, seq } from '../helpers.mjs';
-import { loadOn, openOn, viaCallback } from '../fixtures/old-autoinc.mjs';
+import { loadOn, openOn, viaCallback, untilUniqueIndex } from '../fixtures/old-autoinc.mjs';
 
 const require = createRequire(import.meta.url);
 const ours = require('mongodb-sequence/mongoose/auto-increment');
@@ -52,6 +52,8 @@ async function modelOf(side, name, options) {
   schema.plugin(plugin.plugin, { ...options, model: name });
   const Model = connection.model(name, schema);
   await Model.init();
+  // Both declare a unique index on the field: see untilUniqueIndex.
+  if (options.field !== '_id') await untilUniqueIndex(Model, options.field);
   if (plugin === theirs) {
     // Theirs creates the counter at `plugin` time, without waiting; its saves poll until
     // it is written. Waited for here so that every step sees it (ours creates it at the

@@ -15,7 +15,7 @@ import mongoose9 from 'mongoose';
 import mongoose8 from 'mongoose-v8';
 import mongoose6 from 'mongoose-v6';
 import { setup, seq } from '../helpers.mjs';
-import { loadOn, openOn } from '../fixtures/old-autoinc.mjs';
+import { loadOn, openOn, untilUniqueIndex } from '../fixtures/old-autoinc.mjs';
 
 const require = createRequire(import.meta.url);
 const ours = require('mongodb-sequence/mongoose/plugin-autoinc');
@@ -70,6 +70,8 @@ async function modelOf(side, name, options) {
   schema.plugin(plugin.autoIncrement, { ...options, model: name, outputFilter: options.outputFilter ? tenfold : undefined });
   const Model = connection.model(name, schema);
   await Model.init();
+  // Both declare a unique index on the field: see untilUniqueIndex.
+  if (options.field !== '_id') await untilUniqueIndex(Model, options.field);
   return Model;
 }
 
