@@ -108,10 +108,10 @@ pub fn code_of_status(status: &Status) -> ErrorCode {
 fn has_known_code(env: &Env, value: sys::napi_value) -> bool {
     // SAFETY: a live value of this env.
     let unknown = unsafe { Unknown::from_raw_unchecked(env.raw(), value) };
-    let Some(object) = crate::binding::read::js::object_or_array(&unknown) else {
+    let Some(object) = crate::binding::js::object_or_array(&unknown) else {
         return false;
     };
-    let code = crate::binding::read::js::string_property(&object, "code");
+    let code = crate::binding::js::string_property(&object, "code");
     take_exception(env);
     code.is_some_and(|c| ErrorCode::ALL.iter().any(|k| k.as_str() == c))
 }

@@ -1,17 +1,26 @@
 //! The napi layer: reads JavaScript arguments, calls the engine, converts results and
 //! errors back. No sequence logic lives here.
 //!
+//! Its files form layers, each using only its own and lower ones, with no files using
+//! each other in a circle (checked by `layer_tests`):
+//!
 //! - `exports/`: the functions and classes JavaScript calls, one file per group.
-//! - `read/`: reading arguments (options through one table per option set, names,
-//!   `db`, documents).
 //! - `reserve/`: the function form's fast path (values reserved on the JavaScript thread
 //!   in call order, prepared counters recalled for equal arguments).
-//! - `guard`: the boundary every export runs in; `error`: engine errors as JavaScript
-//!   errors; `output`: results as JavaScript values.
+//! - `read/`: reading arguments (options through one table per option set, names,
+//!   `db`, documents) into a `NamedCounter`.
+//! - the root: `guard`, the boundary every export runs in; `error`: engine errors as
+//!   JavaScript errors; `output`: results as JavaScript values; `js`: loosely typed
+//!   JavaScript values; `spawn` and `settled`: promises; `diagnostics`: the round-trip
+//!   channel; `node_close`: the Node client's close.
 
+pub mod diagnostics;
 pub mod error;
 pub mod exports;
 pub mod guard;
+pub mod js;
+#[cfg(test)]
+mod layer_tests;
 pub mod node_close;
 pub mod output;
 pub mod read;

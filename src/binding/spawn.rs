@@ -19,7 +19,7 @@ where
     env.spawn_future_with_callback(
         async move { Ok(caught("call", work).await) },
         |env, result| {
-            crate::binding::exports::operations::after_settle(env);
+            crate::binding::diagnostics::after_settle(env);
             result.or_throw(env)
         },
     )

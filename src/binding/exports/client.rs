@@ -2,13 +2,14 @@
 
 use crate::binding::guard::promise_call;
 use crate::binding::guard::sync_call;
-use crate::binding::read::options::{read_close_options, read_connect_options};
+use crate::binding::read::option_reader::{read_close_options, read_connect_options};
+use crate::binding::read::sequence_db::SequenceDb;
 use std::sync::Arc;
 
 use napi::bindgen_prelude::{Env, PromiseRaw, Unknown};
 
 use crate::binding::error::OrThrow;
-use crate::binding::read::js::{describe, required_string, string};
+use crate::binding::js::{describe, required_string, string};
 use crate::binding::spawn::promise;
 use crate::engine::client::connection::ConnectionTarget;
 use crate::engine::client::handle::ClientHandle;
@@ -30,10 +31,7 @@ impl SequenceClient {
         sync_call(env, "SequenceClient.db", || {
             let name = required_string("database name", &name).or_throw(env)?;
             self.handle.driver(&name).or_throw(env)?;
-            Ok(SequenceDb {
-                handle: self.handle.clone(),
-                name,
-            })
+            Ok(SequenceDb::new(self.handle.clone(), name))
         })
     }
 
@@ -63,34 +61,6 @@ impl SequenceClient {
     #[napi(getter, catch_unwind)]
     pub fn is_closed(&self) -> bool {
         self.handle.is_closed()
-    }
-}
-
-/// A database of a `SequenceClient`: pass it where the helper takes a Node driver `Db`.
-#[napi]
-pub struct SequenceDb {
-    handle: Arc<ClientHandle>,
-    name: String,
-}
-
-#[napi]
-impl SequenceDb {
-    /// The database name (as on a Node driver `Db`).
-    #[napi(getter, catch_unwind)]
-    pub fn database_name(&self) -> String {
-        self.name.clone()
-    }
-}
-
-impl SequenceDb {
-    /// The client this database belongs to.
-    pub fn handle(&self) -> Arc<ClientHandle> {
-        self.handle.clone()
-    }
-
-    /// The database name.
-    pub fn name(&self) -> &str {
-        &self.name
     }
 }
 

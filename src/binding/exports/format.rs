@@ -5,7 +5,7 @@ use napi::bindgen_prelude::{Env, Unknown};
 use napi::{sys, JsValue};
 
 use crate::binding::error::OrThrow;
-use crate::binding::read::js::{describe, is_nullish, number, required_string};
+use crate::binding::js::{describe, is_nullish, number, required_string};
 use crate::binding::read::kinds::read_integer;
 use crate::engine::error::{SeqError, SeqResult};
 use crate::engine::text::format::{now_millis, Pattern};

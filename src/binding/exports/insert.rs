@@ -19,15 +19,16 @@ use napi::bindgen_prelude::{
 use napi::{sys, JsValue, ValueType};
 
 use crate::binding::error::OrThrow;
-use crate::binding::output::Value;
-use crate::binding::read::bson::{to_document_with, DocumentRules};
-use crate::binding::read::js::{
+use crate::binding::js::{
     array_items, array_length, boolean, describe, distinct_count, element, has_property,
     is_extensible, is_nullish, is_own_enumerable, object, object_or_array, property,
     required_string, set_and_check, type_of,
 };
-use crate::binding::read::options::read_insert_options;
-use crate::binding::reserve::values::{reserve_in_order, NamedCounter};
+use crate::binding::output::Value;
+use crate::binding::read::bson::{to_document_with, DocumentRules};
+use crate::binding::read::named_counter::NamedCounter;
+use crate::binding::read::option_reader::read_insert_options;
+use crate::binding::reserve::values::reserve_in_order;
 use crate::engine::alloc::allocate::IdRange;
 use crate::engine::error::{SeqError, SeqResult};
 use crate::engine::gapless::{insert_gapless, NumberedInsert};

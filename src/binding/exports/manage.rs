@@ -6,12 +6,13 @@ use std::future::Future;
 
 use napi::bindgen_prelude::{Env, PromiseRaw, Unknown};
 
+use crate::binding::js::required_string;
 use crate::binding::output::{Listed, Output, Value};
 use crate::binding::read::db::read_db;
-use crate::binding::read::js::required_string;
 use crate::binding::read::name::read_counter_name;
-use crate::binding::read::options::{read_used_options, ListTable, SyncTable};
-use crate::binding::reserve::values::{NamedCounter, PreparedSlot};
+use crate::binding::read::named_counter::{NamedCounter, PreparedSlot};
+use crate::binding::read::option_reader::read_used_options;
+use crate::binding::read::options::{ListTable, SyncTable};
 use crate::binding::spawn::promise;
 use crate::engine::alloc::prepared_counter::PreparedCounter;
 use crate::engine::error::SeqResult;

@@ -7,7 +7,7 @@ pub mod insert;
 pub mod located;
 pub mod manage;
 pub mod next_value;
-pub mod operations;
 pub mod package_support;
 pub mod sequence_handle;
 pub mod shared_clients;
+pub mod stats;

@@ -5,7 +5,8 @@ use crate::binding::guard::promise_call;
 use napi::bindgen_prelude::{Env, PromiseRaw, Unknown};
 
 use crate::binding::output::Output;
-use crate::binding::reserve::values::{function_promise, read_count, NamedCounter};
+use crate::binding::read::named_counter::NamedCounter;
+use crate::binding::reserve::values::{function_promise, read_count};
 use crate::engine::option_rules::refuse_format;
 use crate::engine::text::validate::{MAX_BATCH_COUNT, MAX_RANGE_COUNT};
 

@@ -9,7 +9,7 @@ use napi::{check_status, sys, JsValue};
 
 use crate::binding::error::OrThrow;
 use crate::binding::guard::sync_call;
-use crate::binding::read::js::required_string;
+use crate::binding::js::required_string;
 use crate::engine::client::connection;
 use crate::engine::error::{with_error_codes, ErrorCode as Code};
 use crate::engine::text::redact::redact_connection_strings as redact;

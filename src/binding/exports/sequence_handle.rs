@@ -9,16 +9,18 @@ use napi::bindgen_prelude::{Env, PromiseRaw, Unknown};
 
 use crate::binding::error::OrThrow;
 use crate::binding::exports::manage::{admin_promise, managed_promise, read_source};
+use crate::binding::exports::stats::{to_js, SequenceStats};
 use crate::binding::output::{Output, Value};
 use crate::binding::read::kinds::read_integer;
-use crate::binding::read::options::read_init;
-use crate::binding::reserve::values::{
-    read_count, reserve_promise, NamedCounter, PreparedSlot, Shape,
-};
+use crate::binding::read::named_counter::{NamedCounter, PreparedSlot};
+use crate::binding::read::option_reader::read_init;
+use crate::binding::reserve::values::{read_count, reserve_promise, Shape};
+use crate::binding::spawn::promise;
 use crate::engine::alloc::prepared_counter::PreparedCounter;
 use crate::engine::error::SeqResult;
 use crate::engine::management;
 use crate::engine::option_rules::refuse_format;
+use crate::engine::panic_safety::lock;
 use crate::engine::text::validate::{MAX_BATCH_COUNT, MAX_RANGE_COUNT};
 
 /// A handle on one sequence with fixed options, from `sequence(db, name, options)`.
@@ -37,16 +39,6 @@ impl Sequence {
             counter,
             slot: Arc::new(Mutex::new(None)),
         }
-    }
-
-    /// The counter, as read when the handle was made.
-    pub(crate) fn named(&self) -> &NamedCounter {
-        &self.counter
-    }
-
-    /// Where the handle keeps its prepared counter.
-    pub(crate) fn reservation_slot(&self) -> &PreparedSlot {
-        &self.slot
     }
 
     /// A management write of this counter with an argument read first (by `arg`, inside
@@ -91,8 +83,51 @@ impl Sequence {
     }
 }
 
+/// What `release()` did with the handle's cached values.
+#[napi(object)]
+pub struct Released {
+    /// Values given back to the counter: the next call, in any process, gets the first.
+    pub returned: f64,
+    /// Values left unused, because the counter had moved on since this process fetched
+    /// them (another process took values, or a `set`), or because it cycles.
+    pub abandoned: f64,
+}
+
 #[napi]
 impl Sequence {
+    /// Statistics of the calls made through this handle, and of the round trips they
+    /// started (`discarded` and `givenBack` are counted for the process only).
+    #[napi(js_name = "stats")]
+    pub fn handle_stats(&self, env: &Env) -> napi::Result<SequenceStats> {
+        sync_call(env, "Sequence.stats", || {
+            let stats = self.counter.stats.as_ref().map(|s| s.snapshot());
+            Ok(to_js(stats.unwrap_or_default(), 0))
+        })
+    }
+
+    /// Gives back the unused tail of this counter's cached blocks in this process (in the
+    /// client this handle's calls used; nothing before its first call), when the counter
+    /// still holds exactly the value this process's last fetch left there (one
+    /// conditional update); otherwise they are abandoned, as at process exit. The handle
+    /// stays usable: its next call fetches again. `close()` and `closeSharedClients()`
+    /// do the same for every counter of their clients.
+    #[napi(ts_return_type = "Promise<{ returned: number; abandoned: number }>")]
+    pub fn release<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, Released>> {
+        promise_call(env, "Sequence.release", || {
+            let kept = lock(&self.slot).take();
+            promise(env, async move {
+                let outcome = match kept.filter(|r| !r.is_closed()) {
+                    Some(reservation) => reservation.give_back().await?,
+                    None => Default::default(),
+                };
+                Ok(Released {
+                    returned: outcome.returned as f64,
+                    abandoned: outcome.abandoned as f64,
+                })
+            })
+        })
+    }
+
     /// The next value (as `getNextSequenceValue`).
     #[napi(ts_return_type = "Promise<number | bigint | string>")]
     pub fn next<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, Output>> {

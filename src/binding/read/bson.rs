@@ -13,7 +13,7 @@ use mongodb::bson::{oid::ObjectId, spec::BinarySubtype, Binary, Bson, Document, 
 use napi::bindgen_prelude::{BigInt, Buffer, FromNapiValue, JsObjectValue, Object, Unknown};
 use napi::{sys, JsValue, ValueType};
 
-use crate::binding::read::js::{
+use crate::binding::js::{
     array_items, array_length, describe, global_path, number, object_or_array, property, string,
     type_of,
 };
@@ -179,9 +179,7 @@ fn to_bson(value: &Unknown, path: &str, depth: usize, conv: &mut Conversion) -> 
     }
     let bson = match type_of(value) {
         ValueType::Null | ValueType::Undefined => Bson::Null,
-        ValueType::Boolean => {
-            Bson::Boolean(crate::binding::read::js::boolean(value).unwrap_or(false))
-        }
+        ValueType::Boolean => Bson::Boolean(crate::binding::js::boolean(value).unwrap_or(false)),
         ValueType::String => {
             let text = string(value).ok_or_else(|| unsupported(path, describe(value)))?;
             conv.spend(path, text.len() + 5)?;

@@ -1,63 +1,16 @@
 //! The `db` argument: a `SequenceDb` of this package, or a Node driver `Db` (also
 //! `mongoose.connection.db`) whose connection is derived from its client.
 
-use std::sync::Arc;
-
 use napi::bindgen_prelude::{ClassInstance, Env, FromNapiValue, JavaScriptClassExt, Unknown};
 use napi::JsValue;
 
-use crate::binding::exports::client::SequenceDb;
+use crate::binding::js::{describe, object, object_property, string_property};
 use crate::binding::read::db_memo;
-use crate::binding::read::js::{describe, object, object_property, string_property};
+use crate::binding::read::db_target::DbTarget;
 use crate::binding::read::node_client;
+use crate::binding::read::sequence_db::SequenceDb;
 use crate::engine::client::connection::{derive_from_node_client_cached, ConnectionTarget};
-use crate::engine::client::handle::ClientHandle;
-use crate::engine::client::registry::SHARED_CLIENTS;
 use crate::engine::error::{ErrorCode, SeqError, SeqResult};
-
-/// Where a call goes: a client and a database name.
-#[derive(Clone)]
-pub enum DbTarget {
-    /// A client opened with `connect(uri)`.
-    Own(Arc<ClientHandle>, String),
-    /// A shared client for a connection derived from a Node driver client or `uri`.
-    Shared(ConnectionTarget, String),
-}
-
-impl DbTarget {
-    /// The client and database when no waiting is needed (own client, or a shared client
-    /// already open).
-    pub fn resolve_now(&self) -> Option<(Arc<ClientHandle>, &str)> {
-        match self {
-            DbTarget::Own(handle, db) => Some((handle.clone(), db)),
-            DbTarget::Shared(target, db) => {
-                SHARED_CLIENTS.try_get(target).map(|h| (h, db.as_str()))
-            }
-        }
-    }
-
-    /// Which client's line of waiting calls a call stands in (see `reserve::order`):
-    /// one per own client, one per shared connection.
-    pub fn line(&self) -> u64 {
-        use std::hash::{Hash, Hasher};
-        match self {
-            DbTarget::Own(handle, _) => Arc::as_ptr(handle) as usize as u64,
-            DbTarget::Shared(target, _) => {
-                let mut hasher = std::collections::hash_map::DefaultHasher::new();
-                target.hash(&mut hasher);
-                hasher.finish()
-            }
-        }
-    }
-
-    /// The client and database, opening the shared client on first use.
-    pub async fn resolve(self) -> SeqResult<(Arc<ClientHandle>, String)> {
-        match self {
-            DbTarget::Own(handle, db) => Ok((handle, db)),
-            DbTarget::Shared(target, db) => Ok((SHARED_CLIENTS.get(&target).await?, db)),
-        }
-    }
-}
 
 const NOT_A_DB: &str = "db must be a Db of the MongoDB Node driver (client.db(name)), \
                         mongoose.connection.db, or a SequenceDb from connect(uri)";

@@ -6,7 +6,7 @@ use std::cell::RefCell;
 
 use napi::bindgen_prelude::{Env, Unknown};
 
-use crate::binding::read::db::DbTarget;
+use crate::binding::read::db_target::DbTarget;
 use crate::binding::read::object_memo::ObjectMemo;
 
 /// How many `Db` objects are remembered per JavaScript thread.

@@ -5,10 +5,8 @@ use napi::bindgen_prelude::Unknown;
 
 use mongodb::bson::Document;
 
+use crate::binding::js::{bigint_i64, boolean, describe, is_nullish, number, object, string};
 use crate::binding::read::bson::to_document;
-use crate::binding::read::js::{bigint_i64, boolean, describe, is_nullish, number, object, string};
-use crate::binding::read::name::read_counter_name;
-use crate::binding::read::options::read_write_concern;
 use crate::engine::client::write_concern::{WriteAck, WriteConcernSpec};
 use crate::engine::counter::counter_name::CounterName;
 use crate::engine::error::{SeqError, SeqResult};
@@ -91,27 +89,6 @@ impl OptionValue {
             OptionValue::Fields(_) => Kind::Fields,
         }
     }
-}
-
-/// Reads `value`, given for the option `label` (`key`, or `writeConcern.key` for a
-/// nested one), as `kind`.
-pub fn read_value(label: &str, kind: Kind, value: &Unknown) -> SeqResult<OptionValue> {
-    Ok(match kind {
-        Kind::Text => OptionValue::Text(text(label, value)?),
-        Kind::Flag => OptionValue::Flag(flag(label, value)?),
-        Kind::Integer => OptionValue::Integer(read_integer(label, value)?),
-        Kind::Number => OptionValue::Number(whole(label, value)?),
-        Kind::Name => OptionValue::Name(read_counter_name(value)?),
-        Kind::WriteConcern => OptionValue::WriteConcern(read_write_concern(value)?),
-        Kind::Ack => OptionValue::Ack(if let Some(n) = number(value) {
-            WriteAck::from_number(n)?
-        } else if let Some(text) = string(value) {
-            WriteAck::from_text(&text)?
-        } else {
-            return Err(wrong_type(label, kind, value));
-        }),
-        Kind::Fields => OptionValue::Fields(read_fields(&format!("option '{label}'"), value)?),
-    })
 }
 
 /// Equality fields locating counter documents (`what` names the argument in messages): a

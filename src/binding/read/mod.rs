@@ -4,11 +4,14 @@
 pub mod bson;
 pub mod db;
 pub mod db_memo;
+pub mod db_target;
 pub mod file_copies;
-pub mod js;
 pub mod kinds;
 pub mod name;
+pub mod named_counter;
 pub mod node_client;
 pub mod object_memo;
+pub mod option_reader;
 pub mod options;
+pub mod sequence_db;
 pub mod table;

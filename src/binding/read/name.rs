@@ -3,8 +3,8 @@
 use crate::engine::text::quote::quoted;
 use napi::bindgen_prelude::{Object, Unknown};
 
+use crate::binding::js::{bigint_i64, boolean, describe, number, object, property, string};
 use crate::binding::read::bson::bson_type;
-use crate::binding::read::js::{bigint_i64, boolean, describe, number, object, property, string};
 use crate::engine::counter::counter_name::{CounterName, Scalar, MAX_SCOPE_FIELDS};
 use crate::engine::error::{SeqError, SeqResult};
 use crate::engine::text::validate::MAX_SAFE_INTEGER;

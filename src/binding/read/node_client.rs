@@ -6,11 +6,11 @@ use napi::bindgen_prelude::{Env, Object, Unknown};
 use napi::{sys, JsValue, ValueType};
 
 use crate::binding::guard::take_exception;
-use crate::binding::read::file_copies;
-use crate::binding::read::js::{
+use crate::binding::js::{
     array_items, boolean, for_each_property, number, object, object_or_array, property, string,
     type_of,
 };
+use crate::binding::read::file_copies;
 use crate::engine::client::connection::tls_file_copies;
 use crate::engine::client::node_options::{
     file_copy_candidates, rule, unknown_keys, without_driver_defaults, NodeOptions, NodeValue, Rule,

@@ -5,20 +5,12 @@
 
 use std::time::Duration;
 
-use napi::bindgen_prelude::Unknown;
-
-use crate::binding::read::js::object;
-use crate::binding::read::kinds::{wrong_type, Kind};
-use crate::binding::read::table::{
-    option_table, options_object, read_each, read_keys_first, OptionTable,
-};
+use crate::binding::read::table::option_table;
 use crate::engine::call_options::CallOptions as EngineOptions;
 use crate::engine::client::connection::ConnectionTarget;
-use crate::engine::client::handle::DEFAULT_CLOSE_TIMEOUT;
 use crate::engine::client::write_concern::WriteConcernSpec;
-use crate::engine::error::SeqResult;
 use crate::engine::option_rules::{
-    millis_up_to, wtimeout_millis, InitOptions as EngineInitOptions, InitSpec,
+    millis_up_to, wtimeout_millis, InitOptions as EngineInitOptions,
     InsertOptions as EngineInsertOptions, MAX_CLOSE_TIMEOUT_MS, MAX_TIMEOUT_MS,
 };
 use crate::engine::text::format::Pattern;
@@ -240,95 +232,12 @@ option_table! {
         *o = Duration::from_millis(millis_up_to("timeoutMS", v, MAX_CLOSE_TIMEOUT_MS)?);
 }
 
-/// Reads the options argument of a sequence call (`undefined`/`null` gives the
-/// defaults). Unknown keys and wrong types are refused, so a typo never silently falls
-/// back to a default.
-pub fn read_options(value: Option<&Unknown>) -> SeqResult<EngineOptions> {
-    let mut options = EngineOptions::default();
-    if let Some(object) = options_object(value, "options")? {
-        read_each::<SequenceTable>(&object, &mut options, &[])?;
-    }
-    Ok(options)
-}
-
-/// Reads the options of `counterAt`.
-pub fn read_located_options(value: Option<&Unknown>) -> SeqResult<EngineOptions> {
-    let mut options = EngineOptions::default();
-    if let Some(object) = options_object(value, "options")? {
-        read_each::<LocatedTable>(&object, &mut options, &[])?;
-    }
-    Ok(options)
-}
-
-/// Reads the options of `insertOne`/`insertMany` (which refuse `collection`, pointing to
-/// `counterCollection`).
-pub fn read_insert_options(value: Option<&Unknown>) -> SeqResult<EngineInsertOptions> {
-    let mut options = EngineInsertOptions::default();
-    if let Some(object) = options_object(value, "options")? {
-        let refused = [(
-            "collection",
-            "insertOne/insertMany take 'counterCollection' (or 'counters') for the counters \
-             collection, not 'collection'",
-        )];
-        read_each::<InsertTable>(&object, &mut options, &refused)?;
-    }
-    Ok(options)
-}
-
-/// Reads the options of a call that takes only some of the common options (`T` is
-/// [`ListTable`], [`SyncTable`] or [`SetCountersTable`]): the others are refused naming
-/// the call, rather than accepted and ignored.
-pub fn read_used_options<T: OptionTable<Target = EngineOptions>>(
-    value: Option<&Unknown>,
-) -> SeqResult<EngineOptions> {
-    let mut options = EngineOptions::default();
-    if let Some(object) = options_object(value, "options")? {
-        read_keys_first::<T>(&object, &mut options, "")?;
-    }
-    Ok(options)
-}
-
-/// Reads `{ w, journal, wtimeoutMS }`.
-pub fn read_write_concern(value: &Unknown) -> SeqResult<WriteConcernSpec> {
-    let obj = object(value).ok_or_else(|| wrong_type("writeConcern", Kind::WriteConcern, value))?;
-    let mut spec = WriteConcernSpec::default();
-    read_keys_first::<WriteConcernTable>(&obj, &mut spec, "writeConcern.")?;
-    Ok(spec)
-}
-
-/// Reads the options of `init` for a handle whose `start` option is `default_start`.
-pub fn read_init(value: Option<&Unknown>, default_start: i64) -> SeqResult<InitSpec> {
-    let mut options = EngineInitOptions::default();
-    if let Some(object) = options_object(value, "init options")? {
-        read_keys_first::<InitTable>(&object, &mut options, "")?;
-    }
-    options.apply_rules(default_start)
-}
-
-/// Reads the options of `connect` into `target`.
-pub fn read_connect_options(
-    value: Option<&Unknown>,
-    mut target: ConnectionTarget,
-) -> SeqResult<ConnectionTarget> {
-    if let Some(object) = options_object(value, "options")? {
-        read_keys_first::<ConnectTable>(&object, &mut target, "")?;
-    }
-    Ok(target)
-}
-
-/// Reads `{ timeoutMS }` of a close: a whole number of milliseconds from 0 to a day.
-pub fn read_close_options(value: Option<&Unknown>) -> SeqResult<Duration> {
-    let mut timeout = DEFAULT_CLOSE_TIMEOUT;
-    if let Some(object) = options_object(value, "options")? {
-        read_keys_first::<CloseTable>(&object, &mut timeout, "")?;
-    }
-    Ok(timeout)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::binding::read::kinds::{check_keys, kind_of, OptionValue, Spec};
+    use crate::binding::read::kinds::{check_keys, kind_of, Kind, OptionValue, Spec};
+    use crate::binding::read::table::OptionTable;
+    use crate::engine::client::handle::DEFAULT_CLOSE_TIMEOUT;
     use crate::engine::client::write_concern::WriteAck;
     use crate::engine::counter::counter_name::CounterName;
     use mongodb::bson::doc;

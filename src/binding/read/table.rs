@@ -1,16 +1,14 @@
 //! One table per option set. [`option_table!`] turns a list of options — each with its
-//! doc comment, JavaScript name, [`Kind`] and conversion into the engine's options —
-//! into the three things that must agree: the `#[napi(object)]` struct the typings
+//! doc comment, JavaScript name, [`Kind`] and conversion into the engine's options — into
+//! the three things that must agree: the `#[napi(object)]` struct the typings
 //! (`index.d.ts`) are generated from, the names and kinds the readers accept
-//! ([`OptionTable::SPEC`]), and the conversion ([`OptionTable::set`]).
+//! ([`OptionTable::SPEC`]), and the conversion ([`OptionTable::set`]). Reading an options
+//! argument through a table is `read::option_reader`'s.
+//!
+//! [`Kind`]: crate::binding::read::kinds::Kind
 
-use napi::bindgen_prelude::{Object, Unknown};
-
-use crate::binding::read::js::{describe, for_each_property, is_nullish, object, property};
-use crate::binding::read::kinds::{check_keys, read_value, Kind, OptionValue, Spec};
-use crate::binding::read::options::SequenceTable;
+use crate::binding::read::kinds::{OptionValue, Spec};
 use crate::engine::error::{SeqError, SeqResult};
-use crate::engine::text::quote::quoted;
 
 /// An option set: its names and kinds, and how each value converts into the engine's
 /// options.
@@ -35,98 +33,6 @@ pub fn mismatch(key: &str, value: &OptionValue) -> SeqError {
         "option table: '{key}' given a {:?} value",
         value.kind()
     ))
-}
-
-/// Reads every present key of `object` into `target`, in the order the object lists them,
-/// refusing each unknown key as it comes (the hot path of every call: the keys are read
-/// once, into a stack buffer). `refused` names keys refused with their own message when
-/// not nullish.
-pub fn read_each<T: OptionTable>(
-    object: &Object,
-    target: &mut T::Target,
-    refused: &[(&str, &str)],
-) -> SeqResult<()> {
-    for_each_property(object, "the options", |key, value| {
-        let given = !is_nullish(&value);
-        match known::<T>(key, refused, given)? {
-            Some(kind) if given => T::set(target, key, read_value(key, kind, &value)?).map(|_| ()),
-            _ => Ok(()),
-        }
-    })
-}
-
-/// Reads the keys of `object` into `target` after refusing any unknown one, in the
-/// table's order; `prefix` (e.g. `"writeConcern."`) names nested options in messages.
-pub fn read_keys_first<T: OptionTable>(
-    object: &Object,
-    target: &mut T::Target,
-    prefix: &str,
-) -> SeqResult<()> {
-    let keys = Object::keys(object)
-        .map_err(|e| SeqError::invalid_argument(format!("cannot read the options: {e}")))?;
-    for key in &keys {
-        known::<T>(key, &[], true)?;
-    }
-    for (key, kind) in T::SPEC {
-        let value = property(object, key)?;
-        if is_nullish(&value) {
-            continue;
-        }
-        let label = format!("{prefix}{key}");
-        T::set(target, key, read_value(&label, *kind, &value)?)?;
-    }
-    Ok(())
-}
-
-/// The options argument as an object: `None` for `undefined`/`null` (all defaults).
-pub fn options_object<'a>(
-    value: Option<&Unknown<'a>>,
-    what: &str,
-) -> SeqResult<Option<Object<'a>>> {
-    let Some(value) = value.filter(|v| !is_nullish(v)) else {
-        return Ok(None);
-    };
-    object(value).map(Some).ok_or_else(|| {
-        SeqError::invalid_argument(format!("{what} must be an object; got {}", describe(value)))
-    })
-}
-
-/// The kind `T` gives `key`.
-fn kind_in<T: OptionTable>(key: &str) -> Option<Kind> {
-    T::SPEC
-        .iter()
-        .find(|(k, _)| *k == key)
-        .map(|(_, kind)| *kind)
-}
-
-/// The kind `T` gives `key`; refuses `key` when `T` does not list it (or, when `given`,
-/// lists it in `refused`); `None` for a refused key not given.
-fn known<T: OptionTable>(
-    key: &str,
-    refused: &[(&str, &str)],
-    given: bool,
-) -> SeqResult<Option<Kind>> {
-    if let Some((_, message)) = refused.iter().find(|(k, _)| *k == key) {
-        return if given {
-            Err(SeqError::invalid_argument(*message))
-        } else {
-            Ok(None)
-        };
-    }
-    if let Some(kind) = kind_in::<T>(key) {
-        return Ok(Some(kind));
-    }
-    if let Some(call) = T::ONLY_BY {
-        if kind_in::<SequenceTable>(key).is_some() {
-            let taken: Vec<&str> = T::SPEC.iter().map(|(k, _)| *k).collect();
-            return Err(SeqError::invalid_argument(format!(
-                "option {} is not used by {call}; it takes {}",
-                quoted(key),
-                taken.join(", ")
-            )));
-        }
-    }
-    check_keys(T::WHAT, &[key.to_string()], &[T::SPEC]).map(|()| None)
 }
 
 /// Defines an option set: the typings struct `$typings` (with the options' doc comments,

@@ -8,8 +8,8 @@ use std::cell::RefCell;
 use std::rc::Rc;
 use std::sync::{Arc, Mutex};
 
-use crate::binding::read::db::DbTarget;
-use crate::binding::reserve::values::{NamedCounter, PreparedSlot};
+use crate::binding::read::db_target::DbTarget;
+use crate::binding::read::named_counter::{NamedCounter, PreparedSlot};
 use crate::engine::call_options::CallOptions;
 use crate::engine::counter::counter_name::CounterName;
 use crate::engine::error::SeqResult;

@@ -1,20 +1,20 @@
 //! What every sequence call does: read `db`, `name` and options, then reserve values,
 //! from the block cache at once when possible, otherwise on the tokio runtime.
 
-use crate::engine::panic_safety::lock;
-use std::sync::{Arc, Mutex};
-
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 
 use napi::bindgen_prelude::{within_runtime_if_available, Env, PromiseRaw, Unknown};
 
+use crate::binding::js::{describe, number};
 use crate::binding::output::Output;
-use crate::binding::read::db::{read_db, DbTarget};
+use crate::binding::read::db::read_db;
 use crate::binding::read::db_memo;
-use crate::binding::read::js::{describe, number};
+use crate::binding::read::db_target::DbTarget;
 use crate::binding::read::name::read_counter_name;
-use crate::binding::read::options::read_options;
+use crate::binding::read::named_counter::{kept, NamedCounter, PreparedSlot};
+use crate::binding::read::option_reader::read_options;
 use crate::binding::reserve::order::{nobody_waiting, Ticket};
 use crate::binding::reserve::recent;
 use crate::binding::settled::settled;
@@ -23,100 +23,13 @@ use crate::engine::alloc::allocate::IdRange;
 use crate::engine::alloc::counter_state::{Outcome, Submitted};
 use crate::engine::alloc::prepared_counter::PreparedCounter;
 use crate::engine::call_options::CallOptions;
-use crate::engine::counter::counter_name::CounterName;
 use crate::engine::error::{SeqError, SeqResult};
+use crate::engine::panic_safety::lock;
 use crate::engine::stats::{Recorder, Stats};
 use crate::engine::text::validate::check_count;
 
 /// How a block of values is returned to JavaScript.
 pub type Shape = fn(&str, IdRange, &CallOptions) -> SeqResult<Output>;
-
-/// A counter prepared by an earlier call, kept to skip the preparation next time.
-pub type PreparedSlot = Arc<Mutex<Option<PreparedCounter>>>;
-
-/// A counter named by JavaScript arguments, read and checked.
-#[derive(Clone)]
-pub struct NamedCounter {
-    /// Where the counter lives.
-    pub target: DbTarget,
-    /// The sequence name.
-    pub name: CounterName,
-    /// The name as shown in messages.
-    pub label: String,
-    /// The call's options.
-    pub options: CallOptions,
-    /// The statistics of the `sequence()` handle this counter belongs to, if any.
-    pub stats: Option<Arc<Stats>>,
-}
-
-impl NamedCounter {
-    /// Reads the `db`, `name` and `options` arguments.
-    pub fn read(
-        env: &Env,
-        db: &Unknown,
-        name: &Unknown,
-        options: Option<&Unknown>,
-    ) -> SeqResult<NamedCounter> {
-        let options = read_options(options)?;
-        let name = read_counter_name(name)?;
-        NamedCounter::from_parts(env, db, name, options)
-    }
-
-    /// A counter from parts already read (`name`, `options`) and the `db` argument.
-    pub fn from_parts(
-        env: &Env,
-        db: &Unknown,
-        name: CounterName,
-        options: CallOptions,
-    ) -> SeqResult<NamedCounter> {
-        options.counter(&name)?;
-        let target = read_db(env, db, options.uri.as_deref())?;
-        Ok(NamedCounter::checked(target, name, options))
-    }
-
-    /// A counter of a `db` already read.
-    pub fn with_target(
-        target: DbTarget,
-        name: CounterName,
-        options: CallOptions,
-    ) -> SeqResult<NamedCounter> {
-        options.counter(&name)?;
-        Ok(NamedCounter::checked(target, name, options))
-    }
-
-    /// A counter whose `name` and `options` were checked together.
-    fn checked(target: DbTarget, name: CounterName, options: CallOptions) -> NamedCounter {
-        NamedCounter {
-            target,
-            label: name.label(),
-            name,
-            options,
-            stats: None,
-        }
-    }
-
-    /// The prepared counter: the one kept in `slot` when it holds one, otherwise one
-    /// prepared now (and kept in `slot`, when given).
-    pub async fn prepare(self, slot: Option<PreparedSlot>) -> SeqResult<PreparedCounter> {
-        if let Some(prepared) = slot.as_ref().and_then(|s| kept(s, Clone::clone)) {
-            return Ok(prepared);
-        }
-        let (handle, database) = self.target.resolve().await?;
-        let prepared = PreparedCounter::new(&handle, &database, &self.name, &self.options)?
-            .recording(self.stats.clone());
-        if let Some(slot) = slot {
-            *lock(&slot) = Some(prepared.clone());
-        }
-        Ok(prepared)
-    }
-}
-
-/// `use_it` applied to the prepared counter kept in `slot`, when it holds one for an open
-/// client.
-fn kept<T>(slot: &PreparedSlot, use_it: impl FnOnce(&PreparedCounter) -> T) -> Option<T> {
-    let kept = lock(slot);
-    kept.as_ref().filter(|r| !r.is_closed()).map(use_it)
-}
 
 /// The promise of a function-form call (`getNextSequenceValue` and siblings): reads
 /// `db`, `name` and `options` on every call, then reuses the counter prepared for equal
@@ -219,7 +132,7 @@ pub fn reserve_promise<'env>(
             }
             return match outcome {
                 Outcome::Now(range) => {
-                    crate::binding::exports::operations::after_quick_settle(env);
+                    crate::binding::diagnostics::after_quick_settle(env);
                     settled(env, shape(&named.label, range, &named.options))
                 }
                 Outcome::Later(pending) => {

@@ -1,0 +1,53 @@
+//! Where a call goes (`DbTarget`): a client and a database name, as read from the `db`
+//! argument (`read::db`).
+
+use std::sync::Arc;
+
+use crate::engine::client::connection::ConnectionTarget;
+use crate::engine::client::handle::ClientHandle;
+use crate::engine::client::registry::SHARED_CLIENTS;
+use crate::engine::error::SeqResult;
+
+/// Where a call goes: a client and a database name.
+#[derive(Clone)]
+pub enum DbTarget {
+    /// A client opened with `connect(uri)`.
+    Own(Arc<ClientHandle>, String),
+    /// A shared client for a connection derived from a Node driver client or `uri`.
+    Shared(ConnectionTarget, String),
+}
+
+impl DbTarget {
+    /// The client and database when no waiting is needed (own client, or a shared client
+    /// already open).
+    pub fn resolve_now(&self) -> Option<(Arc<ClientHandle>, &str)> {
+        match self {
+            DbTarget::Own(handle, db) => Some((handle.clone(), db)),
+            DbTarget::Shared(target, db) => {
+                SHARED_CLIENTS.try_get(target).map(|h| (h, db.as_str()))
+            }
+        }
+    }
+
+    /// Which client's line of waiting calls a call stands in (see `reserve::order`):
+    /// one per own client, one per shared connection.
+    pub fn line(&self) -> u64 {
+        use std::hash::{Hash, Hasher};
+        match self {
+            DbTarget::Own(handle, _) => Arc::as_ptr(handle) as usize as u64,
+            DbTarget::Shared(target, _) => {
+                let mut hasher = std::collections::hash_map::DefaultHasher::new();
+                target.hash(&mut hasher);
+                hasher.finish()
+            }
+        }
+    }
+
+    /// The client and database, opening the shared client on first use.
+    pub async fn resolve(self) -> SeqResult<(Arc<ClientHandle>, String)> {
+        match self {
+            DbTarget::Own(handle, db) => Ok((handle, db)),
+            DbTarget::Shared(target, db) => Ok((SHARED_CLIENTS.get(&target).await?, db)),
+        }
+    }
+}
