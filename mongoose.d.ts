@@ -79,7 +79,7 @@ declare namespace AutoIncrementFactory {
      * back on a graceful close. A whole number from 1 to 1,000,000; not with `gapless`.
      * Default: no cache.
      */
-    cache?: number;
+    cache?: number | null;
   }
 
   /** Anything with mongoose's `Schema#plugin` shape. */

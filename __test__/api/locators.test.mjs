@@ -165,3 +165,22 @@ test('locator values, set fields and scoped names take real BSON wrappers only, 
   await rejectsWithCode(assert, seq.getNextSequenceValue(env.db, new Int32(7)), 'INVALID_ARGUMENT', /BSON/);
   assert.deepEqual(await snapshot(), before, 'nothing was written');
 });
+
+test('one document under two locators: a management write through either discards what the other cached', async () => {
+  // The plugin-autoinc drop-in finds a counter by { model, field, groupingField }, the
+  // auto-increment one by { model, field }: on a converted counter both find one document.
+  const collection = 'locator_twins';
+  await env.db.collection(collection).insertOne({ model: 'm', field: 'no', groupingField: '', count: 0 });
+  const o = { collection, field: 'count' };
+  const cached = seq.counterAt(env.db, { model: 'm', field: 'no' }, { ...o, cache: 10 });
+  const other = seq.counterAt(env.db, { model: 'm', field: 'no', groupingField: '' }, o);
+  assert.equal(await cached.next(), 1);
+  // 4 is in the cached block (1..10): after the raise it must not be handed out again.
+  await other.raiseTo(4);
+  assert.equal(await cached.next(), 11);
+  await other.set(100);
+  assert.equal(await cached.next(), 101);
+  await other.reset();
+  const after = await cached.next();
+  assert.ok(after <= 2, `the block cached before the reset is gone (got ${after})`);
+});

@@ -19,7 +19,7 @@ export interface AutoIncrementOptions {
    * across them, and the unused ones of a block are lost when the process exits (gaps).
    * A whole number from 1 to 1,000,000. Default: no cache. Not one of mongoose-auto-increment's options.
    */
-  cache?: number;
+  cache?: number | null;
 }
 
 /** `nextCount` and `resetCount`, both as methods of documents and as statics of models. */

@@ -24,7 +24,7 @@ export type AutoIncSettings = {
    * across them, and the unused ones of a block are lost when the process exits (gaps).
    * A whole number from 1 to 1,000,000. Default: no cache. Not one of mongoose-plugin-autoinc's options.
    */
-  cache?: number;
+  cache?: number | null;
 };
 
 export type AutoIncOptions = AutoIncSettings | string;

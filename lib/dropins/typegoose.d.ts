@@ -35,7 +35,7 @@ export interface AutoIncrementIDOptions {
    * A whole number from 1 to 1,000,000. Default: no cache. Not one of @typegoose/auto-increment's
    * options.
    */
-  cache?: number;
+  cache?: number | null;
 }
 
 /** Names the counter of a model (a non-empty string, else the save rejects with `INVALID_ARGUMENT`). */

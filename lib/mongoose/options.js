@@ -34,15 +34,23 @@ const MAX_CACHE = 1_000_000;
 function checkCache(plugin, value) {
   if (value === undefined || value === null) return undefined;
   if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 1 || value > MAX_CACHE) {
-    throw codedError('INVALID_ARGUMENT', `${plugin}: option cache must be a whole number from 1 to ${MAX_CACHE}; got ${String(value)}`, { type: TypeError });
+    throw codedError('INVALID_ARGUMENT', `${plugin}: option cache must be a whole number from 1 to ${MAX_CACHE}; got ${shown(value)}`, { type: TypeError });
   }
   return value;
+}
+
+/** How a refused option value is shown: never by calling the value's own conversions. */
+function shown(value) {
+  if (typeof value === 'number' || typeof value === 'boolean' || value === null || value === undefined) return String(value);
+  if (typeof value === 'bigint') return `${value}n`;
+  if (typeof value === 'string') return JSON.stringify(value);
+  return typeof value === 'function' ? 'a function' : `a ${typeof value}`;
 }
 
 /** An option that must be a safe integer, refused with `INVALID_ARGUMENT` otherwise. */
 function checkNumber(name, value) {
   if (typeof value !== 'number' || !Number.isSafeInteger(value)) {
-    throw codedError('INVALID_ARGUMENT', `option ${name} must be a safe integer; got ${String(value)}`, { type: TypeError });
+    throw codedError('INVALID_ARGUMENT', `option ${name} must be a safe integer; got ${shown(value)}`, { type: TypeError });
   }
 }
 
@@ -62,7 +70,7 @@ function normalise(options) {
   checkNumber('inc_amount', merged.inc_amount);
   if (merged.inc_amount === 0) checkNumber('inc_amount (not 0)', Number.NaN);
   if (typeof merged.gapless !== 'boolean') {
-    throw codedError('INVALID_ARGUMENT', `option gapless must be a boolean; got ${String(merged.gapless)}`, { type: TypeError });
+    throw codedError('INVALID_ARGUMENT', `option gapless must be a boolean; got ${shown(merged.gapless)}`, { type: TypeError });
   }
   merged.cache = checkCache(PLUGIN, merged.cache);
   if (merged.gapless && merged.cache !== undefined) {
@@ -73,7 +81,7 @@ function normalise(options) {
     );
   }
   if (![true, false, 'reuse'].includes(merged.exclusive)) {
-    throw codedError('INVALID_ARGUMENT', `option exclusive must be true, false or 'reuse'; got ${String(merged.exclusive)}`, { type: TypeError });
+    throw codedError('INVALID_ARGUMENT', `option exclusive must be true, false or 'reuse'; got ${shown(merged.exclusive)}`, { type: TypeError });
   }
   if (merged.uri !== undefined && (typeof merged.uri !== 'string' || merged.uri === '')) {
     throw codedError('INVALID_ARGUMENT', `option uri must be a MongoDB connection string; got ${typeof merged.uri}`, { type: TypeError });

@@ -1,6 +1,7 @@
 // lib/mongoose/options.js without a server: defaults, checks and the registration signature.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { inspect } from 'node:util';
 import { createRequire } from 'node:module';
 
 const require = createRequire(import.meta.url);
@@ -10,7 +11,7 @@ const refused = (options, code, type = Error) =>
   assert.throws(
     () => normalise(options),
     (error) => error.code === code && error instanceof type,
-    JSON.stringify(options),
+    inspect(options),
   );
 
 test("normalise: the defaults, the id from inc_field, reference_fields sorted, the caller's object untouched", () => {
@@ -35,8 +36,10 @@ test('normalise refuses what mongoose-sequence refuses, and bad types, with INVA
   refused({ uri: '' }, 'INVALID_ARGUMENT', TypeError);
   refused({ uri: 5 }, 'INVALID_ARGUMENT', TypeError);
   assert.equal(normalise({ start_seq: 0, inc_amount: -3, exclusive: 'reuse' }).inc_amount, -3);
-  for (const cache of [0, -1, 1.5, '10', 1_000_001, true, Number.NaN]) refused({ cache }, 'INVALID_ARGUMENT', TypeError);
+  for (const cache of [0, -1, 1.5, '10', 1_000_001, true, Number.NaN, 10n, Object.create(null), Symbol('x')]) refused({ cache }, 'INVALID_ARGUMENT', TypeError);
   refused({ cache: 10, gapless: true }, 'INVALID_ARGUMENT', TypeError);
+  // A value without conversions (no prototype, a symbol) is described, never converted.
+  for (const bad of [{ start_seq: Object.create(null) }, { gapless: Object.create(null) }, { exclusive: Symbol('s') }]) refused(bad, 'INVALID_ARGUMENT', TypeError);
   assert.equal(normalise({ cache: 1_000_000 }).cache, 1_000_000);
   assert.equal(normalise({ cache: null }).cache, undefined);
 });

@@ -53,8 +53,8 @@ where
     Fut: Future<Output = SeqResult<Output>> + Send + 'static,
 {
     admin_promise(env, named, slot, |prepared, named| async move {
-        let state = prepared.state().clone();
-        state.managed(op(prepared, named)).await
+        let fence = prepared.fence();
+        fence.managed(op(prepared, named)).await
     })
 }
 

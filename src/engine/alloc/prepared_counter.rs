@@ -12,6 +12,7 @@ use crate::engine::alloc::counter_state::{
 use crate::engine::call_options::CallOptions;
 use crate::engine::client::handle::ClientHandle;
 use crate::engine::counter::counter_name::CounterName;
+use crate::engine::counter::locator::Locator;
 use crate::engine::error::SeqResult;
 use crate::engine::stats::{Recorder, Stats};
 use crate::engine::store::counter_store::CounterRef;
@@ -93,6 +94,20 @@ impl PreparedCounter {
     /// The counter.
     pub fn counter(&self) -> &CounterRef {
         &self.counter
+    }
+
+    /// What a management write on this counter must fence ([`Fence::managed`]).
+    pub fn fence(&self) -> Fence {
+        match self.counter.locator {
+            Locator::ById => Fence::Counter(self.state.clone()),
+            // Other fields (another plugin's locator) may find the same document, each with
+            // a state of its own: every located counter of the collection and field is fenced.
+            Locator::ByFields(_) => Fence::Collection(Box::new(CollectionFence {
+                handle: self.handle.clone(),
+                database: self.driver().database().name().to_string(),
+                counter: self.counter.clone(),
+            })),
+        }
     }
 
     /// This process's state of the counter.
@@ -198,6 +213,42 @@ fn receivable(numbers_for: Option<&str>, range: IdRange) -> SeqResult<IdRange> {
                 crate::engine::stats::discarded_unclaimed(range.count());
             }),
         None => Ok(range),
+    }
+}
+
+/// The counter states a management write forgets around it (cached blocks, configuration
+/// hint), so that no value cached before the write is handed out after it.
+pub enum Fence {
+    /// The counter's own state: a counter named by `_id` is one document, one state.
+    Counter(Arc<CounterState>),
+    /// Every counter state of the collection and counter field in this client: a counter
+    /// found by other fields may be the same document under another locator.
+    Collection(Box<CollectionFence>),
+}
+
+/// The client, database and counter whose collection and field a [`Fence`] covers.
+pub struct CollectionFence {
+    handle: Arc<ClientHandle>,
+    database: String,
+    counter: CounterRef,
+}
+
+impl Fence {
+    /// Runs the management write `op` with the states fenced.
+    pub async fn managed<T>(self, op: impl std::future::Future<Output = T>) -> T {
+        match self {
+            Fence::Counter(state) => state.managed(op).await,
+            Fence::Collection(fence) => {
+                let CollectionFence {
+                    handle,
+                    database,
+                    counter,
+                } = *fence;
+                let select =
+                    || handle.counter_states_in(&database, &counter.collection, &counter.field);
+                CounterState::managed_all(select, op).await
+            }
+        }
     }
 }
 
