@@ -157,7 +157,12 @@ class LocatedCounter extends Counter {
    * a gap), so the next numbering fetches from the stored value, which this reads.
    */
   async nextNumberOf(reference, Model) {
-    if (this.options.cache !== undefined) await this.call((await this.handle(reference, Model)).release());
+    if (this.options.cache !== undefined) {
+      // A handle gives back only once it has reached its counter (a handle made for a new
+      // `Db`, or made again after its group's was evicted, has not): read first.
+      await this.currentValueOf(reference, Model);
+      await this.call((await this.handle(reference, Model)).release());
+    }
     const value = await this.currentValueOf(reference, Model);
     if (value === undefined) return this.spec.start;
     return typeof value === 'bigint' ? value + BigInt(this.spec.step) : value + this.spec.step;

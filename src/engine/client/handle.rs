@@ -378,3 +378,7 @@ impl Drop for Busy {
         self.0.touch();
     }
 }
+
+#[cfg(test)]
+#[path = "handle_tests.rs"]
+mod tests;

@@ -1,0 +1,46 @@
+use super::*;
+use crate::engine::client::connection::ConnectionTarget;
+use crate::engine::counter::counter_name::CounterName;
+
+fn run<F: std::future::Future>(f: F) -> F::Output {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(f)
+}
+
+fn counter(collection: &str, field: &str, name: &str) -> CounterRef {
+    CounterRef::new(collection, field, CounterName::text(name).unwrap())
+}
+
+#[test]
+fn one_state_per_counter_document_selected_by_database_collection_and_field() {
+    run(async {
+        let target = ConnectionTarget::from_uri(
+            "mongodb://app:s3cr3t-pw@127.0.0.1:1/?serverSelectionTimeoutMS=300",
+        )
+        .unwrap();
+        let handle = ClientHandle::open(&target).await.unwrap();
+        let a = handle.counter_state("db", &counter("counters", "seq", "a"));
+        let again = handle.counter_state("db", &counter("counters", "seq", "a"));
+        assert!(Arc::ptr_eq(&a, &again), "one document, one state");
+        let other_db = handle.counter_state("other", &counter("counters", "seq", "a"));
+        assert!(!Arc::ptr_eq(&a, &other_db));
+        let b = handle.counter_state("db", &counter("counters", "seq", "b"));
+        let _elsewhere = handle.counter_state("db", &counter("ids", "seq", "a"));
+        let _other_field = handle.counter_state("db", &counter("counters", "n", "a"));
+        let selected = handle.counter_states_in("db", "counters", "seq");
+        assert_eq!(
+            selected.len(),
+            2,
+            "a and b, nothing of another database, collection or field"
+        );
+        assert!(selected.iter().any(|s| Arc::ptr_eq(s, &a)));
+        assert!(selected.iter().any(|s| Arc::ptr_eq(s, &b)));
+        assert!(handle
+            .counter_states_in("none", "counters", "seq")
+            .is_empty());
+        assert!(handle.secrets().iter().any(|s| s == "s3cr3t-pw"));
+    });
+}
