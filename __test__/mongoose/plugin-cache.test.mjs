@@ -250,6 +250,20 @@ for (const [major, mongoose] of MONGOOSES) {
       assert.ok(batch[0]._id > 130 && batch[2]._id > 130, `${batch.map((d) => d._id)}`);
     });
 
+    test('plugin-autoinc: nextCount on a model of a new useDb (a handle that has not reached its counter yet) is the next save’s number', async () => {
+      await openSides('autoinc_u');
+      const name = `U${major}_cache`;
+      const schema = new mongoose.Schema({ tag: String });
+      schema.plugin(autoinc, { model: name, field: 'no', cache: 10 });
+      // A model per request on a tenant's database: a new Db object each time.
+      const request = () => sides[0].useDb(`${sides[0].name}_tenant`).model(name, schema);
+      assert.deepEqual([(await new (request())({ tag: 'a' }).save()).no, (await new (request())({ tag: 'b' }).save()).no], [0, 1]);
+      const M = request();
+      const said = await M.nextCount();
+      assert.equal((await new M({ tag: 'c' }).save()).no, said);
+      await sides[0].useDb(`${sides[0].name}_tenant`).dropDatabase();
+    });
+
     test('plugin-autoinc: nextCount(group) and resetCount(group) under a cache, per group', async () => {
       await openSides('pluginautoinc_m');
       const name = `P${major}_cache`;
