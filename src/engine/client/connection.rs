@@ -356,6 +356,56 @@ mod tests {
     }
 
     #[test]
+    fn tls_files_are_read_whole_up_to_the_bound_and_refused_past_it() {
+        let dir = std::env::temp_dir().join(format!("mongodb-sequence-{}-tls", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let bound = MAX_TLS_FILE_BYTES as usize;
+        for (name, size, whole) in [
+            ("small.pem", 100 * 1024, true),
+            ("bound.pem", bound, true),
+            ("past.pem", bound + 1, false),
+        ] {
+            let path = dir.join(name);
+            std::fs::write(&path, vec![b'x'; size]).unwrap();
+            match read_tls_file(&path) {
+                Ok(contents) => assert!(
+                    whole && contents.len() == size,
+                    "{name}: {}",
+                    contents.len()
+                ),
+                Err(e) => assert!(
+                    !whole && e.kind() == std::io::ErrorKind::InvalidData,
+                    "{name}: {e}"
+                ),
+            }
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_string_of_exactly_the_bound_is_not_refused_for_its_length() {
+        let prefix = "mongodb://h/?replicaSet=";
+        let exact = format!("{prefix}{}", "r".repeat(MAX_URI_BYTES - prefix.len()));
+        assert_eq!(exact.len(), MAX_URI_BYTES);
+        assert!(ConnectionTarget::from_uri(&exact).is_ok());
+    }
+
+    #[test]
+    fn the_driver_s_own_words_for_an_invalid_option() {
+        let e = ConnectionTarget::from_uri("mongodb://h/?maxPoolSize=lots").unwrap_err();
+        assert!(
+            e.message.starts_with("invalid MongoDB connection string: "),
+            "{}",
+            e.message
+        );
+        assert!(
+            !e.message.contains("An invalid argument was provided"),
+            "{}",
+            e.message
+        );
+    }
+
+    #[test]
     fn a_target_keeps_its_password_out_of_messages_whichever_way_it_was_made() {
         let uri = "mongodb://app:hunter2@h1:27017/shop";
         let secrets = ConnectionTarget::from_uri(uri).unwrap().secrets();
