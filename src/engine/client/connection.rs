@@ -362,6 +362,7 @@ mod tests {
         let bound = MAX_TLS_FILE_BYTES as usize;
         for (name, size, whole) in [
             ("small.pem", 100 * 1024, true),
+            ("large.pem", 3 << 20, true),
             ("bound.pem", bound, true),
             ("past.pem", bound + 1, false),
         ] {
