@@ -439,6 +439,16 @@ mod tests {
         connect.insert("connectTimeoutMS".into(), NodeValue::number(2500.0));
         let c = derive_from_node_client(&connect).unwrap();
         assert_eq!(c.connect_timeout(), Some(Duration::from_millis(2500)));
+        // A timeout that is not a finite number of milliseconds is not carried over.
+        for odd in [f64::INFINITY, -1.0] {
+            let mut o = options("h1");
+            o.insert("connectTimeoutMS".into(), NodeValue::number(odd));
+            assert_eq!(
+                derive_from_node_client(&o).unwrap().connect_timeout(),
+                None,
+                "{odd}"
+            );
+        }
         assert_eq!(a, derive_from_node_client(&options("h1")).unwrap());
         assert_ne!(a, derive_from_node_client(&options("h2")).unwrap());
         let mut w = options("h1");
