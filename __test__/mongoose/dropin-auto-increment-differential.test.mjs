@@ -13,7 +13,7 @@ import mongoose9 from 'mongoose';
 import mongoose8 from 'mongoose-v8';
 import mongoose6 from 'mongoose-v6';
 import { setup, seq } from '../helpers.mjs';
-import { loadOn, openOn, viaCallback, untilUniqueIndex } from '../fixtures/old-autoinc.mjs';
+import { loadOn, openOn, viaCallback, untilUniqueIndex, withCountersCollection } from '../fixtures/old-autoinc.mjs';
 
 const require = createRequire(import.meta.url);
 const ours = require('mongodb-sequence/mongoose/auto-increment');
@@ -26,6 +26,7 @@ before(async () => {
   sides.theirs = { mongoose: mongoose6, plugin: theirs, connection: await openOn(mongoose6, env.uri, `${env.dbName}_t`) };
   sides.ours9 = { mongoose: mongoose9, plugin: ours, connection: await openOn(mongoose9, env.uri, `${env.dbName}_o9`) };
   sides.ours8 = { mongoose: mongoose8, plugin: ours, connection: await openOn(mongoose8, env.uri, `${env.dbName}_o8`) };
+  for (const side of Object.values(sides)) await withCountersCollection(side.connection);
   // Theirs keeps the connection of its one `initialize` in module scope, for every model.
   theirs.initialize(sides.theirs.connection);
 });

@@ -15,7 +15,7 @@ import mongoose9 from 'mongoose';
 import mongoose8 from 'mongoose-v8';
 import mongoose6 from 'mongoose-v6';
 import { setup, seq } from '../helpers.mjs';
-import { loadOn, openOn, untilUniqueIndex } from '../fixtures/old-autoinc.mjs';
+import { loadOn, openOn, untilUniqueIndex, withCountersCollection } from '../fixtures/old-autoinc.mjs';
 
 const require = createRequire(import.meta.url);
 const ours = require('mongodb-sequence/mongoose/plugin-autoinc');
@@ -37,6 +37,7 @@ before(async () => {
   // made first here, as in a database it has run on, so that concurrent first saves of a
   // group (create([...])) do not create its counter twice (ours makes sure of the index
   // before it creates a counter).
+  for (const side of Object.values(sides)) await withCountersCollection(side.connection);
   for (const side of [sides.theirs6, sides.theirs8]) {
     await side.connection.db.collection('identitycounters').createIndex({ field: 1, groupingField: 1, model: 1 }, { unique: true });
   }
