@@ -140,6 +140,44 @@ fn unknown_and_refused_keys_are_named() {
 }
 
 #[test]
+fn tls_insecure_agrees_with_reject_unauthorized_or_is_refused() {
+    let mut o = base();
+    o.insert("tls".into(), NodeValue::Bool(true));
+    // As the Node driver keeps it: tlsInsecure true with rejectUnauthorized false.
+    o.insert("tlsInsecure".into(), NodeValue::Bool(true));
+    o.insert("rejectUnauthorized".into(), NodeValue::Bool(false));
+    let d = derive(&o, &no_files).unwrap();
+    assert!(d.tls.unwrap().allow_invalid_certificates);
+    // tlsInsecure false says nothing against either.
+    o.insert("tlsInsecure".into(), NodeValue::Bool(false));
+    assert!(derive(&o, &no_files).is_ok());
+    o.insert("rejectUnauthorized".into(), NodeValue::Bool(true));
+    assert!(derive(&o, &no_files).is_ok());
+    // tlsInsecure true while certificates are checked: ambiguous, refused.
+    o.insert("tlsInsecure".into(), NodeValue::Bool(true));
+    assert!(refusal(&o).contains("tlsInsecure"));
+    o.insert("tlsInsecure".into(), NodeValue::Undefined);
+    assert!(derive(&o, &no_files).is_ok());
+    o.insert("tlsInsecure".into(), text("yes"));
+    assert!(derive(&o, &no_files)
+        .unwrap_err()
+        .message
+        .contains("tlsInsecure"));
+}
+
+#[test]
+fn a_file_copy_held_as_text_is_compared_as_the_file_s_bytes() {
+    let mut o = base();
+    o.insert("tls".into(), NodeValue::Bool(true));
+    o.insert("tlsCAFile".into(), text("/ca.pem"));
+    let read = |_: &str| Ok(b"-----BEGIN CERTIFICATE-----".to_vec());
+    o.insert("ca".into(), text("-----BEGIN CERTIFICATE-----"));
+    assert!(derive(&o, &read).is_ok(), "the driver's copy, as a string");
+    o.insert("ca".into(), text("-----BEGIN OTHER-----"));
+    assert!(derive(&o, &read).unwrap_err().message.contains("'ca'"));
+}
+
+#[test]
 fn tls_checks_are_carried_or_refused() {
     let mut o = base();
     o.insert("tls".into(), NodeValue::Bool(true));
