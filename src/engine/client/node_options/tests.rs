@@ -597,3 +597,16 @@ fn secrets_never_reach_debug_output() {
     );
     assert!(shown.contains("/me.pem"), "{shown}");
 }
+
+#[test]
+fn two_readings_that_found_no_file_agree() {
+    let path = "/gone.pem".to_string();
+    let none = || TlsFile::new(path.clone(), None);
+    assert!(none().same_contents(&none()));
+    let some = TlsFile::new(path.clone(), Some(b"x".to_vec()));
+    assert!(!none().same_contents(&some) && !some.same_contents(&none()));
+    assert!(
+        !none().supersedes(&some),
+        "an unreadable file replaces nothing"
+    );
+}
