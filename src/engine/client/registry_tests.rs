@@ -581,3 +581,47 @@ fn a_client_released_for_idleness_does_not_count_toward_the_limit() {
         assert_eq!(registry.len(), 2);
     });
 }
+
+#[test]
+fn past_the_limit_as_many_clients_close_as_exceed_it() {
+    run(async {
+        let registry = leaked(Limits {
+            max_clients: 2,
+            sweep_every: Duration::from_secs(3600),
+            ..Limits::default()
+        });
+        // Three clients with a call pending cannot be released: a fourth goes past the limit.
+        let mut pending = Vec::new();
+        for n in 0..3 {
+            let handle = registry.get(&target(100 + n)).await.unwrap();
+            pending.push(handle.bounded(Box::pin(std::future::pending())));
+        }
+        registry.get(&target(103)).await.unwrap();
+        assert_eq!(registry.len(), 4, "busy clients stay, whatever the limit");
+        drop(pending);
+        // The fifth: five open, two allowed, three (the least recently used) close.
+        registry.get(&target(104)).await.unwrap();
+        assert_eq!(registry.len(), 2);
+    });
+}
+
+#[test]
+fn idle_clients_are_released_by_the_sweeper_without_another_call() {
+    run(async {
+        let registry = leaked(Limits {
+            idle_after: Duration::from_millis(100),
+            sweep_every: Duration::from_millis(50),
+            ..Limits::default()
+        });
+        let handle = registry.get(&target(110)).await.unwrap();
+        let waited = Instant::now();
+        while !handle.is_closed() {
+            assert!(
+                waited.elapsed() < Duration::from_secs(10),
+                "the sweeper released the idle client"
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        assert!(registry.is_empty());
+    });
+}
