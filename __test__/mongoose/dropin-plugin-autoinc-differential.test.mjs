@@ -15,7 +15,7 @@ import mongoose9 from 'mongoose';
 import mongoose8 from 'mongoose-v8';
 import mongoose6 from 'mongoose-v6';
 import { setup, seq } from '../helpers.mjs';
-import { loadOn, openOn, untilUniqueIndex, withCountersCollection } from '../fixtures/old-autoinc.mjs';
+import { loadOn, openOn, untilUniqueIndex, withCountersCollection, within } from '../fixtures/old-autoinc.mjs';
 
 const require = createRequire(import.meta.url);
 const ours = require('mongodb-sequence/mongoose/plugin-autoinc');
@@ -152,15 +152,6 @@ const stepArb = fc.oneof(
 const historyArb = fc.array(stepArb, { minLength: 1, maxLength: 10 });
 
 let made = 0;
-
-/** `work`, or a rejection naming the side and the step when it takes over 20 s (a hang). */
-function within(label, s, work) {
-  let timer;
-  const hang = new Promise((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`${label}: step ${JSON.stringify(s)} did not end in 20 s`)), 20_000);
-  });
-  return Promise.race([work, hang]).finally(() => clearTimeout(timer));
-}
 
 test('random histories: ours on mongoose 9 and 8 gives what theirs gives on 8 and 6 and leaves the same counters', { timeout: 300_000 }, async () => {
   await fc.assert(

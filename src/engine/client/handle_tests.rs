@@ -1,14 +1,7 @@
 use super::*;
 use crate::engine::client::connection::ConnectionTarget;
 use crate::engine::counter::counter_name::CounterName;
-
-fn run<F: std::future::Future>(f: F) -> F::Output {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap()
-        .block_on(f)
-}
+use crate::engine::test_support::run;
 
 fn counter(collection: &str, field: &str, name: &str) -> CounterRef {
     CounterRef::new(collection, field, CounterName::text(name).unwrap())
