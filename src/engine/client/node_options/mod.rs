@@ -15,11 +15,13 @@ mod derive;
 mod derived;
 mod driver_options;
 mod table;
+mod tls;
 mod value;
 
 pub use derive::*;
 pub use derived::*;
 pub use table::*;
+pub use tls::*;
 pub use value::*;
 
 #[cfg(test)]
