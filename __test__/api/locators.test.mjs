@@ -186,3 +186,19 @@ test('one document under two locators: a management write through either discard
   const after = await cached.next();
   assert.ok(after <= 2, `the block cached before the reset is gone (got ${after})`);
 });
+
+test('a management write through a locator leaves the blocks of counters it cannot find alone', async () => {
+  const collection = 'locator_neighbours';
+  await env.db.collection(collection).insertMany([
+    { model: 'a', field: 'no', count: 0 },
+    { model: 'b', field: 'no', count: 0 },
+  ]);
+  const o = { collection, field: 'count' };
+  const a = seq.counterAt(env.db, { model: 'a', field: 'no' }, o);
+  const b = seq.counterAt(env.db, { model: 'b', field: 'no' }, { ...o, cache: 10 });
+  assert.equal(await b.next(), 1);
+  await a.raiseTo(50);
+  await a.set(7);
+  // Another model's counter: its cached block is still served, without a gap.
+  assert.equal(await b.next(), 2);
+});

@@ -44,7 +44,7 @@ function shown(value) {
   if (typeof value === 'number' || typeof value === 'boolean' || value === null || value === undefined) return String(value);
   if (typeof value === 'bigint') return `${value}n`;
   if (typeof value === 'string') return JSON.stringify(value);
-  return typeof value === 'function' ? 'a function' : `a ${typeof value}`;
+  return typeof value === 'function' ? 'a function' : typeof value === 'object' ? 'an object' : `a ${typeof value}`;
 }
 
 /** An option that must be a safe integer, refused with `INVALID_ARGUMENT` otherwise. */

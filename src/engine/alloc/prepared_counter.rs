@@ -101,11 +101,12 @@ impl PreparedCounter {
         match self.counter.locator {
             Locator::ById => Fence::Counter(self.state.clone()),
             // Other fields (another plugin's locator) may find the same document, each with
-            // a state of its own: every located counter of the collection and field is fenced.
+            // a state of its own: every located counter that may find it is fenced too.
             Locator::ByFields(_) => Fence::Collection(Box::new(CollectionFence {
                 handle: self.handle.clone(),
                 database: self.driver().database().name().to_string(),
                 counter: self.counter.clone(),
+                own: self.state.clone(),
             })),
         }
     }
@@ -221,16 +222,17 @@ fn receivable(numbers_for: Option<&str>, range: IdRange) -> SeqResult<IdRange> {
 pub enum Fence {
     /// The counter's own state: a counter named by `_id` is one document, one state.
     Counter(Arc<CounterState>),
-    /// Every counter state of the collection and counter field in this client: a counter
-    /// found by other fields may be the same document under another locator.
+    /// The counter's state and those of the located counters of its collection and
+    /// field in this client that may find the same document under other fields.
     Collection(Box<CollectionFence>),
 }
 
-/// The client, database and counter whose collection and field a [`Fence`] covers.
+/// The client, database and counter (with its own state) whose twins a [`Fence`] covers.
 pub struct CollectionFence {
     handle: Arc<ClientHandle>,
     database: String,
     counter: CounterRef,
+    own: Arc<CounterState>,
 }
 
 impl Fence {
@@ -243,9 +245,13 @@ impl Fence {
                     handle,
                     database,
                     counter,
+                    own,
                 } = *fence;
-                let select =
-                    || handle.counter_states_in(&database, &counter.collection, &counter.field);
+                let select = || {
+                    let mut states = handle.counter_states_sharing(&database, &counter);
+                    states.push(own.clone());
+                    states
+                };
                 CounterState::managed_all(select, op).await
             }
         }

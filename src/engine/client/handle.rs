@@ -161,6 +161,18 @@ impl ClientHandle {
             .select(|(db, key)| db == database && key.counts_in(collection, field))
     }
 
+    /// This client's states of the counters in `database` that may be the document
+    /// `counter` finds ([`DocumentKey::may_find_the_same_document`]), its own included.
+    pub fn counter_states_sharing(
+        &self,
+        database: &str,
+        counter: &CounterRef,
+    ) -> Vec<Arc<CounterState>> {
+        let mine = counter.document_key();
+        self.counters
+            .select(|(db, key)| db == database && mine.may_find_the_same_document(key))
+    }
+
     /// The underlying driver client (for tests and admin tools).
     pub fn client(&self) -> &Client {
         &self.client

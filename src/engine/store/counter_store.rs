@@ -6,7 +6,7 @@ use std::future::Future;
 use mongodb::bson::{doc, Bson, Document};
 
 use crate::engine::counter::counter_name::CounterName;
-use crate::engine::counter::identity::filter_key;
+use crate::engine::counter::identity::{equality_key, filter_key};
 use crate::engine::counter::locator::Locator;
 use crate::engine::counter::sequence_config::SequenceConfig;
 use crate::engine::error::SeqResult;
@@ -59,18 +59,28 @@ impl CounterRef {
     /// every way of naming one counter document (`1`, `1.0`, `1n` in a locator; any
     /// `step`; fields in another order), so that they share one state in a process.
     pub fn document_key(&self) -> DocumentKey {
-        let identity = match &self.locator {
-            Locator::ById => filter_key(&doc! { "_id": self.id() }),
+        let (identity, fields) = match &self.locator {
+            Locator::ById => (filter_key(&doc! { "_id": self.id() }), Vec::new()),
             Locator::ByFields(fields) => {
                 let mut key = vec![b'F'];
                 key.extend(filter_key(fields.fields()));
-                key
+                let each = fields
+                    .fields()
+                    .iter()
+                    .map(|(name, value)| {
+                        let mut one = Vec::new();
+                        equality_key(value, &mut one);
+                        (name.clone(), one)
+                    })
+                    .collect();
+                (key, each)
             }
         };
         DocumentKey {
             collection: self.collection.clone(),
             field: self.field.clone(),
             identity,
+            fields,
         }
     }
 
@@ -89,12 +99,38 @@ pub struct DocumentKey {
     collection: String,
     field: String,
     identity: Vec<u8>,
+    /// A locator's fields, each with the key of its value ([`equality_key`]); empty for
+    /// a counter found by `_id`.
+    fields: Vec<(String, Vec<u8>)>,
 }
 
 impl DocumentKey {
     /// Whether it is a counter of `field` in `collection`.
     pub fn counts_in(&self, collection: &str, field: &str) -> bool {
         self.collection == collection && self.field == field
+    }
+
+    /// Whether a counter of this key may be the document a counter of `other` finds: the
+    /// same key, or two locators (other sets of fields, e.g. `{ model, field }` and
+    /// `{ model, field, groupingField }`) that agree on every field both name. Locators
+    /// that differ on a field they share find different documents (a counter's locator
+    /// fields hold scalars, not arrays), and an `_id`-named counter is its own.
+    pub fn may_find_the_same_document(&self, other: &DocumentKey) -> bool {
+        if !other.counts_in(&self.collection, &self.field) {
+            return false;
+        }
+        if self.identity == other.identity {
+            return true;
+        }
+        if self.fields.is_empty() || other.fields.is_empty() {
+            return false;
+        }
+        self.fields.iter().all(|(name, value)| {
+            other
+                .fields
+                .iter()
+                .all(|(other_name, other_value)| other_name != name || other_value == value)
+        })
     }
 }
 
@@ -286,6 +322,50 @@ pub trait CounterStore: Send + Sync {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn located(collection: &str, field: &str, fields: Document) -> DocumentKey {
+        use crate::engine::counter::locator::FieldsLocator;
+        let name = CounterName::text("located").unwrap();
+        let locator = Locator::ByFields(FieldsLocator::new(fields, field).unwrap());
+        CounterRef::new(collection, field, name)
+            .located(locator, 1)
+            .document_key()
+    }
+
+    #[test]
+    fn locators_that_agree_on_the_fields_both_name_may_find_one_document() {
+        let mai = located("ids", "count", doc! { "model": "A", "field": "no" });
+        let mpa = located(
+            "ids",
+            "count",
+            doc! { "model": "A", "field": "no", "groupingField": "" },
+        );
+        assert!(mai.may_find_the_same_document(&mpa) && mpa.may_find_the_same_document(&mai));
+        assert!(mai.may_find_the_same_document(&mai));
+        // One shared field differs: never one document.
+        let other_model = located("ids", "count", doc! { "model": "B", "field": "no" });
+        assert!(!mai.may_find_the_same_document(&other_model));
+        let other_group = located(
+            "ids",
+            "count",
+            doc! { "model": "A", "field": "no", "groupingField": "x" },
+        );
+        assert!(!mpa.may_find_the_same_document(&other_group));
+        assert!(
+            mai.may_find_the_same_document(&other_group),
+            "{{model, field}} finds either"
+        );
+        // Values compare as the server compares them.
+        let double = located("ids", "count", doc! { "model": "A", "n": 1.0 });
+        let int = located("ids", "count", doc! { "model": "A", "n": 1 });
+        assert!(double.may_find_the_same_document(&int));
+        // Another collection or counter field, and counters named by `_id`.
+        assert!(!mai.may_find_the_same_document(&located("other", "count", doc! { "model": "A" })));
+        assert!(!mai.may_find_the_same_document(&located("ids", "seq", doc! { "model": "A" })));
+        let by_id = CounterRef::new("ids", "count", CounterName::text("A").unwrap()).document_key();
+        assert!(!mai.may_find_the_same_document(&by_id) && !by_id.may_find_the_same_document(&mai));
+        assert!(by_id.may_find_the_same_document(&by_id.clone()));
+    }
 
     #[test]
     fn a_document_key_counts_in_its_own_collection_and_field_only() {
