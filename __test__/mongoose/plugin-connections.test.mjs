@@ -183,7 +183,20 @@ for (const [major, mongoose] of [
       schema.plugin(AutoIncrementFactory(connection), options);
       const Opts = connection.model(`${p}Opts`, schema);
       const [counter] = countersOf(Opts);
-      const known = ['id', 'inc_field', 'start_seq', 'inc_amount', 'reference_fields', 'disable_hooks', 'collection_name', 'parallel_hooks', 'exclusive', 'gapless', 'uri'];
+      const known = [
+        'id',
+        'inc_field',
+        'start_seq',
+        'inc_amount',
+        'reference_fields',
+        'disable_hooks',
+        'collection_name',
+        'parallel_hooks',
+        'exclusive',
+        'gapless',
+        'uri',
+        'cache',
+      ];
       for (const key of Object.keys(counter.options)) assert.ok(known.includes(key), `unexpected key ${key} among the counter's options`);
       assert.deepEqual(counter.options.reference_fields, ['a', 'b']);
       assert.deepEqual(options, { id: `${p}opts`, inc_field: 'no', reference_fields: ['b', 'a'] });
