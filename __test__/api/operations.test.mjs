@@ -346,6 +346,54 @@ test('release() gives the cached tail back: the next handle continues right afte
   assert.deepEqual(await seq.sequence(env.db, 'nothing-cached').release(), { returned: 0, abandoned: 0 });
 });
 
+/** A client of the package that behaves as another process's (its settings differ). */
+async function anotherProcess() {
+  const uri = new URL(env.uri);
+  uri.searchParams.set('appName', 'another-process');
+  return seq.connect(uri.toString());
+}
+
+test('a number given by another process inside a cached tail is never given back', async () => {
+  const mine = seq.sequence(env.db, 'given-inside', { cache: 10, upsert: true });
+  assert.equal(await mine.next(), 1);
+  const other = await anotherProcess();
+  let reserved;
+  try {
+    const theirs = seq.sequence(other.db(env.dbName), 'given-inside');
+    reserved = await theirs.current();
+    assert.ok(reserved >= 6, `the cached block reaches past 5 (${reserved})`);
+    assert.equal(await theirs.raiseTo(5), reserved, 'the counter is past 5: nothing moves');
+    const outcome = await mine.release();
+    assert.deepEqual(outcome, { returned: 0, abandoned: reserved - 1 }, 'the tail holds 5: abandoned');
+    assert.equal(await theirs.next(), reserved + 1, 'so 5 is never handed out again');
+    // A number given before the cache fetched leaves its give-back alone.
+    await theirs.raiseTo(reserved);
+    assert.equal(await mine.next(), reserved + 2);
+    const again = await mine.release();
+    assert.equal(again.abandoned, 0);
+    assert.ok(again.returned > 0, `returned ${again.returned}`);
+    assert.equal(await theirs.next(), reserved + 3);
+  } finally {
+    await other.close();
+  }
+  const doc = await env.db.collection('counters').findOne({ _id: 'given-inside' });
+  assert.equal(doc.sequence_value_cached, true, 'flagged by the cache');
+  assert.equal(Number(doc.sequence_value_raised), reserved, 'the furthest number given');
+});
+
+test('a counter no cache numbers keeps its document as it was when raised', async () => {
+  const plain = seq.sequence(env.db, 'raised-plain', { upsert: true });
+  await plain.next();
+  await plain.raiseTo(10);
+  await plain.raiseTo(3);
+  await seq.sequence(env.db, 'raised-missing').raiseTo(4);
+  for (const [_id, value] of [['raised-plain', 10], ['raised-missing', 4]]) {
+    const doc = await env.db.collection('counters').findOne({ _id });
+    assert.deepEqual(Object.keys(doc).sort(), ['_id', 'sequence_value'], _id);
+    assert.equal(Number(doc.sequence_value), value, _id);
+  }
+});
+
 test('release() abandons the tail when another process moved the counter on', async () => {
   const mine = seq.sequence(env.db, 'moved', { cache: 10, upsert: true });
   assert.equal(await mine.next(), 1);

@@ -6,6 +6,7 @@ use std::future::Future;
 use mongodb::bson::{doc, Bson, Document};
 
 use crate::engine::counter::counter_name::CounterName;
+use crate::engine::counter::id_range::IdRange;
 use crate::engine::counter::identity::{equality_key, filter_key};
 use crate::engine::counter::locator::Locator;
 use crate::engine::counter::sequence_config::SequenceConfig;
@@ -28,6 +29,10 @@ pub struct CounterRef {
     /// Distance between the values a plain counter hands out (its `$inc` per value;
     /// not stored with the counter). 1 for the documented helper's counters.
     pub step: i64,
+    /// Values are fetched into a cache: the writes that hand them out flag the document
+    /// ([`CacheMarks`](crate::engine::store::filters::CacheMarks)), so that a raise by
+    /// any process leaves a mark the give-back of those values sees.
+    pub cached: bool,
 }
 
 impl CounterRef {
@@ -40,7 +45,14 @@ impl CounterRef {
             name,
             locator: Locator::ById,
             step: 1,
+            cached: false,
         }
+    }
+
+    /// The same counter, its values fetched into a cache ([`CounterRef::cached`]).
+    pub fn through_cache(mut self) -> Self {
+        self.cached = true;
+        self
     }
 
     /// The same counter found by `locator`, handing out values `step` apart.
@@ -295,6 +307,19 @@ pub trait CounterStore: Send + Sync {
         value: i64,
     ) -> impl Future<Output = SeqResult<bool>> + Send;
 
+    /// Puts a counter back from the last value of `tail` to `before` (the value before
+    /// its first), when it is configured as `config`, holds exactly `tail.last`, its
+    /// values were fetched into a cache and no raise marked a value of `tail` since
+    /// ([`CacheMarks`](crate::engine::store::filters::CacheMarks)); `false` when it did
+    /// not match.
+    fn give_back(
+        &self,
+        counter: &CounterRef,
+        config: Option<&SequenceConfig>,
+        tail: IdRange,
+        before: i64,
+    ) -> impl Future<Output = SeqResult<bool>> + Send;
+
     /// Inserts a new counter document. `Ok(false)` when a document with this `_id`
     /// already exists (another caller created it first).
     fn create(
@@ -309,7 +334,9 @@ pub trait CounterStore: Send + Sync {
     /// Moves the field on to `value` along `direction`, never back (`$max` when `Up`,
     /// `$min` when `Down`), when the counter is configured exactly as `config` (`None`:
     /// plain, created when missing); returns the field afterwards, or `None` when it
-    /// did not match.
+    /// did not match. On a counter whose values are fetched into a cache it also marks
+    /// `value` as raised (moved on the same way), also when the counter was already past
+    /// it: a give-back never puts the counter back over a raised value.
     fn raise(
         &self,
         counter: &CounterRef,

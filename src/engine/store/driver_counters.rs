@@ -7,12 +7,13 @@ use std::future::Future;
 use mongodb::bson::{Bson, Document};
 
 use crate::engine::counter::counter_value::compact_integer;
+use crate::engine::counter::id_range::IdRange;
 use crate::engine::counter::sequence_config::{ConfigFields, SequenceConfig};
 use crate::engine::error::SeqResult;
 use crate::engine::store::counter_store::{
     CounterDoc, CounterRef, CounterStore, Direction, Endpoint, FieldGuard, NewCounter,
 };
-use crate::engine::store::filters;
+use crate::engine::store::filters::{self, CacheMarks};
 
 /// The primitive operations on a counters collection.
 pub trait CounterDriver: Send + Sync {
@@ -113,6 +114,9 @@ impl<D: CounterDriver> CounterStore for DriverCounters<D> {
         if let Some(config) = &new.config {
             document.extend(config.to_fields(&counter.field));
         }
+        if counter.cached {
+            document.insert(CacheMarks::of(&counter.field).cached, true);
+        }
         self.0.insert_counter(counter, document).await
     }
 
@@ -174,14 +178,47 @@ impl<D: CounterDriver> CounterStore for DriverCounters<D> {
         value: i64,
         direction: Direction,
     ) -> SeqResult<Option<Bson>> {
-        let filter = filters::configured_as(counter, config);
-        let update = filters::raise_value(counter, value, direction);
-        if config.is_none() {
-            // The upsert below may create the counter: only under its unique index.
-            self.0.ensure_unique_index(counter).await?;
+        let configured = filters::configured_as(counter, config);
+        // Most counters are never cached: tried first, in one round trip. None of these
+        // writes upserts over an existing document (inside a transaction the collision
+        // would abort it), except when a cached fetch creates the counter between them.
+        let uncached = || filters::cached_flag(counter, configured.clone(), false);
+        let plain_update = filters::raise_value(counter, value, direction);
+        let raised = self
+            .0
+            .find_and_update(counter, uncached(), plain_update.clone(), false)
+            .await?;
+        if raised.is_some() {
+            return Ok(raised);
         }
+        let cached = filters::cached_flag(counter, configured.clone(), true);
+        let marked = filters::raise_marked(counter, value, direction);
+        let raised = self
+            .0
+            .find_and_update(counter, cached, marked, false)
+            .await?;
+        if raised.is_some() || config.is_some() {
+            return Ok(raised);
+        }
+        // A missing plain counter is created at `value`: only under its unique index.
+        self.0.ensure_unique_index(counter).await?;
         self.0
-            .find_and_update(counter, filter, update, config.is_none())
+            .find_and_update(counter, uncached(), plain_update, true)
             .await
+    }
+
+    async fn give_back(
+        &self,
+        counter: &CounterRef,
+        config: Option<&SequenceConfig>,
+        tail: IdRange,
+        before: i64,
+    ) -> SeqResult<bool> {
+        let filter = filters::returnable(counter, config, tail);
+        let updated = self
+            .0
+            .find_and_update(counter, filter, filters::set_value(counter, before), false)
+            .await?;
+        Ok(updated.is_some())
     }
 }

@@ -1,11 +1,45 @@
 //! The filters and updates of every counter write, shared by the stores that talk to
 //! MongoDB (with or without a transaction).
 
-use mongodb::bson::{doc, Document};
+use mongodb::bson::{doc, Bson, Document};
 
 use crate::engine::counter::counter_value::compact_integer;
+use crate::engine::counter::id_range::IdRange;
 use crate::engine::counter::sequence_config::{ConfigFields, SequenceConfig};
 use crate::engine::store::counter_store::{CounterDoc, CounterRef, Direction, FieldGuard};
+
+/// The fields that let a give-back see raises by other processes. A process giving back
+/// its unused cached values puts the counter back only where nobody moved it; a raise
+/// (`$max`) to a value the counter is already past moves nothing, so without a mark the
+/// give-back would put the counter back below a number given explicitly, and the number
+/// would be handed out again. Only counters numbered through a cache carry them: the
+/// documents of everyone else stay as they were.
+pub struct CacheMarks {
+    /// `<field>_cached`: `true` once values of the counter were fetched into a cache
+    /// (written by each such fetch, with its increment).
+    pub cached: String,
+    /// `<field>_raised`: the furthest value a raise moved the counter on to, or found it
+    /// already past, since it was flagged `cached`.
+    pub raised: String,
+}
+
+impl CacheMarks {
+    /// The names for counter field `field`.
+    pub fn of(field: &str) -> CacheMarks {
+        CacheMarks {
+            cached: format!("{field}_cached"),
+            raised: format!("{field}_raised"),
+        }
+    }
+}
+
+/// `update` also flagging the counter as cached when `counter` fetches into a cache.
+fn flagged(counter: &CounterRef, mut update: Document) -> Document {
+    if counter.cached {
+        update.insert("$set", doc! { CacheMarks::of(&counter.field).cached: true });
+    }
+    update
+}
 
 fn plain(counter: &CounterRef, condition: Document) -> Document {
     let mut filter = configured_as(counter, None);
@@ -112,24 +146,84 @@ pub fn configured_at(
     filter
 }
 
-/// `$inc` the counter field by `by`.
+/// `$inc` the counter field by `by` (flagging a cached counter).
 pub fn increment(counter: &CounterRef, by: i64) -> Document {
-    doc! { "$inc": { counter.field.as_str(): compact_integer(by) } }
+    flagged(
+        counter,
+        doc! { "$inc": { counter.field.as_str(): compact_integer(by) } },
+    )
+}
+
+/// The operator that moves a value only along `direction`.
+fn further_operator(direction: Direction) -> &'static str {
+    match direction {
+        Direction::Up => "$max",
+        Direction::Down => "$min",
+    }
 }
 
 /// `$max` (`Up`) or `$min` (`Down`) the counter field with `value`: it only ever moves
 /// along the counter's direction.
 pub fn raise_value(counter: &CounterRef, value: i64, direction: Direction) -> Document {
-    let operator = match direction {
-        Direction::Up => "$max",
-        Direction::Down => "$min",
-    };
-    doc! { operator: { counter.field.as_str(): compact_integer(value) } }
+    doc! { further_operator(direction): { counter.field.as_str(): compact_integer(value) } }
 }
 
-/// `$set` the counter field to `value`.
+/// [`raise_value`], and the raised mark ([`CacheMarks::raised`]) moved on the same way,
+/// for a counter flagged as cached.
+pub fn raise_marked(counter: &CounterRef, value: i64, direction: Direction) -> Document {
+    let value = compact_integer(value);
+    doc! {
+        further_operator(direction): {
+            counter.field.as_str(): value.clone(),
+            CacheMarks::of(&counter.field).raised: value,
+        }
+    }
+}
+
+/// A counter flagged as cached ([`CacheMarks::cached`]), or (`false`) one that is not.
+pub fn cached_flag(counter: &CounterRef, mut filter: Document, cached: bool) -> Document {
+    let condition = if cached {
+        Bson::Boolean(true)
+    } else {
+        Bson::Document(doc! { "$ne": true })
+    };
+    filter.insert(CacheMarks::of(&counter.field).cached, condition);
+    filter
+}
+
+/// The counter a give-back of `tail` may put back: configured as `config`, holding
+/// exactly `tail.last`, flagged as cached, with no raise marked at a value of `tail` or
+/// beyond (a mark is never beyond the counter, so "beyond" only matters after a `set`
+/// moved the counter back, where refusing costs a gap, never a number twice).
+pub fn returnable(
+    counter: &CounterRef,
+    config: Option<&SequenceConfig>,
+    tail: IdRange,
+) -> Document {
+    let mut filter = cached_flag(
+        counter,
+        configured_at(counter, config, Some(tail.last)),
+        true,
+    );
+    let reaches = if tail.step > 0 { "$gte" } else { "$lte" };
+    filter.insert(
+        CacheMarks::of(&counter.field).raised,
+        doc! { "$not": { reaches: compact_integer(tail.first) } },
+    );
+    filter
+}
+
+/// `$set` the counter field to `value` (flagging a cached counter).
 pub fn set_value(counter: &CounterRef, value: i64) -> Document {
-    doc! { "$set": { counter.field.as_str(): compact_integer(value) } }
+    let set = if counter.cached {
+        doc! {
+            counter.field.as_str(): compact_integer(value),
+            CacheMarks::of(&counter.field).cached: true,
+        }
+    } else {
+        doc! { counter.field.as_str(): compact_integer(value) }
+    };
+    doc! { "$set": set }
 }
 
 /// Only the counter field.

@@ -8,6 +8,7 @@ use std::sync::Mutex;
 use mongodb::bson::Bson;
 
 use crate::engine::counter::counter_value::compact_integer;
+use crate::engine::counter::id_range::IdRange;
 use crate::engine::counter::sequence_config::SequenceConfig;
 use crate::engine::error::{SeqError, SeqResult};
 use crate::engine::store::counter_store::{
@@ -20,12 +21,23 @@ type Key = (
     crate::engine::counter::locator::Locator,
 );
 
-/// A stored counter: its field (`None`: document without the field) and configuration.
-#[derive(Clone)]
+/// A stored counter: its field (`None`: document without the field) and configuration,
+/// and its cache marks ([`CacheMarks`](crate::engine::store::filters::CacheMarks)).
+#[derive(Clone, Default)]
 struct Entry {
     value: Option<Bson>,
     config: Option<SequenceConfig>,
     start: Option<i64>,
+    cached: bool,
+    raised: Option<i64>,
+}
+
+impl Entry {
+    /// Flags the entry as cached when `counter` fetches into a cache, as every write of
+    /// such a fetch does.
+    fn flag(&mut self, counter: &CounterRef) {
+        self.cached |= counter.cached;
+    }
 }
 
 /// Counters in a map: `(collection, name) -> entry`.
@@ -47,8 +59,8 @@ pub struct MemoryStore {
     pub max_spin_us: AtomicU64,
     /// The state of the spin times' pseudo-random source.
     spin_seed: AtomicU64,
-    /// Never answer a `compare_and_set` (a server that stopped answering).
-    pub stall_compare_and_set: std::sync::atomic::AtomicBool,
+    /// Never answer a `give_back` (a server that stopped answering).
+    pub stall_give_back: std::sync::atomic::AtomicBool,
 }
 
 fn key(counter: &CounterRef) -> Key {
@@ -64,8 +76,7 @@ impl MemoryStore {
     pub fn put(&self, counter: &CounterRef, value: Option<Bson>) {
         let entry = Entry {
             value,
-            config: None,
-            start: None,
+            ..Entry::default()
         };
         self.docs.lock().unwrap().insert(key(counter), entry);
     }
@@ -76,8 +87,16 @@ impl MemoryStore {
             value: Some(Bson::Int64(value)),
             config: Some(config),
             start: None,
+            ..Entry::default()
         };
         self.docs.lock().unwrap().insert(key(counter), entry);
+    }
+
+    /// Flags the counter as cached, as a cache's fetch does.
+    pub fn flag_cached(&self, counter: &CounterRef) {
+        if let Some(entry) = self.docs.lock().unwrap().get_mut(&key(counter)) {
+            entry.cached = true;
+        }
     }
 
     /// The stored counter field: `None` when there is no document.
@@ -160,28 +179,32 @@ impl CounterStore for MemoryStore {
         self.begin()?;
         let mut docs = self.docs.lock().unwrap();
         if upsert && !docs.contains_key(&key(counter)) {
-            let created = Entry {
+            let mut created = Entry {
                 value: Some(compact_integer(by)),
-                config: None,
-                start: None,
+                ..Entry::default()
             };
+            created.flag(counter);
             docs.insert(key(counter), created.clone());
             return Ok(created.value);
         }
-        let plain = docs
-            .get_mut(&key(counter))
-            .filter(|e| e.config.is_none())
-            .map(|e| &mut e.value);
+        let plain = docs.get_mut(&key(counter)).filter(|e| e.config.is_none());
         match plain {
-            Some(Some(value @ (Bson::Int32(_) | Bson::Int64(_)))) => {
+            Some(Entry {
+                value: Some(value @ (Bson::Int32(_) | Bson::Int64(_))),
+                cached,
+                ..
+            }) => {
                 *value = Self::add(value, by)?;
+                *cached |= counter.cached;
                 Ok(Some(value.clone()))
             }
             // Like MongoDB: `$type` matches an array holding an integer; `$inc` refuses it.
-            Some(Some(Bson::Array(items)))
-                if items
-                    .iter()
-                    .any(|i| matches!(i, Bson::Int32(_) | Bson::Int64(_))) =>
+            Some(Entry {
+                value: Some(Bson::Array(items)),
+                ..
+            }) if items
+                .iter()
+                .any(|i| matches!(i, Bson::Int32(_) | Bson::Int64(_))) =>
             {
                 Err(SeqError::server(
                     14,
@@ -201,14 +224,10 @@ impl CounterStore for MemoryStore {
     ) -> SeqResult<Option<Bson>> {
         self.begin()?;
         let mut docs = self.docs.lock().unwrap();
-        let Some(field) = docs
-            .get_mut(&key(counter))
-            .filter(|e| e.config.is_none())
-            .map(|e| &mut e.value)
-        else {
+        let Some(entry) = docs.get_mut(&key(counter)).filter(|e| e.config.is_none()) else {
             return Ok(None);
         };
-        let holds = match (guard, &*field) {
+        let holds = match (guard, &entry.value) {
             (FieldGuard::Absent, None) => true,
             (FieldGuard::EqualsDouble(d), Some(Bson::Double(v))) => *v == d,
             _ => false,
@@ -216,8 +235,9 @@ impl CounterStore for MemoryStore {
         if !holds {
             return Ok(None);
         }
-        let next = Self::add(field.as_ref().unwrap_or(&Bson::Int32(0)), by)?;
-        *field = Some(next.clone());
+        let next = Self::add(entry.value.as_ref().unwrap_or(&Bson::Int32(0)), by)?;
+        entry.value = Some(next.clone());
+        entry.flag(counter);
         Ok(Some(next))
     }
 
@@ -250,17 +270,20 @@ impl CounterStore for MemoryStore {
                 value: Some(Bson::Int32(other as i32)),
                 config: None,
                 start: None,
+                ..Entry::default()
             };
             docs.insert(key(counter), winner);
         }
         if docs.contains_key(&key(counter)) {
             return Ok(false);
         }
-        let created = Entry {
+        let mut created = Entry {
             value: Some(compact_integer(new.value)),
             config: new.config,
             start: new.start,
+            ..Entry::default()
         };
+        created.flag(counter);
         docs.insert(key(counter), created);
         Ok(true)
     }
@@ -287,6 +310,7 @@ impl CounterStore for MemoryStore {
             Some(current) if (low..=high).contains(&current) => {
                 let value = entry.value.as_ref().expect("an integer");
                 entry.value = Some(Self::add(value, span)?);
+                entry.flag(counter);
                 Ok(entry.value.clone())
             }
             _ => Ok(None),
@@ -318,6 +342,7 @@ impl CounterStore for MemoryStore {
             return Ok(false);
         }
         entry.value = Some(compact_integer(value));
+        entry.flag(counter);
         Ok(true)
     }
 
@@ -328,9 +353,6 @@ impl CounterStore for MemoryStore {
         expected: Option<i64>,
         value: i64,
     ) -> SeqResult<bool> {
-        if self.stall_compare_and_set.load(Ordering::SeqCst) {
-            std::future::pending::<()>().await;
-        }
         self.begin()?;
         let mut docs = self.docs.lock().unwrap();
         let Some(entry) = docs
@@ -343,6 +365,7 @@ impl CounterStore for MemoryStore {
             return Ok(false);
         }
         entry.value = Some(compact_integer(value));
+        entry.flag(counter);
         Ok(true)
     }
 
@@ -366,6 +389,7 @@ impl CounterStore for MemoryStore {
                     value: Some(compact_integer(value)),
                     config: None,
                     start: None,
+                    ..Entry::default()
                 };
                 docs.insert(key(counter), created);
                 return Ok(Some(compact_integer(value)));
@@ -388,7 +412,39 @@ impl CounterStore for MemoryStore {
         if further {
             entry.value = Some(compact_integer(value));
         }
+        if entry.cached {
+            entry.raised = Some(entry.raised.map_or(value, |r| direction.further(r, value)));
+        }
         Ok(entry.value.clone())
+    }
+
+    async fn give_back(
+        &self,
+        counter: &CounterRef,
+        config: Option<&SequenceConfig>,
+        tail: IdRange,
+        before: i64,
+    ) -> SeqResult<bool> {
+        if self.stall_give_back.load(Ordering::SeqCst) {
+            std::future::pending::<()>().await;
+        }
+        self.begin()?;
+        let mut docs = self.docs.lock().unwrap();
+        let Some(entry) = docs
+            .get_mut(&key(counter))
+            .filter(|e| e.config.as_ref() == config)
+        else {
+            return Ok(false);
+        };
+        let direction = Direction::of_step(tail.step);
+        let raised_into = entry
+            .raised
+            .is_some_and(|r| direction.further(r, tail.first) == r);
+        if integer(&entry.value) != Some(tail.last) || !entry.cached || raised_into {
+            return Ok(false);
+        }
+        entry.value = Some(compact_integer(before));
+        Ok(true)
     }
 }
 

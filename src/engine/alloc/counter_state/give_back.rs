@@ -17,9 +17,10 @@ impl CounterState {
     /// taken out of its cache (never handed out here any more), then the counter is put
     /// back to the value before the tail with one conditional update, guarded on the
     /// counter still holding exactly the last value of the tail (the value this process's
-    /// fetch left there) and on its configuration. Anything else means the counter moved
-    /// on (another process, a `set`), and the tail is abandoned (a gap, as without a
-    /// give-back). Waits first (bounded) for block fetches in flight, so that their
+    /// fetch left there), on its configuration, and on no raise having marked a value of
+    /// the tail. Anything else means the counter moved on (another process, a `set`) or a
+    /// value of the tail was given explicitly, and the tail is abandoned (a gap, as
+    /// without a give-back). Waits first (bounded) for block fetches in flight, so that their
     /// fills are given back too. `store_of` gives the store of a lane's writes; each tail
     /// goes back to the counter as the calls that fetched it named it.
     pub async fn give_back<S, F>(&self, store_of: F) -> GivenBack
@@ -103,8 +104,10 @@ impl GivenBack {
 }
 
 /// Puts `counter` back from the last value of `tail` to the value before its first, in
-/// one conditional update: only when it holds exactly `tail.last` and is configured as
-/// `config`. `false` (nothing written) when it does not, when the counter cycles (a
+/// one conditional update: only when it holds exactly `tail.last`, is configured as
+/// `config` and no raise (a number given explicitly, `raiseTo`, `syncToMax`, in any
+/// process) marked a value of `tail` ([`CounterStore::give_back`]). `false` (nothing
+/// written) when it does not, when the counter cycles (a
 /// cycling counter back at the same value after a full cycle cannot be told from one
 /// nobody moved), or when the value before the tail lies outside 64 bits.
 pub async fn give_back_tail<S: CounterStore>(
@@ -120,6 +123,6 @@ pub async fn give_back_tail<S: CounterStore>(
         return Ok(false);
     };
     store
-        .compare_and_set(counter, config.as_ref(), Some(tail.last), before)
+        .give_back(counter, config.as_ref(), tail, before)
         .await
 }

@@ -140,15 +140,13 @@ impl CounterState {
         S: CounterStore + 'static,
     {
         let Call { mode, slot, count } = call;
-        // Every mode's round trips go through the same fetcher, made when one is needed.
-        let fetcher = || {
-            self.fetcher(
-                store.clone(),
-                counter.clone(),
-                lane.policy,
-                recorder.clone(),
-            )
+        // Every mode's round trips go through the same fetcher, made when one is needed;
+        // a cache's fetches flag the counter as cached (see `CacheMarks`).
+        let fetcher_of = |counter: CounterRef| {
+            self.fetcher(store.clone(), counter, lane.policy, recorder.clone())
         };
+        let fetcher = || fetcher_of(counter.clone());
+        let cache_fetcher = || fetcher_of(counter.clone().through_cache());
         match mode {
             Mode::Cached(size) if count <= size => {
                 let owned;
@@ -161,7 +159,7 @@ impl CounterState {
                 };
                 if let Some(taken) = slot.try_take(count) {
                     let background = taken.prefetch.then(|| {
-                        let fetch = fetcher();
+                        let fetch = cache_fetcher();
                         Box::pin(slot.clone().start_fetching(fetch)) as Background
                     });
                     return Submitted {
@@ -169,7 +167,7 @@ impl CounterState {
                         background,
                     };
                 }
-                let fetch = fetcher();
+                let fetch = cache_fetcher();
                 let (mut answer, fetching) = slot.enqueue(count, fetch);
                 // A fill that landed since `try_take` served the call at once.
                 let outcome = match answer.try_recv() {

@@ -15,6 +15,7 @@ use std::sync::Weak;
 use crate::engine::alloc::block_cache::tail_of;
 use crate::engine::counter::counter_name::CounterName;
 use crate::engine::management;
+use crate::engine::store::counter_store::CounterStore;
 use crate::engine::store::memory_store::MemoryStore;
 use crate::engine::test_support::{run, Rng};
 use std::collections::VecDeque;
@@ -278,9 +279,11 @@ fn pruning_never_leaves_two_live_states_for_one_counter() {
 
 /// Processes (each its own state) take cached values from one counter while some of
 /// them close (give back) and restart, with calls of the closing process still in
-/// flight, and `set` moving the counter on: no value is handed out twice, the counter
-/// never ends behind a value handed out, and a lone process that closes and restarts
-/// continues right after its last value.
+/// flight, `set` moving the counter on and numbers given explicitly (raises that may
+/// find the counter past them, inside a cached tail): no value is handed out twice, no
+/// give-back puts the counter back below a number given, the counter never ends behind
+/// a value handed out, and a lone process that closes and restarts continues right
+/// after its last value.
 #[test]
 fn processes_racing_a_give_back_never_hand_out_a_value_twice() {
     for seed in 1..=8u64 {
@@ -289,10 +292,12 @@ fn processes_racing_a_give_back_never_hand_out_a_value_twice() {
         // point of a give-back.
         store.max_spin_us.store(seed * 5, Ordering::SeqCst);
         let c = counter("raced");
+        let highest_given = Arc::new(AtomicI64::new(0));
         let values = run(async {
             let workers: Vec<_> = (0..4u64)
                 .map(|process| {
                     let (store, c) = (store.clone(), c.clone());
+                    let highest_given = highest_given.clone();
                     tokio::spawn(async move {
                         let mut rng = Rng::new(seed * 10 + process);
                         let mut state = Arc::new(CounterState::default());
@@ -317,10 +322,23 @@ fn processes_racing_a_give_back_never_hand_out_a_value_twice() {
                                 .into_iter()
                                 .map(|s| tokio::spawn(s.finish()))
                                 .collect();
+                            if rng.below(4) == 0 {
+                                // A number given explicitly by another process (which
+                                // discards none of this one's cache): the counter may be
+                                // past it already, maybe inside a cached tail.
+                                let given = store_value(&store, &c) - rng.below(12) as i64;
+                                management::raise_to(&*store, &c, given).await.unwrap();
+                                highest_given.fetch_max(given, Ordering::SeqCst);
+                            }
                             if closing {
+                                let given = highest_given.load(Ordering::SeqCst);
                                 let give_store = store.clone();
                                 state.give_back(|_| give_store.clone()).await;
                                 state = Arc::new(CounterState::default());
+                                // Any process would hand out a number below the counter
+                                // again: no give-back puts it back below one given.
+                                let now = store_value(&store, &c);
+                                assert!(now >= given, "seed {seed}: counter {now} below {given}");
                             }
                             for call in in_flight {
                                 if let Ok(range) = call.await.unwrap() {
@@ -490,6 +508,107 @@ fn a_give_back_counts_what_it_returns_and_what_it_abandons() {
     );
 }
 
+/// A number given explicitly inside a process's cached tail (another process's raise,
+/// which moves nothing: the counter is past it) stops that tail's give-back, ascending
+/// and descending; one given below the tail does not.
+#[test]
+fn a_raise_inside_a_cached_tail_stops_its_give_back() {
+    let store = Arc::new(MemoryStore::default());
+    run(async {
+        // One call: 1 for the call, a block of 10 (2 ..= 11) in the cache.
+        for (name, given, returned) in [
+            ("inside", 5, false),
+            ("at-end", 11, false),
+            ("below", 1, true),
+        ] {
+            let c = counter(name);
+            let state = Arc::new(CounterState::default());
+            assert_eq!(cached_call(&state, &store, &c).await.unwrap().first, 1);
+            state.settle_fetches().await;
+            assert_eq!(store_value(&store, &c), 11, "{name}");
+            // Another process: its raise leaves this process's cache alone.
+            assert_eq!(management::raise_to(&*store, &c, given).await.unwrap(), 11);
+            let give = store.clone();
+            let outcome = state.give_back(|_| give.clone()).await;
+            let (expected, value) = match returned {
+                true => (
+                    GivenBack {
+                        returned: 10,
+                        abandoned: 0,
+                    },
+                    1,
+                ),
+                false => (
+                    GivenBack {
+                        returned: 0,
+                        abandoned: 10,
+                    },
+                    11,
+                ),
+            };
+            assert_eq!(outcome, expected, "{name}");
+            assert_eq!(store_value(&store, &c), value, "{name}");
+        }
+        // Descending: -1 for the call, a block of -2 ..= -11, a number given at -4.
+        let c = counter("descending");
+        let config = SequenceConfig::new(-1, Some(-1000), Some(0), false).unwrap();
+        store.put_configured(&c, 0, config);
+        let state = Arc::new(CounterState::default());
+        assert_eq!(cached_call(&state, &store, &c).await.unwrap().first, -1);
+        state.settle_fetches().await;
+        assert_eq!(store_value(&store, &c), -11);
+        assert_eq!(management::raise_to(&*store, &c, -4).await.unwrap(), -11);
+        let give = store.clone();
+        let outcome = state.give_back(|_| give.clone()).await;
+        assert_eq!(
+            outcome,
+            GivenBack {
+                returned: 0,
+                abandoned: 10
+            }
+        );
+        assert_eq!(store_value(&store, &c), -11);
+        // A raise before the cache fetched leaves the next process's give-back alone.
+        let state = Arc::new(CounterState::default());
+        assert_eq!(cached_call(&state, &store, &c).await.unwrap().first, -12);
+        state.settle_fetches().await;
+        let give = store.clone();
+        let outcome = state.give_back(|_| give.clone()).await;
+        assert_eq!(
+            outcome,
+            GivenBack {
+                returned: 10,
+                abandoned: 0
+            }
+        );
+        assert_eq!(store_value(&store, &c), -12);
+    });
+}
+
+/// A counter never fetched into a cache (an older release's cache, another tool) is
+/// never given back to: nothing tells whether a raise found it past a number.
+#[test]
+fn only_a_counter_flagged_by_a_cache_fetch_is_given_back_to() {
+    let store = MemoryStore::default();
+    let c = counter("unflagged");
+    let tail = IdRange {
+        first: 2,
+        last: 10,
+        step: 1,
+    };
+    run(async {
+        store.put(&c, Some(mongodb::bson::Bson::Int64(10)));
+        assert!(!give_back_tail(&store, &c, None, tail).await.unwrap());
+        assert_eq!(store_value(&store, &c), 10);
+        // Flagged by a cache's fetch (0 → 10): given back.
+        store.put(&c, Some(mongodb::bson::Bson::Int64(0)));
+        let cached = c.clone().through_cache();
+        store.increment_integer(&cached, 10, false).await.unwrap();
+        assert!(give_back_tail(&store, &c, None, tail).await.unwrap());
+        assert_eq!(store_value(&store, &c), 1);
+    });
+}
+
 #[test]
 fn a_give_back_cut_short_counts_its_tail_as_abandoned_never_as_returned() {
     let store = Arc::new(MemoryStore::default());
@@ -504,7 +623,7 @@ fn a_give_back_cut_short_counts_its_tail_as_abandoned_never_as_returned() {
         assert!(reserved > 2);
         // The server stops answering: the update never returns, and a close's time
         // limit drops the give-back in the middle of it.
-        store.stall_compare_and_set.store(true, Ordering::SeqCst);
+        store.stall_give_back.store(true, Ordering::SeqCst);
         let before = stats::PROCESS.snapshot();
         let give = store.clone();
         let giving = state.give_back(|_| give.clone());
@@ -518,7 +637,7 @@ fn a_give_back_cut_short_counts_its_tail_as_abandoned_never_as_returned() {
         );
         assert_eq!(store_value(&store, &c), reserved, "nothing was written");
         assert_eq!(state.abandon_cached(), 0, "the tail had left the cache");
-        store.stall_compare_and_set.store(false, Ordering::SeqCst);
+        store.stall_give_back.store(false, Ordering::SeqCst);
         let next = cached(&state).await.unwrap().first;
         assert_eq!(next, reserved + 1, "never handed out here again");
     });
@@ -795,8 +914,10 @@ fn a_tail_is_the_run_of_blocks_that_adjoins_the_last_one() {
 fn a_tail_is_not_given_back_past_the_64_bit_end_or_on_a_cycling_counter() {
     let store = MemoryStore::default();
     let c = counter("ends");
+    // Each counter below is flagged as a cache's fetch leaves it: only the tail decides.
     run(async {
         store.put(&c, Some(mongodb::bson::Bson::Int64(i64::MIN + 2)));
+        store.flag_cached(&c);
         let tail = IdRange::contiguous(i64::MIN, i64::MIN + 2);
         assert!(!give_back_tail(&store, &c, None, tail).await.unwrap());
         assert_eq!(store_value(&store, &c), i64::MIN + 2);
@@ -806,9 +927,11 @@ fn a_tail_is_not_given_back_past_the_64_bit_end_or_on_a_cycling_counter() {
             step: -1,
         };
         store.put(&c, Some(mongodb::bson::Bson::Int64(i64::MAX - 2)));
+        store.flag_cached(&c);
         assert!(!give_back_tail(&store, &c, None, down).await.unwrap());
         let cycling = SequenceConfig::new(1, Some(1), Some(10), true).unwrap();
         store.put_configured(&c, 8, cycling);
+        store.flag_cached(&c);
         let tail = IdRange::contiguous(5, 8);
         assert!(!give_back_tail(&store, &c, Some(cycling), tail)
             .await
@@ -816,6 +939,7 @@ fn a_tail_is_not_given_back_past_the_64_bit_end_or_on_a_cycling_counter() {
         assert_eq!(store_value(&store, &c), 8);
         let bounded = SequenceConfig::new(1, Some(1), Some(10), false).unwrap();
         store.put_configured(&c, 8, bounded);
+        store.flag_cached(&c);
         assert!(
             !give_back_tail(&store, &c, None, tail).await.unwrap(),
             "a plain guard does not match a configured counter"
@@ -836,6 +960,7 @@ fn a_tail_is_not_given_back_past_the_64_bit_end_or_on_a_cycling_counter() {
             step: -1,
         };
         store.put(&c, Some(mongodb::bson::Bson::Int32(-6)));
+        store.flag_cached(&c);
         assert!(give_back_tail(&store, &c, None, down).await.unwrap());
         assert_eq!(store_value(&store, &c), -2, "descending: back up");
     });
