@@ -61,7 +61,9 @@
 //! - **management**: operations that read or move a counter other than by taking values
 //!   (current, set, reset, init, drop, raise, sync) ([`management`]).
 //! - **give-back**: at close (or a handle's `release()`), the unused tail of a cache's
-//!   blocks is returned to the counter when it still holds the value this process left.
+//!   blocks is returned to the counter when it still holds the value this process left
+//!   and no raise **marked** a value of the tail
+//!   ([`store::filters::CacheMarks`]: `<field>_cached`, `<field>_raised`).
 //! - **stats**: counts of calls, values, round trips and discards ([`stats`]).
 //! - **gapless**: the increment and the insert of the numbered documents in one
 //!   transaction ([`gapless`]).
