@@ -309,6 +309,64 @@ mod tests {
     }
 
     #[test]
+    fn a_cache_fetch_flags_the_counter_and_nothing_else_does() {
+        let plain = counter();
+        let cached = counter().through_cache();
+        assert_eq!(increment(&plain, 3), doc! { "$inc": { "seq": 3 } });
+        assert_eq!(
+            increment(&cached, 3),
+            doc! { "$inc": { "seq": 3 }, "$set": { "seq_cached": true } }
+        );
+        assert_eq!(set_value(&plain, 7), doc! { "$set": { "seq": 7 } });
+        assert_eq!(
+            set_value(&cached, 7),
+            doc! { "$set": { "seq": 7, "seq_cached": true } }
+        );
+    }
+
+    #[test]
+    fn a_raise_marks_only_on_a_flagged_counter_in_its_direction() {
+        let c = counter();
+        assert_eq!(
+            raise_value(&c, 5, Direction::Up),
+            doc! { "$max": { "seq": 5 } }
+        );
+        assert_eq!(
+            raise_marked(&c, 5, Direction::Up),
+            doc! { "$max": { "seq": 5, "seq_raised": 5 } }
+        );
+        assert_eq!(
+            raise_marked(&c, -5, Direction::Down),
+            doc! { "$min": { "seq": -5, "seq_raised": -5 } }
+        );
+        let mut flagged = configured_as(&c, None);
+        flagged.insert("seq_cached", true);
+        assert_eq!(cached_flag(&c, configured_as(&c, None), true), flagged);
+        let mut unflagged = configured_as(&c, None);
+        unflagged.insert("seq_cached", doc! { "$ne": true });
+        assert_eq!(cached_flag(&c, configured_as(&c, None), false), unflagged);
+    }
+
+    #[test]
+    fn a_give_back_needs_the_flag_and_no_mark_reaching_its_tail() {
+        let c = counter();
+        let up = IdRange::contiguous(4, 9);
+        let mut expected = configured_at(&c, None, Some(9));
+        expected.insert("seq_cached", true);
+        expected.insert("seq_raised", doc! { "$not": { "$gte": 4 } });
+        assert_eq!(returnable(&c, None, up), expected);
+        let down = IdRange {
+            first: -4,
+            last: -9,
+            step: -1,
+        };
+        let mut expected = configured_at(&c, None, Some(-9));
+        expected.insert("seq_cached", true);
+        expected.insert("seq_raised", doc! { "$not": { "$lte": -4 } });
+        assert_eq!(returnable(&c, None, down), expected);
+    }
+
+    #[test]
     fn an_increment_needs_room_for_every_value_it_takes() {
         let config = SequenceConfig::new(2, Some(1), Some(10), false).unwrap();
         // 1 + 2·4 = 9 fits, 3 + 8 = 11 does not; -1 is the value before the first.
