@@ -115,6 +115,23 @@ test('messages show the locator as JSON, its values quoted', async () => {
   assert.ok(!e.message.includes('\\x'), e.message);
 });
 
+test('a number given to a counter stored twice is refused, also while a cache numbers one of them', async () => {
+  // mongoose-auto-increment leaves such duplicates: a raise must not pick the one no
+  // process numbers from (the number would come again from the other).
+  const coll = env.db.collection('twice');
+  await coll.insertMany([
+    { model: 'Dup', field: '_id', count: 4 },
+    { model: 'Dup', field: '_id', count: 7 },
+  ]);
+  const locator = { field: '_id', model: 'Dup' };
+  const cached = seq.counterAt(env.db, locator, { collection: 'twice', field: 'count', cache: 10 });
+  await cached.next().catch(() => {});
+  const plain = seq.counterAt(env.db, locator, { collection: 'twice', field: 'count' });
+  await rejectsWithCode(assert, plain.raiseTo(30), 'INDEX_CONFLICT');
+  const counts = (await coll.find({}).toArray()).map((d) => d.count);
+  assert.ok(!counts.includes(30), `no document raised: ${counts}`);
+});
+
 test('an existing unique index made with background: true (mongoose-sequence) is the index needed', async () => {
   const db = env.db;
   await db.collection('legacy').createIndex({ id: 1, reference_value: 1 }, { unique: true, background: true });

@@ -379,6 +379,11 @@ test('a number given by another process inside a cached tail is never given back
   const doc = await env.db.collection('counters').findOne({ _id: 'given-inside' });
   assert.equal(doc.sequence_value_cached, true, 'flagged by the cache');
   assert.equal(Number(doc.sequence_value_raised), reserved, 'the furthest number given');
+  // A reset puts the counter anywhere: the numbers given before it no longer count.
+  await seq.sequence(env.db, 'given-inside').reset();
+  const after = await env.db.collection('counters').findOne({ _id: 'given-inside' });
+  assert.equal(after.sequence_value_raised, undefined);
+  assert.equal(after.sequence_value_cached, true);
 });
 
 test('a counter no cache numbers keeps its document as it was when raised', async () => {

@@ -298,7 +298,10 @@ pub trait CounterStore: Send + Sync {
 
     /// Sets the field to `value` when the counter is configured exactly as `config`
     /// (`None`: a plain counter) and, when `expected` is given, holds exactly that; `false`
-    /// when it did not match.
+    /// when it did not match. An unconditional set (`expected: None`: `set`, `reset`)
+    /// also clears the raised mark ([`CacheMarks`](crate::engine::store::filters::CacheMarks)):
+    /// numbers given before it no longer hold back a give-back of values fetched after
+    /// it. A conditional one (a fetch) keeps it: an older tail may still hold them.
     fn compare_and_set(
         &self,
         counter: &CounterRef,

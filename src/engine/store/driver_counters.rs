@@ -160,9 +160,13 @@ impl<D: CounterDriver> CounterStore for DriverCounters<D> {
         value: i64,
     ) -> SeqResult<bool> {
         let filter = filters::configured_at(counter, config, expected);
+        let update = match expected {
+            Some(_) => filters::set_value(counter, value),
+            None => filters::set_value_unmarked(counter, value),
+        };
         let updated = self
             .0
-            .find_and_update(counter, filter, filters::set_value(counter, value), false)
+            .find_and_update(counter, filter, update, false)
             .await?;
         Ok(updated.is_some())
     }
@@ -179,6 +183,11 @@ impl<D: CounterDriver> CounterStore for DriverCounters<D> {
         direction: Direction,
     ) -> SeqResult<Option<Bson>> {
         let configured = filters::configured_as(counter, config);
+        if config.is_none() {
+            // A plain counter found by other fields may be stored twice (a unique index
+            // never made): refused here, before either write below picks one of them.
+            self.0.ensure_unique_index(counter).await?;
+        }
         // Most counters are never cached: tried first, in one round trip. None of these
         // writes upserts over an existing document (inside a transaction the collision
         // would abort it), except when a cached fetch creates the counter between them.
@@ -200,8 +209,7 @@ impl<D: CounterDriver> CounterStore for DriverCounters<D> {
         if raised.is_some() || config.is_some() {
             return Ok(raised);
         }
-        // A missing plain counter is created at `value`: only under its unique index.
-        self.0.ensure_unique_index(counter).await?;
+        // A missing plain counter is created at `value` (under its unique index, above).
         self.0
             .find_and_update(counter, uncached(), plain_update, true)
             .await

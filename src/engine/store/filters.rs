@@ -213,6 +213,16 @@ pub fn returnable(
     filter
 }
 
+/// [`set_value`] for a management write that puts the counter anywhere (`set`,
+/// `reset`): the raised mark goes too ([`CounterStore::compare_and_set`]).
+///
+/// [`CounterStore::compare_and_set`]: crate::engine::store::counter_store::CounterStore::compare_and_set
+pub fn set_value_unmarked(counter: &CounterRef, value: i64) -> Document {
+    let mut update = set_value(counter, value);
+    update.insert("$unset", doc! { CacheMarks::of(&counter.field).raised: "" });
+    update
+}
+
 /// `$set` the counter field to `value` (flagging a cached counter).
 pub fn set_value(counter: &CounterRef, value: i64) -> Document {
     let set = if counter.cached {

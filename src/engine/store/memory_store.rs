@@ -366,6 +366,9 @@ impl CounterStore for MemoryStore {
         }
         entry.value = Some(compact_integer(value));
         entry.flag(counter);
+        if expected.is_none() {
+            entry.raised = None;
+        }
         Ok(true)
     }
 

@@ -190,7 +190,7 @@ impl MongoDriver {
             .counters(counter, false)
             .update_many(
                 filters::plain_matching(counter, fields),
-                filters::set_value(counter, value),
+                filters::set_value_unmarked(counter, value),
             )
             .await
             .map_err(|e| self.error(&e))?;

@@ -585,6 +585,42 @@ fn a_raise_inside_a_cached_tail_stops_its_give_back() {
     });
 }
 
+/// `set` and `reset` put the counter anywhere: numbers given before them stop holding
+/// back the give-back of values fetched after them (a raise to 1000, a reset to 0,
+/// then a cache's tail of 2 ..= 11 goes back).
+#[test]
+fn a_set_or_reset_clears_the_marks_of_numbers_given_before_it() {
+    let store = Arc::new(MemoryStore::default());
+    run(async {
+        let c = counter("reset-after-raise");
+        let first = Arc::new(CounterState::default());
+        assert_eq!(cached_call(&first, &store, &c).await.unwrap().first, 1);
+        first.settle_fetches().await;
+        assert_eq!(management::raise_to(&*store, &c, 1000).await.unwrap(), 1000);
+        drop(first);
+        for put_back in ["reset", "set"] {
+            match put_back {
+                "reset" => assert_eq!(management::reset(&*store, &c, 1).await.unwrap(), 1),
+                _ => management::set(&*store, &c, 0, false).await.unwrap(),
+            }
+            let fresh = Arc::new(CounterState::default());
+            assert_eq!(cached_call(&fresh, &store, &c).await.unwrap().first, 1);
+            fresh.settle_fetches().await;
+            let give = store.clone();
+            let outcome = fresh.give_back(|_| give.clone()).await;
+            assert_eq!(
+                outcome,
+                GivenBack {
+                    returned: 10,
+                    abandoned: 0
+                },
+                "{put_back}"
+            );
+            assert_eq!(management::raise_to(&*store, &c, 1000).await.unwrap(), 1000);
+        }
+    });
+}
+
 /// A counter never fetched into a cache (an older release's cache, another tool) is
 /// never given back to: nothing tells whether a raise found it past a number.
 #[test]
