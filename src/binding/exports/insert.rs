@@ -8,7 +8,7 @@
 //! Proxy that drops it fails the call instead of a document being inserted without its
 //! number. `insertMany` numbers and inserts its own copy of the array, made when the call
 //! is made, and refuses one object twice in it.
-use crate::binding::guard::{promise_call, sync_call};
+use crate::binding::boundary::{promise_call, sync_call};
 use crate::engine::panic_safety::caught;
 use napi::bindgen_prelude::{
     Env, Function, JsObjectValue, Object, ObjectRef, PromiseRaw, ToNapiValue, Unknown,
