@@ -5,39 +5,32 @@
 // after every step the same results and the same counter document. And the upgrade: a
 // database written by theirs, continued by ours from the next number of every counter,
 // their counter documents kept in their shape (theirs can go on after ours).
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createRequire } from 'node:module';
 import fc from 'fast-check';
 import mongoose9 from 'mongoose';
 import mongoose8 from 'mongoose-v8';
 import mongoose6 from 'mongoose-v6';
-import { setup, seq } from '../helpers.mjs';
-import { loadOn, openOn, viaCallback, untilUniqueIndex, withCountersCollection, within } from '../fixtures/old-autoinc.mjs';
+import { loadOn, openOn, viaCallback, untilUniqueIndex, within, differentialRun } from '../fixtures/old-autoinc.mjs';
 
 const require = createRequire(import.meta.url);
 const ours = require('mongodb-sequence/mongoose/auto-increment');
 const theirs = loadOn('mongoose-auto-increment', 'mongoose-v6');
 
-let env;
-const sides = {};
-before(async () => {
-  env = await setup('dropin_mai_diff');
-  sides.theirs = { mongoose: mongoose6, plugin: theirs, connection: await openOn(mongoose6, env.uri, `${env.dbName}_t`) };
-  sides.ours9 = { mongoose: mongoose9, plugin: ours, connection: await openOn(mongoose9, env.uri, `${env.dbName}_o9`) };
-  sides.ours8 = { mongoose: mongoose8, plugin: ours, connection: await openOn(mongoose8, env.uri, `${env.dbName}_o8`) };
-  for (const side of Object.values(sides)) await withCountersCollection(side.connection);
+const run = differentialRun(
+  'dropin_mai_diff',
+  {
+    theirs: { mongoose: mongoose6, plugin: theirs, suffix: '_t' },
+    ours9: { mongoose: mongoose9, plugin: ours, suffix: '_o9' },
+    ours8: { mongoose: mongoose8, plugin: ours, suffix: '_o8' },
+  },
   // Theirs keeps the connection of its one `initialize` in module scope, for every model.
-  theirs.initialize(sides.theirs.connection);
-});
-after(async () => {
-  for (const side of Object.values(sides)) {
-    await side.connection.dropDatabase().catch(() => {});
-    await side.connection.close();
-  }
-  await seq.closeSharedClients();
-  await env?.close();
-});
+  (sides) => {
+    theirs.initialize(sides.theirs.connection);
+  },
+);
+const { sides } = run;
 
 /** The counter document of `model`.`field` on `connection`, without `_id` and `__v`. */
 async function counterOf(connection, model, field) {
@@ -140,8 +133,8 @@ test('random histories: ours on mongoose 9 and 8 gives what theirs gives on 6 an
 });
 
 test("upgrade: a database of theirs, continued by ours from each counter's next number, then by theirs again", { timeout: 120_000 }, async () => {
-  const dbName = `${env.dbName}_up`;
-  const old = await openOn(mongoose6, env.uri, dbName);
+  const dbName = `${run.env.dbName}_up`;
+  const old = await openOn(mongoose6, run.env.uri, dbName);
   const theirsAgain = loadOn('mongoose-auto-increment', 'mongoose-v6');
   theirsAgain.initialize(old);
   const specs = {
@@ -203,7 +196,7 @@ test("upgrade: a database of theirs, continued by ours from each counter's next 
     // The models' own indexes are there, made by mongoose 6 with `background: true`, which
     // SecantusDB refuses as a conflicting index when mongoose 9 asks for them
     // again without it: not made again. Ours makes its counter index itself.
-    connection = await openOn(mongoose9, env.uri, dbName, { autoIndex: false });
+    connection = await openOn(mongoose9, run.env.uri, dbName, { autoIndex: false });
     ours.initialize(connection);
     const O = {};
     for (const name of Object.keys(specs)) O[name] = await modelOn(mongoose9, ours, connection, name);

@@ -7,15 +7,14 @@
 // documents. And the upgrade: a database written by mongoose-auto-increment and then by
 // theirs, continued by ours from the next number of every counter, their counter
 // documents kept in their shape (theirs can go on after ours).
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createRequire } from 'node:module';
 import fc from 'fast-check';
 import mongoose9 from 'mongoose';
 import mongoose8 from 'mongoose-v8';
 import mongoose6 from 'mongoose-v6';
-import { setup, seq } from '../helpers.mjs';
-import { loadOn, openOn, untilUniqueIndex, withCountersCollection, within } from '../fixtures/old-autoinc.mjs';
+import { loadOn, openOn, untilUniqueIndex, within, differentialRun } from '../fixtures/old-autoinc.mjs';
 
 const require = createRequire(import.meta.url);
 const ours = require('mongodb-sequence/mongoose/plugin-autoinc');
@@ -25,31 +24,25 @@ const theirsOn8 = loadOn('mongoose-plugin-autoinc', 'mongoose-v8');
 /** Histories per run (DROPIN_DIFF_RUNS=n widens or narrows it). */
 const RUNS = Number(process.env.DROPIN_DIFF_RUNS ?? 25);
 
-let env;
-const sides = {};
-before(async () => {
-  env = await setup('dropin_mpa_diff');
-  sides.theirs6 = { mongoose: mongoose6, plugin: theirsOn6, connection: await openOn(mongoose6, env.uri, `${env.dbName}_t6`) };
-  sides.theirs8 = { mongoose: mongoose8, plugin: theirsOn8, connection: await openOn(mongoose8, env.uri, `${env.dbName}_t8`) };
-  sides.ours9 = { mongoose: mongoose9, plugin: ours, connection: await openOn(mongoose9, env.uri, `${env.dbName}_o9`) };
-  sides.ours8 = { mongoose: mongoose8, plugin: ours, connection: await openOn(mongoose8, env.uri, `${env.dbName}_o8`) };
+const run = differentialRun(
+  'dropin_mpa_diff',
+  {
+    theirs6: { mongoose: mongoose6, plugin: theirsOn6, suffix: '_t6' },
+    theirs8: { mongoose: mongoose8, plugin: theirsOn8, suffix: '_t8' },
+    ours9: { mongoose: mongoose9, plugin: ours, suffix: '_o9' },
+    ours8: { mongoose: mongoose8, plugin: ours, suffix: '_o8' },
+  },
   // Theirs makes its counter index when its counter model is first used, without waiting:
   // made first here, as in a database it has run on, so that concurrent first saves of a
   // group (create([...])) do not create its counter twice (ours makes sure of the index
   // before it creates a counter).
-  for (const side of Object.values(sides)) await withCountersCollection(side.connection);
-  for (const side of [sides.theirs6, sides.theirs8]) {
-    await side.connection.db.collection('identitycounters').createIndex({ field: 1, groupingField: 1, model: 1 }, { unique: true });
-  }
-});
-after(async () => {
-  for (const side of Object.values(sides)) {
-    await side.connection.dropDatabase().catch(() => {});
-    await side.connection.close();
-  }
-  await seq.closeSharedClients();
-  await env?.close();
-});
+  async (sides) => {
+    for (const side of [sides.theirs6, sides.theirs8]) {
+      await side.connection.db.collection('identitycounters').createIndex({ field: 1, groupingField: 1, model: 1 }, { unique: true });
+    }
+  },
+);
+const { sides } = run;
 
 // Groups by label: '' a document without the grouping field, 'z' one with a falsy value
 // (in the '' group too, for both), 'a' and 'b' two values of the grouping field's type.
@@ -183,7 +176,7 @@ test('random histories: ours on mongoose 9 and 8 gives what theirs gives on 8 an
 });
 
 test("upgrade: a database of mongoose-auto-increment and theirs, continued by ours from each counter's next number, then by theirs again", { timeout: 120_000 }, async () => {
-  const dbName = `${env.dbName}_up`;
+  const dbName = `${run.env.dbName}_up`;
   // As JSON: documents read through mongoose 6 and 8 hold ObjectIds of other bson versions.
   const plain = (value) => JSON.parse(JSON.stringify(value));
   const counters = async (connection) =>
@@ -212,7 +205,7 @@ test("upgrade: a database of mongoose-auto-increment and theirs, continued by ou
   };
 
   // 1. mongoose-auto-increment, on mongoose 6: the first documents of Legacy and Dormant.
-  const maiConnection = await openOn(mongoose6, env.uri, dbName);
+  const maiConnection = await openOn(mongoose6, run.env.uri, dbName);
   const mai = loadOn('mongoose-auto-increment', 'mongoose-v6');
   mai.initialize(maiConnection);
   const MAI = {};
@@ -227,7 +220,7 @@ test("upgrade: a database of mongoose-auto-increment and theirs, continued by ou
   await maiConnection.close();
 
   // 2. Theirs, on mongoose 8: a few documents of each model but Dormant, per shop, a reset.
-  const old = await openOn(mongoose8, env.uri, dbName);
+  const old = await openOn(mongoose8, run.env.uri, dbName);
   let connection;
   try {
     const theirs = loadOn('mongoose-plugin-autoinc', 'mongoose-v8');
@@ -265,7 +258,7 @@ test("upgrade: a database of mongoose-auto-increment and theirs, continued by ou
 
     // 3. Ours, on mongoose 9, on the same database. (The models' own indexes are there,
     // made by mongoose 8; not asked for again: see the mongoose-auto-increment test.)
-    connection = await openOn(mongoose9, env.uri, dbName, { autoIndex: false });
+    connection = await openOn(mongoose9, run.env.uri, dbName, { autoIndex: false });
     const O = {};
     for (const name of Object.keys(specs)) O[name] = await modelOn(connection, ours.autoIncrement, name);
     assert.equal(await O.Dormant.nextCount(), 54);

@@ -7,7 +7,7 @@ use std::mem::ManuallyDrop;
 
 use napi::bindgen_prelude::{Env, Function, JsObjectValue, Object, ObjectRef};
 
-use crate::binding::guard::take_exception;
+use crate::binding::boundary::take_exception;
 use crate::engine::stats;
 
 /// The diagnostics channel round trips are published on.

@@ -180,7 +180,7 @@ pub(crate) fn global_path(
 }
 
 /// Calls the built-in at `path` with `this` and `args`, for a boolean answer. `None` when
-/// the call threw (a Proxy's trap; the exception stays pending for the guard).
+/// the call threw (a Proxy's trap; the exception stays pending for the boundary).
 fn builtin_bool(
     env: napi::sys::napi_env,
     path: &[&std::ffi::CStr],
@@ -202,7 +202,7 @@ fn builtin_bool(
 
 /// `Object.isExtensible(object)`: whether properties can be added to it (false for a
 /// frozen, sealed or `Object.preventExtensions` object). `None` when asking threw (a
-/// Proxy's trap; the exception stays pending for the guard).
+/// Proxy's trap; the exception stays pending for the boundary).
 pub fn is_extensible(object: &Object) -> Option<bool> {
     let env = object.value().env;
     let class = global_path(env, &[c"Object"])?;
@@ -261,7 +261,7 @@ pub fn distinct_count(array: &Object) -> Option<u32> {
 
 /// Sets `object[key] = value`, then reads it back: whether the object kept exactly that
 /// value (`===`). A frozen object, a setter or a Proxy can refuse a write silently;
-/// `Err` when setting or reading threw (the exception stays pending for the guard).
+/// `Err` when setting or reading threw (the exception stays pending for the boundary).
 pub fn set_and_check(object: &Object, key: &str, value: &Unknown) -> napi::Result<bool> {
     use napi::sys;
     let env = object.value().env;

@@ -300,8 +300,8 @@ fn use_trees_are_read_whole() {
         ["read::db::read_db", "read::js", "read::js::object"]
     );
     assert_eq!(
-        paths("guard::take_exception(env);"),
-        ["guard::take_exception"]
+        paths("boundary::take_exception(env);"),
+        ["boundary::take_exception"]
     );
     assert_eq!(paths("read::kinds::Kind::$kind"), ["read::kinds::Kind"]);
     assert_eq!(paths("exports::client as c;"), ["exports::client"]);

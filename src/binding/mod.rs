@@ -9,15 +9,16 @@
 //!   in call order, prepared counters recalled for equal arguments).
 //! - `read/`: reading arguments (options through one table per option set, names,
 //!   `db`, documents) into a `NamedCounter`.
-//! - the root: `guard`, the boundary every export runs in; `error`: engine errors as
-//!   JavaScript errors; `output`: results as JavaScript values; `js`: loosely typed
-//!   JavaScript values; `spawn` and `settled`: promises; `diagnostics`: the round-trip
-//!   channel; `node_close`: the Node client's close.
+//! - the root: `boundary`, the wrapper every export runs in (a panic or error becomes a
+//!   JavaScript `Error`); `error`: engine errors as JavaScript errors; `output`: results
+//!   as JavaScript values; `js`: loosely typed JavaScript values; `spawn` and `settled`:
+//!   promises; `diagnostics`: the round-trip channel; `node_close`: the Node client's
+//!   close.
 
+pub mod boundary;
 pub mod diagnostics;
 pub mod error;
 pub mod exports;
-pub mod guard;
 pub mod js;
 #[cfg(test)]
 mod layer_tests;

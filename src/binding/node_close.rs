@@ -5,7 +5,7 @@
 
 use napi::bindgen_prelude::{Env, FnArgs, Function, JsObjectValue, Object, Unknown};
 
-use crate::binding::guard::take_exception;
+use crate::binding::boundary::take_exception;
 use crate::engine::client::connection::ConnectionTarget;
 use crate::engine::client::registry::SHARED_CLIENTS;
 

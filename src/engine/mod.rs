@@ -42,7 +42,7 @@
 //! - **guarded write**: a write whose filter also holds a condition on what was read (the
 //!   value, the configuration), so that it lands only if nobody changed the counter
 //!   meanwhile ([`store::counter_store::FieldGuard`]); a **guard** in the engine is that
-//!   condition. (The binding's guard is the wrapper every export runs in.)
+//!   condition. (The wrapper every export runs in is the binding's **boundary**.)
 //! - **bounded call**: a call that gives up with its client: `CONNECTION` after the call
 //!   timeout, `CLIENT_CLOSED` when the client closes
 //!   ([`client::handle::ClientHandle::bounded`]).

@@ -1,7 +1,7 @@
 //! `connect(uri)`: this package's own Rust-backed client and its database handles.
 
-use crate::binding::guard::promise_call;
-use crate::binding::guard::sync_call;
+use crate::binding::boundary::promise_call;
+use crate::binding::boundary::sync_call;
 use crate::binding::read::option_reader::{read_close_options, read_connect_options};
 use crate::binding::read::sequence_db::SequenceDb;
 use std::sync::Arc;

@@ -1,6 +1,6 @@
 //! `formatSequence(value, pattern, date?)`: business numbers from values.
 
-use crate::binding::guard::sync_call;
+use crate::binding::boundary::sync_call;
 use napi::bindgen_prelude::{Env, Unknown};
 use napi::{sys, JsValue};
 

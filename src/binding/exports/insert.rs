@@ -2,224 +2,34 @@
 //! reserved in one round trip, set on the documents, and the documents are inserted with
 //! the Node driver's own `db.collection(name).insertOne/insertMany`.
 //!
-//! Every document must be able to take its number: one that cannot be extended (frozen,
-//! sealed), or whose field is inherited or not enumerable (the driver would not store
-//! it), is refused before anything is reserved, and each number written is read back as
-//! the driver reads it, so that a setter or Proxy that drops it fails the call instead of
-//! a document being inserted without its number. `insertMany` numbers and inserts its own
-//! copy of the array, made when the call is made, and refuses one object twice in it. In
-//! gapless mode the documents are converted when the call is made, `_id`s come from the
-//! Node client's `pkFactory` and `undefined` fields follow its `ignoreUndefined`, as the
-//! driver's own insert does.
-use crate::binding::guard::{promise_call, sync_call};
+//! The arguments are read and checked first (`read/insert_documents.rs`: every document
+//! must be able to take its number, and gapless documents are converted when the call is
+//! made). Each number written is read back as the driver reads it, so that a setter or
+//! Proxy that drops it fails the call instead of a document being inserted without its
+//! number. `insertMany` numbers and inserts its own copy of the array, made when the call
+//! is made, and refuses one object twice in it.
+use crate::binding::boundary::{promise_call, sync_call};
 use crate::engine::panic_safety::caught;
 use napi::bindgen_prelude::{
     Env, Function, JsObjectValue, Object, ObjectRef, PromiseRaw, ToNapiValue, Unknown,
 };
-use napi::{sys, JsValue, ValueType};
+use napi::{sys, JsValue};
 
 use crate::binding::error::OrThrow;
 use crate::binding::js::{
-    array_items, array_length, boolean, describe, distinct_count, element, has_property,
-    is_extensible, is_nullish, is_own_enumerable, object, object_or_array, property,
-    required_string, set_and_check, type_of,
+    array_items, array_length, describe, distinct_count, element, is_own_enumerable, object,
+    object_or_array, set_and_check,
 };
 use crate::binding::output::Value;
-use crate::binding::read::bson::{to_document_with, DocumentRules};
-use crate::binding::read::named_counter::NamedCounter;
-use crate::binding::read::option_reader::read_insert_options;
+use crate::binding::read::insert_documents::{read_insert, serializes_itself, Insert};
 use crate::binding::reserve::values::reserve_in_order;
 use crate::engine::alloc::allocate::IdRange;
 use crate::engine::error::{SeqError, SeqResult};
 use crate::engine::gapless::{insert_gapless, NumberedInsert};
 use crate::engine::stats::Recorder;
 use crate::engine::text::format::now_millis;
-use crate::engine::text::validate::{check_collection, MAX_BATCH_COUNT};
-use mongodb::bson::{Bson, Document};
-
-/// Whether the driver stores what the document's `toBSON()` returns (a mongoose document,
-/// a class that says how it is stored) rather than its own enumerable fields.
-fn serializes_itself(doc: &Object) -> bool {
-    property(doc, "toBSON").is_ok_and(|f| type_of(&f) == ValueType::Function)
-}
-
-/// An insert call whose arguments were read and checked.
-struct Insert {
-    collection: String,
-    field: String,
-    many: bool,
-    named: NamedCounter,
-    count: i64,
-    /// The documents as BSON, in gapless mode.
-    gapless: Option<Vec<Document>>,
-}
-
-fn read_insert(
-    env: &Env,
-    db: &Unknown,
-    collection: &Unknown,
-    docs: &[Unknown],
-    options: Option<&Unknown>,
-    many: bool,
-) -> SeqResult<Insert> {
-    let collection = required_string("collection", collection)?;
-    check_collection(&collection)?;
-    let applied = read_insert_options(options)?.apply_rules(&collection)?;
-    let (field, gapless) = (applied.field, applied.gapless);
-    let mut objects = Vec::with_capacity(docs.len());
-    for (index, doc) in docs.iter().enumerate() {
-        let doc = object(doc).ok_or_else(|| {
-            SeqError::invalid_argument(format!(
-                "document {index} must be a plain object; got {}",
-                describe(doc)
-            ))
-        })?;
-        if !is_nullish(&property(&doc, &field)?) {
-            return Err(SeqError::invalid_argument(format!(
-                "document {index} already has '{field}'; the sequence assigns it"
-            )));
-        }
-        match is_extensible(&doc) {
-            Some(true) => {}
-            Some(false) => {
-                return Err(SeqError::invalid_argument(format!(
-                    "document {index} is frozen, sealed or not extensible, so it cannot take \
-                     its number in '{field}'; insert a copy of it"
-                )))
-            }
-            None => {
-                return Err(SeqError::invalid_argument(format!(
-                    "document {index}: asking whether it can take its number threw"
-                )))
-            }
-        }
-        if !serializes_itself(&doc) {
-            match (has_property(&doc, &field), is_own_enumerable(&doc, &field)) {
-                (Some(false), _) | (Some(true), Some(true)) => {}
-                (Some(true), Some(false)) => {
-                    return Err(SeqError::invalid_argument(format!(
-                        "document {index} has '{field}' as an inherited or non-enumerable \
-                         property (a class accessor, a prototype's field): the driver stores \
-                         only a document's own enumerable fields, so a number written there \
-                         would not be stored; insert a plain object"
-                    )))
-                }
-                _ => {
-                    return Err(SeqError::invalid_argument(format!(
-                        "document {index}: asking whether '{field}' is its own field threw"
-                    )))
-                }
-            }
-        }
-        objects.push(doc);
-    }
-    let has_collection_fn = object(db)
-        .and_then(|d| property(&d, "collection").ok())
-        .is_some_and(|f| type_of(&f) == ValueType::Function);
-    if !gapless && !has_collection_fn {
-        return Err(SeqError::invalid_argument(
-            "insertOne/insertMany need a Node driver Db (client.db(name) or \
-             mongoose.connection.db) to insert through its collection(), or gapless: true",
-        ));
-    }
-    let named = NamedCounter::from_parts(env, db, applied.name, applied.options)?;
-    let gapless = if gapless {
-        let writes = DriverWrites::of(db)?;
-        if field != "_id" {
-            for (index, doc) in objects.iter_mut().enumerate() {
-                writes.give_id(index, doc)?;
-            }
-        }
-        Some(
-            docs.iter()
-                .map(|doc| to_document_with(doc, writes.rules))
-                .collect::<SeqResult<Vec<_>>>()?,
-        )
-    } else {
-        None
-    };
-    Ok(Insert {
-        named,
-        collection,
-        field,
-        many,
-        count: docs.len() as i64,
-        gapless,
-    })
-}
-
-/// How the Node driver would write documents through `db.collection(name)`: the settings
-/// its insert takes from the `Db` (the Node client's, unless the `Db` has its own), which
-/// a gapless insert honours since it writes the documents itself (`checkKeys` is left
-/// out: the driver's inserts do not check keys). For anything else
-/// than a Node driver `Db` (a `SequenceDb`), the driver's defaults.
-#[derive(Default)]
-struct DriverWrites<'a> {
-    /// `db.options.pkFactory`: what makes the `_id` of a document that has none.
-    pk_factory: Option<Object<'a>>,
-    /// `db.options.forceServerObjectId`: the driver leaves `_id` to the server.
-    force_server_object_id: bool,
-    /// `db.bsonOptions`' `ignoreUndefined` and `serializeFunctions`.
-    rules: DocumentRules,
-}
-
-impl<'a> DriverWrites<'a> {
-    /// The settings of `db`; what its getters throw fails the call.
-    fn of(db: &Unknown<'a>) -> SeqResult<DriverWrites<'a>> {
-        let Some(db) = object(db) else {
-            return Ok(DriverWrites::default());
-        };
-        let child = |from: &Object<'a>, key: &str| -> SeqResult<Option<Object<'a>>> {
-            Ok(object(&property(from, key)?))
-        };
-        let flag = |from: &Option<Object<'a>>, key: &str| -> SeqResult<bool> {
-            Ok(match from {
-                Some(from) => boolean(&property(from, key)?).unwrap_or(false),
-                None => false,
-            })
-        };
-        let options = child(&db, "options")?;
-        let bson_options = child(&db, "bsonOptions")?;
-        Ok(DriverWrites {
-            pk_factory: match &options {
-                Some(options) => child(options, "pkFactory")?,
-                None => None,
-            },
-            force_server_object_id: flag(&options, "forceServerObjectId")?,
-            rules: DocumentRules {
-                ignore_undefined: flag(&bson_options, "ignoreUndefined")?,
-                serialize_functions: flag(&bson_options, "serializeFunctions")?,
-            },
-        })
-    }
-
-    /// Gives `doc` an `_id` from the `pkFactory` when it has none (`null` or `undefined`),
-    /// as the driver does before it inserts: set on the document itself. Without a
-    /// `pkFactory` (or with `forceServerObjectId`), the engine gives it an ObjectId.
-    fn give_id(&self, index: usize, doc: &mut Object) -> SeqResult<()> {
-        let Some(factory) = self
-            .pk_factory
-            .as_ref()
-            .filter(|_| !self.force_server_object_id)
-        else {
-            return Ok(());
-        };
-        if !is_nullish(&property(doc, "_id")?) {
-            return Ok(());
-        }
-        let fail = |what: &str| {
-            SeqError::invalid_argument(format!(
-                "document {index}: the client's pkFactory.createPk() {what}"
-            ))
-        };
-        let create: Function<(), Unknown> = factory
-            .get_named_property("createPk")
-            .map_err(|_| fail("cannot be read"))?;
-        let id = create.apply(*factory, ()).map_err(|_| fail("threw"))?;
-        doc.set_named_property("_id", id)
-            .map_err(|_| fail("made an _id that cannot be set on the document"))
-    }
-}
+use crate::engine::text::validate::MAX_BATCH_COUNT;
+use mongodb::bson::Bson;
 
 /// Numbers the documents, then calls the driver; returns the driver's promise.
 fn insert_now<'env>(

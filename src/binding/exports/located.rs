@@ -4,9 +4,9 @@
 
 use napi::bindgen_prelude::{Env, PromiseRaw, Unknown};
 
+use crate::binding::boundary::{promise_call, sync_call};
 use crate::binding::error::OrThrow;
 use crate::binding::exports::sequence_handle::Sequence;
-use crate::binding::guard::{promise_call, sync_call};
 use crate::binding::output::{Output, Value};
 use crate::binding::read::db::read_db;
 use crate::binding::read::kinds::{read_fields, read_integer};

@@ -1,7 +1,7 @@
 //! Managing counters from JavaScript: `current`, `init`, `set`, `reset`, `drop` on a
 //! `Sequence`, and `listSequences`, `syncToMax`.
 
-use crate::binding::guard::promise_call;
+use crate::binding::boundary::promise_call;
 use std::future::Future;
 
 use napi::bindgen_prelude::{Env, PromiseRaw, Unknown};

@@ -1,7 +1,7 @@
 //! The drop-in functions: `getNextSequenceValue`, `getNextSequenceBatch`,
 //! `getNextSequenceRange`.
 
-use crate::binding::guard::promise_call;
+use crate::binding::boundary::promise_call;
 use napi::bindgen_prelude::{Env, PromiseRaw, Unknown};
 
 use crate::binding::output::Output;

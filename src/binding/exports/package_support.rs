@@ -7,8 +7,8 @@ use std::ptr;
 use napi::bindgen_prelude::{Env, JsObjectValue, Object, Unknown};
 use napi::{check_status, sys, JsValue};
 
+use crate::binding::boundary::sync_call;
 use crate::binding::error::OrThrow;
-use crate::binding::guard::sync_call;
 use crate::binding::js::required_string;
 use crate::engine::client::connection;
 use crate::engine::error::{with_error_codes, ErrorCode as Code};

@@ -1,8 +1,8 @@
 //! `sequence(db, name, options)`: a handle on one counter that keeps its preparation, so
 //! repeated calls (above all cached ones) skip reading the arguments again.
 
-use crate::binding::guard::promise_call;
-use crate::binding::guard::sync_call;
+use crate::binding::boundary::promise_call;
+use crate::binding::boundary::sync_call;
 use std::sync::{Arc, Mutex};
 
 use napi::bindgen_prelude::{Env, PromiseRaw, Unknown};
@@ -42,7 +42,7 @@ impl Sequence {
     }
 
     /// A management write of this counter with an argument read first (by `arg`, inside
-    /// the export's guard): rejects with the argument's error, else runs `op`, which
+    /// the export's boundary): rejects with the argument's error, else runs `op`, which
     /// resolves with the counter's value afterwards (`None`: nothing).
     fn managed_with<'env, A, F, Fut>(
         &self,

@@ -1,6 +1,6 @@
 //! The shared clients behind Node driver `Db` handles: inspection and shutdown.
 
-use crate::binding::guard::promise_call;
+use crate::binding::boundary::promise_call;
 use crate::binding::read::option_reader::read_close_options;
 
 use napi::bindgen_prelude::{Env, PromiseRaw, Unknown};

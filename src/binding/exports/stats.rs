@@ -5,7 +5,7 @@ use std::collections::HashMap;
 
 use napi::bindgen_prelude::Env;
 
-use crate::binding::guard::sync_call;
+use crate::binding::boundary::sync_call;
 use crate::engine::error::ErrorCode;
 use crate::engine::stats::{self, Snapshot, PROCESS};
 

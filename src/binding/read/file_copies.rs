@@ -11,7 +11,7 @@ use std::ptr;
 use napi::bindgen_prelude::{Env, Unknown};
 use napi::{sys, JsValue};
 
-use crate::binding::guard::take_exception;
+use crate::binding::boundary::take_exception;
 
 /// The set and its `has` and `add` methods (taken when the set is made), held by strong
 /// references in the env that made them.

@@ -5,7 +5,7 @@
 use napi::bindgen_prelude::{Env, Object, Unknown};
 use napi::{sys, JsValue, ValueType};
 
-use crate::binding::guard::take_exception;
+use crate::binding::boundary::take_exception;
 use crate::binding::js::{
     array_items, boolean, for_each_property, number, object, object_or_array, property, string,
     type_of,

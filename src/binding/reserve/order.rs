@@ -20,7 +20,7 @@ struct Line {
     next: u64,
     /// Every ticket below this one has submitted (or given up).
     served: u64,
-    /// Tickets done out of turn, waiting for the ones before them.
+    /// Tickets done out of order, waiting for the ones before them.
     done: BTreeSet<u64>,
 }
 
@@ -33,7 +33,8 @@ impl Line {
 static LINES: LazyLock<Mutex<HashMap<LineKey, Line>>> = LazyLock::new(Default::default);
 /// Tickets handed out and not yet done, in every line: read without a lock on every call.
 static OUT: AtomicU64 = AtomicU64::new(0);
-static TURN: Notify = Notify::const_new();
+/// Woken whenever a line moves on.
+static LINE_MOVED: Notify = Notify::const_new();
 
 fn lines() -> std::sync::MutexGuard<'static, HashMap<LineKey, Line>> {
     LINES
@@ -42,7 +43,7 @@ fn lines() -> std::sync::MutexGuard<'static, HashMap<LineKey, Line>> {
 }
 
 /// Whether a call of line `key` may submit at once: no earlier call of its line is still
-/// waiting for its turn. `key` is only computed when some line has a ticket out.
+/// waiting to submit. `key` is only computed when some line has a ticket out.
 pub fn nobody_waiting(key: impl FnOnce() -> LineKey) -> bool {
     OUT.load(Ordering::SeqCst) == 0 || !lines().contains_key(&key())
 }
@@ -68,9 +69,9 @@ impl Ticket {
     }
 
     /// Waits until every earlier ticket of the line is done.
-    pub async fn my_turn(&self) {
+    pub async fn front_of_line(&self) {
         loop {
-            let notified = TURN.notified();
+            let notified = LINE_MOVED.notified();
             tokio::pin!(notified);
             notified.as_mut().enable();
             if lines()
@@ -98,7 +99,7 @@ impl Drop for Ticket {
         }
         drop(lines);
         OUT.fetch_sub(1, Ordering::SeqCst);
-        TURN.notify_waiters();
+        LINE_MOVED.notify_waiters();
     }
 }
 
@@ -126,20 +127,21 @@ mod tests {
             assert!(nobody_waiting(|| OTHER));
             let behind = Ticket::take(SLOW);
             let other = Ticket::take(OTHER);
-            // The other line's only ticket is its turn while the slow line's first is out.
-            tokio::time::timeout(std::time::Duration::from_secs(1), other.my_turn())
+            // The other line's only ticket is at the front of its line while the slow line's first
+            // is out.
+            tokio::time::timeout(std::time::Duration::from_secs(1), other.front_of_line())
                 .await
                 .expect("another line's ticket waited for a line it is not in");
             assert!(
-                tokio::time::timeout(std::time::Duration::from_millis(50), behind.my_turn())
+                tokio::time::timeout(std::time::Duration::from_millis(50), behind.front_of_line())
                     .await
                     .is_err(),
                 "a ticket went before an earlier one of its own line"
             );
             drop(first);
-            tokio::time::timeout(std::time::Duration::from_secs(1), behind.my_turn())
+            tokio::time::timeout(std::time::Duration::from_secs(1), behind.front_of_line())
                 .await
-                .expect("the next ticket of the line never got its turn");
+                .expect("the next ticket of the line never reached the front");
             drop((behind, other));
             assert!(nobody_waiting(|| SLOW) && nobody_waiting(|| OTHER));
         });

@@ -142,7 +142,7 @@ pub fn reserve_promise<'env>(
             };
         }
     }
-    // The client is still opening (or earlier calls wait for it): submit in turn.
+    // The client is still opening (or earlier calls wait for it): submit in call order.
     let ticket = Ticket::take(line());
     let counter = counter.cloned().map_err(Clone::clone);
     let slot = slot.cloned();
@@ -151,7 +151,7 @@ pub fn reserve_promise<'env>(
         let (label, options) = (named.label.clone(), named.options.clone());
         let stats = named.stats.clone();
         let prepared = named.prepare(slot).await;
-        ticket.my_turn().await;
+        ticket.front_of_line().await;
         let submitted = prepared.map_err(|e| counted_in(stats, e))?.submit(count);
         drop(ticket);
         shape(&label, submitted?.finish().await?, &options)
@@ -163,7 +163,7 @@ pub type Reserved = Pin<Box<dyn Future<Output = SeqResult<IdRange>> + Send + 'st
 
 /// `count` values of `named`, submitted now, on the JavaScript thread, when its client
 /// is at hand (so that concurrent calls are served in the order they were made, as
-/// `reserve_promise` does), otherwise in turn once the client is open. The future must
+/// `reserve_promise` does), otherwise in call order once the client is open. The future must
 /// be awaited on the runtime.
 pub fn reserve_in_order(named: &NamedCounter, count: i64) -> Reserved {
     if nobody_waiting(|| named.target.line()) {
@@ -179,7 +179,7 @@ pub fn reserve_in_order(named: &NamedCounter, count: i64) -> Reserved {
     Box::pin(async move {
         let stats = named.stats.clone();
         let prepared = named.prepare(None).await;
-        ticket.my_turn().await;
+        ticket.front_of_line().await;
         let submitted = prepared
             .map_err(|e| counted_in(stats, e))
             .and_then(|r| r.submit(count));

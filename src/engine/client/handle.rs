@@ -59,7 +59,8 @@ pub struct ClientHandle {
     retiring: AtomicBool,
     /// Becomes `true` when the client closes: pending calls reject at once.
     closing: watch::Sender<bool>,
-    counters: CounterStates<(String, DocumentKey)>,
+    /// Each noted with the naming that created it.
+    counters: CounterStates<(String, DocumentKey), CounterRef>,
     indexes: IndexMemo,
     /// The runtime that runs this client's background tasks.
     pub(super) runtime: Option<RuntimeId>,
@@ -146,7 +147,9 @@ impl ClientHandle {
     /// use: one for every way of naming that document.
     pub fn counter_state(&self, database: &str, counter: &CounterRef) -> Arc<CounterState> {
         self.counters
-            .get(&(database.to_string(), counter.document_key()))
+            .get_noted(&(database.to_string(), counter.document_key()), || {
+                counter.clone()
+            })
     }
 
     /// This client's states of the counters of `field` in `collection` of `database`
@@ -162,15 +165,16 @@ impl ClientHandle {
     }
 
     /// This client's states of the counters in `database` that may be the document
-    /// `counter` finds ([`DocumentKey::may_find_the_same_document`]), its own included.
+    /// `counter` finds ([`CounterRef::may_find_the_same_document`], against the naming that
+    /// created each state), its own included.
     pub fn counter_states_sharing(
         &self,
         database: &str,
         counter: &CounterRef,
     ) -> Vec<Arc<CounterState>> {
-        let mine = counter.document_key();
-        self.counters
-            .select(|(db, key)| db == database && mine.may_find_the_same_document(key))
+        self.counters.select_noted(|(db, _), naming| {
+            db == database && counter.may_find_the_same_document(naming)
+        })
     }
 
     /// The underlying driver client (for tests and admin tools).

@@ -8,7 +8,7 @@ use mongodb::bson::{doc, Bson, Document};
 use crate::engine::counter::counter_name::CounterName;
 use crate::engine::counter::id_range::IdRange;
 use crate::engine::counter::identity::{equality_key, filter_key};
-use crate::engine::counter::locator::Locator;
+use crate::engine::counter::locator::{FieldsLocator, Locator};
 use crate::engine::counter::sequence_config::SequenceConfig;
 use crate::engine::error::SeqResult;
 
@@ -71,28 +71,40 @@ impl CounterRef {
     /// every way of naming one counter document (`1`, `1.0`, `1n` in a locator; any
     /// `step`; fields in another order), so that they share one state in a process.
     pub fn document_key(&self) -> DocumentKey {
-        let (identity, fields) = match &self.locator {
-            Locator::ById => (filter_key(&doc! { "_id": self.id() }), Vec::new()),
+        let identity = match &self.locator {
+            Locator::ById => filter_key(&doc! { "_id": self.id() }),
             Locator::ByFields(fields) => {
                 let mut key = vec![b'F'];
                 key.extend(filter_key(fields.fields()));
-                let each = fields
-                    .fields()
-                    .iter()
-                    .map(|(name, value)| {
-                        let mut one = Vec::new();
-                        equality_key(value, &mut one);
-                        (name.clone(), one)
-                    })
-                    .collect();
-                (key, each)
+                key
             }
         };
         DocumentKey {
             collection: self.collection.clone(),
             field: self.field.clone(),
             identity,
-            fields,
+        }
+    }
+
+    /// Whether the document this reference finds may be the one `other` finds: the same
+    /// document ([`CounterRef::document_key`]), or two locators (other sets of fields,
+    /// e.g. `{ model, field }` and `{ model, field, groupingField }`) of one collection
+    /// and field that agree on every field both name ([`LocatorFields::agree`]). Locators
+    /// that differ on a field they share are taken to find different documents, which
+    /// holds while the counter documents hold scalars in those fields (a document holding
+    /// an array there is found by each element); an `_id`-named counter is its own.
+    pub fn may_find_the_same_document(&self, other: &CounterRef) -> bool {
+        if self.collection != other.collection || self.field != other.field {
+            return false;
+        }
+        match (&self.locator, &other.locator) {
+            // Two namings of one document agree on every field.
+            (Locator::ByFields(mine), Locator::ByFields(theirs)) => {
+                LocatorFields::of(mine).agree(&LocatorFields::of(theirs))
+            }
+            (Locator::ById, Locator::ById) => self.document_key() == other.document_key(),
+            // Their document keys never agree.
+            _ => false,
         }
     }
 
@@ -111,38 +123,42 @@ pub struct DocumentKey {
     collection: String,
     field: String,
     identity: Vec<u8>,
-    /// A locator's fields, each with the key of its value ([`equality_key`]); empty for
-    /// a counter found by `_id`.
-    fields: Vec<(String, Vec<u8>)>,
+}
+
+/// A locator's fields, each with the key of its value ([`equality_key`]): what
+/// [`CounterRef::may_find_the_same_document`] compares, made only when it is asked.
+struct LocatorFields(Vec<(String, Vec<u8>)>);
+
+impl LocatorFields {
+    /// The fields of `locator`.
+    fn of(locator: &FieldsLocator) -> LocatorFields {
+        let each = locator
+            .fields()
+            .iter()
+            .map(|(name, value)| {
+                let mut one = Vec::new();
+                equality_key(value, &mut one);
+                (name.clone(), one)
+            })
+            .collect();
+        LocatorFields(each)
+    }
+
+    /// Whether the two locators agree on every field both name.
+    fn agree(&self, other: &LocatorFields) -> bool {
+        self.0.iter().all(|(name, value)| {
+            other
+                .0
+                .iter()
+                .all(|(other_name, other_value)| other_name != name || other_value == value)
+        })
+    }
 }
 
 impl DocumentKey {
     /// Whether it is a counter of `field` in `collection`.
     pub fn counts_in(&self, collection: &str, field: &str) -> bool {
         self.collection == collection && self.field == field
-    }
-
-    /// Whether a counter of this key may be the document a counter of `other` finds: the
-    /// same key, or two locators (other sets of fields, e.g. `{ model, field }` and
-    /// `{ model, field, groupingField }`) that agree on every field both name. Locators
-    /// that differ on a field they share find different documents (a counter's locator
-    /// fields hold scalars, not arrays), and an `_id`-named counter is its own.
-    pub fn may_find_the_same_document(&self, other: &DocumentKey) -> bool {
-        if !other.counts_in(&self.collection, &self.field) {
-            return false;
-        }
-        if self.identity == other.identity {
-            return true;
-        }
-        if self.fields.is_empty() || other.fields.is_empty() {
-            return false;
-        }
-        self.fields.iter().all(|(name, value)| {
-            other
-                .fields
-                .iter()
-                .all(|(other_name, other_value)| other_name != name || other_value == value)
-        })
     }
 }
 
@@ -353,13 +369,10 @@ pub trait CounterStore: Send + Sync {
 mod tests {
     use super::*;
 
-    fn located(collection: &str, field: &str, fields: Document) -> DocumentKey {
-        use crate::engine::counter::locator::FieldsLocator;
+    fn located(collection: &str, field: &str, fields: Document) -> CounterRef {
         let name = CounterName::text("located").unwrap();
         let locator = Locator::ByFields(FieldsLocator::new(fields, field).unwrap());
-        CounterRef::new(collection, field, name)
-            .located(locator, 1)
-            .document_key()
+        CounterRef::new(collection, field, name).located(locator, 1)
     }
 
     #[test]
@@ -392,9 +405,28 @@ mod tests {
         // Another collection or counter field, and counters named by `_id`.
         assert!(!mai.may_find_the_same_document(&located("other", "count", doc! { "model": "A" })));
         assert!(!mai.may_find_the_same_document(&located("ids", "seq", doc! { "model": "A" })));
-        let by_id = CounterRef::new("ids", "count", CounterName::text("A").unwrap()).document_key();
+        let by_id = CounterRef::new("ids", "count", CounterName::text("A").unwrap());
         assert!(!mai.may_find_the_same_document(&by_id) && !by_id.may_find_the_same_document(&mai));
         assert!(by_id.may_find_the_same_document(&by_id.clone()));
+        let other_id = CounterRef::new("ids", "count", CounterName::text("B").unwrap());
+        assert!(!by_id.may_find_the_same_document(&other_id));
+    }
+
+    /// The documented caveat: locators that differ on a field they share are taken to find
+    /// different documents. That holds for scalar values only: a counter document holding
+    /// an array there (`kind: ['x', 'y']`) is found by each of `{ kind: 'x' }` and
+    /// `{ kind: 'y' }`, and the fence of one does not reach the other's state.
+    #[test]
+    fn locators_differing_on_a_shared_field_are_different_documents_for_scalar_values_only() {
+        let x = located("ids", "count", doc! { "model": "A", "kind": "x" });
+        let y = located("ids", "count", doc! { "model": "A", "kind": "y" });
+        assert!(!x.may_find_the_same_document(&y) && !y.may_find_the_same_document(&x));
+        let y_grouped = located(
+            "ids",
+            "count",
+            doc! { "model": "A", "kind": "y", "group": 1 },
+        );
+        assert!(!x.may_find_the_same_document(&y_grouped));
     }
 
     #[test]

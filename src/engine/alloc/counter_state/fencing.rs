@@ -6,11 +6,13 @@ use crate::engine::panic_safety::lock;
 use std::future::Future;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
+use std::time::Instant;
 
 use crate::engine::alloc::block_cache::CacheSlot;
 use crate::engine::stats::{self};
 
-/// Longest wait of a management write for the block fetches in flight.
+/// Longest wait of a management write for the block fetches in flight (of all the states
+/// it fences together).
 const SETTLE_LIMIT: std::time::Duration = std::time::Duration::from_secs(5);
 
 impl CounterState {
@@ -63,8 +65,11 @@ impl CounterState {
         for state in &ordered {
             state.invalidate();
         }
+        // One deadline for all: the write waits at most [`SETTLE_LIMIT`], however many
+        // states it fences.
+        let deadline = Instant::now() + SETTLE_LIMIT;
         for state in &ordered {
-            state.settle_fetches().await;
+            state.settle_fetches_by(deadline).await;
         }
         let outcome = op.await;
         for state in ordered.iter().chain(select().iter()) {
@@ -78,10 +83,15 @@ impl CounterState {
     /// first values of the counter's new state only to be thrown away (a gap right
     /// after `set` or `reset`).
     pub(super) async fn settle_fetches(&self) {
-        let started = std::time::Instant::now();
+        self.settle_fetches_by(Instant::now() + SETTLE_LIMIT).await;
+    }
+
+    /// [`CounterState::settle_fetches`] until `deadline` at the latest: past it, returns
+    /// at once.
+    pub(super) async fn settle_fetches_by(&self, deadline: Instant) {
         loop {
             let slots: Vec<Arc<CacheSlot>> = lock(&self.caches).values().cloned().collect();
-            if !slots.iter().any(|slot| slot.is_fetching()) || started.elapsed() > SETTLE_LIMIT {
+            if !slots.iter().any(|slot| slot.is_fetching()) || Instant::now() > deadline {
                 return;
             }
             tokio::time::sleep(std::time::Duration::from_millis(1)).await;

@@ -11,19 +11,22 @@ use crate::engine::alloc::live::LiveGroup;
 /// How many counter states a client keeps before it drops idle ones.
 pub const IDLE_STATES_KEPT: usize = 1024;
 
-/// The counter states of one client, keyed by database and counter.
-pub struct CounterStates<K> {
-    states: Mutex<Kept<K>>,
+/// The counter states of one client, keyed by database and counter, each kept with a
+/// note `N` made when it is created (for a client: the naming that created it, which the
+/// fence of a located counter compares), outside the key that every call looks up.
+pub struct CounterStates<K, N = ()> {
+    states: Mutex<Kept<K, N>>,
     group: LiveGroup,
 }
 
-/// The kept states, and the number of them that makes the next new one prune.
-struct Kept<K> {
-    map: HashMap<K, Arc<CounterState>>,
+/// The kept states with their notes, and the number of them that makes the next new one
+/// prune.
+struct Kept<K, N> {
+    map: HashMap<K, (N, Arc<CounterState>)>,
     prune_at: usize,
 }
 
-impl<K> Default for CounterStates<K> {
+impl<K, N> Default for CounterStates<K, N> {
     fn default() -> Self {
         CounterStates {
             states: Mutex::new(Kept {
@@ -44,36 +47,52 @@ fn held_or_working(state: &Arc<CounterState>) -> bool {
 }
 
 impl<K: Eq + Hash + Clone> CounterStates<K> {
-    /// The state of `key`, created on first use. Past [`IDLE_STATES_KEPT`] states (or
-    /// twice as many as were in use at the last pruning), the states not in use are
-    /// dropped, those holding cached values last (their values become a gap, never a
-    /// duplicate), so that per-tenant or per-day names do not grow memory.
+    /// The state of `key`, created on first use ([`CounterStates::get_noted`]), for
+    /// states kept without a note.
+    #[cfg(test)]
     pub fn get(&self, key: &K) -> Arc<CounterState> {
+        self.get_noted(key, || ())
+    }
+}
+
+impl<K: Eq + Hash + Clone, N> CounterStates<K, N> {
+    /// The state of `key`, created on first use, noted with what `note` makes then. Past
+    /// [`IDLE_STATES_KEPT`] states (or twice as many as were in use at the last pruning),
+    /// the states not in use are dropped, those holding cached values last (their values
+    /// become a gap, never a duplicate), so that per-tenant or per-day names do not grow
+    /// memory.
+    pub fn get_noted(&self, key: &K, note: impl FnOnce() -> N) -> Arc<CounterState> {
         let mut kept = lock(&self.states);
-        if let Some(state) = kept.map.get(key) {
+        if let Some((_, state)) = kept.map.get(key) {
             return state.clone();
         }
         if kept.map.len() >= kept.prune_at {
             kept.map
-                .retain(|_, state| held_or_working(state) || state.holds_values());
+                .retain(|_, (_, state)| held_or_working(state) || state.holds_values());
             if kept.map.len() >= IDLE_STATES_KEPT {
-                kept.map.retain(|_, state| held_or_working(state));
+                kept.map.retain(|_, (_, state)| held_or_working(state));
             }
             kept.prune_at = IDLE_STATES_KEPT.max(2 * kept.map.len());
         }
         kept.map
             .entry(key.clone())
-            .or_insert_with(|| Arc::new(CounterState::in_group(&self.group)))
+            .or_insert_with(|| (note(), Arc::new(CounterState::in_group(&self.group))))
+            .1
             .clone()
     }
 
     /// The kept states whose key `select` picks.
     pub fn select(&self, select: impl Fn(&K) -> bool) -> Vec<Arc<CounterState>> {
+        self.select_noted(|key, _| select(key))
+    }
+
+    /// The kept states whose key and note `select` picks.
+    pub fn select_noted(&self, select: impl Fn(&K, &N) -> bool) -> Vec<Arc<CounterState>> {
         lock(&self.states)
             .map
             .iter()
-            .filter(|(key, _)| select(key))
-            .map(|(_, state)| state.clone())
+            .filter(|(key, (note, _))| select(key, note))
+            .map(|(_, (_, state))| state.clone())
             .collect()
     }
 
@@ -105,6 +124,10 @@ impl<K: Eq + Hash + Clone> CounterStates<K> {
     /// Takes out every state with its key (the client closes: their tails are given
     /// back, then they are dropped).
     pub fn drain(&self) -> Vec<(K, Arc<CounterState>)> {
-        lock(&self.states).map.drain().collect()
+        lock(&self.states)
+            .map
+            .drain()
+            .map(|(key, (_, state))| (key, state))
+            .collect()
     }
 }

@@ -726,6 +726,36 @@ fn abandoning_the_cache_counts_older_blocks_besides_the_tail() {
     });
 }
 
+/// A state with a block fetch under way that never lands (its future held, never run).
+fn stuck_fetching(name: &str) -> (Arc<CounterState>, impl Future<Output = ()>) {
+    use crate::engine::alloc::coalesce::Grants;
+    let state = Arc::new(CounterState::default());
+    let slot = Arc::new(CacheSlot::new(10, Default::default()));
+    lock(&state.caches).insert((lane(), counter(name), 10), slot.clone());
+    let (_answer, fetch) = slot.enqueue(1, |_| std::future::pending::<Grants>());
+    assert!(slot.is_fetching());
+    (state, fetch.expect("the first call fetches"))
+}
+
+#[test]
+fn past_the_shared_deadline_a_settle_does_not_wait_for_fetches_under_way() {
+    use futures_util::FutureExt;
+    use std::time::{Duration, Instant};
+    run(async {
+        let (first, _first_fetch) = stuck_fetching("settle-first");
+        let (second, _second_fetch) = stuck_fetching("settle-second");
+        // Before the deadline, a fetch under way is waited for.
+        let ahead = Instant::now() + Duration::from_secs(60);
+        assert!(first.settle_fetches_by(ahead).now_or_never().is_none());
+        // A management write fencing several states computes one deadline: once it has
+        // passed (the first state took it all), the next state is not waited for at
+        // all, with no bound of its own.
+        let passed = Instant::now() - Duration::from_millis(1);
+        assert!(first.settle_fetches_by(passed).now_or_never().is_some());
+        assert!(second.settle_fetches_by(passed).now_or_never().is_some());
+    });
+}
+
 #[test]
 fn round_trips_are_recorded_with_their_calls_and_fills() {
     let store = Arc::new(MemoryStore::default());

@@ -1,4 +1,4 @@
-//! The boundary guard every export runs in. A panic never unwinds into Node (which
+//! The boundary every export runs in. A panic never unwinds into Node (which
 //! aborts the process): it becomes an `Error` with code `INTERNAL`. A JavaScript
 //! exception thrown by user code while an argument is read (a getter, a Proxy trap, a
 //! `toString`) or while results are written back is never left pending (which leaves a
@@ -173,8 +173,8 @@ fn text_of(env: &Env, value: sys::napi_value) -> Option<String> {
 }
 
 /// Prints where a panic happened, and not its message (which could hold a password or
-/// user data); the call that panicked reports `INTERNAL`. Installed by the first guarded
-/// call, so that only a process that loaded the addon through Node gets it.
+/// user data); the call that panicked reports `INTERNAL`. Installed by the first call
+/// run in the boundary, so that only a process that loaded the addon through Node gets it.
 fn install_panic_hook() {
     std::panic::set_hook(Box::new(|info| {
         let place = info

@@ -1,0 +1,72 @@
+//! Listing the counters of a collection (`listSequences`).
+
+use mongodb::bson::{doc, Bson, Document};
+
+use crate::engine::counter::capacity::{capacity, Capacity, StoredType};
+use crate::engine::counter::counter_value::integer_after_increment;
+use crate::engine::counter::sequence_config::SequenceConfig;
+use crate::engine::error::SeqResult;
+use crate::engine::store::mongo_driver::MongoDriver;
+use crate::engine::text::validate::check_field;
+
+/// One counter of a listing.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ListedCounter {
+    /// Its `_id`.
+    pub id: Bson,
+    /// Its value (the last handed out).
+    pub value: i64,
+    /// Step, limits and cycle, when configured.
+    pub config: Option<SequenceConfig>,
+    /// The type its value is stored as.
+    pub stored: StoredType,
+}
+
+impl ListedCounter {
+    /// The range it lives in and how much of it is used, for a caller taking values as
+    /// BigInts (`bigint`) or numbers ([`capacity`]).
+    pub fn capacity(&self, bigint: bool) -> Capacity {
+        capacity(self.value, self.stored, self.config.as_ref(), bigint)
+    }
+}
+
+impl MongoDriver {
+    /// Every counter of `collection` whose `field` holds an integer, sorted by `_id`.
+    pub async fn list(&self, collection: &str, field: &str) -> SeqResult<Vec<ListedCounter>> {
+        use futures_util::TryStreamExt;
+        check_field(field)?;
+        let filter = doc! { field: { "$type": ["int", "long", "double"] } };
+        // Only the value and configuration fields travel (`_id` always does), and each
+        // document is converted as it arrives: a counters collection holding large
+        // documents is never loaded whole.
+        let mut cursor = self
+            .database()
+            .collection::<Document>(collection)
+            .find(filter)
+            .projection(crate::engine::store::filters::value_and_config_projection(
+                field,
+            ))
+            .sort(doc! { "_id": 1 })
+            .await
+            .map_err(|e| self.error(&e))?;
+        let mut listed = Vec::new();
+        while let Some(d) = cursor.try_next().await.map_err(|e| self.error(&e))? {
+            let Ok(value) = integer_after_increment(d.get(field)) else {
+                continue;
+            };
+            let Some(stored) = d.get(field).and_then(StoredType::of) else {
+                continue;
+            };
+            let config = SequenceConfig::from_doc(&d, field).ok().flatten();
+            if let Some(id) = d.get("_id") {
+                listed.push(ListedCounter {
+                    id: id.clone(),
+                    value,
+                    config,
+                    stored,
+                });
+            }
+        }
+        Ok(listed)
+    }
+}

@@ -1,0 +1,46 @@
+//! Managing counters: read without advancing, set, reset, create, drop, list, and raise a
+//! counter to the largest value already used in a collection.
+//!
+//! Each operation is one atomic single-document write (or read), guarded on the
+//! counter's configuration as read, so it can never mix with a concurrent `init` of
+//! another configuration. Racing `next()` calls see either the state before it or after
+//! it. Like PostgreSQL's `setval`, `set` and `reset` may move a counter backwards, after
+//! which values already handed out come again; values outside a configured counter's
+//! limits are refused.
+//!
+//! `raise_to` and `sync_to_source` only ever move a counter on in its own direction,
+//! never back over values it handed out: an ascending counter up to a larger value
+//! (`$max`), a descending one (negative step) down to a smaller one (`$min`).
+//!
+//! One file per role: reading and writing a counter outright (`writes`: `current`,
+//! `init`, `set`, `reset`, `drop`, `setCountersWhere`), moving it on in its direction
+//! (`raise`: `raiseTo`, `syncToMax`), finding the values a collection already uses
+//! (`source`) and listing counters (`listing`).
+
+mod listing;
+mod raise;
+mod source;
+mod writes;
+
+pub use raise::{raise_to, sync_to_source, SourceValues};
+/// For the model test's source of values.
+#[cfg(test)]
+pub use source::extreme_of;
+pub use source::SourceField;
+pub use writes::{current, drop_counter, init, reset, set, set_where};
+
+use mongodb::bson::Bson;
+
+use crate::engine::counter::counter_value::integer_after_increment;
+use crate::engine::error::{SeqError, SeqResult};
+use crate::engine::store::counter_store::CounterRef;
+
+/// The counter's value read from `value` (its counter field); a value that is not a
+/// usable integer fails as an invalid counter.
+fn value_of(counter: &CounterRef, value: Option<&Bson>) -> SeqResult<i64> {
+    integer_after_increment(value)
+        .map_err(|found| SeqError::invalid_counter(&counter.label, &counter.field, &found))
+}
+
+#[cfg(test)]
+mod tests;
