@@ -392,7 +392,10 @@ test('a counter no cache numbers keeps its document as it was when raised', asyn
   await plain.raiseTo(10);
   await plain.raiseTo(3);
   await seq.sequence(env.db, 'raised-missing').raiseTo(4);
-  for (const [_id, value] of [['raised-plain', 10], ['raised-missing', 4]]) {
+  for (const [_id, value] of [
+    ['raised-plain', 10],
+    ['raised-missing', 4],
+  ]) {
     const doc = await env.db.collection('counters').findOne({ _id });
     assert.deepEqual(Object.keys(doc).sort(), ['_id', 'sequence_value'], _id);
     assert.equal(Number(doc.sequence_value), value, _id);

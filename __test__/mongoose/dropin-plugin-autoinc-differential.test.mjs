@@ -154,6 +154,13 @@ test('random histories: ours on mongoose 9 and 8 gives what theirs gives on 8 an
       // With a negative incrementBy a number given on save moves our counter down to it
       // (the way it counts) where theirs moves it up (docs, "What differs"): left out.
       if (options.incrementBy < 0) history = history.filter((s) => s.op !== 'given');
+      // One create([...]) with a 'z' and a '' document: both take numbers of the '' counter
+      // but are stored with another grouping value (a unique index over the field and the
+      // grouping field tells them apart), so which one gets which number decides whether a
+      // number handed out again collides; theirs gives them in the order its concurrent
+      // round trips come back. Made one group there ('z' as ''), so both orders store the
+      // same documents.
+      history = history.map((s) => (s.op === 'create' && s.groups.includes('') ? { ...s, groups: s.groups.map((g) => (g === 'z' ? '' : g)) } : s));
       const name = `Diff${made++}`;
       const traces = {};
       for (const [label, side] of Object.entries(sides)) {
