@@ -62,6 +62,22 @@ pub trait CounterDriver: Send + Sync {
 #[derive(Clone)]
 pub struct DriverCounters<D>(pub D);
 
+impl<D: CounterDriver> DriverCounters<D> {
+    /// One conditional update without upsert: whether it matched the counter.
+    async fn matched(
+        &self,
+        counter: &CounterRef,
+        filter: Document,
+        update: Document,
+    ) -> SeqResult<bool> {
+        let updated = self
+            .0
+            .find_and_update(counter, filter, update, false)
+            .await?;
+        Ok(updated.is_some())
+    }
+}
+
 impl<D: CounterDriver> CounterStore for DriverCounters<D> {
     fn endpoint(&self) -> Endpoint {
         self.0.endpoint()
@@ -145,11 +161,8 @@ impl<D: CounterDriver> CounterStore for DriverCounters<D> {
         value: i64,
     ) -> SeqResult<bool> {
         let filter = filters::configured_without_room(counter, config, needs);
-        let updated = self
-            .0
-            .find_and_update(counter, filter, filters::set_value(counter, value), false)
-            .await?;
-        Ok(updated.is_some())
+        self.matched(counter, filter, filters::set_value(counter, value))
+            .await
     }
 
     async fn compare_and_set(
@@ -164,11 +177,7 @@ impl<D: CounterDriver> CounterStore for DriverCounters<D> {
             Some(_) => filters::set_value(counter, value),
             None => filters::set_value_unmarked(counter, value),
         };
-        let updated = self
-            .0
-            .find_and_update(counter, filter, update, false)
-            .await?;
-        Ok(updated.is_some())
+        self.matched(counter, filter, update).await
     }
 
     async fn delete(&self, counter: &CounterRef) -> SeqResult<bool> {
@@ -223,10 +232,7 @@ impl<D: CounterDriver> CounterStore for DriverCounters<D> {
         before: i64,
     ) -> SeqResult<bool> {
         let filter = filters::returnable(counter, config, tail);
-        let updated = self
-            .0
-            .find_and_update(counter, filter, filters::set_value(counter, before), false)
-            .await?;
-        Ok(updated.is_some())
+        self.matched(counter, filter, filters::set_value(counter, before))
+            .await
     }
 }

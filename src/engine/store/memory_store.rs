@@ -355,10 +355,7 @@ impl CounterStore for MemoryStore {
     ) -> SeqResult<bool> {
         self.begin()?;
         let mut docs = self.docs.lock().unwrap();
-        let Some(entry) = docs
-            .get_mut(&key(counter))
-            .filter(|e| e.config.as_ref() == config)
-        else {
+        let Some(entry) = configured_as(&mut docs, counter, config) else {
             return Ok(false);
         };
         if expected.is_some() && integer(&entry.value) != expected {
@@ -433,10 +430,7 @@ impl CounterStore for MemoryStore {
         }
         self.begin()?;
         let mut docs = self.docs.lock().unwrap();
-        let Some(entry) = docs
-            .get_mut(&key(counter))
-            .filter(|e| e.config.as_ref() == config)
-        else {
+        let Some(entry) = configured_as(&mut docs, counter, config) else {
             return Ok(false);
         };
         let direction = Direction::of_step(tail.step);
@@ -449,6 +443,16 @@ impl CounterStore for MemoryStore {
         entry.value = Some(compact_integer(before));
         Ok(true)
     }
+}
+
+/// The entry of `counter` when it is configured exactly as `config` (`None`: plain).
+fn configured_as<'a>(
+    docs: &'a mut HashMap<Key, Entry>,
+    counter: &CounterRef,
+    config: Option<&SequenceConfig>,
+) -> Option<&'a mut Entry> {
+    docs.get_mut(&key(counter))
+        .filter(|e| e.config.as_ref() == config)
 }
 
 /// The integer an Int32 or Int64 field holds.
