@@ -33,10 +33,19 @@ impl CacheMarks {
     }
 }
 
-/// `update` also flagging the counter as cached when `counter` fetches into a cache.
+/// `update` also flagging the counter as cached when `counter` fetches into a cache
+/// (beside what it already `$set`s).
 fn flagged(counter: &CounterRef, mut update: Document) -> Document {
     if counter.cached {
-        update.insert("$set", doc! { CacheMarks::of(&counter.field).cached: true });
+        let flag = CacheMarks::of(&counter.field).cached;
+        match update.get_document_mut("$set") {
+            Ok(set) => {
+                set.insert(flag, true);
+            }
+            Err(_) => {
+                update.insert("$set", doc! { flag: true });
+            }
+        }
     }
     update
 }
@@ -225,15 +234,10 @@ pub fn set_value_unmarked(counter: &CounterRef, value: i64) -> Document {
 
 /// `$set` the counter field to `value` (flagging a cached counter).
 pub fn set_value(counter: &CounterRef, value: i64) -> Document {
-    let set = if counter.cached {
-        doc! {
-            counter.field.as_str(): compact_integer(value),
-            CacheMarks::of(&counter.field).cached: true,
-        }
-    } else {
-        doc! { counter.field.as_str(): compact_integer(value) }
-    };
-    doc! { "$set": set }
+    flagged(
+        counter,
+        doc! { "$set": { counter.field.as_str(): compact_integer(value) } },
+    )
 }
 
 /// Only the counter field.

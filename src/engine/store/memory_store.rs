@@ -189,14 +189,16 @@ impl CounterStore for MemoryStore {
         }
         let plain = docs.get_mut(&key(counter)).filter(|e| e.config.is_none());
         match plain {
-            Some(Entry {
-                value: Some(value @ (Bson::Int32(_) | Bson::Int64(_))),
-                cached,
-                ..
-            }) => {
-                *value = Self::add(value, by)?;
-                *cached |= counter.cached;
-                Ok(Some(value.clone()))
+            Some(
+                entry @ Entry {
+                    value: Some(Bson::Int32(_) | Bson::Int64(_)),
+                    ..
+                },
+            ) => {
+                let value = entry.value.as_ref().expect("an integer");
+                entry.value = Some(Self::add(value, by)?);
+                entry.flag(counter);
+                Ok(entry.value.clone())
             }
             // Like MongoDB: `$type` matches an array holding an integer; `$inc` refuses it.
             Some(Entry {
