@@ -136,7 +136,10 @@ function wrapMethods(Class, methods, describe) {
 const origins = (() => {
   const Class = native.Sequence;
   if (typeof Class !== 'function') return new WeakMap();
-  if (!(Class[ORIGINS] instanceof WeakMap)) Object.defineProperty(Class, ORIGINS, { value: new WeakMap() });
+  // An own property, not `instanceof WeakMap`: an evaluation in another realm (each Jest
+  // test file, a `vm` context) has another `WeakMap`, and the map it finds was made by the
+  // first realm. It works the same; defining it again would throw (non-configurable).
+  if (!Object.prototype.hasOwnProperty.call(Class, ORIGINS)) Object.defineProperty(Class, ORIGINS, { value: new WeakMap() });
   return Class[ORIGINS];
 })();
 function originOf(args) {

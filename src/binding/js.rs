@@ -200,6 +200,26 @@ fn builtin_bool(
     }
 }
 
+/// `Object.prototype.toString.call(value)` (`"[object RegExp]"`), which answers alike for a
+/// value made in any realm (a Jest test file, a `vm` context), where `instanceof` against
+/// this realm's globals answers false. `None` when it threw (a Proxy's trap).
+pub fn string_tag(value: &Unknown) -> Option<String> {
+    use napi::sys;
+    let env = value.value().env;
+    let function = global_path(env, &[c"Object", c"prototype", c"toString"])?;
+    let mut answer = std::ptr::null_mut();
+    // SAFETY: N-API call on the current env with handles it made.
+    let called = unsafe {
+        sys::napi_call_function(env, value.raw(), function, 0, std::ptr::null(), &mut answer)
+    } == sys::Status::napi_ok;
+    if !called {
+        return None;
+    }
+    // SAFETY: `answer` is a live value of this env.
+    let answer = unsafe { Unknown::from_napi_value(env, answer) }.ok()?;
+    string(&answer)
+}
+
 /// `Object.isExtensible(object)`: whether properties can be added to it (false for a
 /// frozen, sealed or `Object.preventExtensions` object). `None` when asking threw (a
 /// Proxy's trap; the exception stays pending for the boundary).

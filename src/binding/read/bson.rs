@@ -15,7 +15,7 @@ use napi::{sys, JsValue, ValueType};
 
 use crate::binding::js::{
     array_items, array_length, describe, global_path, number, object_or_array, property, string,
-    type_of,
+    string_tag, type_of,
 };
 use crate::engine::error::{SeqError, SeqResult};
 use crate::engine::text::quote::quoted;
@@ -114,15 +114,13 @@ fn is_date(value: &Unknown) -> Option<f64> {
 /// Node driver stores as a document; `None` for anything else.
 fn map_entries<'a>(value: &Unknown<'a>) -> Option<Unknown<'a>> {
     let env = value.value().env;
-    let map = global_path(env, &[c"Map"])?;
-    let mut is_map = false;
+    // By its tag, as the Node driver's BSON library tells a Map: a Map of another realm
+    // (a Jest test file) is no `instanceof` this realm's `Map`.
+    if string_tag(value)? != "[object Map]" {
+        return None;
+    }
     // SAFETY: N-API calls on the current env with handles it made.
     unsafe {
-        if sys::napi_instanceof(env, value.raw(), map, &mut is_map) != sys::Status::napi_ok
-            || !is_map
-        {
-            return None;
-        }
         let array = global_path(env, &[c"Array"])?;
         let from = global_path(env, &[c"Array", c"from"])?;
         let mut pairs = std::ptr::null_mut();
@@ -408,20 +406,18 @@ fn look_alike(path: &str, kind: &str) -> SeqError {
     ))
 }
 
-/// `value instanceof RegExp`, with the global `RegExp`.
+/// Whether `value` is a regular expression of any realm: `instanceof RegExp` or tagged
+/// `[object RegExp]`, as the Node driver's BSON library tells one.
 fn is_regexp(value: &Unknown) -> bool {
     let env = value.value().env;
-    let mut global = std::ptr::null_mut();
-    let mut ctor = std::ptr::null_mut();
     let mut yes = false;
-    // SAFETY: N-API calls on live values of this env; the name is NUL-terminated.
-    unsafe {
-        sys::napi_get_global(env, &mut global) == sys::Status::napi_ok
-            && sys::napi_get_named_property(env, global, c"RegExp".as_ptr(), &mut ctor)
-                == sys::Status::napi_ok
-            && sys::napi_instanceof(env, value.raw(), ctor, &mut yes) == sys::Status::napi_ok
-            && yes
-    }
+    // SAFETY: N-API calls on live values of this env.
+    let here = unsafe {
+        global_path(env, &[c"RegExp"]).is_some_and(|ctor| {
+            sys::napi_instanceof(env, value.raw(), ctor, &mut yes) == sys::Status::napi_ok && yes
+        })
+    };
+    here || string_tag(value).is_some_and(|tag| tag == "[object RegExp]")
 }
 
 fn wrapped_number(obj: &Object, key: &str) -> Option<f64> {
