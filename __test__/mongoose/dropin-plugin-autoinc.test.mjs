@@ -100,6 +100,57 @@ for (const [major, mongoose] of MONGOOSES) {
       assert.equal((await counterOf(`${p}Filtered`, '', 'no')).count, 4);
     });
 
+    test('outputFilter: every upsert that takes a number stores it filtered, as saves and batches do', async () => {
+      // Without a unique index, an unfiltered number would be stored beside a saved one.
+      const schema = new mongoose.Schema({ tag: String, no: Number, by: String });
+      schema.plugin(autoIncrement, { model: `${p}FilteredUpsert`, field: 'no', startAt: 1, unique: false, outputFilter: (c) => c * 2 });
+      const M = await model(`${p}FilteredUpsert`, schema);
+      for (const tag of ['a1', 'a2', 'a3']) await new M({ tag }).save();
+      await M.updateOne({ tag: 'b1' }, { $set: { by: 'u' } }, { upsert: true });
+      await M.updateMany({ tag: 'b2' }, { $setOnInsert: { by: 'm' } }, { upsert: true });
+      await M.findOneAndUpdate({ tag: 'b3' }, { $set: { by: 'f' } }, { upsert: true });
+      await M.bulkWrite([
+        { updateOne: { filter: { tag: 'c1' }, update: { $set: { by: 'bu' } }, upsert: true } },
+        { updateMany: { filter: { tag: 'c2' }, update: { $setOnInsert: { by: 'bm' } }, upsert: true } },
+        { insertOne: { document: { tag: 'c3' } } },
+      ]);
+      assert.deepEqual(
+        (await M.find().sort({ tag: 1 }).lean()).map((d) => [d.tag, d.no]),
+        [
+          ['a1', 2],
+          ['a2', 4],
+          ['a3', 6],
+          ['b1', 8],
+          ['b2', 10],
+          ['b3', 12],
+          ['c1', 14],
+          ['c2', 16],
+          ['c3', 18],
+        ],
+      );
+      assert.equal((await counterOf(`${p}FilteredUpsert`, '', 'no')).count, 9);
+      // nextCount reads the counter, unfiltered, as mongoose-plugin-autoinc's does.
+      assert.equal(await M.nextCount(), 10);
+      // A number the caller gives (a replace upsert by its number) is stored as given.
+      await M.replaceOne({ no: 100 }, { tag: 'd1' }, { upsert: true });
+      assert.equal((await M.findOne({ tag: 'd1' })).no, 100);
+    });
+
+    test('outputFilter: a number an upsert places inside an object $setOnInsert gives is filtered too', async () => {
+      const nested = new mongoose.Schema({ tag: String, meta: { no: Number, by: String } });
+      nested.plugin(autoIncrement, { model: `${p}FilteredNested`, field: 'meta.no', startAt: 1, unique: false, outputFilter: (c) => c * 2 });
+      const N = await model(`${p}FilteredNested`, nested);
+      await N.create({ tag: 'a' });
+      await N.updateOne({ tag: 'b' }, { $setOnInsert: { meta: { by: 'x' } } }, { upsert: true });
+      assert.deepEqual(
+        (await N.find().sort({ tag: 1 }).lean()).map((d) => [d.tag, d.meta.no]),
+        [
+          ['a', 2],
+          ['b', 4],
+        ],
+      );
+    });
+
     test('numbered before validation: a required field, validate() on a new document', async () => {
       const schema = new mongoose.Schema({ no: { type: Number, required: true } });
       schema.plugin(autoIncrement, { model: `${p}Required`, field: 'no', startAt: 1 });

@@ -16,7 +16,7 @@ export type AutoIncSettings = {
   incrementBy?: number;
   /** A unique index on the field (with the grouping field). Default `true`. */
   unique?: boolean;
-  /** What a document receives for each number. */
+  /** What a document receives for each number, in every write that numbers it. */
   outputFilter?: (count: number) => number;
   /**
    * Reserve numbers in blocks of this many per process and number documents from memory
@@ -33,7 +33,7 @@ export type AutoIncOptions = AutoIncSettings | string;
 export interface AutoIncFunctions {
   /**
    * The next number of the counter of `group` (default `''`); `startAt` before the first.
-   * With `cache`, this process's unused reserved numbers of that counter are given back
+   * Not passed through `outputFilter`, as mongoose-plugin-autoinc's. With `cache`, this process's unused reserved numbers of that counter are given back
    * first (or dropped as a gap when another process moved the counter since), so it is
    * the number this process's next new document of the group gets.
    */

@@ -167,7 +167,10 @@ function autoIncrement(schema, options) {
     if (typeof given === 'number' && Number.isFinite(given)) await counter.raiseTo(this, Math.floor(given));
   });
 
-  /** The counter's next number for `group` (default `''`); `startAt` before the first. */
+  /**
+   * The counter's next number for `group` (default `''`); `startAt` before the first. Not
+   * passed through outputFilter: mongoose-plugin-autoinc's nextCount returns the count.
+   */
   async function nextCount(group) {
     const Model = modelOfThis(this);
     return counter.nextNumberOf({ field, groupingField: groupKey(group), model }, Model);

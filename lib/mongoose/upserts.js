@@ -128,8 +128,9 @@ function replacementPlan(counter, Model, equalities, byNumber, replacement) {
  * How an upsert of `Model` numbers the document it would insert: `null` when it takes no
  * number (the filter gives the field by equality, the update sets it, the replacement
  * holds it), else `{ source, place }`: the values that choose the counter (`null`: no
- * number to take) and `place(value)`, the update with the number. `update` is an update
- * document, or with `replace` a replacement. Throws what cannot be numbered, before any
+ * number to take) and `place(value)`, the update with the number the document receives
+ * for the counter's `value` (`counter.shown(value)`, as saves and batches give it).
+ * `update` is an update document, or with `replace` a replacement. Throws what cannot be numbered, before any
  * number is taken: an aggregation pipeline, a replacement that would renumber a document
  * it matches, a reference value written by another operator than `$set` / `$setOnInsert`.
  */
@@ -159,8 +160,11 @@ function upsertPlan(counter, Model, filter, update, replace) {
   // `$setOnInsert: { meta: {…} }` with inc_field `meta.no`: the number goes into a copy
   // of that object (a second path under it would conflict, code 40).
   const [key, inside] = touched ? [touched, field.slice(touched.length + 1)] : [field, null];
+  // `value` is the counter's; the document receives what every other write gives it for
+  // that value (a drop-in's outputFilter), or an upsert would store numbers saves store.
   const place = (value) => {
-    const placed = inside === null ? value : readField(withField({ [key]: update.$setOnInsert[key] }, `${key}.${inside}`, value), key);
+    const shown = counter.shown(value);
+    const placed = inside === null ? shown : readField(withField({ [key]: update.$setOnInsert[key] }, `${key}.${inside}`, shown), key);
     return { ...update, $setOnInsert: { ...(update.$setOnInsert || {}), [key]: placed } };
   };
   return { source, place };
