@@ -53,8 +53,9 @@ declare namespace AutoIncrementFactory {
     parallel_hooks?: boolean;
     /**
      * `true` (default): a second plugin with the same `id` throws `Counter already defined
-     * for field "<id>"`. `false`: it shares the counter documents. `'reuse'`: the same
-     * options registered again (hot reload) reuse the counter; different options still throw.
+     * for field "<id>"` (then the remedy), the same options too. `false`: it shares the
+     * counter documents. `'reuse'`: the same options registered again (hot reload) reuse the
+     * counter; different options still throw, naming them.
      */
     exclusive?: boolean | 'reuse';
     /**

@@ -22,7 +22,7 @@
 //   migration.js      syncCounterToMax, takeOverCounter
 
 const { codedError } = require('./lib/coded-error.js');
-const { normalise, signature, checkField, PLUGIN } = require('./lib/mongoose/options.js');
+const { normalise, signature, signatureDifferences, checkField, PLUGIN } = require('./lib/mongoose/options.js');
 const { registry, countersOf, addToSchema } = require('./lib/mongoose/registry.js');
 const { Counter } = require('./lib/mongoose/counter.js');
 const { addHooks } = require('./lib/mongoose/hooks.js');
@@ -57,7 +57,29 @@ function counterFor(connection, options, bson) {
   }
   // Shared on purpose: the same counter documents, this registration's own options.
   if (options.exclusive === false) return new Counter(connection, options, bson);
-  throw codedError('INVALID_ARGUMENT', `Counter already defined for field "${options.id}"`);
+  throw alreadyDefined(existing, options);
+}
+
+/**
+ * The refusal of a second registration of `options.id`: mongoose-sequence's message first
+ * (code written for it may match it), then the remedy. The same options again are refused
+ * too: a model file run again (a hot reload) makes a new schema with the same options, and
+ * so does a second model that shares the id by mistake (`id` defaults to `inc_field`);
+ * nothing at plugin time (no model name yet) tells them apart, and taken silently the
+ * second would number its collection from the first one's counter. Only the caller can
+ * say it is the same model.
+ */
+function alreadyDefined(existing, options) {
+  const prefix = `Counter already defined for field "${options.id}"`;
+  if (options.exclusive === 'reuse') {
+    const differing = signatureDifferences(existing.options, options);
+    const verb = differing.length === 1 ? 'differs' : 'differ';
+    return codedError('INVALID_ARGUMENT', `${prefix}; exclusive: 'reuse' accepts it again only with the same options, and ${differing.join(', ')} ${verb}`);
+  }
+  return codedError(
+    'INVALID_ARGUMENT',
+    `${prefix}; pass exclusive: 'reuse' to accept the same counter registered again (a hot reload re-running the model file), or give each model's counter an id of its own`,
+  );
 }
 
 /**

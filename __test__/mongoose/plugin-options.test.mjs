@@ -20,8 +20,20 @@ eachMongoose('o', env, ({ mongoose, AutoIncrement, p, model }) => {
       return schema;
     };
     const first = await model(`${p}Hot1`, make({}));
-    assert.throws(() => make({}), new Error(`Counter already defined for field "${p}hot"`));
-    assert.throws(() => make({ exclusive: 'reuse', start_seq: 7 }), /Counter already defined/);
+    // The same options on a new schema still throw: at plugin time a model file run again
+    // cannot be told from a second model sharing the id by mistake. The message keeps
+    // mongoose-sequence's and names the remedies.
+    assert.throws(
+      () => make({}),
+      new Error(
+        `Counter already defined for field "${p}hot"; pass exclusive: 'reuse' to accept the same counter registered again (a hot reload re-running the model file), or give each model's counter an id of its own`,
+      ),
+    );
+    // With 'reuse' and other options, the message names the options that differ.
+    assert.throws(
+      () => make({ exclusive: 'reuse', start_seq: 7, inc_amount: 2 }),
+      new Error(`Counter already defined for field "${p}hot"; exclusive: 'reuse' accepts it again only with the same options, and start_seq, inc_amount differ`),
+    );
     const reloaded = await model(`${p}Hot2`, make({ exclusive: 'reuse' }));
     const shared = await model(`${p}Hot3`, make({ exclusive: false }));
     const got = [(await first.create({})).n, (await reloaded.create({})).n, (await shared.create({})).n];

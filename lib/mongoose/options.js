@@ -89,10 +89,17 @@ function normalise(options) {
   return { ...merged, id: String(id), reference_fields: scoped ? [].concat(merged.reference_fields).sort() : null };
 }
 
-/** What must agree for a second registration to reuse a counter (`exclusive: 'reuse'`). */
+/** The options that must agree for a second registration to reuse a counter (`exclusive: 'reuse'`). */
+const SIGNATURE = ['id', 'inc_field', 'start_seq', 'inc_amount', 'reference_fields', 'collection_name', 'gapless', 'uri', 'cache'];
+
+/** `options` as far as SIGNATURE names them: equal for registrations that may reuse one counter. */
 function signature(options) {
-  const { id, inc_field, start_seq, inc_amount, reference_fields, collection_name, gapless, uri, cache } = options;
-  return JSON.stringify({ id, inc_field, start_seq, inc_amount, reference_fields, collection_name, gapless, uri, cache });
+  return JSON.stringify(Object.fromEntries(SIGNATURE.map((name) => [name, options[name]])));
+}
+
+/** The names of the options of `signature` on which `a` and `b` differ (never their values: `uri` may hold credentials). */
+function signatureDifferences(a, b) {
+  return SIGNATURE.filter((name) => JSON.stringify(a[name]) !== JSON.stringify(b[name]));
 }
 
 /** Refuses an `inc_field` the schema already has with another type than Number. */
@@ -111,4 +118,4 @@ function gaplessRefusal(what) {
   );
 }
 
-module.exports = { PLUGIN, COUNTER_FIELD, DEFAULTS, MAX_CACHE, checkCache, normalise, signature, checkField, gaplessRefusal };
+module.exports = { PLUGIN, COUNTER_FIELD, DEFAULTS, MAX_CACHE, checkCache, normalise, signature, signatureDifferences, checkField, gaplessRefusal };

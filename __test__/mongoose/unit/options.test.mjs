@@ -5,7 +5,7 @@ import { inspect } from 'node:util';
 import { createRequire } from 'node:module';
 
 const require = createRequire(import.meta.url);
-const { normalise, signature, DEFAULTS, gaplessRefusal } = require('../../../lib/mongoose/options.js');
+const { normalise, signature, signatureDifferences, DEFAULTS, gaplessRefusal } = require('../../../lib/mongoose/options.js');
 
 const refused = (options, code, type = Error) =>
   assert.throws(
@@ -51,7 +51,10 @@ test('signature: what a reuse must agree on, and nothing else', () => {
   assert.notEqual(signature(normalise({ cache: 10 })), signature(normalise({ cache: 20 })));
   for (const change of [{ start_seq: 2 }, { inc_amount: 2 }, { collection_name: 'c' }, { gapless: true }, { uri: 'mongodb://h' }, { reference_fields: 'shop' }, { cache: 10 }]) {
     assert.notEqual(signature(a), signature(normalise({ id: 'x', inc_field: 'no', ...change })), JSON.stringify(change));
+    // The refusal names the option that differs, by name only (a uri may hold credentials).
+    assert.deepEqual(signatureDifferences(a, normalise({ id: 'x', inc_field: 'no', ...change })), Object.keys(change));
   }
+  assert.deepEqual(signatureDifferences(a, normalise({ id: 'x', inc_field: 'no', exclusive: false, parallel_hooks: false })), []);
 });
 
 test('gaplessRefusal names the operation, with GAPLESS_UNSUPPORTED_OPERATION', () => {
