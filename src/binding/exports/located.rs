@@ -90,10 +90,15 @@ pub fn set_counters_where<'env>(
             let store = handle
                 .driver(&database)?
                 .with_write_concern(options.write_concern.map(|w| w.to_driver()));
-            let matched =
-                management::set_where(&handle, &database, &store, &counter, fields, value).await?;
+            let bound = handle.clone();
+            let label = counter.label.clone();
+            let matched = bound
+                .within_call_timeout(async move {
+                    management::set_where(&handle, &database, &store, &counter, fields, value).await
+                })
+                .await?;
             Ok(Output::Single(Value::checked(
-                &counter.label,
+                &label,
                 i64::try_from(matched).unwrap_or(i64::MAX),
                 false,
             )?))

@@ -34,7 +34,8 @@ where
     promise(env, async move {
         let named = named?;
         let prepared = named.clone().prepare(slot).await?;
-        op(prepared, named).await
+        let bound = prepared.clone();
+        bound.within_call_timeout(op(prepared, named)).await
     })
 }
 
@@ -91,8 +92,11 @@ pub fn list_sequences<'env>(
             let (target, options) = read?;
             let (handle, database) = target.resolve().await?;
             let store = handle.driver(&database)?;
+            let listed = handle.within_call_timeout(async move {
+                store.list(&options.collection, &options.field).await
+            });
             let mut entries = Vec::new();
-            for counter in store.list(&options.collection, &options.field).await? {
+            for counter in listed.await? {
                 let label = counter.id.to_string();
                 entries.push(Listed {
                     value: Value::checked(&label, counter.value, options.bigint)?,

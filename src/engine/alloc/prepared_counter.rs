@@ -111,6 +111,19 @@ impl PreparedCounter {
         }
     }
 
+    /// `work` bounded as this counter's value-taking calls are
+    /// ([`ClientHandle::within_call_timeout`]).
+    pub fn within_call_timeout<T, F>(
+        &self,
+        work: F,
+    ) -> impl std::future::Future<Output = SeqResult<T>> + Send + 'static
+    where
+        T: Send + 'static,
+        F: std::future::Future<Output = SeqResult<T>> + Send + 'static,
+    {
+        self.handle.within_call_timeout(work)
+    }
+
     /// This process's state of the counter.
     pub fn state(&self) -> &Arc<CounterState> {
         &self.state

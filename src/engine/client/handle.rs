@@ -356,16 +356,30 @@ impl ClientHandle {
     /// closes. A round trip it started may still complete afterwards; its values are then
     /// lost (a gap, never a duplicate).
     pub fn bounded(self: &Arc<Self>, pending: Pending) -> Pending {
+        Box::pin(self.within_call_timeout(pending))
+    }
+
+    /// `work` under the rule of [`ClientHandle::bounded`], for calls of any result: reads
+    /// and management writes are bounded as value-taking calls are, so no call waits
+    /// longer than its client's call timeout on a server that stopped answering.
+    pub fn within_call_timeout<T, F>(
+        self: &Arc<Self>,
+        work: F,
+    ) -> impl std::future::Future<Output = SeqResult<T>> + Send + 'static
+    where
+        T: Send + 'static,
+        F: std::future::Future<Output = SeqResult<T>> + Send + 'static,
+    {
         let timeout = self.call_timeout;
         let deadline = tokio::time::Instant::now() + timeout;
         let mut closing = self.closing.subscribe();
         self.busy.fetch_add(1, Ordering::SeqCst);
         let busy = Busy(self.clone());
-        Box::pin(async move {
+        async move {
             let _busy = busy;
             tokio::select! {
                 biased;
-                outcome = pending => outcome,
+                outcome = work => outcome,
                 _ = closing.wait_for(|closed| *closed) => Err(SeqError::new(
                     ErrorCode::ClientClosed,
                     "the client was closed while this call was waiting; its values, if \
@@ -381,7 +395,7 @@ impl ClientHandle {
                     ),
                 )),
             }
-        })
+        }
     }
 }
 
