@@ -190,6 +190,40 @@ test('frozen then killed server: no call waits longer than its own timeout (Node
   );
 });
 
+// Reads and management writes, on a server frozen after connecting (it holds the
+// connections but answers nothing): each is bounded as value-taking calls are.
+test('a frozen server: reads and management calls reject within their own timeout', { skip, timeout: 90_000 }, async (t) => {
+  const dbName = await freshServer('frozen_reads');
+  const client = await seq.connect(server.uri, { serverSelectionTimeoutMS: SELECTION_MS });
+  t.after(() => client.close({ timeoutMS: 1000 }));
+  const db = client.db(dbName);
+  const handle = seq.sequence(db, 'coalesced');
+  await handle.next();
+  await seq.listSequences(db);
+  const calls = {
+    current: () => handle.current(),
+    set: () => handle.set(50),
+    init: () => seq.sequence(db, 'fresh').init({ start: 1 }),
+    reset: () => handle.reset(),
+    raiseTo: () => handle.raiseTo(70),
+    drop: () => seq.sequence(db, 'direct').drop(),
+    listSequences: () => seq.listSequences(db),
+    syncToMax: () => seq.syncToMax(db, 'docs', 'n', 'coalesced'),
+    setCountersWhere: () => seq.setCountersWhere(db, { id: 'cached' }, 3),
+  };
+  await freeze();
+  const records = Object.entries(calls).map(([kind, call]) => timed(kind, call));
+  const all = Promise.all(records.map((r) => r.done));
+  const settled = await Promise.race([all.then(() => true), sleep(SELECTION_MS * 4 + 5000).then(() => false)]);
+  const shown = records.map((r) => `${r.kind}: ${r.settled ? `${r.code} after ${r.settled - r.made} ms` : 'still pending'}`);
+  assert.ok(settled, shown.join('\n'));
+  for (const r of records) {
+    assert.equal(r.code, 'CONNECTION', shown.join('\n'));
+    assert.ok(r.settled - r.made <= SELECTION_MS + SLACK_MS, shown.join('\n'));
+  }
+  t.diagnostic(shown.join(', '));
+});
+
 test('a call queued behind a round trip that finds no server fails with it', { skip, timeout: 90_000 }, async (t) => {
   const dbName = await freshServer('queued');
   const selectionMs = 3000;

@@ -9,6 +9,7 @@ import { spawn } from 'node:child_process';
 import { createServer, connect } from 'node:net';
 import { join } from 'node:path';
 import { ensureVenv, ROOT } from './python-env.mjs';
+import { watchForStall } from './stall-watch.mjs';
 
 const STARTUP_TIMEOUT_MS = 60_000;
 export const SERVER_KINDS = ['mongoeco', 'secantus'];
@@ -43,9 +44,12 @@ const KINDS = {
     readyLine: 'READY ',
   },
   secantus: {
+    // Through our launcher, which corrects the server's stall on a collection created
+    // while another connection writes into it (see the launcher).
     command: (python, port, { storagePath = ':memory:' } = {}) => [
-      join(python, '..', 'secantusd-py'),
+      python,
       [
+        join(ROOT, 'scripts', 'servers', 'secantus_server.py'),
         '--config',
         join(ROOT, 'scripts', 'servers', 'secantusd.toml'),
         '--host',
@@ -64,6 +68,8 @@ const KINDS = {
     ],
     uri: (port) => `mongodb://127.0.0.1:${port}/?directConnection=true`,
     readyLine: null,
+    // Its stall is detected, not waited out (scripts/lib/stall-watch.mjs).
+    watched: true,
   },
 };
 
@@ -99,7 +105,9 @@ function launch(kind, spec, python, port, options, log) {
   const exited = new Promise((resolve) => child.once('exit', resolve));
   const killOnExit = () => child.kill('SIGKILL');
   process.once('exit', killOnExit);
+  let watch = null;
   const end = async (signal) => {
+    watch?.stop();
     process.removeListener('exit', killOnExit);
     if (child.exitCode === null && child.signalCode === null) {
       child.kill(signal);
@@ -127,6 +135,7 @@ function launch(kind, spec, python, port, options, log) {
       clearInterval(poll);
       if (!error) {
         log(`[servers] ${kind} (pid ${child.pid}) on 127.0.0.1:${port} in ${Date.now() - started} ms`);
+        if (spec.watched) watch = watchForStall(server);
         resolve(server);
       } else {
         end('SIGKILL').then(() => reject(new Error(`${error.message}\n${output.slice(-2000)}`)));
