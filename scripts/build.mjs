@@ -1,4 +1,4 @@
-// `npm run build` (and `prepare`): the release addon for this machine. On Linux x64 and
+// `npm run build` (and before `npm run demo` and `npm test`): the release addon for this machine. On Linux x64 and
 // arm64 (glibc) it links with the napi-rs cross toolchain's glibc 2.17 sysroot
 // (`--use-napi-cross`), so the binary loads on old distributions too (Debian 11, RHEL 8,
 // Amazon Linux 2); elsewhere it is a plain build. Extra arguments are passed on.

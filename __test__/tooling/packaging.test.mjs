@@ -6,7 +6,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { delimiter, join, sep } from 'node:path';
 import { setup } from '../helpers.mjs';
@@ -133,4 +133,31 @@ test('the tarballs install into an empty app and work without Rust', async () =>
     shell: windows,
   }).trim();
   assert.equal(viaNpx, '3');
+});
+
+// A vendored or patched copy (`npm i ./vendor/mongodb-sequence`) installs as the tarball
+// does: the package runs no script at install time (a `prepare` would run there and fail,
+// its scripts/ not being shipped, and npm 11 flags every install script).
+test('the main package has no install-time script; a vendored copy installs and loads', async () => {
+  const dist = join(app, 'vendor-dist');
+  sh(process.execPath, [join(ROOT, 'scripts', 'package.mjs'), '--dest', dist], { cwd: ROOT, env: { ...process.env, MONGO_SEQUENCE_SKIP_BUILD: '1' } });
+  const tarballs = readdirSync(dist);
+  const main = tarballs.find((f) => /^mongodb-sequence-\d/.test(f));
+  const platform = tarballs.find((f) => f !== main);
+  const vendor = join(app, 'vendored');
+  const copy = join(vendor, 'vendor', 'mongodb-sequence');
+  mkdirSync(copy, { recursive: true });
+  sh('tar', ['xzf', join(dist, main), '-C', copy, '--strip-components=1']);
+  const { scripts = {} } = JSON.parse(readFileSync(join(copy, 'package.json'), 'utf8'));
+  for (const hook of ['preinstall', 'install', 'postinstall', 'prepare', 'preprepare', 'postprepare']) {
+    assert.equal(scripts[hook], undefined, `the packed package.json has a ${hook} script: ${scripts[hook]}`);
+  }
+  writeFileSync(join(vendor, 'package.json'), JSON.stringify({ name: 'vendored-app', version: '1.0.0', private: true }));
+  const installed = sh('npm', ['install', '--prefer-offline', '--no-audit', '--no-fund', './vendor/mongodb-sequence', join(dist, platform)], {
+    cwd: vendor,
+    shell: process.platform === 'win32',
+  });
+  assert.doesNotMatch(installed, /install scripts/i, installed);
+  const loaded = sh(process.execPath, ['-e', "console.log(typeof require('mongodb-sequence').getNextSequenceValue)"], { cwd: vendor }).trim();
+  assert.equal(loaded, 'function');
 });
