@@ -330,7 +330,7 @@ export interface DiscardedValues {
  * The `code` of every `Error` this package raises (the mongoose plugin's included).
  * The `ErrorCode` export holds each of them under its own name.
  */
-export type ErrorCode = 'SEQUENCE_NOT_FOUND' | 'INVALID_ARGUMENT' | 'INVALID_COUNTER' | 'SEQUENCE_OVERFLOW' | 'CONNECTION' | 'SERVER' | 'CLIENT_CLOSED' | 'UNSUPPORTED_CLIENT' | 'CONTENTION' | 'TRANSACTIONS_UNSUPPORTED' | 'SEQUENCE_EXHAUSTED' | 'INTERNAL' | 'INDEX_CONFLICT' | 'GAPLESS_UNSUPPORTED_OPERATION'
+export type ErrorCode = 'SEQUENCE_NOT_FOUND' | 'INVALID_ARGUMENT' | 'INVALID_COUNTER' | 'SEQUENCE_OVERFLOW' | 'CONNECTION' | 'SERVER' | 'CLIENT_CLOSED' | 'UNSUPPORTED_CLIENT' | 'CONTENTION' | 'TRANSACTIONS_UNSUPPORTED' | 'SEQUENCE_EXHAUSTED' | 'INTERNAL' | 'INDEX_CONFLICT' | 'GAPLESS_UNSUPPORTED_OPERATION' | 'BINDING_NOT_LOADED'
 
 /**
  * Formats a sequence value as a business number. Tokens: `{seq}` the value, `{seq:N}`

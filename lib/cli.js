@@ -4,7 +4,7 @@
 // output helpers. Each command is a `{ parse, run }` module under bin/commands/.
 
 const readline = require('node:readline');
-const seq = require('../index.js');
+const seq = require('./native.js');
 const { toJson } = require('./json.js');
 
 /** Longest `--timeout`, in seconds (a day). */

@@ -3,7 +3,7 @@
 // error: an `Error` with a stable `code` taken from the native module's `ErrorCode`
 // table, the same table the Rust core's errors are coded from, so a code is defined once.
 
-const { ErrorCode, redactConnectionStrings } = require('../index.js');
+const { ErrorCode, redactConnectionStrings } = require('./native.js');
 
 /**
  * A new `type` (default `Error`) with `message` and the stable `code`, one of

@@ -13,7 +13,7 @@
 // The classes stay the native ones (instances come from the addon): their asynchronous
 // methods are wrapped on their prototypes.
 
-const native = require('../index.js');
+const native = require('./native.js');
 
 const dc = process.getBuiltinModule?.('node:diagnostics_channel') ?? require('node:diagnostics_channel');
 const channel = typeof dc.tracingChannel === 'function' ? dc.tracingChannel('mongodb-sequence:call') : null;

@@ -5,14 +5,13 @@
 //
 // Then the runtime check: the files that exercise what depends on the Node.js version
 // (RUNTIME_FILES: the drop-in, derived clients and their options, round-trip events,
-// the tracing channel, inserts, the mongoose plugin, the CLI) run again under Node.js 22, 24 and 26, against the first
+// the tracing channel, inserts, the mongoose plugin, the CLI) run again under Node.js 20.19, 22, 24 and 26, against the first
 // server kind only. The binaries are installed into .runtimes/ first (scripts/lib/
 // runtimes.mjs), with Bun and Deno, which __test__/tooling/other-runtimes.test.mjs uses.
 // Linux x64 (glibc) only; MONGO_SEQUENCE_RUNTIMES=0 skips it (CI's Node.js matrix jobs),
 // `npm test -- --runtimes-only` runs only it. When the Node.js that runs `npm test` is older
-// than `engines` allows (Node 20 on this project's development machines), the newest LTS
-// of the runtime check (Node.js 24) runs the whole suite instead, and the check runs the
-// others.
+// than `engines` allows, the newest LTS of the runtime check (Node.js 24) runs the whole
+// suite instead, and the check runs the others.
 //
 // Last, the newest-versions pass: the test files about Node driver and mongoose objects
 // again, on the newest published mongodb and mongoose, installed now into .test-deps/

@@ -125,4 +125,7 @@ test("every code the package's JavaScript raises is one of the table's", () => {
     }
   }
   assert.ok(seen > 20, `${seen} codedError calls found`);
+  // The loader's error is made before the table exists: its code is written once, there.
+  const loader = /const CODE = '([A-Z_]+)';/.exec(read('lib/native.js'));
+  assert.ok(loader && codes.includes(loader[1]), `lib/native.js: ${loader?.[1]} is not in ErrorCode`);
 });

@@ -6,11 +6,12 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { delimiter, join, sep } from 'node:path';
+import { delimiter, dirname, join, sep } from 'node:path';
 import { setup } from '../helpers.mjs';
 import { ROOT } from '../../scripts/lib/python-env.mjs';
+import { ensureRuntimes, runtimesUnavailable } from '../../scripts/lib/runtimes.mjs';
 
 let env;
 let app;
@@ -160,4 +161,54 @@ test('the main package has no install-time script; a vendored copy installs and 
   assert.doesNotMatch(installed, /install scripts/i, installed);
   const loaded = sh(process.execPath, ['-e', "console.log(typeof require('mongodb-sequence').getNextSequenceValue)"], { cwd: vendor }).trim();
   assert.equal(loaded, 'function');
+});
+
+/** npm's own script, to run it under another Node.js (npm checks `engines` against the Node that runs it). */
+function npmCli() {
+  if (process.env.npm_execpath?.endsWith('.js')) return process.env.npm_execpath;
+  return join(dirname(realpathSync(sh('which', ['npm']).trim())), 'npm-cli.js');
+}
+
+// npm leaves out an optional dependency whose `engines` the running Node.js does not meet,
+// without an error: the platform package must admit every Node.js the main package does,
+// down to the oldest (20.19, as the official driver). Installed as users get it, the
+// platform package an optional dependency; then the same without it: the loader's error.
+test('Node.js 20.19 installs the platform package as an optional dependency; without it, a clear error', { skip: runtimesUnavailable() ?? false }, async () => {
+  const node20 = ensureRuntimes().node20;
+  assert.match(node20.version, /^v20\.19\./);
+  const dist = join(app, 'node20-dist');
+  sh(process.execPath, [join(ROOT, 'scripts', 'package.mjs'), '--dest', dist], { cwd: ROOT, env: { ...process.env, MONGO_SEQUENCE_SKIP_BUILD: '1' } });
+  const tarballs = readdirSync(dist);
+  const main = tarballs.find((f) => /^mongodb-sequence-\d/.test(f));
+  const platform = tarballs.find((f) => f !== main);
+  const platformName = platform.replace(/-\d+\.\d+\.\d+\.tgz$/, '');
+  const version = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')).version;
+  const node20Env = { ...process.env, PATH: `${dirname(node20.path)}${delimiter}${process.env.PATH}` };
+  for (const omitted of [false, true]) {
+    // Not under the other apps: a package resolved from a parent's node_modules would hide the omission.
+    const dir = mkdtempSync(join(tmpdir(), omitted ? 'mseq-node20-omitted-' : 'mseq-node20-'));
+    after(() => rmSync(dir, { recursive: true, force: true }));
+    writeFileSync(
+      join(dir, 'package.json'),
+      JSON.stringify({
+        name: 'node20-app',
+        version: '1.0.0',
+        private: true,
+        dependencies: { 'mongodb-sequence': `file:${join(dist, main)}` },
+        optionalDependencies: { [platformName]: `file:${join(dist, platform)}` },
+      }),
+    );
+    const args = ['install', '--prefer-offline', '--no-audit', '--no-fund', ...(omitted ? ['--omit=optional'] : [])];
+    sh(node20.path, [npmCli(), ...args], { cwd: dir, env: node20Env });
+    const script = `try { const m = require('mongodb-sequence'); console.log(JSON.stringify({ loaded: typeof m.getNextSequenceValue })); } catch (e) { console.log(JSON.stringify({ code: e.code, message: e.message })); }`;
+    const outcome = JSON.parse(sh(node20.path, ['-e', script], { cwd: dir, env: node20Env }).trim());
+    if (!omitted) {
+      assert.deepEqual(outcome, { loaded: 'function' }, `${platformName} under ${node20.version}`);
+      continue;
+    }
+    assert.equal(outcome.code, 'BINDING_NOT_LOADED', outcome.message);
+    assert.ok(outcome.message.includes(`npm install ${platformName}@${version}`), outcome.message);
+    assert.ok(outcome.message.includes(node20.version), outcome.message);
+    assert.doesNotMatch(outcome.message, /wasm32|npm has a bug/, outcome.message);
+  }
 });

@@ -7,7 +7,7 @@
 // limit they start over at. `--format openmetrics` writes the same figures for Prometheus
 // (the node exporter's textfile collector), `--format json` (or `--json`) as JSON.
 
-const seq = require('../../index.js');
+const seq = require('../../lib/native.js');
 const { quote, redacted, UsageError, show, nameText, toJson } = require('../../lib/cli.js');
 
 /** Exit codes of a monitoring plugin. */

@@ -1,7 +1,7 @@
 'use strict';
 // `mongodb-sequence current <name>`: the last value handed out, without taking one.
 
-const seq = require('../../index.js');
+const seq = require('../../lib/native.js');
 const { sequenceName, show } = require('../../lib/cli.js');
 
 module.exports = {

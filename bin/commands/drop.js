@@ -1,7 +1,7 @@
 'use strict';
 // `mongodb-sequence drop <name> [--yes]`: delete a counter, after a confirmation.
 
-const seq = require('../../index.js');
+const seq = require('../../lib/native.js');
 const { UsageError, sequenceName, nameText, confirm } = require('../../lib/cli.js');
 
 module.exports = {

@@ -1,7 +1,7 @@
 'use strict';
 // `mongodb-sequence init <name> [--start] [--step] [--min] [--max] [--cycle]`: create a counter.
 
-const seq = require('../../index.js');
+const seq = require('../../lib/native.js');
 const { integer, sequenceName, nameText } = require('../../lib/cli.js');
 
 module.exports = {

@@ -1,7 +1,7 @@
 'use strict';
 // `mongodb-sequence list`: the counters of a collection, as a table or JSON.
 
-const seq = require('../../index.js');
+const seq = require('../../lib/native.js');
 const { show, nameText, table } = require('../../lib/cli.js');
 
 module.exports = {

@@ -1,7 +1,7 @@
 'use strict';
 // `mongodb-sequence next <name> [--count N] [--upsert]`: take values.
 
-const seq = require('../../index.js');
+const seq = require('../../lib/native.js');
 const { UsageError, integer, sequenceName, show } = require('../../lib/cli.js');
 
 /** Values printed one per line at most; more are printed as a range. */

@@ -1,7 +1,7 @@
 'use strict';
 // `mongodb-sequence reset <name>`: the next value is the counter's start.
 
-const seq = require('../../index.js');
+const seq = require('../../lib/native.js');
 const { sequenceName, show, nameText } = require('../../lib/cli.js');
 
 module.exports = {

@@ -1,7 +1,7 @@
 'use strict';
 // `mongodb-sequence set <name> <value>`: the next value follows <value> (PostgreSQL's setval).
 
-const seq = require('../../index.js');
+const seq = require('../../lib/native.js');
 const { integer, sequenceName, nameText } = require('../../lib/cli.js');
 
 module.exports = {

@@ -1,7 +1,7 @@
 'use strict';
 // `mongodb-sequence sync <name> --from <collection>.<field>`: move a counter past imported data.
 
-const seq = require('../../index.js');
+const seq = require('../../lib/native.js');
 const { UsageError, sequenceName, show } = require('../../lib/cli.js');
 
 module.exports = {

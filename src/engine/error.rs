@@ -43,6 +43,9 @@ macro_rules! with_error_codes {
             /// (mongoose plugin, `gapless: true`) an operation that cannot join the numbering
             /// transaction: `doc.save()` of a new document, a `bulkWrite` insert, an upsert.
             GaplessUnsupportedOperation => GAPLESS_UNSUPPORTED_OPERATION,
+            /// (JavaScript loader) this platform's binary is not installed or cannot be loaded;
+            /// raised by `lib/native.js`, which names the package to install.
+            BindingNotLoaded => BINDING_NOT_LOADED,
         }
     };
 }
