@@ -207,14 +207,19 @@ impl MongoDriver {
     ) -> SeqResult<Option<Bson>> {
         let in_session = session.is_some();
         let collection = self.counters(counter, in_session);
-        let action = collection
-            .find_one_and_update(filter, update)
-            .upsert(upsert)
-            .return_document(ReturnDocument::After)
-            .projection(filters::value_projection(counter));
+        let action = || {
+            collection
+                .find_one_and_update(filter.clone(), update.clone())
+                .upsert(upsert)
+                .return_document(ReturnDocument::After)
+                .projection(filters::value_projection(counter))
+        };
         let found = match session {
-            Some(session) => action.session(session).await,
-            None => action.await,
+            Some(session) => action().session(session).await,
+            None => match action().await {
+                Err(e) if is_dropped_connection(&e) => action().await,
+                found => found,
+            },
         };
         match found {
             Ok(found) => Ok(found.and_then(|mut d| d.remove(&counter.field))),
@@ -229,12 +234,17 @@ impl MongoDriver {
         counter: &CounterRef,
     ) -> SeqResult<Option<Document>> {
         let collection = self.counters(counter, session.is_some());
-        let action = collection
-            .find_one(counter.filter())
-            .projection(filters::counter_projection(counter));
+        let action = || {
+            collection
+                .find_one(counter.filter())
+                .projection(filters::counter_projection(counter))
+        };
         match session {
-            Some(session) => action.session(session).await,
-            None => action.await,
+            Some(session) => action().session(session).await,
+            None => match action().await {
+                Err(e) if is_dropped_connection(&e) => action().await,
+                found => found,
+            },
         }
         .map_err(|e| self.error(&e))
     }
@@ -270,6 +280,25 @@ impl MongoDriver {
         }
         .map_err(|e| self.error(&e))?;
         Ok(result.deleted_count == 1)
+    }
+}
+
+/// Whether `error` is the failure of a connection the network dropped (reset, broken
+/// pipe, closed before the answer). A load balancer or NAT resets pooled connections left
+/// idle, and on a standalone server the driver retries no write: the first call after such
+/// a reset would fail although the server is fine (the documented helper, on the Node
+/// driver, succeeds there). The driver has cleared that connection, so the counter reads
+/// and writes outside a transaction are sent once more on a new one. A second `$inc`
+/// after a first that was applied but whose answer was lost leaves the first one's values
+/// unused (a gap): it never hands a value out twice. Document inserts are never sent twice.
+fn is_dropped_connection(error: &mongodb::error::Error) -> bool {
+    use std::io::ErrorKind as Io;
+    match &*error.kind {
+        mongodb::error::ErrorKind::Io(e) => matches!(
+            e.kind(),
+            Io::ConnectionReset | Io::ConnectionAborted | Io::BrokenPipe | Io::UnexpectedEof
+        ),
+        _ => false,
     }
 }
 

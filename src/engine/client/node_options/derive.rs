@@ -167,10 +167,22 @@ fn derive_pool<'a>(get: impl Fn(&str) -> &'a NodeValue) -> SeqResult<DerivedPool
         }
     }
     let max_size = max_size.map(|n| if n == 0 { u32::MAX } else { n });
+    let max_idle_ms = match get("maxIdleTimeMS") {
+        v if v.is_unset() => None,
+        v => match v
+            .as_f64()
+            .filter(|n| n.fract() == 0.0 && (0.0..=u32::MAX as f64).contains(n))
+        {
+            Some(0.0) => None,
+            Some(n) => Some(n as u64),
+            None => return Err(bad("maxIdleTimeMS", "not a whole number of milliseconds")),
+        },
+    };
     Ok(DerivedPool {
         max_size,
         min_size,
         max_connecting,
+        max_idle_ms,
     })
 }
 

@@ -168,6 +168,9 @@ pub struct DerivedPool {
     pub min_size: Option<u32>,
     /// `maxConnecting`.
     pub max_connecting: Option<u32>,
+    /// `maxIdleTimeMS` in milliseconds (the Node driver's 0, no limit, is `None`): users set
+    /// it below a load balancer's idle timeout so that no pooled connection is reset.
+    pub max_idle_ms: Option<u64>,
 }
 
 /// The full effective configuration of a derived connection: equal values share one

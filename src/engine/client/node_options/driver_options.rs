@@ -124,6 +124,7 @@ impl DerivedConnection {
         cs.max_pool_size = self.pool.max_size;
         cs.min_pool_size = self.pool.min_size;
         cs.max_connecting = self.pool.max_connecting;
+        cs.max_idle_time = self.pool.max_idle_ms.map(Duration::from_millis);
         let mut options = ClientOptions::parse(cs).await?;
         options.selection_criteria = self
             .read_preference

@@ -38,8 +38,6 @@ impl Unless {
     }
 }
 
-const POOL: &str = "how long the Node client keeps idle connections; pooling changes no \
-                    command or result (the pool sizes are mapped)";
 const MONITORING: &str = "how often and how the topology is monitored; server selection still \
                           follows the mapped read preference and replica set";
 const TIMING: &str = "a time limit on the Node client's own sockets or operations; it changes \
@@ -147,7 +145,7 @@ pub const OPTION_TABLE: &[(&str, Rule)] = &[
     ("maxPoolSize", Rule::Mapped),
     ("minPoolSize", Rule::Mapped),
     ("maxConnecting", Rule::Mapped),
-    ("maxIdleTimeMS", Rule::Irrelevant(POOL)),
+    ("maxIdleTimeMS", Rule::Mapped),
     ("heartbeatFrequencyMS", Rule::Irrelevant(MONITORING)),
     ("minHeartbeatFrequencyMS", Rule::Irrelevant(MONITORING)),
     ("serverMonitoringMode", Rule::Irrelevant(MONITORING)),

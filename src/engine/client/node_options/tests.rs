@@ -360,6 +360,7 @@ fn client_options_carry_every_mapped_setting() {
     o.insert("maxPoolSize".into(), NodeValue::number(3.0));
     o.insert("minPoolSize".into(), NodeValue::number(2.0));
     o.insert("maxConnecting".into(), NodeValue::number(1.0));
+    o.insert("maxIdleTimeMS".into(), NodeValue::number(45_000.0));
     let read = |_: &str| Ok(b"pem".to_vec());
     let d = derive(&o, &read).unwrap();
     let options = tokio::runtime::Builder::new_current_thread()
@@ -409,6 +410,7 @@ fn client_options_carry_every_mapped_setting() {
     assert_eq!(options.max_pool_size, Some(3));
     assert_eq!(options.min_pool_size, Some(2));
     assert_eq!(options.max_connecting, Some(1));
+    assert_eq!(options.max_idle_time, Some(Duration::from_millis(45_000)));
     // The Node driver's DEFAULT mechanism negotiates, as the Rust driver does without one.
     let mut o = base();
     o.insert(
@@ -447,9 +449,24 @@ fn pool_sizes_are_carried_as_the_node_driver_applies_them() {
         DerivedPool {
             max_size: Some(100),
             min_size: Some(0),
-            max_connecting: Some(2)
+            max_connecting: Some(2),
+            max_idle_ms: None,
         }
     );
+    // maxIdleTimeMS: 0 (the Node driver's default) is no limit; another limit is another client.
+    assert_eq!(
+        pool(&[("maxIdleTimeMS", n(0.0))]).unwrap().max_idle_ms,
+        None
+    );
+    assert_eq!(
+        pool(&[("maxIdleTimeMS", n(30_000.0))]).unwrap().max_idle_ms,
+        Some(30_000)
+    );
+    for bad in [n(-1.0), n(1.5), text("30000")] {
+        let mut o = base();
+        o.insert("maxIdleTimeMS".into(), bad);
+        assert!(refusal(&o).contains("'maxIdleTimeMS'"));
+    }
     assert_eq!(
         pool(&[("maxPoolSize", n(0.0))]).unwrap().max_size,
         Some(u32::MAX),
