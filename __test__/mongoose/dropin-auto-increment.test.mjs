@@ -284,6 +284,22 @@ for (const [major, mongoose] of MONGOOSES) {
       assert.equal((await new M({}).save()).no, 100);
     });
 
+    test('a field declared other than Number becomes a Number, as mongoose-auto-increment makes it', async () => {
+      const schema = new mongoose.Schema({ name: String, no: String });
+      schema.plugin(autoIncrement.plugin, { model: `${p}StringField`, field: 'no', startAt: 1 });
+      assert.equal(schema.path('no').instance, 'Number');
+      const M = await model(`${p}StringField`, schema);
+      const a = await new M({}).save();
+      const b = await new M({ no: '77' }).save();
+      const c = await M.create({});
+      assert.deepEqual([a.no, b.no, c.no], [1, 77, 78]);
+      assert.deepEqual(
+        (await M.collection.find({}, { sort: { no: 1 } }).toArray()).map((d) => d.no),
+        [1, 77, 78],
+      );
+      assert.ok((await M.collection.indexes()).some((i) => i.unique && i.key.no === 1));
+    });
+
     test('refusals quote a string given; a fractional incrementBy is refused, saying why', () => {
       for (const [options, message] of [
         [{ startAt: 'abc' }, /option startAt .*; got "abc"$/],

@@ -145,8 +145,8 @@ function plugin(schema, options) {
   const settings = settingsOf(options);
   const { model, field, startAt, incrementBy } = settings;
   const connection = countersConnection;
-  const path = schema.path(field);
-  if (path !== undefined && field !== '_id' && path.instance !== 'Number') throw invalid(`${PLUGIN}: field "${field}" is in the schema and not a Number`);
+  // Declared with another type or not, the field becomes a Number, as
+  // mongoose-auto-increment makes it (its schema.add replaces the declaration).
   schema.add({ [field]: field === '_id' ? { type: Number } : { type: Number, unique: settings.unique } });
 
   const counter = identityCounter(settings, {
