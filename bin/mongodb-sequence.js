@@ -7,7 +7,7 @@
 
 const { parseArgs } = require('node:util');
 const { version } = require('../package.json');
-const { redacted, masked, quote, UsageError, TimeoutError, withinTimeout, COMMON, COMMON_HELP, connectionOf, session, toJson } = require('../lib/cli.js');
+const { redacted, masked, quote, printable, UsageError, TimeoutError, withinTimeout, COMMON, COMMON_HELP, connectionOf, session, toJson } = require('../lib/cli.js');
 
 const EXIT_ERROR = 1;
 const EXIT_USAGE = 2;
@@ -100,14 +100,16 @@ async function main(argv) {
   // A command may give its own exit code for a failure (check: 3, UNKNOWN, as monitoring
   // plugins do, since 1 and 2 are its WARNING and CRITICAL), and its own way to print one.
   const own = Object.hasOwn(COMMANDS, argv[0] ?? '') ? COMMANDS[argv[0]] : undefined;
-  // Every failure is printed here, masked: whatever put user input into the message.
+  // Every failure is printed here, masked, and as text with terminal controls escaped:
+  // whatever put user input or a stored name into the message (the addon's errors quote
+  // the name as it is), it prints on one line and cannot drive the terminal.
   const fail = (code, text, exitCode) => {
     const message = redacted(text);
     const printed = own?.failure
       ? own.failure(code, message, argv)
       : wantsJson
         ? { stdout: toJson({ error: { code, message } }) }
-        : { stderr: `error ${code}: ${message.replace(/\s*\n\s*/g, ' ')}` };
+        : { stderr: `error ${code}: ${printable(message)}` };
     if (printed.stdout !== undefined) process.stdout.write(`${redacted(printed.stdout)}\n`);
     if (printed.stderr !== undefined) process.stderr.write(`${redacted(printed.stderr)}\n`);
     process.exitCode = own?.failureExitCode ?? exitCode;

@@ -5,7 +5,7 @@
 
 const readline = require('node:readline');
 const seq = require('./native.js');
-const { toJson } = require('./json.js');
+const json = require('./json.js');
 
 /** Longest `--timeout`, in seconds (a day). */
 const MAX_TIMEOUT_SECONDS = 86_400;
@@ -18,6 +18,34 @@ const DEFAULT_TIMEOUT_SECONDS = 10;
  * where a command, name or number belongs is never echoed with its password.
  */
 const redacted = (text) => seq.redactConnectionStrings(String(text));
+
+/**
+ * The characters a terminal acts on instead of showing: C0 controls (a line feed or
+ * carriage return in a name would forge a row; ESC starts sequences that set the title,
+ * clear the screen, recolour), DEL, C1 controls (U+009B is an 8-bit CSI), and the bidi
+ * overrides and isolates (U+202A-U+202E, U+2066-U+2069) that reorder what follows them.
+ * A class body, for `printable`.
+ */
+const UNPRINTABLE = '\\u0000-\\u001f\\u007f-\\u009f\\u202a-\\u202e\\u2066-\\u2069';
+
+/** `c` as a `\uXXXX` escape. */
+const escapeOf = (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`;
+
+/**
+ * `text` as the command line prints it: each character a terminal would act on (and each
+ * of `also`, characters of a regular expression class) written as a `\uXXXX` escape, so
+ * that a counter name or an echoed argument shows what it holds and cannot drive the
+ * terminal. For text only: JSON output keeps the exact strings (see `toJson`).
+ */
+const printable = (text, also = '') => String(text).replace(new RegExp(`[${also}${UNPRINTABLE}]`, 'g'), escapeOf);
+
+/**
+ * The JSON text of `value` (BigInts as exact numbers) as the command line prints it: JSON
+ * escapes C0 controls but writes DEL, C1 controls and bidi controls as they are; those are
+ * written as `\uXXXX` escapes too, the same JSON, parsed to the same strings. (Outside
+ * strings, JSON text holds none of them.)
+ */
+const toJson = (value) => json.toJson(value)?.replace(new RegExp(`[${UNPRINTABLE}]`, 'g'), escapeOf);
 
 /** Command-line input quoted in a message: masked, then cut to 40 characters. */
 const quote = (text) => JSON.stringify(redacted(text).slice(0, 40));
@@ -157,8 +185,13 @@ const masked = (value) => {
   }
   return value;
 };
-/** A sequence name as printed, masked: a string as it is, a scoped name as its JSON. */
-const nameText = (name) => (typeof name === 'string' ? redacted(name) : toJson(masked(name)));
+/**
+ * A sequence name as text, masked: a string as it is, a scoped name as its JSON. Raw, for
+ * formats that escape in their own way; text output prints `shownName`.
+ */
+const nameText = (name) => (typeof name === 'string' ? redacted(name) : json.toJson(masked(name)));
+/** A sequence name as text output prints it: masked, terminal controls escaped. */
+const shownName = (name) => printable(nameText(name));
 
 /** `rows` under `headers` in aligned columns (those in `rightAligned` to the right). */
 function table(rows, headers, rightAligned) {
@@ -197,7 +230,9 @@ module.exports = {
   connectionOf,
   session,
   show,
+  printable,
   nameText,
+  shownName,
   table,
   confirm,
   toJson,

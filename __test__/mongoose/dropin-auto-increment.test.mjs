@@ -271,6 +271,51 @@ for (const [major, mongoose] of MONGOOSES) {
       }
     });
 
+    test('startAt and incrementBy given as decimal digits in a string (as process.env gives them) count as those numbers', async () => {
+      const schema = new mongoose.Schema({ name: String });
+      // mongoose-auto-increment computes startAt - incrementBy and mongoose casts its $inc: numbers.
+      schema.plugin(autoIncrement.plugin, { model: `${p}FromEnv`, field: 'no', unique: false, startAt: '100', incrementBy: ' 2\n' });
+      const M = await model(`${p}FromEnv`, schema);
+      assert.equal(await M.nextCount(), 100);
+      assert.deepEqual([(await new M({}).save()).no, (await M.create({})).no], [100, 102]);
+      assert.equal(await M.nextCount(), 104);
+      // A number, where mongoose-auto-increment gave startAt back as it was given.
+      assert.equal(await M.resetCount(), 100);
+      assert.equal((await new M({}).save()).no, 100);
+    });
+
+    test('a field declared other than Number becomes a Number, as mongoose-auto-increment makes it', async () => {
+      const schema = new mongoose.Schema({ name: String, no: String });
+      schema.plugin(autoIncrement.plugin, { model: `${p}StringField`, field: 'no', startAt: 1 });
+      assert.equal(schema.path('no').instance, 'Number');
+      const M = await model(`${p}StringField`, schema);
+      const a = await new M({}).save();
+      const b = await new M({ no: '77' }).save();
+      const c = await M.create({});
+      assert.deepEqual([a.no, b.no, c.no], [1, 77, 78]);
+      assert.deepEqual(
+        (await M.collection.find({}, { sort: { no: 1 } }).toArray()).map((d) => d.no),
+        [1, 77, 78],
+      );
+      assert.ok((await M.collection.indexes()).some((i) => i.unique && i.key.no === 1));
+    });
+
+    test('refusals quote a string given; a fractional incrementBy is refused, saying why', () => {
+      for (const [options, message] of [
+        [{ startAt: 'abc' }, /option startAt .*; got "abc"$/],
+        [{ startAt: '1.5' }, /option startAt .*; got "1.5"$/],
+        [{ startAt: '1e3' }, /option startAt .*; got "1e3"$/],
+        [{ incrementBy: '0' }, /option incrementBy .*; got "0"$/],
+        [{ incrementBy: 1.5 }, /option incrementBy .*integers.*; got 1\.5$/],
+      ]) {
+        assert.throws(
+          () => new mongoose.Schema({ name: String }).plugin(autoIncrement.plugin, { model: 'X', ...options }),
+          (e) => e.code === 'INVALID_ARGUMENT' && message.test(e.message),
+          message.source,
+        );
+      }
+    });
+
     test('coded errors for bad options', () => {
       const cases = [
         [undefined, /model must be set/],

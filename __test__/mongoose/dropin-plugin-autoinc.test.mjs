@@ -326,6 +326,34 @@ for (const [major, mongoose] of MONGOOSES) {
       assert.equal((await M.findOne({ name: 'bulk' }))._id, 500);
     });
 
+    test('startAt and incrementBy given as decimal digits in a string (as process.env gives them) count as those numbers', async () => {
+      const schema = new mongoose.Schema({ shop: String });
+      // mongoose-plugin-autoinc computes startAt - incrementBy and mongoose casts its $inc: numbers.
+      schema.plugin(autoIncrement, { model: `${p}FromEnv`, field: 'no', groupingField: 'shop', unique: false, startAt: '100', incrementBy: ' 2\n' });
+      const M = await model(`${p}FromEnv`, schema);
+      // Numbers, where mongoose-plugin-autoinc gave startAt back as it was given.
+      assert.equal(await M.nextCount('north'), 100);
+      assert.deepEqual([(await new M({ shop: 'north' }).save()).no, (await M.create({ shop: 'north' })).no, (await M.create({ shop: 'south' })).no], [100, 102, 100]);
+      assert.equal(await M.nextCount('north'), 104);
+      assert.equal(await M.resetCount('north'), 100);
+      assert.equal((await new M({ shop: 'north' }).save()).no, 100);
+    });
+
+    test('refusals quote a string given; a fractional incrementBy is refused, saying why', () => {
+      for (const [options, message] of [
+        [{ startAt: 'abc' }, /option startAt .*; got "abc"$/],
+        [{ startAt: '1.5' }, /option startAt .*; got "1.5"$/],
+        [{ incrementBy: '0' }, /option incrementBy .*; got "0"$/],
+        [{ incrementBy: 1.5 }, /option incrementBy .*integers.*; got 1\.5$/],
+      ]) {
+        assert.throws(
+          () => new mongoose.Schema({ shop: String }).plugin(autoIncrement, { model: 'X', ...options }),
+          (e) => e.code === 'INVALID_ARGUMENT' && message.test(e.message),
+          message.source,
+        );
+      }
+    });
+
     test('coded errors for bad options', () => {
       const cases = [
         [undefined, /model must be set/],

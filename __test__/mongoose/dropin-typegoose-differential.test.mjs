@@ -50,8 +50,10 @@ async function write(Model, field, op, i) {
 
 const options = fc.record(
   {
-    startAt: fc.integer({ min: -20, max: 1000 }),
-    incrementBy: fc.constantFrom(1, 2, 5, -1, -3),
+    // Either as a number or as its digits in a string (as process.env gives it), which
+    // typegoose reads with BigInt().
+    startAt: fc.integer({ min: -20, max: 1000 }).chain((n) => fc.constantFrom(n, String(n))),
+    incrementBy: fc.constantFrom(1, 2, 5, -1, -3, '2', '-1'),
     field: fc.constantFrom('_id', 'no'),
   },
   { requiredKeys: ['field'] },

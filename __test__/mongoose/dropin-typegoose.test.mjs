@@ -262,6 +262,48 @@ for (const [major, mongoose] of MONGOOSES) {
       assert.equal(doc.big, 4n);
     });
 
+    test('startAt and incrementBy given as decimal digits in a string (as process.env gives them) count as those numbers', async () => {
+      const schema = new mongoose.Schema({ _id: Number, name: String });
+      // typegoose takes them through BigInt(), which reads such a string as its number.
+      schema.plugin(AutoIncrementID, { startAt: '100', incrementBy: ' 2\n' });
+      const M = await model(`${p}FromEnv`, schema);
+      assert.deepEqual([(await M.create({}))._id, (await new M({}).save())._id], [100, 102]);
+      assert.equal(Number((await tracker(`${p}FromEnv`)).count), 102);
+      const big = new mongoose.Schema({ _id: BigInt });
+      big.plugin(AutoIncrementID, { startAt: '-9007199254740993' });
+      const B = await model(`${p}FromEnvBig`, big);
+      assert.equal((await B.create({}))._id, -9007199254740993n);
+    });
+
+    test('a string that is not decimal digits is refused, quoted; a string incrementBy of AutoIncrementSimple too, saying why', () => {
+      for (const startAt of ['abc', '1e3', '1.5', '0x10', '', ' ']) {
+        assert.throws(
+          () => new mongoose.Schema({ _id: Number }).plugin(AutoIncrementID, { startAt }),
+          (e) => e.code === 'INVALID_ARGUMENT' && e.message.includes('option startAt') && e.message.endsWith(`; got ${JSON.stringify(startAt)}`),
+          JSON.stringify(startAt),
+        );
+      }
+      assert.throws(
+        () => new mongoose.Schema({ _id: Number }).plugin(AutoIncrementID, { incrementBy: '0' }),
+        (e) => e.code === 'INVALID_ARGUMENT' && e.message.endsWith('; got "0"'),
+      );
+      // typegoose adds it with +: a string is joined to the value (5 + "2" is "52").
+      assert.throws(
+        () => new mongoose.Schema({ rev: Number }).plugin(AutoIncrementSimple, { field: 'rev', incrementBy: '2' }),
+        (e) => e.code === 'INVALID_ARGUMENT' && /joins/.test(e.message) && e.message.endsWith('; got "2"'),
+      );
+      // Numbers are whole here: typegoose's simple version adds 1.5, its counter fails at the save.
+      for (const [plugin, options] of [
+        [AutoIncrementSimple, { field: 'rev', incrementBy: 1.5 }],
+        [AutoIncrementID, { incrementBy: 1.5 }],
+      ]) {
+        assert.throws(
+          () => new mongoose.Schema({ _id: Number, rev: Number }).plugin(plugin, options),
+          (e) => e.code === 'INVALID_ARGUMENT' && /integer/.test(e.message) && e.message.endsWith('; got 1.5'),
+        );
+      }
+    });
+
     test('coded errors for bad options and fields', () => {
       const cases = [
         [() => new mongoose.Schema({ name: String }).plugin(AutoIncrementID, {}), /"_id" is not a Number or BigInt/],

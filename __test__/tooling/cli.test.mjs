@@ -285,6 +285,74 @@ test('toJson writes what JSON.stringify writes, with BigInts as their exact digi
   );
 });
 
+/** Characters a terminal acts on (C0 but the line feed between lines, DEL, C1, bidi controls). */
+const RAW_CONTROL = /[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/;
+/** `text` as the command line shows it: each such character, the line feed too, as `\uXXXX`. */
+const escapedText = (text) => text.replace(/[\u0000-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+
+test('names holding terminal controls are shown escaped in text and errors; JSON keeps them exact', async () => {
+  // A title change, a screen clear, a colour, a CR LF that would forge a table row, an
+  // 8-bit CSI (C1), DEL and a right-to-left override.
+  const name = 'evil\u001b]0;pwned\u0007\u001b[2J\u001b[31m\r\nforged  999  1\u009b31m\u202eend\u007f';
+  const shown = escapedText(name);
+  const on = ['--collection', 'escapes'];
+  const run = async (args) => {
+    const r = await cli([...args, ...on]);
+    for (const [stream, text] of [
+      ['stdout', r.stdout],
+      ['stderr', r.stderr],
+    ]) {
+      assert.doesNotMatch(text, RAW_CONTROL, `${stream} of ${escapedText(args.join(' '))}: ${escapedText(text)}`);
+    }
+    return r;
+  };
+  const text = async (args) => {
+    const r = await run(args);
+    assert.equal(r.code, 0, escapedText(r.stderr));
+    return r.stdout.trimEnd();
+  };
+  assert.equal(await text(['init', name, '--start', '5']), `created ${shown}`);
+  assert.equal(await text(['init', name]), `${shown} exists already (unchanged)`);
+  assert.equal(await text(['next', name]), '5');
+  assert.equal(await text(['current', name]), '5');
+  assert.equal(await text(['set', name, '7']), `${shown} set to 7`);
+  assert.equal(await text(['next', name, '--count', '2']), '8\n9');
+  const table = (await text(['list'])).split('\n');
+  assert.equal(table.length, 2, 'a header and one row');
+  assert.match(table[1], /\s9\s+1\s+-\s+-\s+no\s/);
+  assert.ok(table[1].startsWith(`${shown} `), table[1]);
+  const checked = await run(['check', '-w', '0', '-c', '100']);
+  assert.equal(checked.code, 1, checked.stdout);
+  assert.ok(checked.stdout.includes(`WARNING ${shown}: `), checked.stdout);
+  assert.equal(await text(['reset', name]), `${shown} reset; next value 5`);
+  await env.db.collection('orders_escapes').insertOne({ no: 40 });
+  assert.equal(await text(['sync', name, '--from', 'orders_escapes.no']), '40');
+
+  // JSON: valid, the exact name back, and no character a terminal acts on.
+  assert.deepEqual(JSON.parse(await text(['next', name, '--json'])), { name, value: 41 });
+  assert.deepEqual(JSON.parse(await text(['current', name, '--json'])), { name, value: 41 });
+  assert.equal(JSON.parse(await text(['list', '--json']))[0].name, name);
+  assert.equal(JSON.parse(await text(['check', '-w', '99', '-c', '100', '--json'])).counters[0].name, name);
+
+  // Errors that quote the name, from the addon: text escaped, JSON exact.
+  const missing = `${name}-missing`;
+  const error = await run(['current', missing]);
+  assert.equal(error.code, 1);
+  assert.equal(error.stderr, `error SEQUENCE_NOT_FOUND: Sequence '${escapedText(missing)}' not found. Please initialize it.\n`);
+  const errorJson = await run(['current', missing, '--json']);
+  assert.equal(JSON.parse(errorJson.stdout).error.message, `Sequence '${missing}' not found. Please initialize it.`);
+  // Usage errors that quote what was typed.
+  const typed = '\u009b2J\u202e\u001b[31m';
+  const usage = await run(['next', name, '--count', typed]);
+  assert.equal(usage.code, 2);
+  assert.equal(usage.stderr, `error USAGE: --count must be an integer; got "${escapedText(typed)}"\n`);
+  const unknown = await run([`x${typed}`]);
+  assert.equal(unknown.code, 2);
+  assert.ok(unknown.stderr.startsWith(`error USAGE: unknown command "x${escapedText(typed)}"`), unknown.stderr);
+  assert.equal(await text(['drop', name, '--yes']), `dropped ${shown}`);
+  assert.equal(await text(['drop', name, '--yes']), `${shown} did not exist`);
+});
+
 test('scoped names, other collections and fields, and sync', async () => {
   const scoped = '{"type":"invoice","year":2026}';
   assert.equal(await ok(['next', scoped, '--upsert']), '1');

@@ -8,7 +8,7 @@
 // (the node exporter's textfile collector), `--format json` (or `--json`) as JSON.
 
 const seq = require('../../lib/native.js');
-const { quote, redacted, UsageError, show, nameText, toJson } = require('../../lib/cli.js');
+const { quote, redacted, UsageError, show, printable, nameText, toJson } = require('../../lib/cli.js');
 
 /** Exit codes of a monitoring plugin. */
 const OK = 0;
@@ -32,9 +32,6 @@ function percent(label, text, fallback) {
 /** A number in decimal notation (performance data take no exponent). */
 const decimal = (x) => (/e/i.test(String(x)) ? x.toFixed(20).replace(/\.?0+$/, '') : String(x));
 
-/** `text` with each character `pattern` matches written as a `\uXXXX` escape. */
-const escaped = (text, pattern) => text.replace(pattern, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
-
 /** A name as the output shows it: a scoped name as its JSON, credentials masked. */
 const named = (name) => redacted(nameText(name));
 
@@ -42,16 +39,16 @@ const named = (name) => redacted(nameText(name));
 const maskedName = (name) =>
   typeof name === 'string' ? redacted(name) : Object.fromEntries(Object.entries(name).map(([k, v]) => [redacted(k), typeof v === 'string' ? redacted(v) : v]));
 
-/** A name in the status text: `|` (it would start performance data) and control characters escaped. */
-const shown = (name) => escaped(named(name), /[|\u0000-\u001f\u007f]/g);
+/** A name in the status text: `|` (it would start performance data) and terminal controls escaped. */
+const shown = (name) => printable(named(name), '|');
 
 /**
  * A performance data label: the name (and `suffix`) in single quotes, a quote in it
- * doubled, `=`, `|` and control characters (which a label cannot hold) escaped; a name
+ * doubled, `=`, `|` and terminal controls (which a label cannot hold) escaped; a name
  * with no other character than spaces as its JSON string.
  */
 function label(name, suffix = '') {
-  let text = escaped(named(name), /[=|\u0000-\u001f\u007f]/g);
+  let text = printable(named(name), '=|');
   if (!/\S/.test(text)) text = JSON.stringify(text);
   return `'${`${text}${suffix}`.replace(/'/g, "''")}'`;
 }
@@ -159,9 +156,8 @@ module.exports = {
   failure(code, message, argv) {
     const format = formatIn(argv);
     if (format === 'json') return { stdout: toJson({ status: 'UNKNOWN', error: { code, message } }) };
-    const line = message.replace(/\s*\n\s*/g, ' ');
-    if (format === 'openmetrics') return { stderr: `error ${code}: ${line}` };
-    return { stdout: `SEQUENCES UNKNOWN: ${code}: ${escaped(line, /[|\u0000-\u001f\u007f]/g)}` };
+    if (format === 'openmetrics') return { stderr: `error ${code}: ${printable(message)}` };
+    return { stdout: `SEQUENCES UNKNOWN: ${code}: ${printable(message, '|')}` };
   },
 
   /**

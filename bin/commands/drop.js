@@ -2,7 +2,7 @@
 // `mongodb-sequence drop <name> [--yes]`: delete a counter, after a confirmation.
 
 const seq = require('../../lib/native.js');
-const { UsageError, sequenceName, nameText, confirm } = require('../../lib/cli.js');
+const { UsageError, sequenceName, shownName, printable, confirm } = require('../../lib/cli.js');
 
 module.exports = {
   args: ['name'],
@@ -19,12 +19,12 @@ module.exports = {
   /** Asks (unless --yes), then deletes the counter; resolves with `{ text, json }`. */
   async run({ name, confirmed }, session) {
     if (!confirmed) {
-      const where = `${session.db}.${session.options.collection ?? 'counters'}`;
-      if (!(await confirm(`Drop sequence ${nameText(name)} from ${where}? [y/N] `))) {
+      const where = printable(`${session.db}.${session.options.collection ?? 'counters'}`);
+      if (!(await confirm(`Drop sequence ${shownName(name)} from ${where}? [y/N] `))) {
         return { text: 'cancelled', json: { name, dropped: false, cancelled: true } };
       }
     }
     const dropped = await seq.sequence(await session.database(), name, session.options).drop();
-    return { text: dropped ? `dropped ${nameText(name)}` : `${nameText(name)} did not exist`, json: { name, dropped } };
+    return { text: dropped ? `dropped ${shownName(name)}` : `${shownName(name)} did not exist`, json: { name, dropped } };
   },
 };

@@ -2,7 +2,7 @@
 // `mongodb-sequence list`: the counters of a collection, as a table or JSON.
 
 const seq = require('../../lib/native.js');
-const { show, nameText, table } = require('../../lib/cli.js');
+const { show, shownName, table } = require('../../lib/cli.js');
 
 module.exports = {
   args: [],
@@ -20,7 +20,7 @@ module.exports = {
     const all = await seq.listSequences(await session.database(), session.options);
     // USED and RANGE as an application reading the values as JavaScript numbers sees them.
     const rows = all.map((s) => [
-      nameText(s.name),
+      shownName(s.name),
       show(s.value),
       show(s.step ?? 1),
       s.minValue === undefined ? '-' : show(s.minValue),

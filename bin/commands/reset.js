@@ -2,7 +2,7 @@
 // `mongodb-sequence reset <name>`: the next value is the counter's start.
 
 const seq = require('../../lib/native.js');
-const { sequenceName, show, nameText } = require('../../lib/cli.js');
+const { sequenceName, show, shownName } = require('../../lib/cli.js');
 
 module.exports = {
   args: ['name'],
@@ -18,6 +18,6 @@ module.exports = {
   /** Resets the counter; resolves with `{ text, json }`. */
   async run({ name }, session) {
     const start = await seq.sequence(await session.database(), name, session.options).reset();
-    return { text: `${nameText(name)} reset; next value ${show(start)}`, json: { name, next: start } };
+    return { text: `${shownName(name)} reset; next value ${show(start)}`, json: { name, next: start } };
   },
 };

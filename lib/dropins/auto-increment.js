@@ -11,7 +11,7 @@ const { addToSchema } = require('../mongoose/registry.js');
 const { addHooks } = require('../mongoose/hooks.js');
 const { addCreate, settle } = require('../mongoose/statics.js');
 const { openDb } = require('../mongoose/connection.js');
-const { checkCache } = require('../mongoose/options.js');
+const { checkCache, integerOption } = require('../mongoose/options.js');
 
 /** The name errors start with. */
 const PLUGIN = 'mongodb-sequence/mongoose/auto-increment';
@@ -122,10 +122,8 @@ function settingsOf(options) {
   if (settings.model === null || settings.model === undefined) throw invalid('model must be set');
   if (typeof settings.model !== 'string' || settings.model === '') throw invalid(`${PLUGIN}: option model must be a non-empty string`);
   if (typeof settings.field !== 'string' || settings.field === '') throw invalid(`${PLUGIN}: option field must be a non-empty string`);
-  if (!Number.isSafeInteger(settings.startAt)) throw invalid(`${PLUGIN}: option startAt must be a safe integer; got ${String(settings.startAt)}`);
-  if (!Number.isSafeInteger(settings.incrementBy) || settings.incrementBy === 0) {
-    throw invalid(`${PLUGIN}: option incrementBy must be a non-zero safe integer; got ${String(settings.incrementBy)}`);
-  }
+  settings.startAt = integerOption(`${PLUGIN}: `, 'startAt', settings.startAt);
+  settings.incrementBy = integerOption(`${PLUGIN}: `, 'incrementBy', settings.incrementBy, { nonZero: true });
   if (typeof settings.unique !== 'boolean') throw invalid(`${PLUGIN}: option unique must be a boolean`);
   settings.cache = checkCache(PLUGIN, settings.cache);
   return settings;
@@ -147,8 +145,8 @@ function plugin(schema, options) {
   const settings = settingsOf(options);
   const { model, field, startAt, incrementBy } = settings;
   const connection = countersConnection;
-  const path = schema.path(field);
-  if (path !== undefined && field !== '_id' && path.instance !== 'Number') throw invalid(`${PLUGIN}: field "${field}" is in the schema and not a Number`);
+  // Declared with another type or not, the field becomes a Number, as
+  // mongoose-auto-increment makes it (its schema.add replaces the declaration).
   schema.add({ [field]: field === '_id' ? { type: Number } : { type: Number, unique: settings.unique } });
 
   const counter = identityCounter(settings, {

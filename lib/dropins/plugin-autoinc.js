@@ -15,7 +15,7 @@ const { addCreate } = require('../mongoose/statics.js');
 const { isDocument, readField } = require('../mongoose/paths.js');
 const { asCast } = require('../mongoose/cast.js');
 const { takesNumber, SAVE } = require('../mongoose/rule.js');
-const { checkCache } = require('../mongoose/options.js');
+const { checkCache, integerOption } = require('../mongoose/options.js');
 
 /** The name errors start with. */
 const PLUGIN = 'mongodb-sequence/mongoose/plugin-autoinc';
@@ -50,10 +50,8 @@ function settingsOf(options) {
   if (typeof settings.field !== 'string' || settings.field === '') throw invalid(`${PLUGIN}: option field must be a non-empty string`);
   if (typeof settings.groupingField !== 'string') throw invalid(`${PLUGIN}: option groupingField must be a string`);
   if (settings.field === '_id' && settings.groupingField.length) throw invalid('Cannot use a grouping field with _id, choose a different field name.');
-  if (!Number.isSafeInteger(settings.startAt)) throw invalid(`${PLUGIN}: option startAt must be a safe integer; got ${String(settings.startAt)}`);
-  if (!Number.isSafeInteger(settings.incrementBy) || settings.incrementBy === 0) {
-    throw invalid(`${PLUGIN}: option incrementBy must be a non-zero safe integer; got ${String(settings.incrementBy)}`);
-  }
+  settings.startAt = integerOption(`${PLUGIN}: `, 'startAt', settings.startAt);
+  settings.incrementBy = integerOption(`${PLUGIN}: `, 'incrementBy', settings.incrementBy, { nonZero: true });
   if (settings.outputFilter !== undefined && typeof settings.outputFilter !== 'function') throw invalid(`${PLUGIN}: option outputFilter must be a function`);
   settings.cache = checkCache(PLUGIN, settings.cache);
   return settings;

@@ -13,7 +13,7 @@ const { addHooks } = require('../mongoose/hooks.js');
 const { addCreate } = require('../mongoose/statics.js');
 const { asCast } = require('../mongoose/cast.js');
 const { isDocument } = require('../mongoose/paths.js');
-const { checkCache } = require('../mongoose/options.js');
+const { checkCache, shown, integerOption } = require('../mongoose/options.js');
 
 /** The name errors start with. */
 const PLUGIN = 'mongodb-sequence/mongoose/typegoose';
@@ -33,17 +33,17 @@ function invalid(message) {
   return codedError('INVALID_ARGUMENT', message, { type: TypeError });
 }
 
-/** An integer option: a safe integer number or a BigInt (`nonZero`: not 0). */
-function checkInteger(name, value, nonZero) {
-  const integer = typeof value === 'bigint' || (typeof value === 'number' && Number.isSafeInteger(value));
-  if (!integer || (nonZero && BigInt(value) === 0n)) {
-    throw invalid(`option ${name} must be ${nonZero ? 'a non-zero' : 'an'} integer (a safe integer number or a BigInt); got ${String(value)}`);
-  }
+/**
+ * An integer option as a number: a safe integer number, a BigInt, or decimal digits in a
+ * string (typegoose passes it to `BigInt()`, which reads them so); `nonZero`: not 0.
+ */
+function integer(name, value, nonZero) {
+  return integerOption('', name, value, { nonZero, bigint: true });
 }
 
 /** The schema type of `field` in `schema`: `'Number'` or `'BigInt'`, else refused as typegoose refuses it. */
 function numericPath(schema, field) {
-  if (typeof field !== 'string' || field === '') throw invalid(`option field must be a non-empty string; got ${String(field)}`);
+  if (typeof field !== 'string' || field === '') throw invalid(`option field must be a non-empty string; got ${shown(field)}`);
   const path = schema.path(field);
   if (isNullOrUndefined(path)) throw invalid(`Field "${field}" does not exists on the Schema!`);
   if (path.instance !== 'Number' && path.instance !== 'BigInt') throw invalid(`Field "${field}" is not a Number or BigInt!`);
@@ -62,8 +62,8 @@ function idOptions(options) {
     overwriteModelName: '',
     ...options,
   };
-  checkInteger('incrementBy', opt.incrementBy, true);
-  checkInteger('startAt', opt.startAt, false);
+  opt.incrementBy = integer('incrementBy', opt.incrementBy, true);
+  opt.startAt = integer('startAt', opt.startAt, false);
   if (typeof opt.trackerCollection !== 'string' || opt.trackerCollection === '') throw invalid('option trackerCollection must be a non-empty string');
   if (typeof opt.trackerModelName !== 'string') throw invalid('option trackerModelName must be a string');
   if (typeof opt.overwriteModelName !== 'string' && typeof opt.overwriteModelName !== 'function') {
@@ -163,8 +163,12 @@ function AutoIncrementSimple(schema, options) {
       throw invalid(`Got Field object, but did not contain a "field" key with "string" value, got: ${JSON.stringify(entry)}`);
     }
     const type = numericPath(schema, entry.field);
-    const by = isNullOrUndefined(entry.incrementBy) ? 1 : entry.incrementBy;
-    checkInteger('incrementBy', by, false);
+    if (typeof entry.incrementBy === 'string') {
+      throw invalid(
+        `option incrementBy of AutoIncrementSimple must be a number or a BigInt: typegoose adds it with +, which joins a string to the value (5 + "2" is "52"); got ${shown(entry.incrementBy)}`,
+      );
+    }
+    const by = integer('incrementBy', isNullOrUndefined(entry.incrementBy) ? 1 : entry.incrementBy, false);
     return { field: entry.field, incrementBy: type === 'BigInt' ? BigInt(by) : Number(by) };
   });
   schema.pre('save', function AutoIncrementPreSaveSimple() {

@@ -47,6 +47,41 @@ function shown(value) {
   return typeof value === 'function' ? 'a function' : typeof value === 'object' ? 'an object' : `a ${typeof value}`;
 }
 
+/**
+ * An integer written in a string, as an environment variable gives one: decimal digits
+ * with an optional sign, white space around them (`"100"`, `" -5\n"`). The plugins the
+ * drop-ins replace read such a string as that number (they subtract it, pass it to
+ * `BigInt()`, or have mongoose cast it in an `$inc`); other strings they read otherwise or
+ * not at all (`"1e3"` is 1000 to one and an error to another, `""` is 0), so only these
+ * are taken.
+ */
+const DECIMAL_INTEGER = /^\s*[+-]?\d+\s*$/;
+
+/**
+ * The integer option `name` of a drop-in, as a number: a safe integer, a BigInt when
+ * `bigint` (the numbers of BigInt fields), or decimal digits in a string (DECIMAL_INTEGER)
+ * as the number they write (a BigInt past the safe integers, when `bigint`); `nonZero`: not
+ * 0. Refused otherwise with `INVALID_ARGUMENT`, the message starting with `prefix`: a
+ * fraction too, which the plugins replaced stored as fractional counts.
+ */
+function integerOption(prefix, name, value, { nonZero = false, bigint = false } = {}) {
+  let number = value;
+  if (typeof value === 'string' && DECIMAL_INTEGER.test(value)) {
+    number = Number(value);
+    if (!Number.isSafeInteger(number) && bigint) number = BigInt(value.trim());
+  }
+  const integer = (typeof number === 'number' && Number.isSafeInteger(number)) || (bigint && typeof number === 'bigint');
+  if (!integer || (nonZero && BigInt(number) === 0n)) {
+    const kinds = bigint ? 'a safe integer number or a BigInt' : 'a safe integer';
+    throw codedError(
+      'INVALID_ARGUMENT',
+      `${prefix}option ${name} must be ${nonZero ? 'a non-zero' : 'an'} integer (${kinds}, or its decimal digits in a string such as "100"): the numbers here are integers; got ${shown(value)}`,
+      { type: TypeError },
+    );
+  }
+  return number;
+}
+
 /** An option that must be a safe integer, refused with `INVALID_ARGUMENT` otherwise. */
 function checkNumber(name, value) {
   if (typeof value !== 'number' || !Number.isSafeInteger(value)) {
@@ -118,4 +153,4 @@ function gaplessRefusal(what) {
   );
 }
 
-module.exports = { PLUGIN, COUNTER_FIELD, DEFAULTS, MAX_CACHE, checkCache, normalise, signature, signatureDifferences, checkField, gaplessRefusal };
+module.exports = { PLUGIN, COUNTER_FIELD, DEFAULTS, MAX_CACHE, checkCache, shown, integerOption, normalise, signature, signatureDifferences, checkField, gaplessRefusal };

@@ -5,7 +5,7 @@ import { inspect } from 'node:util';
 import { createRequire } from 'node:module';
 
 const require = createRequire(import.meta.url);
-const { normalise, signature, signatureDifferences, DEFAULTS, gaplessRefusal } = require('../../../lib/mongoose/options.js');
+const { normalise, signature, signatureDifferences, DEFAULTS, gaplessRefusal, integerOption } = require('../../../lib/mongoose/options.js');
 
 const refused = (options, code, type = Error) =>
   assert.throws(
@@ -61,4 +61,38 @@ test('gaplessRefusal names the operation, with GAPLESS_UNSUPPORTED_OPERATION', (
   const error = gaplessRefusal('an upsert');
   assert.equal(error.code, 'GAPLESS_UNSUPPORTED_OPERATION');
   assert.match(error.message, /an upsert cannot join that transaction/);
+});
+
+test('integerOption: an integer, or its decimal digits in a string (as process.env gives them); else refused, a string quoted', () => {
+  const taken = [
+    [100, 100],
+    ['100', 100],
+    [' 100 ', 100],
+    ['+5\n', 5],
+    ['-5', -5],
+    ['\t7', 7],
+  ];
+  for (const [value, number] of taken) assert.equal(integerOption('', 'startAt', value), number, JSON.stringify(value));
+  // Past the safe integers: a BigInt, exact, where BigInts are taken; refused elsewhere.
+  assert.equal(integerOption('', 'startAt', '9007199254740993', { bigint: true }), 9007199254740993n);
+  assert.equal(integerOption('', 'startAt', 5n, { bigint: true }), 5n);
+  const refusal = (value, options) => {
+    try {
+      integerOption('p: ', 'startAt', value, options);
+    } catch (error) {
+      assert.equal(error.code, 'INVALID_ARGUMENT');
+      assert.ok(error instanceof TypeError);
+      return error.message;
+    }
+    assert.fail(`${JSON.stringify(value)} taken`);
+  };
+  // What the plugins replaced read otherwise (or not at all), and fractions: refused.
+  for (const value of ['abc', '1e3', '1.5', '0x10', '0b11', '', ' ', '1 000', '１００', '100n', '9007199254740993']) {
+    const message = refusal(value);
+    assert.ok(message.startsWith('p: option startAt must be an integer ') && message.endsWith(`; got ${JSON.stringify(value)}`), message);
+  }
+  assert.match(refusal(1.5), /the numbers here are integers; got 1\.5$/);
+  assert.match(refusal(5n), /; got 5n$/);
+  assert.match(refusal('0', { nonZero: true }), /must be a non-zero integer .*; got "0"$/);
+  assert.match(refusal(Object.create(null)), /; got an object$/);
 });
