@@ -143,6 +143,8 @@ function session(connection, { bounded = false } = {}) {
   let client;
   return {
     ...connection,
+    // Every call of the client is bounded by this too (its serverSelectionTimeoutMS).
+    callTimeoutMs: connectMs,
     stage: 'starting',
     async database() {
       if (!client) {
@@ -164,11 +166,20 @@ function session(connection, { bounded = false } = {}) {
  */
 function withinTimeout(work, session) {
   let timer;
+  const started = Date.now();
+  const timedOut = () => new TimeoutError(`no answer within --timeout (${session.timeoutMs / 1000} s) while ${session.stage}`);
   const expired = new Promise((_, reject) => {
-    timer = setTimeout(() => reject(new TimeoutError(`no answer within --timeout (${session.timeoutMs / 1000} s) while ${session.stage}`)), session.timeoutMs);
+    timer = setTimeout(() => reject(timedOut()), session.timeoutMs);
   });
-  work.catch(() => {});
-  return Promise.race([work, expired]).finally(() => clearTimeout(timer));
+  // A call after connecting is bounded by the client's own call timeout, a little shorter
+  // than --timeout: when that bound is what ended it, the command timed out at its stage
+  // (whichever of the two timers fires first), not the connection.
+  const bounded = work.catch((error) => {
+    const callBound = session.callTimeoutMs !== undefined && Date.now() - started >= session.callTimeoutMs;
+    throw error?.code === 'CONNECTION' && session.stage !== 'connecting' && callBound ? timedOut() : error;
+  });
+  bounded.catch(() => {});
+  return Promise.race([bounded, expired]).finally(() => clearTimeout(timer));
 }
 
 /** A number as printed: BigInts as their exact digits. */
