@@ -23,12 +23,19 @@ const ownGetter = channel !== null && typeof channel.hasSubscribers === 'boolean
 const anySubscribed = () =>
   channel.start.hasSubscribers || channel.end.hasSubscribers || channel.asyncStart.hasSubscribers || channel.asyncEnd.hasSubscribers || channel.error.hasSubscribers;
 
-/** A counter name as shown in messages: the string, or a scope's fields as JSON. */
+/**
+ * Text of a call's context as messages show it: the credentials of any connection string
+ * in it masked (a counter named after a URI, as a mistaken argument order gives), since
+ * tracers copy the context into spans and logs.
+ */
+const masked = (text) => (typeof text === 'string' && typeof native.redactConnectionStrings === 'function' ? native.redactConnectionStrings(text) : text);
+
+/** A counter name as shown in messages: the string, or a scope's fields as JSON; masked. */
 function label(name) {
-  if (typeof name === 'string') return name;
+  if (typeof name === 'string') return masked(name);
   if (name === null || typeof name !== 'object') return undefined;
   try {
-    return JSON.stringify(name, (_, v) => (typeof v === 'bigint' ? v.toString() : v));
+    return masked(JSON.stringify(name, (_, v) => (typeof v === 'bigint' ? v.toString() : v)));
   } catch {
     return undefined;
   }
@@ -38,7 +45,7 @@ function label(name) {
 function databaseOf(db) {
   try {
     const name = db?.databaseName;
-    return typeof name === 'string' ? name : undefined;
+    return typeof name === 'string' ? masked(name) : undefined;
   } catch {
     return undefined;
   }
@@ -48,7 +55,7 @@ function databaseOf(db) {
 function countersOf(options, key) {
   if (options === null || typeof options !== 'object') return 'counters';
   const named = options[key] ?? (key === 'counterCollection' ? options.counters : undefined);
-  return typeof named === 'string' ? named : 'counters';
+  return typeof named === 'string' ? masked(named) : 'counters';
 }
 
 // Registered symbols, the same in every evaluation of this file (a require cache cleared
@@ -97,7 +104,7 @@ const fns = {
     counter: label(options?.name ?? options?.sequence ?? collection),
     database: databaseOf(db),
     collection: countersOf(options, 'counterCollection'),
-    target: typeof collection === 'string' ? collection : undefined,
+    target: typeof collection === 'string' ? masked(collection) : undefined,
   }),
   listSequences: ([db, options]) => ({ database: databaseOf(db), collection: countersOf(options, 'collection') }),
   setCountersWhere: ([db, , , options]) => ({ database: databaseOf(db), collection: countersOf(options, 'collection') }),
@@ -172,7 +179,7 @@ out.counterAt = remembered(native.counterAt);
 wrapMethods(native.Sequence, ['next', 'nextBatch', 'nextRange', 'current', 'init', 'set', 'raiseTo', 'syncToMax', 'reset', 'drop', 'release'], (_, handle) => {
   const names = {};
   try {
-    names.counter = handle.name;
+    names.counter = masked(handle.name);
   } catch {
     // a handle whose name cannot be read is still traced
   }

@@ -289,3 +289,42 @@ test("a handle's database and collection are the ones it was made with", async (
     ],
   );
 });
+
+test('a counter named after a connection string is masked in every context, as in messages', async () => {
+  const secret = 'alice-S3cret%21pw';
+  const name = `mongodb://alice:${secret}@h/x`;
+  const scope = { tenant: `mongodb+srv://bob:${secret}@cluster0.example.net/db` };
+  const seen = record(new AsyncLocalStorage());
+  await rejectsWithCode(assert, pkg.getNextSequenceValue(env.db, name), 'SEQUENCE_NOT_FOUND');
+  assert.equal(await pkg.getNextSequenceValue(env.db, scope, { upsert: true }), 1);
+  const handle = pkg.sequence(env.db, name, { upsert: true });
+  assert.equal(await handle.next(), 1);
+  await rejectsWithCode(assert, pkg.sequence(env.db, `${name}-absent`).current(), 'SEQUENCE_NOT_FOUND');
+  await pkg.insertOne(env.db, `mongodb://carol:${secret}@h`, { a: 1 }, { name, upsert: true });
+  assert.ok(seen.length >= 5 * 3, `${seen.length} events`);
+  for (const { event, context } of seen) {
+    const text = JSON.stringify({ ...context, error: context.error?.message });
+    assert.ok(!text.includes(secret), `${event} of ${context.operation} holds the password: ${text}`);
+  }
+  assert.ok(
+    seen.some((s) => s.context.counter === 'mongodb://****@h/x'),
+    'the masked name',
+  );
+});
+
+test('round-trip events carry a connection-string name masked', async () => {
+  const secret = 'alice-S3cret%21pw';
+  const events = [];
+  const listener = (message) => events.push(message);
+  const handle = pkg.sequence(env.db, `mongodb://alice:${secret}@h/x`, { upsert: true });
+  await handle.next();
+  diagnostics.subscribe('mongodb-sequence:round-trip', listener);
+  try {
+    for (let i = 0; i < 3; i++) await handle.next();
+  } finally {
+    diagnostics.unsubscribe('mongodb-sequence:round-trip', listener);
+  }
+  assert.ok(events.length > 0);
+  for (const event of events) assert.ok(!JSON.stringify(event).includes(secret), JSON.stringify(event));
+  assert.equal(events.at(-1).counter, 'mongodb://****@h/x');
+});

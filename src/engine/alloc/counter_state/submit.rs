@@ -250,12 +250,14 @@ fn record_round_trip(
     recorder.round_trip(took, calls, blocks, retries);
     if stats::events_on() {
         let endpoint = store.endpoint();
+        // Masked as messages are: tracers copy the event into spans and logs.
+        let masked = crate::engine::text::redact::redact_connection_strings;
         stats::record_event(RoundTripEvent {
-            database: endpoint.database,
-            collection: counter.collection.clone(),
+            database: endpoint.database.as_deref().map(masked),
+            collection: masked(&counter.collection),
             operation: "findAndModify",
             server: endpoint.server,
-            counter: counter.label.clone(),
+            counter: masked(&counter.label),
             values,
             calls,
             duration: took,
