@@ -150,6 +150,7 @@ function session(connection, { bounded = false } = {}) {
       if (!client) {
         this.stage = 'connecting';
         client = await seq.connect(connection.uri, { serverSelectionTimeoutMS: connectMs, connectTimeoutMS: connectMs });
+        this.connectedAt = Date.now();
       }
       return client.db(connection.db);
     },
@@ -175,7 +176,8 @@ function withinTimeout(work, session) {
   // than --timeout: when that bound is what ended it, the command timed out at its stage
   // (whichever of the two timers fires first), not the connection.
   const bounded = work.catch((error) => {
-    const callBound = session.callTimeoutMs !== undefined && Date.now() - started >= session.callTimeoutMs;
+    // Measured from when connecting ended (a call's bound starts with the call).
+    const callBound = session.callTimeoutMs !== undefined && Date.now() - (session.connectedAt ?? started) >= session.callTimeoutMs;
     throw error?.code === 'CONNECTION' && session.stage !== 'connecting' && callBound ? timedOut() : error;
   });
   bounded.catch(() => {});

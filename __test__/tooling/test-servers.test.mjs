@@ -80,9 +80,9 @@ for (const answers of [false, true]) {
     const stalls = [];
     let killed = 0;
     const server = { uri: fake.uri, pid: process_.pid, kind: 'fake', kill: async () => killed++ };
-    const watch = watchForStall(server, { onStall: (m) => stalls.push(m), probeEveryMs: 100, probeTimeoutMs: 150, stalledAfter: 4 });
+    const watch = watchForStall(server, { onStall: (m) => stalls.push(m), probeEveryMs: 250, probeTimeoutMs: 1000, stalledAfter: 4 });
     try {
-      await new Promise((r) => setTimeout(r, 2_000));
+      await new Promise((r) => setTimeout(r, answers ? 3_000 : 8_000));
       if (answers) {
         assert.deepEqual(stalls, []);
         assert.equal(killed, 0);

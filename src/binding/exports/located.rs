@@ -13,7 +13,8 @@ use crate::binding::read::kinds::{read_fields, read_integer};
 use crate::binding::read::named_counter::NamedCounter;
 use crate::binding::read::option_reader::{read_located_options, read_used_options};
 use crate::binding::read::options::SetCountersTable;
-use crate::binding::spawn::promise;
+use crate::binding::spawn::{promise, run_to_its_end};
+use crate::engine::client::handle::Late;
 use crate::engine::counter::locator::{FieldsLocator, Locator};
 use crate::engine::error::SeqResult;
 use crate::engine::management;
@@ -92,11 +93,11 @@ pub fn set_counters_where<'env>(
                 .with_write_concern(options.write_concern.map(|w| w.to_driver()));
             let bound = handle.clone();
             let label = counter.label.clone();
-            let matched = bound
-                .within_call_timeout(async move {
-                    management::set_where(&handle, &database, &store, &counter, fields, value).await
-                })
-                .await?;
+            // Fenced over every counter it may change: run to its end (see `managed_promise`).
+            let write = run_to_its_end(async move {
+                management::set_where(&handle, &database, &store, &counter, fields, value).await
+            });
+            let matched = bound.within(write, Late::Write).await?;
             Ok(Output::Single(Value::checked(
                 &label,
                 i64::try_from(matched).unwrap_or(i64::MAX),

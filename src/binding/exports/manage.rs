@@ -13,13 +13,14 @@ use crate::binding::read::name::read_counter_name;
 use crate::binding::read::named_counter::{NamedCounter, PreparedSlot};
 use crate::binding::read::option_reader::read_used_options;
 use crate::binding::read::options::{ListTable, SyncTable};
-use crate::binding::spawn::promise;
+use crate::binding::spawn::{promise, run_to_its_end};
 use crate::engine::alloc::prepared_counter::PreparedCounter;
+use crate::engine::client::handle::Late;
 use crate::engine::error::SeqResult;
 use crate::engine::management;
 use crate::engine::text::validate::{check_collection, check_field, check_field_name, FieldUse};
 
-/// Runs `op` on the prepared counter of `named`.
+/// Runs the read `op` on the prepared counter of `named`, bounded by the call timeout.
 pub fn admin_promise<'env, F, Fut>(
     env: &'env Env,
     named: SeqResult<NamedCounter>,
@@ -35,14 +36,17 @@ where
         let named = named?;
         let prepared = named.clone().prepare(slot).await?;
         let bound = prepared.clone();
-        bound.within_call_timeout(op(prepared, named)).await
+        bound.within(op(prepared, named), Late::Read).await
     })
 }
 
 /// Runs the management write `op` on the prepared counter of `named`, discarding this
 /// process's cached blocks and configuration hint of that counter before and after it
 /// (as PostgreSQL's `setval` discards the session's cache), from whichever function or
-/// handle the counter was used.
+/// handle the counter was used. The call is bounded by the call timeout, but the fenced
+/// write runs to its end in a task of its own: a write the server applies after the call
+/// gave up must still be followed by the discard, or this process would hand out values
+/// of a block fetched before a write that moved the counter back.
 pub fn managed_promise<'env, F, Fut>(
     env: &'env Env,
     named: SeqResult<NamedCounter>,
@@ -53,9 +57,14 @@ where
     F: FnOnce(PreparedCounter, NamedCounter) -> Fut + Send + 'static,
     Fut: Future<Output = SeqResult<Output>> + Send + 'static,
 {
-    admin_promise(env, named, slot, |prepared, named| async move {
+    let slot = slot.cloned();
+    promise(env, async move {
+        let named = named?;
+        let prepared = named.clone().prepare(slot).await?;
+        let bound = prepared.clone();
         let fence = prepared.fence();
-        fence.managed(op(prepared, named)).await
+        let write = run_to_its_end(async move { fence.managed(op(prepared, named)).await });
+        bound.within(write, Late::Write).await
     })
 }
 
@@ -92,9 +101,10 @@ pub fn list_sequences<'env>(
             let (target, options) = read?;
             let (handle, database) = target.resolve().await?;
             let store = handle.driver(&database)?;
-            let listed = handle.within_call_timeout(async move {
-                store.list(&options.collection, &options.field).await
-            });
+            let listed = handle.within(
+                async move { store.list(&options.collection, &options.field).await },
+                Late::Read,
+            );
             let mut entries = Vec::new();
             for counter in listed.await? {
                 let label = counter.id.to_string();

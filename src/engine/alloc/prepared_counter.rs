@@ -10,7 +10,7 @@ use crate::engine::alloc::counter_state::{
     Call, CounterState, GivenBack, Lane, Mode, Outcome, Submitted,
 };
 use crate::engine::call_options::CallOptions;
-use crate::engine::client::handle::ClientHandle;
+use crate::engine::client::handle::{ClientHandle, Late};
 use crate::engine::counter::counter_name::CounterName;
 use crate::engine::counter::locator::Locator;
 use crate::engine::error::SeqResult;
@@ -111,17 +111,17 @@ impl PreparedCounter {
         }
     }
 
-    /// `work` bounded as this counter's value-taking calls are
-    /// ([`ClientHandle::within_call_timeout`]).
-    pub fn within_call_timeout<T, F>(
+    /// `work` bounded as this counter's value-taking calls are ([`ClientHandle::within`]).
+    pub fn within<T, F>(
         &self,
         work: F,
+        late: Late,
     ) -> impl std::future::Future<Output = SeqResult<T>> + Send + 'static
     where
         T: Send + 'static,
         F: std::future::Future<Output = SeqResult<T>> + Send + 'static,
     {
-        self.handle.within_call_timeout(work)
+        self.handle.within(work, late)
     }
 
     /// This process's state of the counter.

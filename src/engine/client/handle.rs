@@ -356,15 +356,17 @@ impl ClientHandle {
     /// closes. A round trip it started may still complete afterwards; its values are then
     /// lost (a gap, never a duplicate).
     pub fn bounded(self: &Arc<Self>, pending: Pending) -> Pending {
-        Box::pin(self.within_call_timeout(pending))
+        Box::pin(self.within(pending, Late::Values))
     }
 
     /// `work` under the rule of [`ClientHandle::bounded`], for calls of any result: reads
     /// and management writes are bounded as value-taking calls are, so no call waits
-    /// longer than its client's call timeout on a server that stopped answering.
-    pub fn within_call_timeout<T, F>(
+    /// longer than its client's call timeout on a server that stopped answering. `late`
+    /// says in the message what a late answer still does.
+    pub fn within<T, F>(
         self: &Arc<Self>,
         work: F,
+        late: Late,
     ) -> impl std::future::Future<Output = SeqResult<T>> + Send + 'static
     where
         T: Send + 'static,
@@ -389,11 +391,34 @@ impl ClientHandle {
                     ErrorCode::Connection,
                     format!(
                         "cannot reach MongoDB: no answer within {} ms of the call (the \
-                         serverSelectionTimeoutMS of the connection); if the server applies \
-                         it later, its values are left unused",
-                        timeout.as_millis()
+                         serverSelectionTimeoutMS of the connection); {}",
+                        timeout.as_millis(),
+                        late.note()
                     ),
                 )),
+            }
+        }
+    }
+}
+
+/// What the answer of a call that timed out still does if the server gives it later.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Late {
+    /// Values reserved late are left unused (a gap).
+    Values,
+    /// A read changes nothing.
+    Read,
+    /// A management write may still be applied (its fence completes it in the background).
+    Write,
+}
+
+impl Late {
+    fn note(self) -> &'static str {
+        match self {
+            Late::Values => "if the server applies it later, its values are left unused",
+            Late::Read => "nothing was changed",
+            Late::Write => {
+                "the write may still be applied: read the counter before trying it again"
             }
         }
     }

@@ -214,10 +214,11 @@ impl MongoDriver {
                 .return_document(ReturnDocument::After)
                 .projection(filters::value_projection(counter))
         };
+        let resend = safe_to_send_twice(counter, &update);
         let found = match session {
             Some(session) => action().session(session).await,
             None => match action().await {
-                Err(e) if is_dropped_connection(&e) => action().await,
+                Err(e) if resend && is_dropped_connection(&e) => action().await,
                 found => found,
             },
         };
@@ -283,14 +284,33 @@ impl MongoDriver {
     }
 }
 
+/// Whether `update` may be sent a second time when the answer to the first was lost (the
+/// first may have been applied): only writes that move the counter on along its way and
+/// never back. A second `$inc` leaves the first one's values unused (a gap); a second
+/// `$max`/`$min` changes nothing; `$setOnInsert` applies once; the cache flag is set to the
+/// same value. A `$set` of the value (`set`, `reset`, a give-back, a compare-and-set, a
+/// cycle restart) is never sent twice: applied late, after others moved the counter on, it
+/// would put the counter back under values they took.
+fn safe_to_send_twice(counter: &CounterRef, update: &Document) -> bool {
+    let flag = filters::CacheMarks::of(&counter.field).cached;
+    update
+        .iter()
+        .all(|(operator, fields)| match operator.as_str() {
+            "$inc" | "$max" | "$min" | "$setOnInsert" => true,
+            "$set" => fields
+                .as_document()
+                .is_some_and(|set| set.keys().all(|key| *key == flag)),
+            _ => false,
+        })
+}
+
 /// Whether `error` is the failure of a connection the network dropped (reset, broken
 /// pipe, closed before the answer). A load balancer or NAT resets pooled connections left
 /// idle, and on a standalone server the driver retries no write: the first call after such
 /// a reset would fail although the server is fine (the documented helper, on the Node
-/// driver, succeeds there). The driver has cleared that connection, so the counter reads
-/// and writes outside a transaction are sent once more on a new one. A second `$inc`
-/// after a first that was applied but whose answer was lost leaves the first one's values
-/// unused (a gap): it never hands a value out twice. Document inserts are never sent twice.
+/// driver, succeeds there). The driver has cleared that connection, so counter reads, and
+/// the writes [`safe_to_send_twice`] allows, outside a transaction, are sent once more on
+/// a new one. Document inserts are never sent twice.
 fn is_dropped_connection(error: &mongodb::error::Error) -> bool {
     use std::io::ErrorKind as Io;
     match &*error.kind {
@@ -440,6 +460,44 @@ impl CounterDriver for SessionDriver<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engine::counter::counter_name::CounterName;
+    use crate::engine::store::counter_store::Direction;
+
+    #[test]
+    fn only_writes_that_never_move_a_counter_back_are_sent_twice() {
+        let plain = CounterRef::new("counters", "seq", CounterName::Text("x".into()));
+        let cached = plain.clone().through_cache();
+        for (what, update) in [
+            ("an increment", filters::increment(&plain, 3)),
+            ("a cached increment", filters::increment(&cached, 3)),
+            ("a descending increment", filters::increment(&plain, -2)),
+            ("a raise", filters::raise_value(&plain, 9, Direction::Up)),
+            (
+                "a marked raise",
+                filters::raise_marked(&cached, 9, Direction::Down),
+            ),
+        ] {
+            assert!(safe_to_send_twice(&plain, &update), "{what}: {update}");
+        }
+        for (what, update) in [
+            (
+                "a set, a give-back, a compare-and-set",
+                filters::set_value(&plain, 5),
+            ),
+            ("a cached compare-and-set", filters::set_value(&cached, 5)),
+            ("a set or reset", filters::set_value_unmarked(&plain, 0)),
+            (
+                "an unknown operator",
+                doc! { "$rename": { "seq": "other" } },
+            ),
+            (
+                "a $set of another field",
+                doc! { "$inc": { "seq": 1 }, "$set": { "other": 1 } },
+            ),
+        ] {
+            assert!(!safe_to_send_twice(&plain, &update), "{what}: {update}");
+        }
+    }
 
     #[test]
     fn an_existing_unique_index_over_the_same_keys_is_the_one_needed() {
