@@ -461,12 +461,12 @@ impl CounterDriver for SessionDriver<'_> {
 mod tests {
     use super::*;
     use crate::engine::counter::counter_name::CounterName;
-    use crate::engine::store::counter_store::Direction;
+    use crate::engine::store::counter_store::{Direction, FetchToken};
 
     #[test]
     fn only_writes_that_never_move_a_counter_back_are_sent_twice() {
         let plain = CounterRef::new("counters", "seq", CounterName::Text("x".into()));
-        let cached = plain.clone().through_cache();
+        let cached = plain.clone().through_cache(FetchToken::fresh());
         for (what, update) in [
             ("an increment", filters::increment(&plain, 3)),
             ("a cached increment", filters::increment(&cached, 3)),
