@@ -377,7 +377,7 @@ test('a number given by another process inside a cached tail is never given back
     await other.close();
   }
   const doc = await env.db.collection('counters').findOne({ _id: 'given-inside' });
-  assert.ok(doc.sequence_value_cached instanceof ObjectId, 'flagged by the cache, with its last fetch\'s token');
+  assert.ok(doc.sequence_value_cached instanceof ObjectId, "flagged by the cache, with its last fetch's token");
   assert.equal(Number(doc.sequence_value_raised), reserved, 'the furthest number given');
   // A reset puts the counter anywhere: the numbers given and the fetches before it no
   // longer count.
