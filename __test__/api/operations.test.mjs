@@ -7,7 +7,7 @@ import { fileURLToPath } from 'node:url';
 import diagnostics from 'node:diagnostics_channel';
 import fc from 'fast-check';
 import net from 'node:net';
-import { Long, MongoClient } from 'mongodb';
+import { Long, MongoClient, ObjectId } from 'mongodb';
 import { setup, seq, runScript } from '../helpers.mjs';
 
 let env;
@@ -377,13 +377,14 @@ test('a number given by another process inside a cached tail is never given back
     await other.close();
   }
   const doc = await env.db.collection('counters').findOne({ _id: 'given-inside' });
-  assert.equal(doc.sequence_value_cached, true, 'flagged by the cache');
+  assert.ok(doc.sequence_value_cached instanceof ObjectId, "flagged by the cache, with its last fetch's token");
   assert.equal(Number(doc.sequence_value_raised), reserved, 'the furthest number given');
-  // A reset puts the counter anywhere: the numbers given before it no longer count.
+  // A reset puts the counter anywhere: the numbers given and the fetches before it no
+  // longer count.
   await seq.sequence(env.db, 'given-inside').reset();
   const after = await env.db.collection('counters').findOne({ _id: 'given-inside' });
   assert.equal(after.sequence_value_raised, undefined);
-  assert.equal(after.sequence_value_cached, true);
+  assert.equal(after.sequence_value_cached, undefined);
 });
 
 test('a counter no cache numbers keeps its document as it was when raised', async () => {

@@ -11,7 +11,9 @@
 //! exhaustion only when the stored counter has no room, and after any management write
 //! exactly the value the model predicts. In every mode, between two writes that may move
 //! a counter back (set, reset, init, drop), no value is handed out twice: `raiseTo` and
-//! `syncToMax` only ever move a counter on in its direction.
+//! `syncToMax` only ever move a counter on in its direction. A give-back, also one
+//! computed earlier and delivered after any of these, never puts a counter back under a
+//! value handed out.
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -20,7 +22,7 @@ use mongodb::bson::{doc, Bson, Document};
 use proptest::prelude::*;
 
 use crate::engine::alloc::allocate::{CreatePolicy, IdRange};
-use crate::engine::alloc::counter_state::{CounterState, Lane, Mode};
+use crate::engine::alloc::counter_state::{CounterState, GivenBack, Lane, Mode};
 use crate::engine::counter::counter_name::CounterName;
 use crate::engine::counter::sequence_config::SequenceConfig;
 use crate::engine::error::{ErrorCode, SeqResult};
@@ -114,6 +116,12 @@ enum Op {
     SyncToMax(Vec<SourceDoc>),
     /// The process gives back its cached tails (a graceful close, or `release()`).
     GiveBack,
+    /// The process takes its cached tails out for a give-back whose update is held on
+    /// its way (a close that timed out): it reaches the server at the next
+    /// [`Op::DeliverGiveBack`], after whatever comes between.
+    HoldGiveBack,
+    /// The held give-back's update reaches the server.
+    DeliverGiveBack,
 }
 
 /// The reference: one counter, changed one call at a time.
@@ -397,6 +405,8 @@ fn op_strategy() -> impl Strategy<Value = Op> {
         1 => value_strategy().prop_map(Op::RaiseTo),
         1 => source_strategy().prop_map(Op::SyncToMax),
         2 => Just(Op::GiveBack),
+        1 => Just(Op::HoldGiveBack),
+        1 => Just(Op::DeliverGiveBack),
     ]
 }
 
@@ -617,8 +627,16 @@ fn check_racy_history(
         // the cache (a batch goes round it when larger than a block, and drops a block
         // too short for it: a gap).
         let mut cache_only = true;
+        // A give-back computed and not delivered yet, and every value handed out since it
+        // was computed, whatever moved the counter meanwhile.
+        let mut held: Option<std::pin::Pin<Box<dyn std::future::Future<Output = GivenBack>>>> =
+            None;
+        let mut since_held: HashSet<i64> = HashSet::new();
         for op in ops {
-            if !matches!(op, Op::Calls(_) | Op::GiveBack) {
+            if !matches!(
+                op,
+                Op::Calls(_) | Op::GiveBack | Op::HoldGiveBack | Op::DeliverGiveBack
+            ) {
                 cache_only = true;
             }
             match op {
@@ -635,6 +653,9 @@ fn check_racy_history(
                         for v in results.iter().flatten().flat_map(|r| r.values()) {
                             assert!(handed.insert(v), "{v} handed out twice");
                         }
+                    }
+                    if held.is_some() {
+                        since_held.extend(results.iter().flatten().flat_map(|r| r.values()));
                     }
                     if !matches!(mode, Mode::Cached(_)) {
                         for (n, result) in counts.iter().zip(&results) {
@@ -775,6 +796,47 @@ fn check_racy_history(
                     if outcome.returned > 0 {
                         predicted = Some(model.clone());
                     }
+                }
+                Op::HoldGiveBack => {
+                    if held.is_none() {
+                        let store = engine.store.clone();
+                        held = Some(Box::pin(
+                            engine.state.give_back_later(move |_| store.clone()),
+                        ));
+                        since_held.clear();
+                    }
+                }
+                Op::DeliverGiveBack => {
+                    let Some(late) = held.take() else {
+                        continue;
+                    };
+                    let before = engine.stored();
+                    let outcome = late.await;
+                    let after = engine.stored();
+                    if outcome.returned == 0 {
+                        assert_eq!(after, before, "no write without a give-back");
+                        continue;
+                    }
+                    let (before, after) = (before.unwrap(), after.unwrap());
+                    let step = model.config.map_or(step, |c| c.step);
+                    assert_eq!(
+                        i128::from(before) - i128::from(after),
+                        i128::from(outcome.returned) * i128::from(step),
+                        "moved back by exactly the values returned"
+                    );
+                    // Whatever happened since the give-back was computed (a reset, and
+                    // numbering back to the value it expects), it never puts the counter
+                    // back under a value handed out meanwhile.
+                    if !model.config.is_some_and(|c| c.cycle) {
+                        for v in since_held.iter().chain(&handed) {
+                            assert!(
+                                if step > 0 { *v <= after } else { *v >= after },
+                                "{v} handed out, and a late give-back put the counter at {after}"
+                            );
+                        }
+                    }
+                    model.value = after;
+                    predicted = Some(model.clone());
                 }
                 Op::SyncToMax(docs) => {
                     let source = Source(docs.iter().map(SourceDoc::document).collect());
@@ -1022,6 +1084,32 @@ fn regression_set_after_a_cached_call_and_drop() {
             Op::Calls(vec![1]),
         ],
     );
+}
+
+/// A give-back computed before a `reset` and delivered after numbering brought the
+/// counter back to the value it expects: without a cache (a batch larger than the
+/// blocks goes round it), or through the process's own cache fetching again.
+#[test]
+fn regression_a_give_back_held_past_a_reset() {
+    let policy = CreatePolicy {
+        upsert: true,
+        start: 1,
+    };
+    for numbering in [vec![4], vec![1]] {
+        check_history(
+            Mode::Cached(3),
+            policy,
+            None,
+            &[
+                Op::Calls(vec![1]),
+                Op::HoldGiveBack,
+                Op::Reset,
+                Op::Calls(numbering),
+                Op::DeliverGiveBack,
+                Op::Calls(vec![1, 4]),
+            ],
+        );
+    }
 }
 
 /// What happens to a counter found by other fields (mongoose-sequence's documents).

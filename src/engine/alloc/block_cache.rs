@@ -27,6 +27,7 @@ use crate::engine::alloc::waiter::Waiter;
 use crate::engine::alloc::allocate::IdRange;
 use crate::engine::error::{SeqError, SeqResult};
 use crate::engine::panic_safety::{caught, lock, OnEarlyStop};
+use crate::engine::store::counter_store::FetchToken;
 use crate::engine::text::validate::MAX_RANGE_COUNT;
 
 /// Most blocks one fetch reserves when calls outpace round trips.
@@ -46,6 +47,10 @@ struct SlotContents {
     blocks_per_fetch: i64,
     /// When the last fetch completed.
     last_fetch: Option<Instant>,
+    /// The token of the last fetch that took values: the flag the counter holds while
+    /// no other cache fetched and no `set` or `reset` came since, which a give-back of
+    /// the tail requires.
+    token: Option<FetchToken>,
 }
 
 impl SlotContents {
@@ -134,6 +139,7 @@ impl CacheSlot {
                 waiters: VecDeque::new(),
                 blocks_per_fetch: 1,
                 last_fetch: None,
+                token: None,
             }),
         }
     }
@@ -151,6 +157,7 @@ impl CacheSlot {
         contents.blocks.clear();
         contents.blocks_per_fetch = 1;
         contents.last_fetch = None;
+        contents.token = None;
         thrown
     }
 
@@ -201,7 +208,7 @@ impl CacheSlot {
         Option<impl Future<Output = ()> + Send + 'static>,
     )
     where
-        F: Fn(Vec<Demand>) -> Fut + Send + 'static,
+        F: Fn(Vec<Demand>, FetchToken) -> Fut + Send + 'static,
         Fut: Future<Output = Grants> + Send + 'static,
     {
         let (waiter, answer) = Waiter::new(count);
@@ -232,13 +239,14 @@ impl CacheSlot {
     /// (each as its own demand, so a bounded counter treats them as it would alone) and
     /// fills the cache with what is left before the counter's limit, at most one fetch's
     /// worth. The caller has set `fetching` (through [`CacheSlot::try_take`] or
-    /// [`CacheSlot::enqueue`]).
+    /// [`CacheSlot::enqueue`]). Each round trip gets a fresh [`FetchToken`], which its
+    /// writes leave in the counter.
     pub fn start_fetching<F, Fut>(
         self: Arc<Self>,
         fetch: F,
     ) -> impl Future<Output = ()> + Send + 'static
     where
-        F: Fn(Vec<Demand>) -> Fut + Send + 'static,
+        F: Fn(Vec<Demand>, FetchToken) -> Fut + Send + 'static,
         Fut: Future<Output = Grants> + Send + 'static,
     {
         // Armed before the fetch is first polled: a fetch dropped unstarted still ends.
@@ -252,7 +260,7 @@ impl CacheSlot {
         fetch: F,
         release: OnEarlyStop<impl FnOnce() + Send>,
     ) where
-        F: Fn(Vec<Demand>) -> Fut + Send + 'static,
+        F: Fn(Vec<Demand>, FetchToken) -> Fut + Send + 'static,
         Fut: Future<Output = Grants> + Send + 'static,
     {
         loop {
@@ -283,13 +291,19 @@ impl CacheSlot {
                 .iter()
                 .filter(|d| matches!(d, Demand::Exact(_)))
                 .count();
-            let result = caught("cache block fetch", fetch(demands)).await;
+            let token = FetchToken::fresh();
+            let result = caught("cache block fetch", fetch(demands, token)).await;
             let mut contents = self.lock();
             // A cache never filled (a first call, or the first after a management write)
             // had nothing to run out of: its waiting calls say nothing about demand.
             let primed = contents.last_fetch.replace(Instant::now()).is_some();
             let done = match result {
                 Ok(mut grants) => {
+                    // Values taken: this fetch wrote its token (a fetch that took none
+                    // wrote nothing).
+                    if grants.iter().any(Result::is_ok) {
+                        contents.token = Some(token);
+                    }
                     let fill = (grants.len() > served).then(|| grants.pop()).flatten();
                     for grant in grants {
                         if let Some(waiter) = contents.waiters.pop_front() {
@@ -347,16 +361,21 @@ impl CacheSlot {
 
     /// Takes every cached value out of the slot (none is handed out from them any more)
     /// and returns its tail: the run of values at the end that continues, value after
-    /// value, up to the last value fetched (the one the fetch left in the counter).
-    /// Older blocks not adjoining it are dropped (a gap): the second number is how many
-    /// values they held. `None` when nothing was cached.
-    pub fn take_tail(&self) -> Option<(IdRange, i64)> {
+    /// value, up to the last value fetched (the one the fetch left in the counter), with
+    /// the token of that fetch. Older blocks not adjoining it are dropped (a gap).
+    /// `None` when nothing was cached.
+    pub fn take_tail(&self) -> Option<Tail> {
         let mut contents = self.lock();
         contents.blocks_per_fetch = 1;
         let held = contents.available();
         let blocks = std::mem::take(&mut contents.blocks);
+        let token = contents.token.take();
         drop(contents);
-        tail_of(&blocks).map(|tail| (tail, held - tail.count()))
+        tail_of(&blocks).map(|values| Tail {
+            values,
+            token,
+            dropped: held - values.count(),
+        })
     }
 
     /// Whether a block fetch is under way.
@@ -386,6 +405,17 @@ impl Drop for CacheSlot {
     }
 }
 
+/// The unused tail of a slot's blocks ([`CacheSlot::take_tail`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Tail {
+    /// The run of values that ends at the last value fetched.
+    pub values: IdRange,
+    /// The token of the last fetch that took values (`None`: none did).
+    pub token: Option<FetchToken>,
+    /// How many values the older blocks not adjoining the run held (a gap).
+    pub dropped: i64,
+}
+
 /// The run of `blocks` at their end in which each value follows the one before by the
 /// blocks' step, as one range; `None` when there are no blocks.
 pub(crate) fn tail_of(blocks: &VecDeque<IdRange>) -> Option<IdRange> {
@@ -408,7 +438,23 @@ mod tests {
 
     use super::*;
     use crate::engine::alloc::waiter::receive;
-    use crate::engine::test_support::{by_total, gated, run, values_of, FakeCounter, Gate, Rng};
+    use crate::engine::test_support::{gated, run, values_of, FakeCounter, Gate, Rng};
+
+    /// [`crate::engine::test_support::by_total`] for a slot, whose fetches also take a
+    /// token (left unused: these tests count values).
+    fn by_total<F, Fut>(
+        fetch: F,
+    ) -> impl Fn(Vec<Demand>, FetchToken) -> std::pin::Pin<Box<dyn Future<Output = Grants> + Send>>
+           + Send
+           + Sync
+           + 'static
+    where
+        F: Fn(i64) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = SeqResult<IdRange>> + Send + 'static,
+    {
+        let by_total = crate::engine::test_support::by_total(fetch);
+        move |demands, _token| by_total(demands)
+    }
 
     fn slot(size: i64) -> Arc<CacheSlot> {
         Arc::new(CacheSlot::new(size, Default::default()))
@@ -421,13 +467,22 @@ mod tests {
             F: Fn(i64) -> Fut + Send + Sync + 'static,
             Fut: Future<Output = SeqResult<IdRange>> + Send + 'static,
         {
+            self.reserve_with(count, by_total(fetch)).await
+        }
+
+        /// [`CacheSlot::reserve`] with a fetch as the engine makes it.
+        async fn reserve_with<F, Fut>(self: Arc<Self>, count: i64, fetch: F) -> SeqResult<IdRange>
+        where
+            F: Fn(Vec<Demand>, FetchToken) -> Fut + Send + Sync + 'static,
+            Fut: Future<Output = Grants> + Send + 'static,
+        {
             if let Some(taken) = self.try_take(count) {
                 if taken.prefetch {
-                    tokio::spawn(self.clone().start_fetching(by_total(fetch)));
+                    tokio::spawn(self.clone().start_fetching(fetch));
                 }
                 return Ok(taken.range);
             }
-            let (answer, fetching) = self.enqueue(count, by_total(fetch));
+            let (answer, fetching) = self.enqueue(count, fetch);
             if let Some(fetching) = fetching {
                 tokio::spawn(fetching);
             }
@@ -480,6 +535,53 @@ mod tests {
         assert_eq!(counter.value(), 21, "no round trip beyond the prefetch");
     }
 
+    /// Each fetch gets a fresh token; the tail carries the token of the last fetch that
+    /// took values (the flag it left in the counter), not of one that failed, and none
+    /// after the cache was discarded.
+    #[test]
+    fn a_tail_carries_the_token_of_the_last_fetch_that_took_values() {
+        let cache = slot(10);
+        let counter = Arc::new(FakeCounter::default());
+        let seen = Arc::new(Mutex::new(Vec::<FetchToken>::new()));
+        let fetch = || {
+            let seen = seen.clone();
+            let totals = by_total({
+                let counter = counter.clone();
+                move |t| counter.clone().fetch(t, 0)
+            });
+            move |demands, token| {
+                seen.lock().unwrap().push(token);
+                totals(demands, token)
+            }
+        };
+        let failing = {
+            let seen = seen.clone();
+            move |_, token| {
+                seen.lock().unwrap().push(token);
+                async { Err(SeqError::internal("no round trip")) }
+            }
+        };
+        run(async {
+            cache.clone().reserve_with(1, fetch()).await.unwrap();
+            let mut due = false;
+            while !due {
+                due = cache.try_take(1).expect("cached").prefetch;
+            }
+            cache.clone().start_fetching(failing).await;
+        });
+        let seen = seen.lock().unwrap().clone();
+        assert_eq!(seen.len(), 2);
+        assert_ne!(seen[0], seen[1], "a fresh token per fetch");
+        let tail = cache.take_tail().expect("a tail");
+        assert_eq!(tail.token, Some(seen[0]), "the failed fetch wrote nothing");
+        assert_eq!(tail.values.last, counter.value());
+        run(async {
+            cache.clone().reserve_with(1, fetch()).await.unwrap();
+        });
+        assert!(cache.discard() > 0);
+        assert_eq!(cache.lock().token, None, "discarded with the blocks");
+    }
+
     #[test]
     fn take_tail_keeps_the_run_up_to_the_last_fill_and_counts_older_blocks() {
         let next = Arc::new(std::sync::atomic::AtomicI64::new(0));
@@ -509,7 +611,11 @@ mod tests {
         });
         let fill = cache.blocks_per_fetch() * 10;
         let held = cache.available();
-        let (tail, dropped) = cache.take_tail().expect("a tail");
+        let Tail {
+            values: tail,
+            dropped,
+            ..
+        } = cache.take_tail().expect("a tail");
         assert_eq!(tail.count(), fill, "the last fill, alone");
         assert_eq!(tail.last, next.load(Ordering::SeqCst));
         assert_eq!(
@@ -535,6 +641,7 @@ mod tests {
             waiters: VecDeque::new(),
             blocks_per_fetch: 1,
             last_fetch: None,
+            token: None,
         };
         let before = crate::engine::stats::PROCESS.snapshot().discarded_short;
         let taken = contents.take(SHORT + 1).expect("the second block has room");

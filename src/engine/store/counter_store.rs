@@ -3,6 +3,7 @@
 
 use std::future::Future;
 
+use mongodb::bson::oid::ObjectId;
 use mongodb::bson::{doc, Bson, Document};
 
 use crate::engine::counter::counter_name::CounterName;
@@ -29,10 +30,33 @@ pub struct CounterRef {
     /// Distance between the values a plain counter hands out (its `$inc` per value;
     /// not stored with the counter). 1 for the documented helper's counters.
     pub step: i64,
-    /// Values are fetched into a cache: the writes that hand them out flag the document
+    /// Values are fetched into a cache, by the fetch this token names: the writes that
+    /// hand them out flag the document with it
     /// ([`CacheMarks`](crate::engine::store::filters::CacheMarks)), so that a raise by
-    /// any process leaves a mark the give-back of those values sees.
-    pub cached: bool,
+    /// any process leaves a mark the give-back of those values sees, and so that the
+    /// give-back finds the counter as this very fetch left it.
+    pub cached: Option<FetchToken>,
+}
+
+/// What one cache fetch writes as the counter's flag, unique to that fetch (in every
+/// process): a give-back applies only where the flag is still the one its own fetch
+/// wrote. The counter's value alone cannot tell: after a `reset`, numbering by anyone
+/// brings the counter back to the very value a held give-back expects, and a flag that
+/// only says "cached" survives that.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct FetchToken(ObjectId);
+
+impl FetchToken {
+    /// A token no other fetch has: an `ObjectId`, whose process-unique random part and
+    /// counter keep two fetches, in any processes, apart.
+    pub fn fresh() -> FetchToken {
+        FetchToken(ObjectId::new())
+    }
+
+    /// As stored in the counter document.
+    pub fn to_bson(self) -> Bson {
+        Bson::ObjectId(self.0)
+    }
 }
 
 impl CounterRef {
@@ -45,13 +69,14 @@ impl CounterRef {
             name,
             locator: Locator::ById,
             step: 1,
-            cached: false,
+            cached: None,
         }
     }
 
-    /// The same counter, its values fetched into a cache ([`CounterRef::cached`]).
-    pub fn through_cache(mut self) -> Self {
-        self.cached = true;
+    /// The same counter, its values fetched into a cache by the fetch `token` names
+    /// ([`CounterRef::cached`]).
+    pub fn through_cache(mut self, token: FetchToken) -> Self {
+        self.cached = Some(token);
         self
     }
 
@@ -315,9 +340,10 @@ pub trait CounterStore: Send + Sync {
     /// Sets the field to `value` when the counter is configured exactly as `config`
     /// (`None`: a plain counter) and, when `expected` is given, holds exactly that; `false`
     /// when it did not match. An unconditional set (`expected: None`: `set`, `reset`)
-    /// also clears the raised mark ([`CacheMarks`](crate::engine::store::filters::CacheMarks)):
+    /// also removes the cache marks ([`CacheMarks`](crate::engine::store::filters::CacheMarks)):
     /// numbers given before it no longer hold back a give-back of values fetched after
-    /// it. A conditional one (a fetch) keeps it: an older tail may still hold them.
+    /// it, and no give-back of values fetched before it applies any more. A conditional
+    /// one (a fetch) keeps the raised mark: an older tail may still hold those numbers.
     fn compare_and_set(
         &self,
         counter: &CounterRef,
@@ -328,14 +354,16 @@ pub trait CounterStore: Send + Sync {
 
     /// Puts a counter back from the last value of `tail` to `before` (the value before
     /// its first), when it is configured as `config`, holds exactly `tail.last`, its
-    /// values were fetched into a cache and no raise marked a value of `tail` since
-    /// ([`CacheMarks`](crate::engine::store::filters::CacheMarks)); `false` when it did
-    /// not match.
+    /// flag is still `token` (the fetch that left it there was the last cache fetch, and
+    /// no `set`, `reset` or `setCountersWhere` came since) and no raise marked a value of
+    /// `tail` since ([`CacheMarks`](crate::engine::store::filters::CacheMarks)); `false`
+    /// when it did not match.
     fn give_back(
         &self,
         counter: &CounterRef,
         config: Option<&SequenceConfig>,
         tail: IdRange,
+        token: FetchToken,
         before: i64,
     ) -> impl Future<Output = SeqResult<bool>> + Send;
 

@@ -11,7 +11,7 @@ use crate::engine::counter::id_range::IdRange;
 use crate::engine::counter::sequence_config::{ConfigFields, SequenceConfig};
 use crate::engine::error::SeqResult;
 use crate::engine::store::counter_store::{
-    CounterDoc, CounterRef, CounterStore, Direction, Endpoint, FieldGuard, NewCounter,
+    CounterDoc, CounterRef, CounterStore, Direction, Endpoint, FetchToken, FieldGuard, NewCounter,
 };
 use crate::engine::store::filters::{self, CacheMarks};
 
@@ -130,8 +130,8 @@ impl<D: CounterDriver> CounterStore for DriverCounters<D> {
         if let Some(config) = &new.config {
             document.extend(config.to_fields(&counter.field));
         }
-        if counter.cached {
-            document.insert(CacheMarks::of(&counter.field).cached, true);
+        if let Some(token) = counter.cached {
+            document.insert(CacheMarks::of(&counter.field).cached, token.to_bson());
         }
         self.0.insert_counter(counter, document).await
     }
@@ -229,9 +229,10 @@ impl<D: CounterDriver> CounterStore for DriverCounters<D> {
         counter: &CounterRef,
         config: Option<&SequenceConfig>,
         tail: IdRange,
+        token: FetchToken,
         before: i64,
     ) -> SeqResult<bool> {
-        let filter = filters::returnable(counter, config, tail);
+        let filter = filters::returnable(counter, config, tail, token);
         self.matched(counter, filter, filters::set_value(counter, before))
             .await
     }

@@ -1,12 +1,14 @@
 //! The filters and updates of every counter write, shared by the stores that talk to
 //! MongoDB (with or without a transaction).
 
-use mongodb::bson::{doc, Bson, Document};
+use mongodb::bson::{doc, Document};
 
 use crate::engine::counter::counter_value::compact_integer;
 use crate::engine::counter::id_range::IdRange;
 use crate::engine::counter::sequence_config::{ConfigFields, SequenceConfig};
-use crate::engine::store::counter_store::{CounterDoc, CounterRef, Direction, FieldGuard};
+use crate::engine::store::counter_store::{
+    CounterDoc, CounterRef, Direction, FetchToken, FieldGuard,
+};
 
 /// The fields that let a give-back see raises by other processes. A process giving back
 /// its unused cached values puts the counter back only where nobody moved it; a raise
@@ -15,8 +17,9 @@ use crate::engine::store::counter_store::{CounterDoc, CounterRef, Direction, Fie
 /// would be handed out again. Only counters numbered through a cache carry them: the
 /// documents of everyone else stay as they were.
 pub struct CacheMarks {
-    /// `<field>_cached`: `true` once values of the counter were fetched into a cache
-    /// (written by each such fetch, with its increment).
+    /// `<field>_cached`: the token of the last fetch of the counter's values into a
+    /// cache ([`FetchToken`], written by each such fetch with its increment, removed by
+    /// `set`, `reset` and `setCountersWhere`).
     pub cached: String,
     /// `<field>_raised`: the furthest value a raise moved the counter on to, or found it
     /// already past, since it was flagged `cached`.
@@ -33,17 +36,17 @@ impl CacheMarks {
     }
 }
 
-/// `update` also flagging the counter as cached when `counter` fetches into a cache
-/// (beside what it already `$set`s).
+/// `update` also flagging the counter with the fetch's token when `counter` fetches
+/// into a cache (beside what it already `$set`s).
 fn flagged(counter: &CounterRef, mut update: Document) -> Document {
-    if counter.cached {
+    if let Some(token) = counter.cached {
         let flag = CacheMarks::of(&counter.field).cached;
         match update.get_document_mut("$set") {
             Ok(set) => {
-                set.insert(flag, true);
+                set.insert(flag, token.to_bson());
             }
             Err(_) => {
-                update.insert("$set", doc! { flag: true });
+                update.insert("$set", doc! { flag: token.to_bson() });
             }
         }
     }
@@ -189,31 +192,29 @@ pub fn raise_marked(counter: &CounterRef, value: i64, direction: Direction) -> D
     }
 }
 
-/// A counter flagged as cached ([`CacheMarks::cached`]), or (`false`) one that is not.
+/// A counter flagged as cached ([`CacheMarks::cached`], whichever fetch's token it
+/// holds), or (`false`) one that is not.
 pub fn cached_flag(counter: &CounterRef, mut filter: Document, cached: bool) -> Document {
-    let condition = if cached {
-        Bson::Boolean(true)
-    } else {
-        Bson::Document(doc! { "$ne": true })
-    };
-    filter.insert(CacheMarks::of(&counter.field).cached, condition);
+    filter.insert(
+        CacheMarks::of(&counter.field).cached,
+        doc! { "$exists": cached },
+    );
     filter
 }
 
 /// The counter a give-back of `tail` may put back: configured as `config`, holding
-/// exactly `tail.last`, flagged as cached, with no raise marked at a value of `tail` or
-/// beyond (a mark is never beyond the counter, so "beyond" only matters after a `set`
-/// moved the counter back, where refusing costs a gap, never a number twice).
+/// exactly `tail.last`, flagged with `token` (the fetch that left it there, and nothing
+/// that removes the flag since), with no raise marked at a value of `tail` or beyond (a
+/// mark is never beyond the counter, so "beyond" only matters after a `set` moved the
+/// counter back, where refusing costs a gap, never a number twice).
 pub fn returnable(
     counter: &CounterRef,
     config: Option<&SequenceConfig>,
     tail: IdRange,
+    token: FetchToken,
 ) -> Document {
-    let mut filter = cached_flag(
-        counter,
-        configured_at(counter, config, Some(tail.last)),
-        true,
-    );
+    let mut filter = configured_at(counter, config, Some(tail.last));
+    filter.insert(CacheMarks::of(&counter.field).cached, token.to_bson());
     let reaches = if tail.step > 0 { "$gte" } else { "$lte" };
     filter.insert(
         CacheMarks::of(&counter.field).raised,
@@ -222,14 +223,20 @@ pub fn returnable(
     filter
 }
 
-/// [`set_value`] for a management write that puts the counter anywhere (`set`,
-/// `reset`): the raised mark goes too ([`CounterStore::compare_and_set`]).
+/// `$set` the counter field to `value` for a management write that puts the counter
+/// anywhere (`set`, `reset`, `setCountersWhere`): the cache marks go too
+/// ([`CounterStore::compare_and_set`]). The flag, because a give-back computed before
+/// the write must not apply after it, however the counter comes back to the value it
+/// expects; the raised mark, because numbers given before the write no longer hold
+/// back the give-back of values fetched after it.
 ///
 /// [`CounterStore::compare_and_set`]: crate::engine::store::counter_store::CounterStore::compare_and_set
 pub fn set_value_unmarked(counter: &CounterRef, value: i64) -> Document {
-    let mut update = set_value(counter, value);
-    update.insert("$unset", doc! { CacheMarks::of(&counter.field).raised: "" });
-    update
+    let marks = CacheMarks::of(&counter.field);
+    doc! {
+        "$set": { counter.field.as_str(): compact_integer(value) },
+        "$unset": { marks.cached: "", marks.raised: "" },
+    }
 }
 
 /// `$set` the counter field to `value` (flagging a cached counter).
@@ -323,18 +330,31 @@ mod tests {
     }
 
     #[test]
-    fn a_cache_fetch_flags_the_counter_and_nothing_else_does() {
+    fn a_cache_fetch_flags_the_counter_with_its_token_and_nothing_else_does() {
         let plain = counter();
-        let cached = counter().through_cache();
+        let token = FetchToken::fresh();
+        let cached = counter().through_cache(token);
         assert_eq!(increment(&plain, 3), doc! { "$inc": { "seq": 3 } });
         assert_eq!(
             increment(&cached, 3),
-            doc! { "$inc": { "seq": 3 }, "$set": { "seq_cached": true } }
+            doc! { "$inc": { "seq": 3 }, "$set": { "seq_cached": token.to_bson() } }
         );
         assert_eq!(set_value(&plain, 7), doc! { "$set": { "seq": 7 } });
         assert_eq!(
             set_value(&cached, 7),
-            doc! { "$set": { "seq": 7, "seq_cached": true } }
+            doc! { "$set": { "seq": 7, "seq_cached": token.to_bson() } }
+        );
+        assert_ne!(FetchToken::fresh(), token, "one token per fetch");
+    }
+
+    #[test]
+    fn a_write_that_puts_the_counter_anywhere_removes_both_marks() {
+        assert_eq!(
+            set_value_unmarked(&counter(), 7),
+            doc! {
+                "$set": { "seq": 7 },
+                "$unset": { "seq_cached": "", "seq_raised": "" },
+            }
         );
     }
 
@@ -353,31 +373,33 @@ mod tests {
             raise_marked(&c, -5, Direction::Down),
             doc! { "$min": { "seq": -5, "seq_raised": -5 } }
         );
+        // Flagged by any fetch's token (or any value at all).
         let mut flagged = configured_as(&c, None);
-        flagged.insert("seq_cached", true);
+        flagged.insert("seq_cached", doc! { "$exists": true });
         assert_eq!(cached_flag(&c, configured_as(&c, None), true), flagged);
         let mut unflagged = configured_as(&c, None);
-        unflagged.insert("seq_cached", doc! { "$ne": true });
+        unflagged.insert("seq_cached", doc! { "$exists": false });
         assert_eq!(cached_flag(&c, configured_as(&c, None), false), unflagged);
     }
 
     #[test]
-    fn a_give_back_needs_the_flag_and_no_mark_reaching_its_tail() {
+    fn a_give_back_needs_its_own_fetchs_flag_and_no_mark_reaching_its_tail() {
         let c = counter();
+        let token = FetchToken::fresh();
         let up = IdRange::contiguous(4, 9);
         let mut expected = configured_at(&c, None, Some(9));
-        expected.insert("seq_cached", true);
+        expected.insert("seq_cached", token.to_bson());
         expected.insert("seq_raised", doc! { "$not": { "$gte": 4 } });
-        assert_eq!(returnable(&c, None, up), expected);
+        assert_eq!(returnable(&c, None, up, token), expected);
         let down = IdRange {
             first: -4,
             last: -9,
             step: -1,
         };
         let mut expected = configured_at(&c, None, Some(-9));
-        expected.insert("seq_cached", true);
+        expected.insert("seq_cached", token.to_bson());
         expected.insert("seq_raised", doc! { "$not": { "$lte": -4 } });
-        assert_eq!(returnable(&c, None, down), expected);
+        assert_eq!(returnable(&c, None, down, token), expected);
     }
 
     #[test]

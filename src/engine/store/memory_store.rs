@@ -12,7 +12,7 @@ use crate::engine::counter::id_range::IdRange;
 use crate::engine::counter::sequence_config::SequenceConfig;
 use crate::engine::error::{SeqError, SeqResult};
 use crate::engine::store::counter_store::{
-    CounterDoc, CounterRef, CounterStore, Direction, FieldGuard, NewCounter,
+    CounterDoc, CounterRef, CounterStore, Direction, FetchToken, FieldGuard, NewCounter,
 };
 
 type Key = (
@@ -28,15 +28,18 @@ struct Entry {
     value: Option<Bson>,
     config: Option<SequenceConfig>,
     start: Option<i64>,
-    cached: bool,
+    /// The token of the last cache fetch ([`CounterRef::cached`]).
+    cached: Option<FetchToken>,
     raised: Option<i64>,
 }
 
 impl Entry {
-    /// Flags the entry as cached when `counter` fetches into a cache, as every write of
-    /// such a fetch does.
+    /// Flags the entry with the fetch's token when `counter` fetches into a cache, as
+    /// every write of such a fetch does.
     fn flag(&mut self, counter: &CounterRef) {
-        self.cached |= counter.cached;
+        if let Some(token) = counter.cached {
+            self.cached = Some(token);
+        }
     }
 }
 
@@ -92,11 +95,22 @@ impl MemoryStore {
         self.docs.lock().unwrap().insert(key(counter), entry);
     }
 
-    /// Flags the counter as cached, as a cache's fetch does.
-    pub fn flag_cached(&self, counter: &CounterRef) {
+    /// Flags the counter as cached, as a cache's fetch does; the fetch's token.
+    pub fn flag_cached(&self, counter: &CounterRef) -> FetchToken {
+        let token = FetchToken::fresh();
         if let Some(entry) = self.docs.lock().unwrap().get_mut(&key(counter)) {
-            entry.cached = true;
+            entry.cached = Some(token);
         }
+        token
+    }
+
+    /// Whether the counter carries a cache flag (any fetch's token).
+    pub fn is_flagged(&self, counter: &CounterRef) -> bool {
+        self.docs
+            .lock()
+            .unwrap()
+            .get(&key(counter))
+            .is_some_and(|e| e.cached.is_some())
     }
 
     /// The stored counter field: `None` when there is no document.
@@ -366,6 +380,7 @@ impl CounterStore for MemoryStore {
         entry.value = Some(compact_integer(value));
         entry.flag(counter);
         if expected.is_none() {
+            entry.cached = None;
             entry.raised = None;
         }
         Ok(true)
@@ -414,7 +429,7 @@ impl CounterStore for MemoryStore {
         if further {
             entry.value = Some(compact_integer(value));
         }
-        if entry.cached {
+        if entry.cached.is_some() {
             entry.raised = Some(entry.raised.map_or(value, |r| direction.further(r, value)));
         }
         Ok(entry.value.clone())
@@ -425,6 +440,7 @@ impl CounterStore for MemoryStore {
         counter: &CounterRef,
         config: Option<&SequenceConfig>,
         tail: IdRange,
+        token: FetchToken,
         before: i64,
     ) -> SeqResult<bool> {
         if self.stall_give_back.load(Ordering::SeqCst) {
@@ -439,7 +455,7 @@ impl CounterStore for MemoryStore {
         let raised_into = entry
             .raised
             .is_some_and(|r| direction.further(r, tail.first) == r);
-        if integer(&entry.value) != Some(tail.last) || !entry.cached || raised_into {
+        if integer(&entry.value) != Some(tail.last) || entry.cached != Some(token) || raised_into {
             return Ok(false);
         }
         entry.value = Some(compact_integer(before));

@@ -14,7 +14,7 @@ use crate::engine::alloc::waiter::{receive, Waiter};
 use crate::engine::error::{SeqError, SeqResult};
 use crate::engine::panic_safety::caught;
 use crate::engine::stats::{self, Recorder, RoundTripEvent};
-use crate::engine::store::counter_store::{CounterRef, CounterStore};
+use crate::engine::store::counter_store::{CounterRef, CounterStore, FetchToken};
 
 /// A future the caller must spawn on the runtime.
 pub type Background = Pin<Box<dyn Future<Output = ()> + Send + 'static>>;
@@ -90,22 +90,56 @@ impl CounterState {
     {
         let state = self.clone();
         move |demands| {
-            let (state, store, counter) = (state.clone(), store.clone(), counter.clone());
-            let recorder = recorder.clone();
-            Box::pin(async move {
-                let hint = state.hint();
-                let started = std::time::Instant::now();
-                let served =
-                    allocate_demands(&*store, &counter, policy, &demands, hint, &state.turn).await;
-                let took = started.elapsed();
-                record_round_trip(&recorder, &*store, &counter, &demands, &served, took);
-                let served = served?;
-                if served.config != hint {
-                    state.remember(served.config);
-                }
-                Ok(served.grants)
-            })
+            let (state, store) = (state.clone(), store.clone());
+            Box::pin(state.round_trip(store, counter.clone(), policy, recorder.clone(), demands))
         }
+    }
+
+    /// [`CounterState::fetcher`] for a cache slot: each fetch flags the counter with the
+    /// token the slot gives it ([`CounterRef::through_cache`]).
+    fn cache_fetcher<S>(
+        self: &Arc<Self>,
+        store: Arc<S>,
+        counter: CounterRef,
+        policy: CreatePolicy,
+        recorder: Recorder,
+    ) -> impl Fn(Vec<Demand>, FetchToken) -> Pin<Box<dyn Future<Output = Grants> + Send>>
+           + Send
+           + Sync
+           + 'static
+    where
+        S: CounterStore + 'static,
+    {
+        let state = self.clone();
+        move |demands, token| {
+            let (state, store) = (state.clone(), store.clone());
+            let counter = counter.clone().through_cache(token);
+            Box::pin(state.round_trip(store, counter, policy, recorder.clone(), demands))
+        }
+    }
+
+    /// One round trip serving `demands`: see [`CounterState::fetcher`].
+    async fn round_trip<S>(
+        self: Arc<Self>,
+        store: Arc<S>,
+        counter: CounterRef,
+        policy: CreatePolicy,
+        recorder: Recorder,
+        demands: Vec<Demand>,
+    ) -> Grants
+    where
+        S: CounterStore + 'static,
+    {
+        let hint = self.hint();
+        let started = std::time::Instant::now();
+        let served = allocate_demands(&*store, &counter, policy, &demands, hint, &self.turn).await;
+        let took = started.elapsed();
+        record_round_trip(&recorder, &*store, &counter, &demands, &served, took);
+        let served = served?;
+        if served.config != hint {
+            self.remember(served.config);
+        }
+        Ok(served.grants)
     }
 
     /// Submits a call for `count` values, served as `mode` says. Queues it at once, so
@@ -140,13 +174,24 @@ impl CounterState {
         S: CounterStore + 'static,
     {
         let Call { mode, slot, count } = call;
-        // Every mode's round trips go through the same fetcher, made when one is needed;
-        // a cache's fetches flag the counter as cached (see `CacheMarks`).
-        let fetcher_of = |counter: CounterRef| {
-            self.fetcher(store.clone(), counter, lane.policy, recorder.clone())
+        // Every mode's round trips go through the same round trip, made when one is
+        // needed; a cache's fetches flag the counter with their tokens (see `CacheMarks`).
+        let fetcher = || {
+            self.fetcher(
+                store.clone(),
+                counter.clone(),
+                lane.policy,
+                recorder.clone(),
+            )
         };
-        let fetcher = || fetcher_of(counter.clone());
-        let cache_fetcher = || fetcher_of(counter.clone().through_cache());
+        let cache_fetcher = || {
+            self.cache_fetcher(
+                store.clone(),
+                counter.clone(),
+                lane.policy,
+                recorder.clone(),
+            )
+        };
         match mode {
             Mode::Cached(size) if count <= size => {
                 let owned;

@@ -15,7 +15,7 @@ use std::sync::Weak;
 use crate::engine::alloc::block_cache::tail_of;
 use crate::engine::counter::counter_name::CounterName;
 use crate::engine::management;
-use crate::engine::store::counter_store::CounterStore;
+use crate::engine::store::counter_store::{CounterStore, FetchToken};
 use crate::engine::store::memory_store::MemoryStore;
 use crate::engine::test_support::{run, Rng};
 use std::collections::VecDeque;
@@ -621,6 +621,133 @@ fn a_set_or_reset_clears_the_marks_of_numbers_given_before_it() {
     });
 }
 
+/// One value of `c` through `state` without a cache (another process numbering).
+async fn uncached_call(state: &Arc<CounterState>, store: &Arc<MemoryStore>, c: &CounterRef) -> i64 {
+    let submitted = state.submit(store, c, &lane(), Mode::Coalesce, None, 1);
+    submitted.finish().await.unwrap().first
+}
+
+/// The late give-back of a process whose close timed out (its update still on its way)
+/// after an operator's `reset` and another process's numbering without a cache, which
+/// brought the counter back to the very value the give-back expects (ABA): the counter
+/// holds the token of no fetch of that process any more, so nothing is returned and no
+/// value comes twice.
+#[test]
+fn a_give_back_held_past_a_reset_and_uncached_numbering_to_its_value_returns_nothing() {
+    let store = Arc::new(MemoryStore::default());
+    let c = counter("late-after-reset");
+    run(async {
+        let a = Arc::new(CounterState::default());
+        assert_eq!(cached_call(&a, &store, &c).await.unwrap().first, 1);
+        a.settle_fetches().await;
+        assert_eq!(store_value(&store, &c), 11);
+        let give = store.clone();
+        let held = a.give_back_later(move |_| give.clone());
+        let b = Arc::new(CounterState::default());
+        b.managed(management::reset(&*store, &c, 1)).await.unwrap();
+        let mut handed = Vec::new();
+        for _ in 0..11 {
+            handed.push(uncached_call(&b, &store, &c).await);
+        }
+        assert_eq!(handed, (1..=11).collect::<Vec<_>>());
+        assert_eq!(
+            store_value(&store, &c),
+            11,
+            "the value the give-back expects"
+        );
+        let late = held.await;
+        assert_eq!(
+            late,
+            GivenBack {
+                returned: 0,
+                abandoned: 10
+            }
+        );
+        assert_eq!(store_value(&store, &c), 11, "not moved back under 2 ..= 11");
+        assert_eq!(uncached_call(&b, &store, &c).await, 12, "no value twice");
+    });
+}
+
+/// The same with the process's own fetch after the `reset`: its cache fetches 1 and a
+/// block up to the same value again, which a held give-back of its previous block must
+/// not undo (its tail would come twice, from its cache and from the counter); the
+/// give-back of the new block, with the new token, still goes through.
+#[test]
+fn a_give_back_held_past_a_reset_and_the_processs_own_refetch_returns_nothing() {
+    let store = Arc::new(MemoryStore::default());
+    let c = counter("late-after-refetch");
+    run(async {
+        let a = Arc::new(CounterState::default());
+        assert_eq!(cached_call(&a, &store, &c).await.unwrap().first, 1);
+        a.settle_fetches().await;
+        let give = store.clone();
+        let held = a.give_back_later(move |_| give.clone());
+        let operator = Arc::new(CounterState::default());
+        operator
+            .managed(management::reset(&*store, &c, 1))
+            .await
+            .unwrap();
+        let mut handed = vec![cached_call(&a, &store, &c).await.unwrap().first];
+        a.settle_fetches().await;
+        assert_eq!(
+            store_value(&store, &c),
+            11,
+            "the value the held give-back expects"
+        );
+        assert_eq!(held.await.returned, 0);
+        assert_eq!(store_value(&store, &c), 11);
+        for _ in 0..3 {
+            handed.push(cached_call(&a, &store, &c).await.unwrap().first);
+        }
+        a.settle_fetches().await;
+        let give = store.clone();
+        let own = a.give_back(move |_| give.clone()).await;
+        assert!(own.returned > 0, "{own:?}");
+        handed.push(uncached_call(&operator, &store, &c).await);
+        assert_eq!(
+            handed,
+            (1..=5).collect::<Vec<_>>(),
+            "no value twice, none lost"
+        );
+    });
+}
+
+/// Every write that puts the counter anywhere removes the flag of the cache fetches
+/// before it; a give-back needs the flag of its own fetch, so none computed before the
+/// write applies after it.
+#[test]
+fn a_set_or_reset_removes_the_cache_flag() {
+    let store = Arc::new(MemoryStore::default());
+    let c = counter("unflagged-by-writes");
+    run(async {
+        let state = Arc::new(CounterState::default());
+        for write in ["set", "reset"] {
+            cached_call(&state, &store, &c).await.unwrap();
+            state.settle_fetches().await;
+            assert!(store.is_flagged(&c), "{write}: flagged by the fetch");
+            match write {
+                "set" => state
+                    .managed(management::set(&*store, &c, 20, false))
+                    .await
+                    .unwrap(),
+                _ => {
+                    state
+                        .managed(management::reset(&*store, &c, 1))
+                        .await
+                        .unwrap();
+                }
+            }
+            assert!(!store.is_flagged(&c), "{write} removes the flag");
+        }
+        // A raise and a fetch without a cache leave the flag as it is.
+        cached_call(&state, &store, &c).await.unwrap();
+        state.settle_fetches().await;
+        uncached_call(&state, &store, &c).await;
+        management::raise_to(&*store, &c, 100).await.unwrap();
+        assert!(store.is_flagged(&c));
+    });
+}
+
 /// A counter never fetched into a cache (an older release's cache, another tool) is
 /// never given back to: nothing tells whether a raise found it past a number.
 #[test]
@@ -632,15 +759,23 @@ fn only_a_counter_flagged_by_a_cache_fetch_is_given_back_to() {
         last: 10,
         step: 1,
     };
+    let token = FetchToken::fresh();
     run(async {
         store.put(&c, Some(mongodb::bson::Bson::Int64(10)));
-        assert!(!give_back_tail(&store, &c, None, tail).await.unwrap());
+        assert!(!give_back_tail(&store, &c, None, tail, Some(token))
+            .await
+            .unwrap());
         assert_eq!(store_value(&store, &c), 10);
-        // Flagged by a cache's fetch (0 → 10): given back.
+        // Flagged by a cache's fetch (0 → 10): given back, by the holder of its token.
         store.put(&c, Some(mongodb::bson::Bson::Int64(0)));
-        let cached = c.clone().through_cache();
+        let cached = c.clone().through_cache(token);
         store.increment_integer(&cached, 10, false).await.unwrap();
-        assert!(give_back_tail(&store, &c, None, tail).await.unwrap());
+        for other in [None, Some(FetchToken::fresh())] {
+            assert!(!give_back_tail(&store, &c, None, tail, other).await.unwrap());
+        }
+        assert!(give_back_tail(&store, &c, None, tail, Some(token))
+            .await
+            .unwrap());
         assert_eq!(store_value(&store, &c), 1);
     });
 }
@@ -732,7 +867,7 @@ fn stuck_fetching(name: &str) -> (Arc<CounterState>, impl Future<Output = ()>) {
     let state = Arc::new(CounterState::default());
     let slot = Arc::new(CacheSlot::new(10, Default::default()));
     lock(&state.caches).insert((lane(), counter(name), 10), slot.clone());
-    let (_answer, fetch) = slot.enqueue(1, |_| std::future::pending::<Grants>());
+    let (_answer, fetch) = slot.enqueue(1, |_, _| std::future::pending::<Grants>());
     assert!(slot.is_fetching());
     (state, fetch.expect("the first call fetches"))
 }
@@ -983,9 +1118,9 @@ fn a_tail_is_not_given_back_past_the_64_bit_end_or_on_a_cycling_counter() {
     // Each counter below is flagged as a cache's fetch leaves it: only the tail decides.
     run(async {
         store.put(&c, Some(mongodb::bson::Bson::Int64(i64::MIN + 2)));
-        store.flag_cached(&c);
+        let token = Some(store.flag_cached(&c));
         let tail = IdRange::contiguous(i64::MIN, i64::MIN + 2);
-        assert!(!give_back_tail(&store, &c, None, tail).await.unwrap());
+        assert!(!give_back_tail(&store, &c, None, tail, token).await.unwrap());
         assert_eq!(store_value(&store, &c), i64::MIN + 2);
         let down = IdRange {
             first: i64::MAX,
@@ -993,29 +1128,29 @@ fn a_tail_is_not_given_back_past_the_64_bit_end_or_on_a_cycling_counter() {
             step: -1,
         };
         store.put(&c, Some(mongodb::bson::Bson::Int64(i64::MAX - 2)));
-        store.flag_cached(&c);
-        assert!(!give_back_tail(&store, &c, None, down).await.unwrap());
+        let token = Some(store.flag_cached(&c));
+        assert!(!give_back_tail(&store, &c, None, down, token).await.unwrap());
         let cycling = SequenceConfig::new(1, Some(1), Some(10), true).unwrap();
         store.put_configured(&c, 8, cycling);
-        store.flag_cached(&c);
+        let token = Some(store.flag_cached(&c));
         let tail = IdRange::contiguous(5, 8);
-        assert!(!give_back_tail(&store, &c, Some(cycling), tail)
+        assert!(!give_back_tail(&store, &c, Some(cycling), tail, token)
             .await
             .unwrap());
         assert_eq!(store_value(&store, &c), 8);
         let bounded = SequenceConfig::new(1, Some(1), Some(10), false).unwrap();
         store.put_configured(&c, 8, bounded);
-        store.flag_cached(&c);
+        let token = Some(store.flag_cached(&c));
         assert!(
-            !give_back_tail(&store, &c, None, tail).await.unwrap(),
+            !give_back_tail(&store, &c, None, tail, token).await.unwrap(),
             "a plain guard does not match a configured counter"
         );
-        assert!(give_back_tail(&store, &c, Some(bounded), tail)
+        assert!(give_back_tail(&store, &c, Some(bounded), tail, token)
             .await
             .unwrap());
         assert_eq!(store_value(&store, &c), 4);
         assert!(
-            !give_back_tail(&store, &c, Some(bounded), tail)
+            !give_back_tail(&store, &c, Some(bounded), tail, token)
                 .await
                 .unwrap(),
             "only while it holds the tail's last value"
@@ -1026,8 +1161,8 @@ fn a_tail_is_not_given_back_past_the_64_bit_end_or_on_a_cycling_counter() {
             step: -1,
         };
         store.put(&c, Some(mongodb::bson::Bson::Int32(-6)));
-        store.flag_cached(&c);
-        assert!(give_back_tail(&store, &c, None, down).await.unwrap());
+        let token = Some(store.flag_cached(&c));
+        assert!(give_back_tail(&store, &c, None, down, token).await.unwrap());
         assert_eq!(store_value(&store, &c), -2, "descending: back up");
     });
 }
