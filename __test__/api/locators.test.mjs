@@ -126,7 +126,7 @@ test('a number given to a counter stored twice is refused, also while a cache nu
   const locator = { field: '_id', model: 'Dup' };
   const cached = seq.counterAt(env.db, locator, { collection: 'twice', field: 'count', cache: 10 });
   assert.equal(await cached.next(), 5, 'the cache numbers from the first of them');
-  assert.equal((await coll.findOne({ count_cached: { $exists: true } })).count, 15, 'and flags it');
+  assert.equal((await coll.findOne({ '_mseq_marks.count.cached': { $exists: true } })).count, 15, 'and flags it');
   const plain = seq.counterAt(env.db, locator, { collection: 'twice', field: 'count' });
   await rejectsWithCode(assert, plain.raiseTo(30), 'INDEX_CONFLICT');
   const counts = (await coll.find({}).toArray()).map((d) => d.count);

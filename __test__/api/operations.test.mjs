@@ -8,7 +8,7 @@ import diagnostics from 'node:diagnostics_channel';
 import fc from 'fast-check';
 import net from 'node:net';
 import { Long, MongoClient, ObjectId } from 'mongodb';
-import { setup, seq, runScript } from '../helpers.mjs';
+import { setup, seq, runScript, failure } from '../helpers.mjs';
 
 let env;
 before(async () => {
@@ -377,14 +377,76 @@ test('a number given by another process inside a cached tail is never given back
     await other.close();
   }
   const doc = await env.db.collection('counters').findOne({ _id: 'given-inside' });
-  assert.ok(doc.sequence_value_cached instanceof ObjectId, "flagged by the cache, with its last fetch's token");
-  assert.equal(Number(doc.sequence_value_raised), reserved, 'the furthest number given');
+  const marks = doc._mseq_marks.sequence_value;
+  assert.ok(marks.cached instanceof ObjectId, "flagged by the cache, with its last fetch's token");
+  assert.equal(Number(marks.raised), reserved, 'the furthest number given');
   // A reset puts the counter anywhere: the numbers given and the fetches before it no
   // longer count.
   await seq.sequence(env.db, 'given-inside').reset();
   const after = await env.db.collection('counters').findOne({ _id: 'given-inside' });
-  assert.equal(after.sequence_value_raised, undefined);
-  assert.equal(after.sequence_value_cached, undefined);
+  assert.equal(after._mseq_marks?.sequence_value, undefined);
+});
+
+test('the cache marks leave the counters beside them in one document alone', async () => {
+  const coll = env.db.collection('marked');
+  const on = (db, field, options = {}) => seq.sequence(db, 'neighbours', { collection: 'marked', field, ...options });
+  // Counters whose fields are named as a cached counter's marks used to be.
+  const flagNamed = on(env.db, 'seq_cached', { upsert: true });
+  const raiseNamed = on(env.db, 'seq_raised', { upsert: true });
+  assert.deepEqual(await flagNamed.nextBatch(3), [1, 2, 3]);
+  assert.deepEqual(await raiseNamed.nextBatch(5), [1, 2, 3, 4, 5]);
+  const unharmed = async (what) => {
+    assert.equal(await flagNamed.current(), 3, `seq_cached ${what}`);
+    assert.equal(await raiseNamed.current(), 5, `seq_raised ${what}`);
+  };
+  const cached = on(env.db, 'seq', { cache: 10, upsert: true });
+  assert.equal(await cached.next(), 1);
+  await unharmed('after a cached fetch');
+  const fetched = await coll.findOne({ _id: 'neighbours' });
+  assert.ok(fetched._mseq_marks.seq.cached instanceof ObjectId, 'the flag lives under the reserved field');
+  const other = await anotherProcess();
+  try {
+    const theirs = on(other.db(env.dbName), 'seq');
+    assert.equal(await theirs.raiseTo(7), 11, 'inside the cached block: nothing moves');
+    await unharmed('after a raise');
+    assert.equal((await coll.findOne({ _id: 'neighbours' }))._mseq_marks.seq.raised, 7);
+    assert.deepEqual(await cached.release(), { returned: 0, abandoned: 10 }, 'the tail holds 7');
+    await unharmed('after a give-back');
+    await theirs.reset();
+  } finally {
+    await other.close();
+  }
+  await unharmed('after a reset');
+  assert.equal((await coll.findOne({ _id: 'neighbours' }))._mseq_marks?.seq, undefined, 'a reset removes the marks');
+  assert.equal(await cached.next(), 1);
+  assert.deepEqual(await cached.release(), { returned: 10, abandoned: 0 });
+  await unharmed('after a returned tail');
+  assert.equal(await on(env.db, 'seq').current(), 1);
+  assert.equal(await flagNamed.next(), 4);
+  assert.equal(await raiseNamed.next(), 6);
+  // The reserved field is no counter's, nor a locator's.
+  for (const call of [
+    () => seq.getNextSequenceValue(env.db, 'x', { field: '_mseq_marks', upsert: true }),
+    () => seq.counterAt(env.db, { _mseq_marks: 'x' }, { collection: 'marked_located', upsert: true }).next(),
+    () => seq.setCountersWhere(env.db, { _mseq_marks: 'x' }, 0, { collection: 'marked_located', field: 'seq' }),
+  ]) {
+    const e = await failure(call);
+    assert.equal(e?.code, 'INVALID_ARGUMENT', e?.message);
+    assert.match(e.message, /"_mseq_marks": that field is reserved for the marks of cached counters/);
+  }
+});
+
+test('setCountersWhere removes the cache marks of the counters it sets', async () => {
+  const coll = env.db.collection('marked_where');
+  const on = { collection: 'marked_where', field: 'seq' };
+  const located = seq.counterAt(env.db, { model: 'M' }, { ...on, cache: 10, upsert: true });
+  assert.equal(await located.next(), 1);
+  assert.ok((await coll.findOne({ model: 'M' }))._mseq_marks.seq.cached instanceof ObjectId);
+  assert.equal(await seq.setCountersWhere(env.db, { model: 'M' }, 100, on), 1);
+  const doc = await coll.findOne({ model: 'M' });
+  assert.equal(doc.seq, 100);
+  assert.equal(doc._mseq_marks?.seq, undefined, 'no give-back from before applies after it');
+  assert.equal(await located.next(), 101);
 });
 
 test('a counter no cache numbers keeps its document as it was when raised', async () => {

@@ -61,9 +61,11 @@
 //! - **management**: operations that read or move a counter other than by taking values
 //!   (current, set, reset, init, drop, raise, sync) ([`management`]).
 //! - **give-back**: at close (or a handle's `release()`), the unused tail of a cache's
-//!   blocks is returned to the counter when it still holds the value this process left
-//!   and no raise **marked** a value of the tail
-//!   ([`store::filters::CacheMarks`]: `<field>_cached`, `<field>_raised`).
+//!   blocks is returned to the counter when it still holds the value and the **token**
+//!   this process's fetch left (each cache fetch writes a fresh one; `set`, `reset` and
+//!   `setCountersWhere` remove it) and no raise **marked** a value of the tail
+//!   ([`store::filters::CacheMarks`]: `_mseq_marks.<field>.cached` and `.raised`, under
+//!   a top-level field no counter or locator may use).
 //! - **stats**: counts of calls, values, round trips and discards ([`stats`]).
 //! - **gapless**: the increment and the insert of the numbered documents in one
 //!   transaction ([`gapless`]).

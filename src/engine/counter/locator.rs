@@ -223,6 +223,19 @@ mod tests {
     }
 
     #[test]
+    fn the_field_of_the_cache_marks_is_no_locator_field() {
+        let e = FieldsLocator::new(doc! { "id": "n", "_mseq_marks": 1 }, "seq").unwrap_err();
+        assert_eq!(e.code, ErrorCode::InvalidArgument);
+        assert!(
+            e.message
+                .contains("\"_mseq_marks\": that field is reserved"),
+            "{}",
+            e.message
+        );
+        assert!(FieldsLocator::new(doc! { "id": "n", "_mseq_marks_": 1 }, "seq").is_ok());
+    }
+
+    #[test]
     fn equal_fields_are_the_same_counter() {
         let a = FieldsLocator::new(doc! { "id": "n", "reference_value": { "a": 1 } }, "seq");
         let b = FieldsLocator::new(doc! { "id": "n", "reference_value": { "a": 1 } }, "seq");

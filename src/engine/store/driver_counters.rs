@@ -130,8 +130,8 @@ impl<D: CounterDriver> CounterStore for DriverCounters<D> {
         if let Some(config) = &new.config {
             document.extend(config.to_fields(&counter.field));
         }
-        if let Some(token) = counter.cached {
-            document.insert(CacheMarks::of(&counter.field).cached, token.to_bson());
+        if let Some((root, marks)) = CacheMarks::on_creation(counter) {
+            document.insert(root, marks);
         }
         self.0.insert_counter(counter, document).await
     }
@@ -235,5 +235,70 @@ impl<D: CounterDriver> CounterStore for DriverCounters<D> {
         let filter = filters::returnable(counter, config, tail, token);
         self.matched(counter, filter, filters::set_value(counter, before))
             .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::counter::counter_name::CounterName;
+    use crate::engine::test_support::run;
+    use mongodb::bson::doc;
+    use std::sync::Mutex;
+
+    /// A driver that only records the documents it is asked to insert.
+    #[derive(Default)]
+    struct Inserts(Mutex<Vec<Document>>);
+
+    impl CounterDriver for Inserts {
+        async fn find_and_update(
+            &self,
+            _: &CounterRef,
+            _: Document,
+            _: Document,
+            _: bool,
+        ) -> SeqResult<Option<Bson>> {
+            Ok(None)
+        }
+
+        async fn find_counter(&self, _: &CounterRef) -> SeqResult<Option<Document>> {
+            Ok(None)
+        }
+
+        async fn insert_counter(&self, _: &CounterRef, document: Document) -> SeqResult<bool> {
+            self.0.lock().unwrap().push(document);
+            Ok(true)
+        }
+
+        async fn delete_counter(&self, _: &CounterRef) -> SeqResult<bool> {
+            Ok(false)
+        }
+
+        async fn ensure_unique_index(&self, _: &CounterRef) -> SeqResult<()> {
+            Ok(())
+        }
+    }
+
+    /// A document to insert takes no dotted paths (they would be stored as field
+    /// names, where no filter finds them): a cached fetch that creates its counter
+    /// nests its flag under the marks' field.
+    #[test]
+    fn a_cached_fetch_creating_its_counter_nests_its_flag() {
+        let store = DriverCounters(Inserts::default());
+        let token = FetchToken::fresh();
+        let counter = CounterRef::new("counters", "seq", CounterName::text("a").unwrap());
+        run(async {
+            let cached = counter.clone().through_cache(token);
+            assert!(store.create(&cached, NewCounter::plain(5)).await.unwrap());
+            assert!(store.create(&counter, NewCounter::plain(5)).await.unwrap());
+        });
+        let inserted = store.0 .0.lock().unwrap().clone();
+        assert_eq!(
+            inserted,
+            vec![
+                doc! { "_id": "a", "seq": 5, "_mseq_marks": { "seq": { "cached": token.to_bson() } } },
+                doc! { "_id": "a", "seq": 5 },
+            ]
+        );
     }
 }

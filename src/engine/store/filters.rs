@@ -10,29 +10,54 @@ use crate::engine::store::counter_store::{
     CounterDoc, CounterRef, Direction, FetchToken, FieldGuard,
 };
 
-/// The fields that let a give-back see raises by other processes. A process giving back
-/// its unused cached values puts the counter back only where nobody moved it; a raise
-/// (`$max`) to a value the counter is already past moves nothing, so without a mark the
-/// give-back would put the counter back below a number given explicitly, and the number
-/// would be handed out again. Only counters numbered through a cache carry them: the
-/// documents of everyone else stay as they were.
+/// The fields that let a give-back see raises by other processes and whether the counter
+/// is still as its own fetch left it. A process giving back its unused cached values puts
+/// the counter back only where nobody moved it; a raise (`$max`) to a value the counter
+/// is already past moves nothing, so without a mark the give-back would put the counter
+/// back below a number given explicitly, and the number would be handed out again. Only
+/// counters numbered through a cache carry them: the documents of everyone else stay as
+/// they were.
+///
+/// They live under one top-level field, [`CacheMarks::ROOT`], which no counter field and
+/// no locator field may be: a document holds several counters (other fields), and marks
+/// named after their counter (`seq_cached`) would overwrite a counter of that name.
 pub struct CacheMarks {
-    /// `<field>_cached`: the token of the last fetch of the counter's values into a
-    /// cache ([`FetchToken`], written by each such fetch with its increment, removed by
-    /// `set`, `reset` and `setCountersWhere`).
+    /// `_mseq_marks.<field>`: every mark of the counter, removed as one.
+    pub all: String,
+    /// `_mseq_marks.<field>.cached`: the token of the last fetch of the counter's values
+    /// into a cache ([`FetchToken`], written by each such fetch with its increment,
+    /// removed by `set`, `reset` and `setCountersWhere`).
     pub cached: String,
-    /// `<field>_raised`: the furthest value a raise moved the counter on to, or found it
-    /// already past, since it was flagged `cached`.
+    /// `_mseq_marks.<field>.raised`: the furthest value a raise moved the counter on
+    /// to, or found it already past, since it was flagged `cached`.
     pub raised: String,
 }
 
 impl CacheMarks {
-    /// The names for counter field `field`.
+    /// The top-level field holding the marks of every counter of a document.
+    pub const ROOT: &'static str = "_mseq_marks";
+    /// The flag's name under a counter's marks.
+    const CACHED: &'static str = "cached";
+    /// The raised mark's name under a counter's marks.
+    const RAISED: &'static str = "raised";
+
+    /// The paths for counter field `field`.
     pub fn of(field: &str) -> CacheMarks {
+        let all = format!("{}.{field}", CacheMarks::ROOT);
         CacheMarks {
-            cached: format!("{field}_cached"),
-            raised: format!("{field}_raised"),
+            cached: format!("{all}.{}", CacheMarks::CACHED),
+            raised: format!("{all}.{}", CacheMarks::RAISED),
+            all,
         }
+    }
+
+    /// The field a cache fetch that creates its counter adds to the new document, when
+    /// `counter` fetches into a cache: `_mseq_marks: { <field>: { cached: <token> } }`
+    /// (a document to insert takes no dotted paths: they would be stored as field names).
+    pub fn on_creation(counter: &CounterRef) -> Option<(&'static str, Document)> {
+        let token = counter.cached?;
+        let marks = doc! { counter.field.as_str(): { CacheMarks::CACHED: token.to_bson() } };
+        Some((CacheMarks::ROOT, marks))
     }
 }
 
@@ -232,10 +257,9 @@ pub fn returnable(
 ///
 /// [`CounterStore::compare_and_set`]: crate::engine::store::counter_store::CounterStore::compare_and_set
 pub fn set_value_unmarked(counter: &CounterRef, value: i64) -> Document {
-    let marks = CacheMarks::of(&counter.field);
     doc! {
         "$set": { counter.field.as_str(): compact_integer(value) },
-        "$unset": { marks.cached: "", marks.raised: "" },
+        "$unset": { CacheMarks::of(&counter.field).all: "" },
     }
 }
 
@@ -285,6 +309,8 @@ pub fn counter_doc(counter: &CounterRef, mut doc: Document) -> CounterDoc {
 mod tests {
     use super::*;
     use crate::engine::counter::counter_name::CounterName;
+    use crate::engine::text::validate::check_field;
+    use mongodb::bson::Bson;
 
     fn counter() -> CounterRef {
         CounterRef::new("counters", "seq", CounterName::text("a").unwrap())
@@ -337,12 +363,12 @@ mod tests {
         assert_eq!(increment(&plain, 3), doc! { "$inc": { "seq": 3 } });
         assert_eq!(
             increment(&cached, 3),
-            doc! { "$inc": { "seq": 3 }, "$set": { "seq_cached": token.to_bson() } }
+            doc! { "$inc": { "seq": 3 }, "$set": { "_mseq_marks.seq.cached": token.to_bson() } }
         );
         assert_eq!(set_value(&plain, 7), doc! { "$set": { "seq": 7 } });
         assert_eq!(
             set_value(&cached, 7),
-            doc! { "$set": { "seq": 7, "seq_cached": token.to_bson() } }
+            doc! { "$set": { "seq": 7, "_mseq_marks.seq.cached": token.to_bson() } }
         );
         assert_ne!(FetchToken::fresh(), token, "one token per fetch");
     }
@@ -353,7 +379,7 @@ mod tests {
             set_value_unmarked(&counter(), 7),
             doc! {
                 "$set": { "seq": 7 },
-                "$unset": { "seq_cached": "", "seq_raised": "" },
+                "$unset": { "_mseq_marks.seq": "" },
             }
         );
     }
@@ -367,18 +393,18 @@ mod tests {
         );
         assert_eq!(
             raise_marked(&c, 5, Direction::Up),
-            doc! { "$max": { "seq": 5, "seq_raised": 5 } }
+            doc! { "$max": { "seq": 5, "_mseq_marks.seq.raised": 5 } }
         );
         assert_eq!(
             raise_marked(&c, -5, Direction::Down),
-            doc! { "$min": { "seq": -5, "seq_raised": -5 } }
+            doc! { "$min": { "seq": -5, "_mseq_marks.seq.raised": -5 } }
         );
         // Flagged by any fetch's token (or any value at all).
         let mut flagged = configured_as(&c, None);
-        flagged.insert("seq_cached", doc! { "$exists": true });
+        flagged.insert("_mseq_marks.seq.cached", doc! { "$exists": true });
         assert_eq!(cached_flag(&c, configured_as(&c, None), true), flagged);
         let mut unflagged = configured_as(&c, None);
-        unflagged.insert("seq_cached", doc! { "$exists": false });
+        unflagged.insert("_mseq_marks.seq.cached", doc! { "$exists": false });
         assert_eq!(cached_flag(&c, configured_as(&c, None), false), unflagged);
     }
 
@@ -388,8 +414,8 @@ mod tests {
         let token = FetchToken::fresh();
         let up = IdRange::contiguous(4, 9);
         let mut expected = configured_at(&c, None, Some(9));
-        expected.insert("seq_cached", token.to_bson());
-        expected.insert("seq_raised", doc! { "$not": { "$gte": 4 } });
+        expected.insert("_mseq_marks.seq.cached", token.to_bson());
+        expected.insert("_mseq_marks.seq.raised", doc! { "$not": { "$gte": 4 } });
         assert_eq!(returnable(&c, None, up, token), expected);
         let down = IdRange {
             first: -4,
@@ -397,9 +423,71 @@ mod tests {
             step: -1,
         };
         let mut expected = configured_at(&c, None, Some(-9));
-        expected.insert("seq_cached", token.to_bson());
-        expected.insert("seq_raised", doc! { "$not": { "$lte": -4 } });
+        expected.insert("_mseq_marks.seq.cached", token.to_bson());
+        expected.insert("_mseq_marks.seq.raised", doc! { "$not": { "$lte": -4 } });
         assert_eq!(returnable(&c, None, down, token), expected);
+    }
+
+    /// Every path a document of `docs` names: the keys of a filter, the keys under each
+    /// operator of an update.
+    fn paths(docs: &[Document]) -> Vec<String> {
+        let mut out = Vec::new();
+        for doc in docs {
+            for (key, value) in doc {
+                match (key.starts_with('$'), value) {
+                    (true, Bson::Document(inner)) => out.extend(inner.keys().cloned()),
+                    _ => out.push(key.clone()),
+                }
+            }
+        }
+        out
+    }
+
+    /// A document holds several counters, in other fields: what the writes of a cached
+    /// counter `seq` name beyond its own field and configuration (its fetches, raises,
+    /// `set`/`reset` and give-back) lies under the reserved field, which no counter field
+    /// may be, so counters named `seq_cached` or `seq_raised` keep their values.
+    #[test]
+    fn the_marks_of_a_counter_name_no_field_another_counter_may_hold() {
+        let c = counter();
+        let token = FetchToken::fresh();
+        let cached = counter().through_cache(token);
+        let tail = IdRange::contiguous(4, 9);
+        let written = paths(&[
+            plain_integer(&cached),
+            increment(&cached, 3),
+            set_value(&cached, 7),
+            cached_flag(&c, configured_as(&c, None), true),
+            cached_flag(&c, configured_as(&c, None), false),
+            raise_marked(&c, 5, Direction::Up),
+            set_value_unmarked(&c, 0),
+            returnable(&c, None, tail, token),
+            set_value(&c, 3),
+        ]);
+        let own = ["_id", "seq", "seq_step"];
+        for path in &written {
+            let root = path.split('.').next().unwrap_or_default();
+            assert!(
+                own.contains(&path.as_str()) || check_field(root).is_err(),
+                "{path} may be another counter's field"
+            );
+        }
+        for neighbour in ["seq_cached", "seq_raised"] {
+            assert!(check_field(neighbour).is_ok());
+            assert!(!written.iter().any(|p| p == neighbour), "{neighbour}");
+        }
+        assert!(written.iter().any(|p| p == "_mseq_marks.seq.cached"));
+        assert!(written.iter().any(|p| p == "_mseq_marks.seq.raised"));
+        // A fetch that creates the counter stores the flag where its updates find it.
+        assert_eq!(
+            CacheMarks::on_creation(&cached),
+            Some(("_mseq_marks", doc! { "seq": { "cached": token.to_bson() } }))
+        );
+        assert_eq!(
+            CacheMarks::on_creation(&c),
+            None,
+            "only a cache's fetch flags"
+        );
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! Checks on names, counts and options, done before any I/O.
 
 use crate::engine::error::{SeqError, SeqResult};
+use crate::engine::store::filters::CacheMarks;
 use crate::engine::text::quote::quoted;
 
 /// Longest sequence name accepted, in UTF-8 bytes.
@@ -109,6 +110,15 @@ pub fn check_field_name(what: &str, name: &str, usage: FieldUse) -> SeqResult<()
             quoted(name)
         )));
     }
+    // The marks of cached counters live there, beside the counters of a document
+    // (counter fields, and the locator fields that find it).
+    let reserved = name.split('.').next() == Some(CacheMarks::ROOT);
+    if matches!(usage, FieldUse::CounterValue) && reserved {
+        return Err(SeqError::invalid_argument(format!(
+            "{what} cannot be {}: that field is reserved for the marks of cached counters",
+            quoted(name)
+        )));
+    }
     Ok(())
 }
 
@@ -173,6 +183,39 @@ mod tests {
             assert!(check_field_name("x", "_id", usage).is_ok());
         }
         assert!(check_field("sequence_value").is_ok());
+    }
+
+    /// The field holding the marks of cached counters is no counter's and no locator's
+    /// (both checked as `CounterValue`); other uses, in other collections, may name it.
+    #[test]
+    fn the_field_of_the_cache_marks_is_reserved_for_them() {
+        use FieldUse::*;
+        let e = check_field("_mseq_marks").unwrap_err();
+        assert_eq!(e.code, ErrorCode::InvalidArgument);
+        assert_eq!(
+            e.message,
+            "option 'field' cannot be \"_mseq_marks\": that field is reserved for the marks of \
+             cached counters"
+        );
+        let e = check_field_name("locator field", "_mseq_marks", CounterValue).unwrap_err();
+        assert!(
+            e.message.starts_with("locator field cannot be"),
+            "{}",
+            e.message
+        );
+        for near in [
+            "_mseq_marks_",
+            "_mseq_mark",
+            "mseq_marks",
+            "_MSEQ_MARKS",
+            "seq_cached",
+        ] {
+            assert!(check_field(near).is_ok(), "{near}");
+        }
+        for usage in [NumberedDocument, ScopeKey, SourcePath] {
+            assert!(check_field_name("x", "_mseq_marks", usage).is_ok());
+        }
+        assert!(check_field_name("x", "_mseq_marks.seq", SourcePath).is_ok());
     }
 
     #[test]
