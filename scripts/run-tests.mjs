@@ -81,6 +81,28 @@ if (!supported(process.version) && runtimes) {
 console.log(`\n### runtimes: ${main.path} ${main.version} runs the whole suite`);
 
 const outcomes = [];
+// CI keeps only the end of the output: the failing tests (TAP `not ok`, with the file,
+// line and first line of the error from its YAML block) are repeated in the summary.
+function noteFailure(failures, line) {
+  const notOk = /^(\s*)not ok \d+ - (.*)$/.exec(line);
+  if (notOk) {
+    failures.push({ depth: notOk[1].length / 4, name: notOk[2], details: [], block: null });
+    return;
+  }
+  const last = failures.at(-1);
+  if (!last) return;
+  const key = /^(\s+)(\w+): ?(.*)$/.exec(line);
+  // The lines of a `error: |-` block are indented deeper than its key.
+  if (last.block && (!key || key[1].length > last.block.indent)) {
+    if (line.trim() && last.block.left-- > 0) last.details.push(`error: ${line.trim().slice(0, 300)}`);
+    return;
+  }
+  last.block = null;
+  if (!key || !['location', 'error', 'code'].includes(key[2]) || last.details.some((d) => d.startsWith(`${key[2]}:`))) return;
+  if (key[2] === 'error' && /^[|>]-?$/.test(key[3])) last.block = { indent: key[1].length, left: 3 };
+  else last.details.push(`${key[2]}: ${key[3].slice(0, 300)}`);
+}
+
 // Each pass's output goes through as it comes; its closing counts (`# pass 12` in TAP,
 // `ℹ pass 12` in the spec reporter) are read for the totals line at the end.
 const pass = (label, node, list, kind, baseEnv = process.env) =>
@@ -88,8 +110,9 @@ const pass = (label, node, list, kind, baseEnv = process.env) =>
     const started = Date.now();
     console.log(`\n### test pass: ${label}`);
     const env = external ? { ...baseEnv } : { ...baseEnv, MONGO_SEQUENCE_SERVER: kind };
-    const child = spawn(node, ['--test', ...list], { stdio: ['inherit', 'pipe', 'inherit'], env, cwd: ROOT });
+    const child = spawn(node, ['--test', '--test-reporter=tap', ...list], { stdio: ['inherit', 'pipe', 'inherit'], env, cwd: ROOT });
     const counts = { pass: 0, fail: 0, skipped: 0 };
+    const failures = [];
     let rest = '';
     child.stdout.setEncoding('utf8');
     child.stdout.on('data', (chunk) => {
@@ -99,11 +122,12 @@ const pass = (label, node, list, kind, baseEnv = process.env) =>
       for (const line of lines) {
         const m = /^(?:#|\u2139) (pass|fail|skipped) (\d+)$/.exec(line.trim());
         if (m) counts[m[1]] = Number(m[2]);
+        noteFailure(failures, line);
       }
     });
     child.on('close', (code) => {
       const seconds = ((Date.now() - started) / 1000).toFixed(1);
-      outcomes.push({ label, ok: code === 0, seconds, counts });
+      outcomes.push({ label, ok: code === 0, seconds, counts, failures });
       resolve();
     });
   });
@@ -142,6 +166,10 @@ const total = { pass: 0, fail: 0, skipped: 0 };
 for (const o of outcomes) {
   console.log(`${o.label}: ${o.ok ? 'passed' : 'FAILED'} in ${o.seconds} s (${o.counts.pass} passed, ${o.counts.fail} failed, ${o.counts.skipped} skipped)`);
   for (const key of Object.keys(total)) total[key] += o.counts[key];
+  for (const f of o.failures ?? []) {
+    console.log(`  ${'  '.repeat(f.depth)}not ok: ${f.name}`);
+    for (const d of f.details) console.log(`  ${'  '.repeat(f.depth)}    ${d}`);
+  }
 }
 for (const note of notes) console.log(note);
 // A pass that failed without a failing test (a crash) still counts as a failure.
