@@ -162,3 +162,31 @@ test('a handle on an own client rejects with CLIENT_CLOSED after close, cached o
   await client.close();
   await rejectsWithCode(assert, s.next(), 'CLIENT_CLOSED');
 });
+
+test('a counter stored as a double near 2^53, cached or not, as numbers or bigints: every value up to 2^53 - 1, then SEQUENCE_OVERFLOW', async () => {
+  const top = 2 ** 53 - 1;
+  for (const cache of [undefined, 5, 20]) {
+    for (const bigint of [false, true]) {
+      const name = `double-top-${cache}-${bigint}`;
+      // The Node driver stores a number above 2^31 as a double.
+      await env.db.collection('counters').insertOne({ _id: name, sequence_value: top - 40 });
+      const got = [];
+      let refusal;
+      for (let i = 0; i < 45 && !refusal; i++) {
+        try {
+          got.push(await seq.getNextSequenceValue(env.db, name, { cache, bigint }));
+        } catch (error) {
+          refusal = error;
+        }
+      }
+      const label = `cache ${cache}, bigint ${bigint}`;
+      const want = Array.from({ length: 40 }, (_, i) => top - 39 + i);
+      assert.deepEqual(got, bigint ? want.map(BigInt) : want, label);
+      assert.equal(refusal?.code, 'SEQUENCE_OVERFLOW', `${label}: ${refusal}`);
+      await rejectsWithCode(assert, seq.getNextSequenceValue(env.db, name, { cache, bigint }), 'SEQUENCE_OVERFLOW');
+      const stored = await env.db.collection('counters').findOne({ _id: name }, { promoteValues: false });
+      assert.equal(stored.sequence_value._bsontype, 'Double', label);
+      assert.equal(stored.sequence_value.valueOf(), top, label);
+    }
+  }
+});

@@ -165,7 +165,10 @@ pub async fn allocate_demands<S: CounterStore>(
                     .map(|served| served.after_retries(attempt));
             }
             Some(CounterDoc { value, .. }) => {
-                advance_unusual(store, counter, value.as_ref(), total).await?
+                match advance_unusual(store, counter, value.as_ref(), demands).await? {
+                    Some(served) => return Ok(served.after_retries(attempt)),
+                    None => None,
+                }
             }
         };
         if let Some(range) = outcome {
@@ -383,27 +386,28 @@ async fn create_counter<S: CounterStore>(
     }
 }
 
-/// Advances a counter whose field is absent or a double, guarded on what was read, or
-/// refuses one that cannot count. `None` when it changed meanwhile.
+/// The largest magnitude a counter stored as a double may reach: doubles count exactly up
+/// to 2^53, and the increment past it would no longer move the stored value.
+const DOUBLE_LAST: i64 = DOUBLE_EXACT_LIMIT as i64 - 1;
+
+/// Serves `demands` from a counter whose field is absent or a double, guarded on what was
+/// read, or refuses one that cannot count. A double near 2^53 serves each demand as it
+/// would be alone (a cache fill takes what is left, a call that no longer fits fails
+/// alone), as an integer counter does at the end of the 64-bit range. `None` when the
+/// counter changed meanwhile.
 async fn advance_unusual<S: CounterStore>(
     store: &S,
     counter: &CounterRef,
     field: Option<&Bson>,
-    count: i64,
-) -> SeqResult<Option<IdRange>> {
+    demands: &[Demand],
+) -> SeqResult<Option<Allocation>> {
+    let count = total(demands);
     let guard = match classify(field) {
         // Became an integer since the first attempt: start over on the fast path.
         StoredCounter::Integer(_) => return Ok(None),
         StoredCounter::Missing => FieldGuard::Absent,
         StoredCounter::IntegralDouble(d) => {
-            if d + (count as f64) * (counter.step as f64) >= DOUBLE_EXACT_LIMIT {
-                return Err(SeqError::overflow(format!(
-                    "Sequence '{}' is stored as a double ({d}) and would pass 2^53, where \
-                     doubles stop counting exactly; store it as a long to go further",
-                    counter.label
-                )));
-            }
-            FieldGuard::EqualsDouble(d)
+            return advance_double(store, counter, d, demands).await;
         }
         StoredCounter::Unusable(found) => {
             return Err(SeqError::invalid_counter(
@@ -418,9 +422,73 @@ async fn advance_unusual<S: CounterStore>(
         .await
         .map_err(|e| increment_error(counter, e))?
     {
-        Some(after) => block_from(counter, Some(&after), count).map(Some),
+        Some(after) => Ok(Some(Allocation {
+            grants: split(block_from(counter, Some(&after), count)?, demands),
+            config: None,
+            retries: 0,
+        })),
         None => Ok(None),
     }
+}
+
+/// [`advance_unusual`] for a counter stored as the whole double `d`: the demands planned
+/// in order within -(2^53 - 1) ..= 2^53 - 1, the values taken added to the double (it
+/// stays a double) guarded on `d`.
+async fn advance_double<S: CounterStore>(
+    store: &S,
+    counter: &CounterRef,
+    d: f64,
+    demands: &[Demand],
+) -> SeqResult<Option<Allocation>> {
+    let current = d as i64;
+    let double_range = SequenceConfig {
+        step: counter.step,
+        min: -DOUBLE_LAST,
+        max: DOUBLE_LAST,
+        cycle: false,
+    };
+    let plan = plan_configured(
+        &counter.label,
+        &counter.field,
+        &double_range,
+        current,
+        demands,
+    )?;
+    let mut last = current;
+    let grants: Vec<SeqResult<IdRange>> = plan
+        .grants
+        .into_iter()
+        .map(|grant| {
+            grant
+                .inspect(|range| last = range.last)
+                .map_err(|_| double_overflow(counter, d))
+        })
+        .collect();
+    if last == current {
+        // Nothing fits: the counter is left as it is.
+        return Ok(Some(Allocation {
+            grants,
+            config: None,
+            retries: 0,
+        }));
+    }
+    let written = store
+        .increment_guarded(counter, FieldGuard::EqualsDouble(d), last - current)
+        .await
+        .map_err(|e| increment_error(counter, e))?;
+    Ok(written.map(|_| Allocation {
+        grants,
+        config: None,
+        retries: 0,
+    }))
+}
+
+fn double_overflow(counter: &CounterRef, d: f64) -> SeqError {
+    SeqError::overflow(format!(
+        "Sequence '{}' is stored as a double ({d}) and would pass 2^53, where doubles stop \
+         counting exactly; store it as a long to go further",
+        counter.label
+    ))
 }
 
 fn block_from(counter: &CounterRef, after: Option<&Bson>, count: i64) -> SeqResult<IdRange> {
@@ -750,6 +818,76 @@ mod tests {
         let err = run(allocate(&store, &c, CreatePolicy::default(), 1)).unwrap_err();
         assert_eq!(err.code, ErrorCode::SequenceOverflow);
         assert_eq!(store.get(&c), Some(Some(Bson::Double(near))));
+    }
+
+    #[test]
+    fn a_double_near_two_pow_53_serves_each_demand_as_if_alone() {
+        let store = MemoryStore::default();
+        let turn = tokio::sync::Mutex::new(());
+        let top = DOUBLE_EXACT_LIMIT as i64 - 1;
+        let codes = |served: &Allocation| -> Vec<Result<(i64, i64), ErrorCode>> {
+            served
+                .grants
+                .iter()
+                .map(|g| g.as_ref().map(|r| (r.first, r.last)).map_err(|e| e.code))
+                .collect()
+        };
+        // A call, a cache fill of 10 that takes the 3 values left, a call that no longer fits.
+        let c = counter("dbl-up");
+        store.put(&c, Some(Bson::Double((top - 4) as f64)));
+        let demands = [Demand::Exact(1), Demand::UpTo(10), Demand::Exact(1)];
+        let served = run(allocate_demands(
+            &store,
+            &c,
+            CreatePolicy::default(),
+            &demands,
+            None,
+            &turn,
+        ))
+        .unwrap();
+        assert_eq!(
+            codes(&served),
+            vec![
+                Ok((top - 3, top - 3)),
+                Ok((top - 2, top)),
+                Err(ErrorCode::SequenceOverflow)
+            ]
+        );
+        assert_eq!(store.get(&c), Some(Some(Bson::Double(top as f64))));
+        // Descending towards -2^53 the same way, in steps of 2.
+        let down = located("dbl-down", -2);
+        store.put(&down, Some(Bson::Double((5 - top) as f64)));
+        let demands = [Demand::Exact(3), Demand::Exact(1), Demand::UpTo(10)];
+        let served = run(allocate_demands(
+            &store,
+            &down,
+            CreatePolicy::default(),
+            &demands,
+            None,
+            &turn,
+        ))
+        .unwrap();
+        assert_eq!(
+            codes(&served),
+            vec![
+                Err(ErrorCode::SequenceOverflow),
+                Ok((3 - top, 3 - top)),
+                Ok((1 - top, 1 - top))
+            ]
+        );
+        assert_eq!(store.get(&down), Some(Some(Bson::Double((1 - top) as f64))));
+        // At the last value nothing is written.
+        let served = run(allocate_demands(
+            &store,
+            &c,
+            CreatePolicy::default(),
+            &[Demand::UpTo(5)],
+            None,
+            &turn,
+        ))
+        .unwrap();
+        assert_eq!(codes(&served), vec![Err(ErrorCode::SequenceOverflow)]);
+        assert_eq!(store.get(&c), Some(Some(Bson::Double(top as f64))));
     }
 
     #[test]
