@@ -376,6 +376,54 @@ test('5. writeConcern, retryWrites from the options object reach the findAndModi
   }
 });
 
+test("5b. a Db's own writeConcern reaches every counter write made through it, as the Node driver's writes on that Db carry it; the call's own option wins", async () => {
+  const p = await proxy();
+  const client = nodeClient(`mongodb://127.0.0.1:${p.port}/?directConnection=true`);
+  const dbConcern = { w: 'majority', journal: true, wtimeoutMS: 4000 };
+  const db = client.db(env.dbName, { writeConcern: dbConcern });
+  const sent = (command) => p.commands().filter((c) => Object.keys(c)[0] === command);
+  const concern = (c) => c.writeConcern && { w: c.writeConcern.w, j: c.writeConcern.j ?? c.writeConcern.journal, wtimeout: c.writeConcern.wtimeout };
+  p.clear();
+  await db.collection('dbwc_docs').insertOne({ node: true });
+  const nodeConcern = concern(sent('insert')[0]);
+  assert.deepEqual(nodeConcern, { w: 'majority', j: true, wtimeout: 4000 }, 'the Node driver sends the Db write concern');
+  // Every write command each call sends (a counter may be created by an insert or an
+  // upsert, a cache fill runs in the background) must carry it.
+  const writeCommands = () => p.commands().filter((c) => ['findAndModify', 'insert', 'update', 'delete'].includes(Object.keys(c)[0]));
+  await env.db.collection('counters').insertOne({ id: 'dbwc-located', seq: 3 });
+  const writes = [
+    ['getNextSequenceValue', () => seq.getNextSequenceValue(db, 'dbwc', { upsert: true })],
+    ['a cached call', () => seq.getNextSequenceValue(db, 'dbwc-cached', { upsert: true, cache: 10 })],
+    ['a cached call from an existing counter', () => seq.getNextSequenceValue(db, 'dbwc', { cache: 10 })],
+    ['sequence().next', () => seq.sequence(db, 'dbwc-handle', { upsert: true }).next()],
+    ['getNextSequenceBatch', () => seq.getNextSequenceBatch(db, 'dbwc-batch', 3, { upsert: true })],
+    ['insertOne', () => seq.insertOne(db, 'dbwc_docs', { x: 1 }, { field: 'n', upsert: true })],
+    ['sequence().set', () => seq.sequence(db, 'dbwc-handle').set(40)],
+    ['setCountersWhere', () => seq.setCountersWhere(db, { id: 'dbwc-located' }, 50, { field: 'seq' })],
+  ];
+  for (const [label, call] of writes) {
+    p.clear();
+    await call();
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    const ours = writeCommands();
+    assert.ok(ours.length > 0, `${label}: no write was sent: ${JSON.stringify(p.commands().map((c) => Object.keys(c)[0]))}`);
+    for (const c of ours) assert.deepEqual(concern(c), nodeConcern, `${label}: the ${Object.keys(c)[0]} carries the Db's write concern: ${JSON.stringify(c)}`);
+  }
+  p.clear();
+  await seq.getNextSequenceValue(db, 'dbwc', { writeConcern: { w: 1 } });
+  assert.deepEqual(
+    sent('findAndModify').map((c) => c.writeConcern?.w),
+    [1],
+    "the call's writeConcern, not the Db's",
+  );
+  // The same client's other Db, without one: the default (nothing sent).
+  p.clear();
+  await seq.getNextSequenceValue(client.db(env.dbName), 'dbwc');
+  assert.deepEqual(sent('findAndModify').map(concern), [undefined]);
+  // A Db that waits for no acknowledgement cannot return a counter.
+  await rejectsWithCode(assert, seq.getNextSequenceValue(client.db(env.dbName, { writeConcern: { w: 0 } }), 'dbwc'), 'INVALID_ARGUMENT', /Db's writeConcern/);
+});
+
 test("pool sizes: maxPoolSize caps the derived client's connections as it caps the Node client's (counted at a proxy)", async () => {
   // Connections through a fresh proxy that carried a findAndModify: the pool's, not the
   // monitors' (which only say hello).

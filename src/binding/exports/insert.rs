@@ -205,6 +205,11 @@ fn spawn_insert<'env>(
             (None, None) => Err(SeqError::internal("insert without reserved values")),
             (None, Some((docs, collection, field))) => {
                 let prepared = named.clone().prepare(None).await?;
+                let concern = named
+                    .effective_options()
+                    .write_concern
+                    .as_ref()
+                    .map(|w| w.to_driver());
                 let (handle, database) = named.target.resolve().await?;
                 let numbered = NumberedInsert {
                     collection: &collection,
@@ -213,7 +218,6 @@ fn spawn_insert<'env>(
                     format: named.options.format.as_ref(),
                     as_numbers: named.options.returns_numbers(),
                 };
-                let concern = named.options.write_concern.as_ref().map(|w| w.to_driver());
                 insert_gapless(
                     &handle,
                     &database,

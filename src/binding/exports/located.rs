@@ -87,10 +87,13 @@ pub fn set_counters_where<'env>(
         })();
         promise(env, async move {
             let (target, options, counter, fields, value) = read?;
+            let target_concern = target
+                .write_concern(options.write_concern.as_ref())
+                .cloned();
             let (handle, database) = target.resolve().await?;
             let store = handle
                 .driver(&database)?
-                .with_write_concern(options.write_concern.map(|w| w.to_driver()));
+                .with_write_concern(target_concern.map(|w| w.to_driver()));
             let bound = handle.clone();
             let label = counter.label.clone();
             // Fenced over every counter it may change: run to its end (see `managed_promise`).

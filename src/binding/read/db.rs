@@ -4,12 +4,16 @@
 use napi::bindgen_prelude::{ClassInstance, Env, FromNapiValue, JavaScriptClassExt, Unknown};
 use napi::JsValue;
 
-use crate::binding::js::{describe, object, object_property, string_property};
+use crate::binding::js::{
+    boolean, describe, is_nullish, number, object, object_property, property, string,
+    string_property,
+};
 use crate::binding::read::db_memo;
 use crate::binding::read::db_target::DbTarget;
 use crate::binding::read::node_client;
 use crate::binding::read::sequence_db::SequenceDb;
 use crate::engine::client::connection::{derive_from_node_client_cached, ConnectionTarget};
+use crate::engine::client::write_concern::{WriteAck, WriteConcernSpec};
 use crate::engine::error::{ErrorCode, SeqError, SeqResult};
 
 const NOT_A_DB: &str = "db must be a Db of the MongoDB Node driver (client.db(name)), \
@@ -39,8 +43,13 @@ pub fn read_db(env: &Env, value: &Unknown, uri: Option<&str>) -> SeqResult<DbTar
     };
     let database = string_property(&db, "databaseName")
         .ok_or_else(|| SeqError::invalid_argument(format!("{NOT_A_DB}; it has no databaseName")))?;
+    let concern = db_write_concern(&db)?;
     if let Some(uri) = uri {
-        return Ok(DbTarget::Shared(ConnectionTarget::from_uri(uri)?, database));
+        return Ok(DbTarget::Shared(
+            ConnectionTarget::from_uri(uri)?,
+            database,
+            concern,
+        ));
     }
     let client = object_property(&db, "client")
         .ok_or_else(|| SeqError::invalid_argument(format!("{NOT_A_DB}; it has no client")))?;
@@ -62,9 +71,48 @@ pub fn read_db(env: &Env, value: &Unknown, uri: Option<&str>) -> SeqResult<DbTar
         }
     };
     crate::binding::node_close::watch_node_client(env, &client, &connection);
-    let target = DbTarget::Shared(connection, database);
+    let target = DbTarget::Shared(connection, database, concern);
     db_memo::remember(env, value, &target);
     Ok(target)
+}
+
+/// The Node driver `Db`'s `writeConcern` (given to `client.db(name, options)`, or
+/// inherited from its client): what the driver's own writes on that `Db` wait for, so
+/// the counter writes made through it wait for the same. One that cannot return a
+/// counter (`w: 0`) is refused.
+fn db_write_concern(db: &napi::bindgen_prelude::Object) -> SeqResult<Option<WriteConcernSpec>> {
+    let Some(concern) = object_property(db, "writeConcern") else {
+        return Ok(None);
+    };
+    let refused = |e: SeqError| {
+        SeqError::invalid_argument(format!(
+            "the Db's writeConcern cannot be used for counters: {}",
+            e.message
+        ))
+    };
+    let w = property(&concern, "w")?;
+    let w = if is_nullish(&w) {
+        None
+    } else if let Some(n) = number(&w) {
+        Some(WriteAck::from_number(n).map_err(refused)?)
+    } else if let Some(text) = string(&w) {
+        Some(WriteAck::from_text(&text).map_err(refused)?)
+    } else {
+        return Err(refused(SeqError::invalid_argument(format!(
+            "writeConcern.w is {}",
+            describe(&w)
+        ))));
+    };
+    let journal = property(&concern, "journal")?;
+    let wtimeout = property(&concern, "wtimeoutMS")?;
+    let spec = WriteConcernSpec {
+        w,
+        journal: boolean(&journal),
+        wtimeout_ms: number(&wtimeout)
+            .filter(|ms| ms.is_finite() && *ms >= 0.0 && ms.fract() == 0.0)
+            .map(|ms| ms as u64),
+    };
+    Ok((spec != WriteConcernSpec::default()).then_some(spec))
 }
 
 /// The connection derived from a client's options object, remembered per object (weakly,

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use crate::engine::client::connection::ConnectionTarget;
 use crate::engine::client::handle::ClientHandle;
 use crate::engine::client::registry::SHARED_CLIENTS;
+use crate::engine::client::write_concern::WriteConcernSpec;
 use crate::engine::error::SeqResult;
 
 /// Where a call goes: a client and a database name.
@@ -13,8 +14,10 @@ use crate::engine::error::SeqResult;
 pub enum DbTarget {
     /// A client opened with `connect(uri)`.
     Own(Arc<ClientHandle>, String),
-    /// A shared client for a connection derived from a Node driver client or `uri`.
-    Shared(ConnectionTarget, String),
+    /// A shared client for a connection derived from a Node driver client or `uri`, and
+    /// the write concern of the Node driver `Db` it was read from (its own, or the one it
+    /// inherited from its client): the default of a call that gives none.
+    Shared(ConnectionTarget, String, Option<WriteConcernSpec>),
 }
 
 impl DbTarget {
@@ -23,7 +26,7 @@ impl DbTarget {
     pub fn resolve_now(&self) -> Option<(Arc<ClientHandle>, &str)> {
         match self {
             DbTarget::Own(handle, db) => Some((handle.clone(), db)),
-            DbTarget::Shared(target, db) => {
+            DbTarget::Shared(target, db, _) => {
                 SHARED_CLIENTS.try_get(target).map(|h| (h, db.as_str()))
             }
         }
@@ -35,7 +38,7 @@ impl DbTarget {
         use std::hash::{Hash, Hasher};
         match self {
             DbTarget::Own(handle, _) => Arc::as_ptr(handle) as usize as u64,
-            DbTarget::Shared(target, _) => {
+            DbTarget::Shared(target, _, _) => {
                 let mut hasher = std::collections::hash_map::DefaultHasher::new();
                 target.hash(&mut hasher);
                 hasher.finish()
@@ -47,7 +50,19 @@ impl DbTarget {
     pub async fn resolve(self) -> SeqResult<(Arc<ClientHandle>, String)> {
         match self {
             DbTarget::Own(handle, db) => Ok((handle, db)),
-            DbTarget::Shared(target, db) => Ok((SHARED_CLIENTS.get(&target).await?, db)),
+            DbTarget::Shared(target, db, _) => Ok((SHARED_CLIENTS.get(&target).await?, db)),
+        }
+    }
+
+    /// The write concern of a call that gives `call` (its `writeConcern` option): that
+    /// one, else the `Db`'s.
+    pub fn write_concern<'a>(
+        &'a self,
+        call: Option<&'a WriteConcernSpec>,
+    ) -> Option<&'a WriteConcernSpec> {
+        match self {
+            DbTarget::Shared(_, _, Some(db)) => call.or(Some(db)),
+            _ => call,
         }
     }
 }

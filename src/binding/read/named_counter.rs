@@ -81,14 +81,27 @@ impl NamedCounter {
         }
     }
 
+    /// The call's options, with the `Db`'s write concern when the call gives none.
+    pub fn effective_options(&self) -> std::borrow::Cow<'_, CallOptions> {
+        let own = self.options.write_concern.as_ref();
+        match self.target.write_concern(own) {
+            Some(concern) if own.is_none() => std::borrow::Cow::Owned(CallOptions {
+                write_concern: Some(concern.clone()),
+                ..self.options.clone()
+            }),
+            _ => std::borrow::Cow::Borrowed(&self.options),
+        }
+    }
+
     /// The prepared counter: the one kept in `slot` when it holds one, otherwise one
     /// prepared now (and kept in `slot`, when given).
     pub async fn prepare(self, slot: Option<PreparedSlot>) -> SeqResult<PreparedCounter> {
         if let Some(prepared) = slot.as_ref().and_then(|s| kept(s, Clone::clone)) {
             return Ok(prepared);
         }
-        let (handle, database) = self.target.resolve().await?;
-        let prepared = PreparedCounter::new(&handle, &database, &self.name, &self.options)?
+        let options = self.effective_options();
+        let (handle, database) = self.target.clone().resolve().await?;
+        let prepared = PreparedCounter::new(&handle, &database, &self.name, &options)?
             .recording(self.stats.clone());
         if let Some(slot) = slot {
             *lock(&slot) = Some(prepared.clone());

@@ -74,10 +74,11 @@ fn submit_now(
         return Some(submitted);
     }
     let (handle, database) = named.target.resolve_now()?;
-    let prepared = match PreparedCounter::new(&handle, database, &named.name, &named.options) {
-        Ok(prepared) => prepared.recording(named.stats.clone()),
-        Err(error) => return Some(Err(counted_in(named.stats.clone(), error))),
-    };
+    let prepared =
+        match PreparedCounter::new(&handle, database, &named.name, &named.effective_options()) {
+            Ok(prepared) => prepared.recording(named.stats.clone()),
+            Err(error) => return Some(Err(counted_in(named.stats.clone(), error))),
+        };
     let submitted = prepared.submit(count);
     if let Some(slot) = slot {
         *lock(slot) = Some(prepared);
