@@ -4,7 +4,8 @@
 // through theirs and through ours on mongoose 9 and 8, each on a database of its own:
 // after every step the same results and the same counter document. And the upgrade: a
 // database written by theirs, continued by ours from the next number of every counter,
-// their counter documents kept in their shape (theirs can go on after ours).
+// their counter documents kept in their shape (theirs can go on after ours). And a save
+// refused for its number, retried: a difference the migration guide lists, both sides pinned.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createRequire } from 'node:module';
@@ -238,4 +239,25 @@ test("upgrade: a database of theirs, continued by ours from each counter's next 
     await old.dropDatabase();
     await old.close();
   }
+});
+
+test('a save refused for its number (a document holds it): theirs fails on it at every retry, ours takes the next', { timeout: 60_000 }, async () => {
+  const name = `Taken${made++}`;
+  const got = {};
+  for (const [label, side] of Object.entries(sides)) {
+    const Model = await modelOf(side, name, { field: 'no', startAt: 1, incrementBy: 1 });
+    // Imported past the counter: a document already holds its next number.
+    await Model.collection.insertOne({ no: 1, tag: -1 });
+    const doc = new Model({ tag: 0 });
+    // Up to three saves of the same document, until one goes through.
+    const tries = [];
+    for (let i = 0; i < 3; i++) {
+      const saved = await outcome(async () => (await doc.save()).no);
+      tries.push(saved === 'duplicate' ? `duplicate (no: ${doc.no})` : saved);
+      if (saved !== 'duplicate') break;
+    }
+    got[label] = { tries, counter: (await counterOf(side.connection, name, 'no')).count };
+  }
+  const expectedOfOurs = { tries: ['duplicate (no: undefined)', 2], counter: 2 };
+  assert.deepEqual(got, { theirs: { tries: ['duplicate (no: 1)', 'duplicate (no: 1)', 'duplicate (no: 1)'], counter: 1 }, ours9: expectedOfOurs, ours8: expectedOfOurs });
 });

@@ -6,7 +6,8 @@
 // a database of its own: after every step the same results and the same counter
 // documents. And the upgrade: a database written by mongoose-auto-increment and then by
 // theirs, continued by ours from the next number of every counter, their counter
-// documents kept in their shape (theirs can go on after ours).
+// documents kept in their shape (theirs can go on after ours). And where the migration
+// guide says they differ, both sides pinned: a group changed after validate(), the module.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createRequire } from 'node:module';
@@ -339,4 +340,42 @@ test("upgrade: a database of mongoose-auto-increment and theirs, continued by ou
     await old.dropDatabase();
     await old.close();
   }
+});
+
+test(
+  "a group changed after validate(): theirs keeps the old group's number, which the new group hands out again; ours numbers it in the new group",
+  { timeout: 60_000 },
+  async () => {
+    const options = { field: 'no', groupingField: 'g', startAt: 1, incrementBy: 1, outputFilter: false, groupType: 'String' };
+    const name = `Regroup${made++}`;
+    const got = {};
+    for (const [label, side] of Object.entries(sides)) {
+      const Model = await modelOf(side, name, options);
+      const trace = [(await new Model({ tag: 0, g: 'north' }).save()).no];
+      const doc = new Model({ tag: 1, g: 'north' });
+      await doc.validate();
+      trace.push(doc.no);
+      doc.g = 'south';
+      trace.push((await doc.save()).no);
+      // The next documents of the new group.
+      for (const tag of [2, 3]) trace.push(await outcome(async () => (await new Model({ tag, g: 'south' }).save()).no));
+      got[label] = trace;
+    }
+    const expectedOfTheirs = [1, 2, 2, 1, 'duplicate'];
+    const expectedOfOurs = [1, 2, 1, 2, 3];
+    assert.deepEqual(got, { theirs6: expectedOfTheirs, theirs8: expectedOfTheirs, ours9: expectedOfOurs, ours8: expectedOfOurs });
+  },
+);
+
+test('the module: ours is the plugin itself, with its names; theirs is a plain object of them', async () => {
+  assert.equal(typeof ours, 'function');
+  assert.deepEqual([ours.autoIncrement, ours.default], [ours, ours]);
+  assert.deepEqual([typeof ours.plugin, typeof ours.initialize], ['function', 'function']);
+  assert.equal(typeof theirsOn8, 'object');
+  assert.equal(theirsOn8.__esModule, true);
+  assert.deepEqual(Object.keys(theirsOn8).sort(), ['autoIncrement', 'default', 'initialize', 'plugin']);
+  assert.equal(theirsOn8.default, theirsOn8.autoIncrement);
+  // A default import in Node's ES modules: the module's exports, whatever __esModule says.
+  assert.equal((await import('mongodb-sequence/mongoose/plugin-autoinc')).default, ours);
+  assert.equal(typeof (await import('mongoose-plugin-autoinc')).default, 'object');
 });

@@ -2,7 +2,8 @@
 // one it runs on): random options and histories of single-document writes (the writes it
 // numbers) through theirs and ours, numbers and counter documents compared; and upgrades
 // and rollbacks: a history begun by one continued by the other on the same database, with
-// the numbers of one plugin alone.
+// the numbers of one plugin alone. And where the migration guide says they differ, both
+// sides pinned: startAt per plugin call (theirs) or per counter (ours), a retried save.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { createRequire } from 'node:module';
@@ -161,4 +162,69 @@ test('subdocuments: the same numbers and the same counter as theirs', async () =
   const a = await run(theirs, `${env.dbName}_sub_t`);
   const b = await run(ours, `${env.dbName}_sub_o`);
   assert.deepEqual(b, a);
+});
+
+test('startAt: theirs applies it to the first counter of a plugin call only, ours to every counter', async () => {
+  const got = {};
+  for (const [label, plugin] of [
+    ['theirs', theirs],
+    ['ours', ours],
+  ]) {
+    // One schema, one plugin call, two models: a counter each.
+    const schema = new mongoose.Schema({ _id: Number, tag: Number });
+    schema.plugin(plugin.AutoIncrementID, { startAt: 100 });
+    got[label] = [];
+    for (const model of ['a', 'b']) {
+      const Model = connection.model(`start_${label}_${model}_${made++}`, schema);
+      await Model.init();
+      got[label].push([(await Model.create({ tag: 1 }))._id, (await Model.create({ tag: 2 }))._id]);
+    }
+  }
+  assert.deepEqual(got, {
+    theirs: [
+      [100, 101],
+      [1, 2],
+    ],
+    ours: [
+      [100, 101],
+      [100, 101],
+    ],
+  });
+});
+
+test('a save retried after a failure: theirs takes a new number, ours keeps its own; after a duplicate key on the number both take the next', async () => {
+  const got = {};
+  for (const [label, plugin] of [
+    ['theirs', theirs],
+    ['ours', ours],
+  ]) {
+    const schema = new mongoose.Schema({ _id: Number, name: { type: String, unique: true } });
+    schema.plugin(plugin.AutoIncrementID, { startAt: 1 });
+    const Model = connection.model(`retry_${label}_${made++}`, schema);
+    await Model.init();
+    await Model.create({ name: 'taken' });
+    // Refused for its name, after it took a number; saved again under another name.
+    const doc = new Model({ name: 'taken' });
+    const refused = await doc.save().then(
+      () => 'saved',
+      (e) => e.code,
+    );
+    const taken = doc._id;
+    doc.name = 'free';
+    const kept = (await doc.save())._id;
+    // Refused for its number: a document already holds the counter's next one.
+    const counter = Number((await counterOf(Model.modelName, '_id')).count);
+    await Model.collection.insertOne({ _id: counter + 1, name: 'imported' });
+    const next = new Model({ name: 'next' });
+    const refusedAgain = await next.save().then(
+      () => 'saved',
+      (e) => e.code,
+    );
+    const retried = (await next.save())._id;
+    got[label] = { refused, taken, kept, refusedAgain, retried: retried - counter };
+  }
+  assert.deepEqual(got, {
+    theirs: { refused: 11000, taken: 2, kept: 3, refusedAgain: 11000, retried: 2 },
+    ours: { refused: 11000, taken: 2, kept: 2, refusedAgain: 11000, retried: 2 },
+  });
 });

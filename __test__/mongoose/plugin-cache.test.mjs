@@ -3,7 +3,8 @@
 // client by save, create, insertMany, bulkWrite and upserts; two clients on one counter
 // (as two processes) in random concurrent histories never giving a number twice; the
 // management calls under a cache (counterReset, resetCount, nextCount, setNext, a number
-// given by the caller); three processes with a cache.
+// given by the caller, also inside another client's block, which that client's close then
+// does not give back); three processes with a cache.
 import { test, afterEach, describe } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
@@ -249,6 +250,32 @@ for (const [major, mongoose] of MONGOOSES) {
       assert.equal(batch[1]._id, 130);
       assert.ok(batch[0]._id > 130 && batch[2]._id > 130, `${batch.map((d) => d._id)}`);
     });
+
+    for (const form of ['auto-increment', 'plugin-autoinc']) {
+      test(`${form}: a number given inside another client's block: that client's close gives the block back to no one`, async () => {
+        await openSides(`${form.replace('-', '')}_g`);
+        const name = `G${major}_${form.replace('-', '')}`;
+        const models = [];
+        for (const connection of sides) {
+          const schema = new mongoose.Schema({ tag: String, no: Number });
+          if (form === 'auto-increment') {
+            mai.initialize(connection);
+            schema.plugin(mai.plugin, { model: name, field: 'no', startAt: 1, cache: 10 });
+          } else schema.plugin(autoinc, { model: name, field: 'no', startAt: 1, cache: 10 });
+          models.push(await model(connection, name, schema));
+        }
+        const [A, B] = models;
+        const counter = async () => (await sides[0].db.collection('identitycounters').findOne({ model: name, field: 'no' })).count;
+        // B takes 1 and holds 2 … 11; A stores 5 as its own: the counter, past it, stays.
+        assert.equal((await new B({ tag: 'b' }).save()).no, 1);
+        assert.equal((await new A({ tag: 'a', no: 5 }).save()).no, 5);
+        assert.equal(await counter(), 11);
+        // B's graceful close: the number given marks the block, which is not given back.
+        await seq.closeSharedClients();
+        assert.equal(await counter(), 11);
+        assert.equal((await new A({ tag: 'c' }).save()).no, 12);
+      });
+    }
 
     test('plugin-autoinc: nextCount on a model of a new useDb (a handle that has not reached its counter yet) is the next save’s number', async () => {
       await openSides('autoinc_u');

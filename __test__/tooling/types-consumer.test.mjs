@@ -101,3 +101,33 @@ test('module commonjs: import = require and a default import (esModuleInterop)',
 test('moduleResolution bundler: an ESM import and import = require (module preserve)', { skip }, () => {
   compiles(app(undefined, { module: 'preserve', moduleResolution: 'bundler' }, { 'app.ts': ESM_IMPORT, 'required.ts': REQUIRE_IMPORT }));
 });
+
+// Each mongoose entry imported by an ES module (an .mts file) as Node gives it: a CommonJS
+// entry's default import is its module.exports, and its names are named imports.
+const MTS_ENTRIES = [
+  "import mongoose from 'mongoose'",
+  `import AutoIncrementFactory from '${NAME}/mongoose'`,
+  `import typegoose, { AutoIncrementID } from '${NAME}/mongoose/typegoose'`,
+  `import autoIncrement, { plugin as maiPlugin } from '${NAME}/mongoose/auto-increment'`,
+  `import pluginAutoinc, { autoIncrement as named, plugin as alias } from '${NAME}/mongoose/plugin-autoinc'`,
+  'const schema = new mongoose.Schema({ no: Number, _id: Number })',
+  "schema.plugin(AutoIncrementFactory(mongoose), { inc_field: 'no' })",
+  "schema.plugin(AutoIncrementID, { field: 'no' })",
+  'schema.plugin(typegoose.AutoIncrementID, { startAt: 1 })',
+  'autoIncrement.initialize(mongoose.connection)',
+  "schema.plugin(autoIncrement.plugin, { model: 'M', field: 'no' })",
+  "schema.plugin(maiPlugin, 'M')",
+  "schema.plugin(pluginAutoinc, { model: 'N', field: 'no' })",
+  "schema.plugin(pluginAutoinc.autoIncrement, 'N')",
+  "schema.plugin(named, 'N')",
+  "schema.plugin(alias, 'N')",
+  '// @ts-expect-error model is required',
+  "schema.plugin(pluginAutoinc, { field: 'no' })",
+  'export const helpers = [pluginAutoinc.initialize, pluginAutoinc.plugin, pluginAutoinc.default]',
+];
+
+test('an .mts file, module nodenext: the default and named imports of every mongoose entry', { skip }, () => {
+  const options = { module: 'nodenext', moduleResolution: 'nodenext' };
+  compiles(app(undefined, options, { 'app.mts': MTS_ENTRIES }));
+  compiles(app('module', options, { 'app.mts': MTS_ENTRIES }));
+});
