@@ -80,6 +80,27 @@ test('1. tlsCAFile in the options object is the CA trusted (not the built-in roo
   await rejectsWithCode(assert, next(inMemory), 'UNSUPPORTED_CLIENT', /'ca'/);
 });
 
+test('1. a certificate the client refuses is named in the error, as the Node client names it, not reported only as no answer', async () => {
+  for (const [label, served, options] of [
+    ['a CA the client does not trust (the built-in roots)', certs.server, {}],
+    ['a self-signed certificate', certs.selfSigned, {}],
+    ['a CA file that did not sign it', certs.selfSigned, { tlsCAFile: certs.ca }],
+  ]) {
+    const f = await front(served);
+    const client = nodeClient(`mongodb://127.0.0.1:${f.port}/?directConnection=true&tls=true`, { serverSelectionTimeoutMS: 1500, ...options });
+    const nodeError = await ping(client).then(
+      () => assert.fail(`${label}: the Node client accepted it`),
+      (e) => e,
+    );
+    assert.match(String(nodeError.message), /certificate/i, `${label}: the Node client names the certificate`);
+    const e = await rejectsWithCode(assert, next(client), 'CONNECTION');
+    // Whichever ends the call first, the driver's server selection or the call's own bound,
+    // the message names the server and the certificate problem.
+    assert.match(e.message, new RegExp(`127\\.0\\.0\\.1:${f.port}`), `${label}: ${e.message}`);
+    assert.match(e.message, /invalid peer certificate/i, `${label}: ${e.message}`);
+  }
+});
+
 test("2. another user's certificate: two clients on one URI with different client certificates never share a client", async () => {
   const f = await front({ ...certs.server, ca: readFileSync(certs.ca), requestCert: true });
   const uri = `mongodb://127.0.0.1:${f.port}/?directConnection=true&tls=true&tlsCAFile=${encodeURIComponent(certs.ca)}&tlsCertificateKeyFile=${encodeURIComponent(certs.clients.alice)}`;

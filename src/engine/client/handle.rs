@@ -24,6 +24,7 @@ use crate::engine::error::{ErrorCode, SeqError, SeqResult};
 use crate::engine::store::counter_store::{CounterRef, DocumentKey};
 use crate::engine::store::driver_counters::DriverCounters;
 use crate::engine::store::mongo_driver::{IndexMemo, MongoDriver};
+use crate::engine::text::redact::redact;
 use crate::engine::text::validate::check_database;
 
 /// How long closing waits for the driver to shut down before leaving it to finish in the
@@ -351,6 +352,19 @@ impl ClientHandle {
         Ok(())
     }
 
+    /// `: the last check of <server> failed: <error>` when the driver's monitoring saw
+    /// one fail (a certificate refused, a handshake or login that failed), secrets removed;
+    /// empty otherwise.
+    fn last_failure(&self) -> String {
+        match self.writable.failure() {
+            Some((server, error)) => redact(
+                &format!(": the last check of {server} failed: {error}"),
+                &self.secrets,
+            ),
+            None => String::new(),
+        }
+    }
+
     /// `pending`, bounded: it rejects with `CONNECTION` once the call timeout has passed
     /// since now (the call's submission), and with `CLIENT_CLOSED` as soon as the client
     /// closes. A round trip it started may still complete afterwards; its values are then
@@ -377,6 +391,7 @@ impl ClientHandle {
         let mut closing = self.closing.subscribe();
         self.busy.fetch_add(1, Ordering::SeqCst);
         let busy = Busy(self.clone());
+        let handle = self.clone();
         async move {
             let _busy = busy;
             tokio::select! {
@@ -391,8 +406,9 @@ impl ClientHandle {
                     ErrorCode::Connection,
                     format!(
                         "cannot reach MongoDB: no answer within {} ms of the call (the \
-                         serverSelectionTimeoutMS of the connection); {}",
+                         serverSelectionTimeoutMS of the connection){}; {}",
                         timeout.as_millis(),
+                        handle.last_failure(),
                         late.note()
                     ),
                 )),

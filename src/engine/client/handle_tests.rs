@@ -37,3 +37,39 @@ fn one_state_per_counter_document_selected_by_database_collection_and_field() {
         assert!(handle.secrets().iter().any(|s| s == "s3cr3t-pw"));
     });
 }
+
+#[test]
+fn a_call_past_its_bound_names_the_last_failed_check_of_a_server_without_secrets() {
+    run(async {
+        let target = ConnectionTarget::from_uri(
+            "mongodb://app:s3cr3t-pw@127.0.0.1:1/?serverSelectionTimeoutMS=200",
+        )
+        .unwrap();
+        let handle = Arc::new(ClientHandle::open(&target).await.unwrap());
+        let never = std::future::pending::<SeqResult<()>>();
+        let quiet = handle.within(never, Late::Read).await.unwrap_err();
+        assert_eq!(quiet.code, ErrorCode::Connection);
+        // What the driver's monitoring saw last (the port is closed: refused, or the
+        // certificate noted here).
+        handle.writable.note_check(
+            &mongodb::options::ServerAddress::Tcp {
+                host: "127.0.0.1".into(),
+                port: Some(1),
+            },
+            Some("invalid peer certificate: UnknownIssuer (s3cr3t-pw)".into()),
+        );
+        let named = handle
+            .within(std::future::pending::<SeqResult<()>>(), Late::Read)
+            .await
+            .unwrap_err();
+        assert_eq!(named.code, ErrorCode::Connection);
+        assert!(
+            named
+                .message
+                .contains("the last check of 127.0.0.1:1 failed: invalid peer certificate"),
+            "{}",
+            named.message
+        );
+        assert!(!named.message.contains("s3cr3t-pw"), "{}", named.message);
+    });
+}

@@ -2,7 +2,9 @@
 //! it: named in round-trip events (`server.address`, `server.port`). Known when exactly
 //! one server the client knows takes writes (a standalone, a replica set's primary, a
 //! single mongos or load balancer); unknown otherwise (several mongos, during an
-//! election, a Unix socket).
+//! election, a Unix socket). And why the last check of each server failed, if it did: a
+//! call that times out names it, so a certificate refused or a handshake that failed is
+//! reported as such, not only as a server that did not answer.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -18,6 +20,8 @@ use crate::engine::panic_safety::lock;
 #[derive(Debug, Default)]
 pub struct WritableServer {
     servers: Mutex<HashMap<ServerAddress, ServerType>>,
+    /// The error of the last failed check of each server, until one succeeds.
+    failures: Mutex<HashMap<ServerAddress, String>>,
 }
 
 impl WritableServer {
@@ -30,10 +34,16 @@ impl WritableServer {
                 return;
             };
             match event {
-                SdamEvent::ServerDescriptionChanged(changed) => watched.note(
-                    changed.address.clone(),
-                    Some(changed.new_description.server_type()),
-                ),
+                SdamEvent::ServerDescriptionChanged(changed) => {
+                    watched.note_check(
+                        &changed.address,
+                        changed.new_description.error().map(ToString::to_string),
+                    );
+                    watched.note(
+                        changed.address.clone(),
+                        Some(changed.new_description.server_type()),
+                    )
+                }
                 SdamEvent::ServerClosed(closed) => watched.note(closed.address, None),
                 _ => {}
             }
@@ -48,9 +58,33 @@ impl WritableServer {
                 servers.insert(address, kind);
             }
             None => {
+                lock(&self.failures).remove(&address);
                 servers.remove(&address);
             }
         }
+    }
+
+    /// The last check of `address` failed with `error`, or succeeded (`None`).
+    pub fn note_check(&self, address: &ServerAddress, error: Option<String>) {
+        let mut failures = lock(&self.failures);
+        match error {
+            Some(error) => {
+                failures.insert(address.clone(), error);
+            }
+            None => {
+                failures.remove(address);
+            }
+        }
+    }
+
+    /// The server whose last check failed and why (`host:port`, the error), when one
+    /// did: the first in address order, so that the same state reads the same.
+    pub fn failure(&self) -> Option<(String, String)> {
+        let failures = lock(&self.failures);
+        failures
+            .iter()
+            .map(|(address, error)| (address.to_string(), error.clone()))
+            .min()
     }
 
     /// Host and port of the one server that takes writes, when there is exactly one
@@ -111,6 +145,20 @@ mod tests {
         assert_eq!(w.address(), None, "no primary");
         w.note(tcp("a", None), Some(ServerType::RsPrimary));
         assert_eq!(w.address(), Some(("a".into(), 27017)));
+    }
+
+    #[test]
+    fn the_last_failed_check_is_named_until_a_check_succeeds() {
+        let w = WritableServer::default();
+        assert_eq!(w.failure(), None);
+        w.note_check(&tcp("b", Some(2)), Some("invalid peer certificate".into()));
+        w.note_check(&tcp("a", Some(1)), Some("connection refused".into()));
+        let named = |a: &str, e: &str| Some((a.to_string(), e.to_string()));
+        assert_eq!(w.failure(), named("a:1", "connection refused"));
+        w.note_check(&tcp("a", Some(1)), None);
+        assert_eq!(w.failure(), named("b:2", "invalid peer certificate"));
+        w.note(tcp("b", Some(2)), None);
+        assert_eq!(w.failure(), None, "a server that left says nothing");
     }
 
     #[test]
