@@ -209,8 +209,8 @@ test('check: -w/--warning and -c/--critical beside --warn; two spellings of one 
     assert.match(assertStatusLine(both, args.join(' ')), /^SEQUENCES UNKNOWN: USAGE: .*--warn.*--warning/);
   }
   const help = await cli(['check', '--help'], { uri: null, db: null });
-  assert.match(help.stdout, /-w, --warning <percent>/);
-  assert.match(help.stdout, /-c, --critical <percent>/);
+  assert.match(help.stdout, /-w, --warning <range>/);
+  assert.match(help.stdout, /-c, --critical <range>/);
 });
 
 /** A TCP server that accepts connections and never answers. */

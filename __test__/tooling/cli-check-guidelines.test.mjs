@@ -1,0 +1,136 @@
+// `mongodb-sequence check` held to the Monitoring Plugins guidelines rule by rule: each
+// threshold range form of -w and -c (N, N:, ~:N, N:M, @N:M) graded as the guidelines
+// define it and written back as given in the performance data, and anything else refused
+// (UNKNOWN). The output is read by the parsers of __test__/fixtures/plugin-output.mjs.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { setup, seq } from '../helpers.mjs';
+import { runCli, parsePerfdata, exceeds, assertStatusLine } from '../fixtures/plugin-output.mjs';
+
+let env;
+before(async () => {
+  env = await setup('guidelines');
+});
+after(async () => {
+  await seq.closeSharedClients();
+  await env?.close();
+});
+
+/** Runs the CLI on the test database (see `runCli`). */
+const cli = (args, { uri = env.uri, db = env.dbName } = {}) => runCli(args, { uri, db });
+
+/**
+ * Configured counters of `collection`, each from 1 to 10,000: the value `v` has used
+ * exactly v / 100 % of its range.
+ */
+async function configured(collection, values) {
+  for (const [name, value] of Object.entries(values)) {
+    const counter = seq.sequence(env.db, name, { collection });
+    await counter.init({ minValue: 1, maxValue: 10_000 });
+    await counter.set(value);
+  }
+}
+
+// ------------------------------------------------------------ the range forms
+
+const onShares = ['--collection', 'shares'];
+let shares;
+/** Four counters at exactly 10, 50, 80 and 90 % of their range. */
+const sharesReady = () => (shares ??= configured('shares', { p10: 1000, p50: 5000, p80: 8000, p90: 9000 }));
+
+/**
+ * The check of the shares with `args`, in text and as JSON: asserts that the exit code
+ * is `code`, that each counter's state is the one `expected` gives it, and that the
+ * performance data carry the thresholds as given (`warn`, `crit`) and grade each printed
+ * share, read by the guidelines' rules, as the check did.
+ */
+async function assertGraded(args, { warn, crit }, code, expected) {
+  await sharesReady();
+  const r = await cli(['check', ...onShares, ...args]);
+  assertStatusLine(r, args.join(' '));
+  assert.equal(r.code, code, r.stdout);
+  const json = JSON.parse((await cli(['check', ...onShares, ...args, '--json'])).stdout);
+  assert.deepEqual(Object.fromEntries(json.counters.map((c) => [c.name, c.state])), expected);
+  assert.deepEqual([json.warn, json.critical], [warn, crit], 'the JSON carries the ranges as given');
+  const perf = new Map(parsePerfdata(r.stdout).map((e) => [e.label, e]));
+  for (const c of json.counters) {
+    const e = perf.get(c.name);
+    assert.deepEqual([e.warnText, e.critText], [warn, crit], `${c.name}: the thresholds as given`);
+    const state = exceeds(e.crit, e.value) ? 'CRITICAL' : exceeds(e.warn, e.value) ? 'WARNING' : 'OK';
+    assert.equal(state, c.state, `${c.name} at ${e.text} % with ${warn};${crit}`);
+  }
+  return r;
+}
+
+test('-w N alerts above N (outside 0..N): a share of exactly N is OK', async () => {
+  await assertGraded(['-w', '50'], { warn: '50', crit: '95' }, 1, { p10: 'OK', p50: 'OK', p80: 'WARNING', p90: 'WARNING' });
+});
+
+test('-w N: alerts below N (outside N..infinity)', async () => {
+  await assertGraded(['-w', '50:'], { warn: '50:', crit: '95' }, 1, { p10: 'WARNING', p50: 'OK', p80: 'OK', p90: 'OK' });
+});
+
+test('-w ~:N alerts above N (outside -infinity..N)', async () => {
+  await assertGraded(['-w', '~:50'], { warn: '~:50', crit: '95' }, 1, { p10: 'OK', p50: 'OK', p80: 'WARNING', p90: 'WARNING' });
+});
+
+test('-w N:M alerts outside N..M, both ends in the range', async () => {
+  await assertGraded(['-w', '10:80'], { warn: '10:80', crit: '95' }, 1, { p10: 'OK', p50: 'OK', p80: 'OK', p90: 'WARNING' });
+  await assertGraded(['-w', '20:85'], { warn: '20:85', crit: '95' }, 1, { p10: 'WARNING', p50: 'OK', p80: 'OK', p90: 'WARNING' });
+});
+
+test('-w @N:M alerts inside N..M, both ends included', async () => {
+  await assertGraded(['-w', '@50:80'], { warn: '@50:80', crit: '95' }, 1, { p10: 'OK', p50: 'WARNING', p80: 'WARNING', p90: 'OK' });
+});
+
+test('-c takes the same range forms, and CRITICAL wins over WARNING', async () => {
+  await assertGraded(['-w', '50:', '-c', '20:'], { warn: '50:', crit: '20:' }, 2, { p10: 'CRITICAL', p50: 'OK', p80: 'OK', p90: 'OK' });
+  await assertGraded(['-w', '~:50', '-c', '@90:90'], { warn: '~:50', crit: '@90:90' }, 2, { p10: 'OK', p50: 'OK', p80: 'WARNING', p90: 'CRITICAL' });
+  await assertGraded(['--warning', '@0:100', '--critical', '10:85'], { warn: '@0:100', crit: '10:85' }, 2, { p10: 'WARNING', p50: 'WARNING', p80: 'WARNING', p90: 'CRITICAL' });
+});
+
+// ------------------------------------------------------------ refusals
+
+/** Asserts that the check refuses `args` as a usage error: UNKNOWN (exit 3), the reason on the status line. */
+async function assertRefused(args, message) {
+  const r = await cli(['check', ...onShares, ...args]);
+  assert.equal(r.code, 3, `${args.join(' ')}: ${r.stdout}${r.stderr}`);
+  const first = assertStatusLine(r, args.join(' '));
+  assert.match(first, /^SEQUENCES UNKNOWN: USAGE: /);
+  assert.match(first, message, args.join(' '));
+  const json = await cli(['check', ...onShares, ...args, '--json']);
+  assert.equal(json.code, 3);
+  assert.equal(JSON.parse(json.stdout).error.code, 'USAGE');
+}
+
+test('a hexadecimal threshold is refused, not read as its value (0x50 is not 80)', async () => {
+  for (const [flag, label] of [
+    ['-w', '--warning'],
+    ['-c', '--critical'],
+    ['--warn', '--warn'],
+  ]) {
+    await assertRefused([flag, '0x50'], new RegExp(`^SEQUENCES UNKNOWN: USAGE: ${label} must be a threshold range: .*; got "0x50"$`));
+  }
+  await assertRefused(['-w', '0x10:0x50'], /--warning must be a threshold range: .*; got "0x10:0x50"$/);
+});
+
+test('a threshold in exponent notation is refused, not read as its value (1e1 is not 10)', async () => {
+  for (const text of ['1e1', '8E1', '~:1e1', '@1e1:9e1', '5e-1']) await assertRefused(['-w', text], new RegExp(`--warning must be a threshold range: .*; got "${text}"$`));
+});
+
+test('anything but a plain decimal or a range form of them is refused', async () => {
+  for (const text of ['', ' 80', '80 ', '+80', '80%', '.5', '5.', 'Infinity', 'NaN', ':80', '80::90', '@', '~', '@~', '~80', '80:~', '@:80', '80,90', '٨٠', 'lots']) {
+    await assertRefused(['-w', text], new RegExp(`--warning must be a threshold range: N, N:, ~:N, N:M or @N:M`));
+  }
+});
+
+test('a range that starts above its end is refused', async () => {
+  await assertRefused(['-w', '80:70'], /^SEQUENCES UNKNOWN: USAGE: --warning must not start above its end; got "80:70"$/);
+  await assertRefused(['-c', '@95:90'], /--critical must not start above its end; got "@95:90"$/);
+});
+
+test('a bound outside 0..100 is refused: the thresholds are percentages', async () => {
+  for (const text of ['101', '50:101', '@~:100.5', '150:'])
+    await assertRefused(['-w', text], new RegExp(`^SEQUENCES UNKNOWN: USAGE: --warning must hold percentages from 0 to 100; got "${text.replace(/[.~]/g, '\\$&')}"$`));
+  await assertRefused(['--warn=-5'], /^SEQUENCES UNKNOWN: USAGE: --warn must hold percentages from 0 to 100; got "-5"$/);
+});
