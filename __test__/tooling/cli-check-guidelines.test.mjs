@@ -1,11 +1,14 @@
 // `mongodb-sequence check` held to the Monitoring Plugins guidelines rule by rule: each
 // threshold range form of -w and -c (N, N:, ~:N, N:M, @N:M) graded as the guidelines
-// define it and written back as given in the performance data, and anything else refused
-// (UNKNOWN). The output is read by the parsers of __test__/fixtures/plugin-output.mjs.
+// define it and written back as given in the performance data; anything else refused
+// (UNKNOWN); -V/--version. The output is read by the parsers of __test__/fixtures/plugin-output.mjs.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import { setup, seq } from '../helpers.mjs';
 import { runCli, parsePerfdata, exceeds, assertStatusLine } from '../fixtures/plugin-output.mjs';
+
+const { version } = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8'));
 
 let env;
 before(async () => {
@@ -133,4 +136,17 @@ test('a bound outside 0..100 is refused: the thresholds are percentages', async 
   for (const text of ['101', '50:101', '@~:100.5', '150:'])
     await assertRefused(['-w', text], new RegExp(`^SEQUENCES UNKNOWN: USAGE: --warning must hold percentages from 0 to 100; got "${text.replace(/[.~]/g, '\\$&')}"$`));
   await assertRefused(['--warn=-5'], /^SEQUENCES UNKNOWN: USAGE: --warn must hold percentages from 0 to 100; got "-5"$/);
+});
+
+// ------------------------------------------------------------ version
+
+test('-V and --version print the version and exit 0, as the guidelines ask of every plugin', async () => {
+  for (const args of [['check', '-V'], ['check', '--version'], ['-V'], ['list', '--version'], ['check', '-w', '80', '-V']]) {
+    const r = await cli(args, { uri: null, db: null });
+    assert.equal(r.code, 0, `${args.join(' ')}: ${r.stdout}${r.stderr}`);
+    assert.equal(r.stdout, `${version}\n`, args.join(' '));
+    assert.equal(r.stderr, '');
+  }
+  const help = await cli(['check', '--help'], { uri: null, db: null });
+  assert.match(help.stdout, /-V, --version/);
 });
