@@ -1,7 +1,8 @@
 // `mongodb-sequence check` held to the Monitoring Plugins guidelines rule by rule: each
 // threshold range form of -w and -c (N, N:, ~:N, N:M, @N:M) graded as the guidelines
 // define it and written back as given in the performance data; anything else refused
-// (UNKNOWN); -V/--version. The output is read by the parsers of __test__/fixtures/plugin-output.mjs.
+// (UNKNOWN); -V/--version; a printed share on the same side of every threshold as the share
+// itself. The output is read by the parsers of __test__/fixtures/plugin-output.mjs.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
@@ -149,4 +150,43 @@ test('-V and --version print the version and exit 0, as the guidelines ask of ev
   }
   const help = await cli(['check', '--help'], { uri: null, db: null });
   assert.match(help.stdout, /-V, --version/);
+});
+
+// ------------------------------------------------------------ printed as graded
+
+test('the printed share is on the same side of every threshold as the share itself', async () => {
+  // With the default thresholds (80, 95): 94.96 % rounded to one decimal would print
+  // 95.0, on the critical threshold while below it; 95.04 % would print 95.0, not above
+  // it while CRITICAL.
+  await configured('near', { under80: 7999, at80: 8000, over80: 8004, almost: 9496, at95: 9500, over95: 9504 });
+  const r = await cli(['check', '--collection', 'near']);
+  assert.equal(r.code, 2, r.stdout);
+  const { counters } = JSON.parse((await cli(['check', '--collection', 'near', '--json'])).stdout);
+  const perf = new Map(parsePerfdata(r.stdout).map((e) => [e.label, e]));
+  for (const c of counters) {
+    const e = perf.get(c.name);
+    for (const bound of [80, 95]) assert.equal(Math.sign(e.value - bound), Math.sign(c.usedPercent - bound), `${c.name}: ${e.text} printed for ${c.usedPercent} against ${bound}`);
+    const state = exceeds(e.crit, e.value) ? 'CRITICAL' : exceeds(e.warn, e.value) ? 'WARNING' : 'OK';
+    assert.equal(state, c.state, `${c.name} at ${e.text} %`);
+    assert.match(e.text, /^\d+\.\d+$/, 'one decimal at least, no exponent');
+    // The line of text shows the figure of the performance data.
+    if (c.state !== 'OK') assert.ok(r.stdout.includes(`\n${c.state} ${c.name}: ${e.text} % used`), `${c.name}: ${r.stdout}`);
+  }
+  // Graded as the guidelines read `80` and `95`: above them, not at them.
+  const expected = { under80: 'OK', at80: 'OK', over80: 'WARNING', almost: 'WARNING', at95: 'WARNING', over95: 'CRITICAL' };
+  assert.deepEqual(Object.fromEntries(counters.map((c) => [c.name, c.state])), expected);
+  assert.equal(perf.get('almost').text, '94.96');
+  assert.equal(perf.get('at80').text, '80.0', 'one decimal when it grades the same');
+});
+
+test('a share near 0 prints 0.0 when no threshold is written at 0, and its digits when one is', async () => {
+  // 0.01 % of the range: `80` is 0..80, but no share is below its unwritten 0, so 0.0
+  // grades as 0.01 does; `-w 0` alerts above 0, where 0.0 would read OK.
+  await configured('tiny', { tiny: 1 });
+  const plain = await cli(['check', '--collection', 'tiny']);
+  assert.equal(plain.code, 0, plain.stdout);
+  assert.equal(parsePerfdata(plain.stdout)[0].text, '0.0');
+  const zero = await cli(['check', '--collection', 'tiny', '-w', '0']);
+  assert.equal(zero.code, 1, zero.stdout);
+  assert.equal(parsePerfdata(zero.stdout)[0].text, '0.01');
 });

@@ -27,10 +27,11 @@ const RANGE = new RegExp(`^(@)?(?:(~|${BOUND}):)?(${BOUND})?$`);
 
 /**
  * A threshold of `label` (`text`, else `fallback`) as the Monitoring Plugins guidelines
- * read it: `{ text, inside, start, end }`, an alert when the share used is outside
- * start..end, or inside it with `@`, both ends in the range. `N` is 0..N (an alert above
- * N), `N:` N..infinity (below N), `~:N` -infinity..N, `N:M` and `@N:M` as written. Every
- * bound a percentage from 0 to 100; `text` is kept to be written back as given.
+ * read it: `{ text, inside, start, end, written }`, an alert when the share used is
+ * outside start..end, or inside it with `@`, both ends in the range. `N` is 0..N (an
+ * alert above N), `N:` N..infinity (below N), `~:N` -infinity..N, `N:M` and `@N:M` as
+ * written. Every bound a percentage from 0 to 100; `text` is kept to be written back as
+ * given, `written` holds the bounds it names.
  */
 function threshold(label, text, fallback) {
   if (text === undefined) text = fallback;
@@ -42,7 +43,8 @@ function threshold(label, text, fallback) {
   const end = m[3] === undefined ? Infinity : Number(m[3]);
   if ([start, end].some((b) => Number.isFinite(b) && (b < 0 || b > 100))) throw new UsageError(`${label} must hold percentages from 0 to 100; got ${quote(text)}`);
   if (start > end) throw new UsageError(`${label} must not start above its end; got ${quote(text)}`);
-  return { text, inside: m[1] === '@', start, end };
+  const written = [m[2], m[3]].filter((b) => b !== undefined && b !== '~').map(Number);
+  return { text, inside: m[1] === '@', start, end, written };
 }
 
 /** Whether `share` raises the alert of `range`. */
@@ -60,6 +62,23 @@ function described(range) {
   }
   const sides = [...(start > 0 ? [`under ${start} %`] : []), ...(Number.isFinite(end) ? [`over ${end} %`] : [])];
   return sides.length ? sides.join(' or ') : 'never';
+}
+
+/**
+ * `share` as the text prints it: one decimal, or as many more as keep it on the same side
+ * of every bound written in `ranges` as the share itself (94.96 would print 95.0, on a
+ * threshold of 95 while below it), so that a reader of the performance data grades the
+ * printed figure as the check graded the share.
+ */
+function printedShare(share, ranges) {
+  // Not the 0 that `N` starts at unwritten: no share is below it, and 0.0 for 0.00005
+  // grades the same against it; a 0 written (`-w 0`: an alert above 0) counts.
+  const bounds = ranges.flatMap((r) => r.written);
+  for (let digits = 1; digits < 100; digits++) {
+    const text = share.toFixed(digits);
+    if (bounds.every((b) => Math.sign(Number(text) - b) === Math.sign(share - b))) return text;
+  }
+  return share.toFixed(100);
 }
 
 /** A name as the output shows it: a scoped name as its JSON, credentials masked. */
@@ -232,12 +251,13 @@ module.exports = {
     const skipped = wrapping ? `; ${wrapping} cycling counter(s) that would alert not graded: they start over at their limit` : '';
     // Per counter: the share used, with the thresholds as given (the guidelines' ranges;
     // none for a counter not graded), and the values left.
+    const printed = new Map(graded.map((g) => [g, printedShare(g.usedPercent, g.wraps ? [] : [warn, critical])]));
     const perfdata = graded.map((g) => {
       const thresholds = g.wraps ? ';;' : `;${warn.text};${critical.text}`;
-      return `${label(g.name)}=${g.usedPercent.toFixed(1)}%${thresholds};0;100 ${label(g.name, ' remaining')}=${g.remaining};;;0`;
+      return `${label(g.name)}=${printed.get(g)}%${thresholds};0;100 ${label(g.name, ' remaining')}=${g.remaining};;;0`;
     });
     const head = `SEQUENCES ${status}: ${over.length} of ${all.length} counter(s) alerting (warning: ${described(warn)}, critical: ${described(critical)})${skipped}`;
-    const lines = over.map((g) => `${g.state} ${shown(g.name)}: ${g.usedPercent.toFixed(1)} % used (${show(g.value)} of ${show(g.rangeEnd)}, ${g.rangeKind})`);
+    const lines = over.map((g) => `${g.state} ${shown(g.name)}: ${printed.get(g)} % used (${show(g.value)} of ${show(g.rangeEnd)}, ${g.rangeKind})`);
     return {
       text: [perfdata.length ? `${head} | ${perfdata.join(' ')}` : head, ...lines].join('\n'),
       json,
