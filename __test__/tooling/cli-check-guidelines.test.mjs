@@ -2,7 +2,8 @@
 // threshold range form of -w and -c (N, N:, ~:N, N:M, @N:M) graded as the guidelines
 // define it and written back as given in the performance data; anything else refused
 // (UNKNOWN); -V/--version; a printed share on the same side of every threshold as the share
-// itself. The output is read by the parsers of __test__/fixtures/plugin-output.mjs.
+// itself; nothing to check (a mistyped --db, --collection or --field) UNKNOWN, not OK. The
+// output is read by the parsers of __test__/fixtures/plugin-output.mjs.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
@@ -189,4 +190,39 @@ test('a share near 0 prints 0.0 when no threshold is written at 0, and its digit
   const zero = await cli(['check', '--collection', 'tiny', '-w', '0']);
   assert.equal(zero.code, 1, zero.stdout);
   assert.equal(parsePerfdata(zero.stdout)[0].text, '0.01');
+});
+
+// ------------------------------------------------------------ nothing to check
+
+test('a database with no such collection (a mistyped --db) is UNKNOWN, named, not OK', async () => {
+  await sharesReady();
+  const db = `${env.dbName}_typo`;
+  const r = await cli(['check', ...onShares], { db });
+  assert.equal(r.code, 3, r.stdout);
+  assert.equal(
+    assertStatusLine(r, '--db typo'),
+    `SEQUENCES UNKNOWN: USAGE: no counters to check: no document of collection "shares" in database "${db}" holds an integer "sequence_value" (a mistyped --db, --collection or --field?)`,
+  );
+  const json = await cli(['check', ...onShares, '--json'], { db });
+  assert.equal(json.code, 3);
+  assert.equal(JSON.parse(json.stdout).status, 'UNKNOWN');
+  assert.match(JSON.parse(json.stdout).error.message, new RegExp(`database "${db}"`));
+  // OpenMetrics: no metrics to move into place, the reason on stderr.
+  const metrics = await cli(['check', ...onShares, '--format', 'openmetrics'], { db });
+  assert.equal(metrics.code, 3);
+  assert.equal(metrics.stdout, '');
+  assert.match(metrics.stderr, /^error USAGE: no counters to check: .*database "/);
+});
+
+test('a missing collection (a mistyped --collection), or one with no counter in --field, is UNKNOWN, named, not OK', async () => {
+  await sharesReady();
+  const r = await cli(['check', '--collection', 'shraes']);
+  assert.equal(r.code, 3, r.stdout);
+  assert.match(
+    assertStatusLine(r, '--collection typo'),
+    /^SEQUENCES UNKNOWN: USAGE: no counters to check: no document of collection "shraes" in database "[^"]+" holds an integer "sequence_value"/,
+  );
+  const field = await cli(['check', ...onShares, '--field', 'sequence_valeu']);
+  assert.equal(field.code, 3, field.stdout);
+  assert.match(assertStatusLine(field, '--field typo'), /no document of collection "shares" in database "[^"]+" holds an integer "sequence_valeu"/);
 });

@@ -220,12 +220,23 @@ module.exports = {
    * Lists the counters and grades them against the range an application reading values
    * as JavaScript numbers has (`--bigint`: as BigInts); a cycling counter whose range
    * ends at its own limit is shown but not graded (it starts over there). Resolves with
-   * `{ text, json, exitCode, masked }`.
+   * `{ text, json, exitCode, masked }`; rejects with a usage error (UNKNOWN) when it finds
+   * no counter.
    */
   async run({ warn, critical, bigint, format }, session) {
     const db = await session.database();
     session.stage = 'listing the counters';
     const all = await seq.listSequences(db, session.options);
+    const collection = session.options.collection ?? 'counters';
+    if (all.length === 0) {
+      // Nothing to grade is no OK: a mistyped --db or --collection would be green for ever.
+      // A missing database, a missing collection and one without counters read alike here
+      // (MongoDB makes both on the first write; the package lists counters only).
+      const field = session.options.field ?? 'sequence_value';
+      throw new UsageError(
+        `no counters to check: no document of collection ${quote(collection)} in database ${quote(session.db)} holds an integer ${quote(field)} (a mistyped --db, --collection or --field?)`,
+      );
+    }
     const graded = all.map((s) => {
       const used = bigint ? s.usedPercent : s.usedPercentAsNumber;
       const rangeKind = bigint ? s.rangeKind : s.rangeKindAsNumber;
@@ -240,7 +251,7 @@ module.exports = {
     // Every output is `masked`: each name in it masked on its own (a pass over the whole
     // text would mask from one name's credentials to the last '@' of the text, dropping
     // the counters in between).
-    if (format === 'openmetrics') return { text: openMetrics(graded, session.db, session.options.collection ?? 'counters'), exitCode: OK, masked: true };
+    if (format === 'openmetrics') return { text: openMetrics(graded, session.db, collection), exitCode: OK, masked: true };
     const counters = graded.map(({ wraps, ...g }) => ({ ...g, name: maskedName(g.name) }));
     const wrapping = graded.filter((g) => g.wraps && (alerts(warn, g.usedPercent) || alerts(critical, g.usedPercent))).length;
     const over = graded.filter((g) => g.state !== 'OK').sort((a, b) => b.usedPercent - a.usedPercent);
