@@ -2,15 +2,18 @@
 // threshold range form of -w and -c (N, N:, ~:N, N:M, @N:M) graded as the guidelines
 // define it and written back as given in the performance data; anything else refused
 // (UNKNOWN); -V/--version; a printed share on the same side of every threshold as the share
-// itself; nothing to check (a mistyped --db, --collection or --field) UNKNOWN, not OK. The
-// output is read by the parsers of __test__/fixtures/plugin-output.mjs.
+// itself; nothing to check (a mistyped --db, --collection or --field) UNKNOWN, not OK; and
+// every counter its own series in the text, the performance data, JSON and OpenMetrics
+// when two names show the same. The output is read by the parsers of
+// __test__/fixtures/plugin-output.mjs.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { setup, seq } from '../helpers.mjs';
-import { runCli, parsePerfdata, exceeds, assertStatusLine } from '../fixtures/plugin-output.mjs';
+import { STATES, runCli, parsePerfdata, exceeds, assertStatusLine, parseOpenMetrics } from '../fixtures/plugin-output.mjs';
 
 const { version } = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8'));
+const INT32_MAX = 2 ** 31 - 1;
 
 let env;
 before(async () => {
@@ -225,4 +228,85 @@ test('a missing collection (a mistyped --collection), or one with no counter in 
   const field = await cli(['check', ...onShares, '--field', 'sequence_valeu']);
   assert.equal(field.code, 3, field.stdout);
   assert.match(assertStatusLine(field, '--field typo'), /no document of collection "shares" in database "[^"]+" holds an integer "sequence_valeu"/);
+});
+
+// ------------------------------------------------------------ one series per counter
+
+const onDuplicates = ['--collection', 'duplicates'];
+let duplicates;
+/**
+ * Names that show the same once masked or escaped: two connection strings with different
+ * passwords (and a name that is the first one's ordinal already), a string equal to a
+ * scoped name's JSON, a name equal to another's `remaining` label, and `=` beside the
+ * escape it is written as. Each with a value of its own, to tell them apart.
+ */
+const DUPLICATES = [
+  ['mongodb://app:first@h/x', 10],
+  ['mongodb://app:second@h/x', 20],
+  ['mongodb://****@h/x #2', 30],
+  ['{"type":"invoice","year":2026}', 40],
+  [{ type: 'invoice', year: 2026 }, 50],
+  ['x', 60],
+  ['x remaining', 70],
+  ['a=b', 80],
+  ['a\\u003db', 90],
+];
+/**
+ * The label of each value: the name as shown, and for a later counter (in the listing's
+ * order, by _id) whose name would show as an earlier one's, or give a performance data
+ * label an earlier one has, ` #2` (` #3`…), the first ordinal unused.
+ */
+const LABELS = new Map([
+  [80, 'a=b'],
+  [90, 'a\\u003db #2'],
+  [30, 'mongodb://****@h/x #2'],
+  [10, 'mongodb://****@h/x'],
+  [20, 'mongodb://****@h/x #3'],
+  [60, 'x'],
+  [70, 'x remaining #2'],
+  [40, '{"type":"invoice","year":2026}'],
+  [50, '{"type":"invoice","year":2026} #2'],
+]);
+const duplicatesReady = () => (duplicates ??= env.db.collection('duplicates').insertMany(DUPLICATES.map(([_id, sequence_value]) => ({ _id, sequence_value }))));
+/** A label as the performance data write it (these names hold no control character). */
+const perfLabel = (text) => text.replace(/[=|]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+
+test('duplicates in JSON: every counter has a label of its own, and `over` names each once', async () => {
+  await duplicatesReady();
+  const r = await cli(['check', ...onDuplicates, '-w', '0', '--json']);
+  assert.equal(r.code, 1, r.stdout);
+  const json = JSON.parse(r.stdout);
+  assert.ok(!r.stdout.includes('first') && !r.stdout.includes('second'), 'masked');
+  assert.equal(json.counters.length, DUPLICATES.length);
+  assert.deepEqual(new Map(json.counters.map((c) => [c.value, c.label])), LABELS);
+  assert.equal(new Set(json.over).size, DUPLICATES.length, 'each counter once in over');
+  assert.deepEqual(new Set(json.over), new Set(LABELS.values()));
+});
+
+test('duplicates in the performance data and the text: no label twice, each counter its own', async () => {
+  await duplicatesReady();
+  const r = await cli(['check', ...onDuplicates, '-w', '0']);
+  assert.equal(STATES[r.code], 'WARNING', r.stdout);
+  const entries = parsePerfdata(r.stdout);
+  assert.equal(new Set(entries.map((e) => e.label)).size, entries.length, 'labels are unique');
+  assert.equal(entries.length, 2 * DUPLICATES.length);
+  for (const [value, label] of LABELS) {
+    const left = entries.filter((e) => e.label === `${perfLabel(label)} remaining`);
+    assert.equal(left.length, 1, `${label} remaining`);
+    assert.equal(Number(left[0].text), INT32_MAX - value, label);
+    assert.equal(entries.filter((e) => e.label === perfLabel(label)).length, 1, label);
+  }
+  const lines = r.stdout.trimEnd().split('\n').slice(1);
+  assert.equal(new Set(lines.map((l) => l.slice(0, l.indexOf(': ')))).size, DUPLICATES.length, 'a line per counter, each named apart');
+});
+
+test('duplicates in OpenMetrics: no label set twice in a family, each counter its own', async () => {
+  await duplicatesReady();
+  const r = await cli(['check', ...onDuplicates, '--format', 'openmetrics']);
+  assert.equal(r.code, 0, r.stdout + r.stderr);
+  const families = parseOpenMetrics(r.stdout);
+  const values = families.get('mongodb_sequence_value');
+  assert.equal(values.samples.length, DUPLICATES.length);
+  assert.deepEqual(new Map(values.samples.map((s) => [Number(s.text), s.labels.name])), LABELS);
+  for (const family of families.values()) assert.equal(new Set(family.samples.map((s) => s.labels.name)).size, DUPLICATES.length, family.name);
 });

@@ -88,18 +88,46 @@ const named = (name) => redacted(nameText(name));
 const maskedName = (name) =>
   typeof name === 'string' ? redacted(name) : Object.fromEntries(Object.entries(name).map(([k, v]) => [redacted(k), typeof v === 'string' ? redacted(v) : v]));
 
-/** A name in the status text: `|` (it would start performance data) and terminal controls escaped. */
-const shown = (name) => printable(named(name), '|');
+/** A counter's label in the status text: `|` (it would start performance data) and terminal controls escaped. */
+const shown = (text) => printable(text, '|');
 
 /**
- * A performance data label: the name (and `suffix`) in single quotes, a quote in it
- * doubled, `=`, `|` and terminal controls (which a label cannot hold) escaped; a name
+ * A performance data label: `text` (and `suffix`) in single quotes, a quote in it
+ * doubled, `=`, `|` and terminal controls (which a label cannot hold) escaped; a text
  * with no other character than spaces as its JSON string.
  */
-function label(name, suffix = '') {
-  let text = printable(named(name), '=|');
-  if (!/\S/.test(text)) text = JSON.stringify(text);
-  return `'${`${text}${suffix}`.replace(/'/g, "''")}'`;
+function label(text, suffix = '') {
+  let escaped = printable(text, '=|');
+  if (!/\S/.test(escaped)) escaped = JSON.stringify(escaped);
+  return `'${`${escaped}${suffix}`.replace(/'/g, "''")}'`;
+}
+
+/**
+ * A label per counter of `names` (as shown: masked, a scoped name as its JSON), each its
+ * own in every output, as OpenMetrics and the performance data require (a consumer
+ * drops or merges a series seen twice): the name, or for a counter whose labels an
+ * earlier one has, the name and ` #2` (` #3`…), the first ordinal that is free. Two
+ * connection strings masked alike, a string equal to a scoped name's JSON, `a=b` beside
+ * `a\u003db`, or `x` beside `x remaining` would otherwise share one. In the listing's
+ * order (by _id), so the same counters get the same labels from one run to the next.
+ */
+function uniqueLabels(names) {
+  // The performance data labels are the narrowest: escaping and the ' remaining' entries
+  // make names collide there that differ everywhere else, never the other way round.
+  const taken = new Set();
+  // The ordinal each text tries next: a thousand names masked alike take a thousand
+  // tries, not half a million.
+  const next = new Map();
+  return names.map((text) => {
+    for (let n = next.get(text) ?? 1; ; n++) {
+      const candidate = n === 1 ? text : `${text} #${n}`;
+      const labels = [label(candidate), label(candidate, ' remaining')];
+      if (labels.some((l) => taken.has(l))) continue;
+      for (const l of labels) taken.add(l);
+      next.set(text, n + 1);
+      return candidate;
+    }
+  });
 }
 
 /** An OpenMetrics label value: `\`, `"` and line feeds escaped. */
@@ -139,7 +167,7 @@ function formatIn(argv) {
 /** The OpenMetrics text of `graded` counters of `collection` in `database`, ending with `# EOF`. */
 function openMetrics(graded, database, collection) {
   const where = `database="${labelValue(redacted(database))}",collection="${labelValue(redacted(collection))}"`;
-  const labels = (g) => `{${where},name="${labelValue(named(g.name))}"}`;
+  const labels = (g) => `{${where},name="${labelValue(g.label)}"}`;
   const family = (name, help, unit, value) => [
     `# HELP ${name} ${help}`,
     `# TYPE ${name} gauge`,
@@ -237,7 +265,8 @@ module.exports = {
         `no counters to check: no document of collection ${quote(collection)} in database ${quote(session.db)} holds an integer ${quote(field)} (a mistyped --db, --collection or --field?)`,
       );
     }
-    const graded = all.map((s) => {
+    const labels = uniqueLabels(all.map((s) => named(s.name)));
+    const graded = all.map((s, i) => {
       const used = bigint ? s.usedPercent : s.usedPercentAsNumber;
       const rangeKind = bigint ? s.rangeKind : s.rangeKindAsNumber;
       const rangeEnd = bigint ? s.rangeEnd : s.rangeEndAsNumber;
@@ -246,7 +275,7 @@ module.exports = {
       // unless the reader's numbers end before that limit (rangeKind 'number').
       const wraps = cycle && rangeKind === 'limit';
       const state = wraps ? 'OK' : alerts(critical, used) ? 'CRITICAL' : alerts(warn, used) ? 'WARNING' : 'OK';
-      return { name: s.name, value: s.value, rangeEnd, rangeKind, usedPercent: used, cycle, state, remaining: remainingValues(s, rangeEnd), wraps };
+      return { name: s.name, label: labels[i], value: s.value, rangeEnd, rangeKind, usedPercent: used, cycle, state, remaining: remainingValues(s, rangeEnd), wraps };
     });
     // Every output is `masked`: each name in it masked on its own (a pass over the whole
     // text would mask from one name's credentials to the last '@' of the text, dropping
@@ -257,7 +286,7 @@ module.exports = {
     const over = graded.filter((g) => g.state !== 'OK').sort((a, b) => b.usedPercent - a.usedPercent);
     const exitCode = over.some((g) => g.state === 'CRITICAL') ? CRITICAL : over.length ? WARNING : OK;
     const status = STATES[exitCode];
-    const json = { status, warn: warn.text, critical: critical.text, counters, over: over.map((g) => named(g.name)) };
+    const json = { status, warn: warn.text, critical: critical.text, counters, over: over.map((g) => g.label) };
     if (format === 'json') return { text: toJson(json), json, exitCode, masked: true };
     const skipped = wrapping ? `; ${wrapping} cycling counter(s) that would alert not graded: they start over at their limit` : '';
     // Per counter: the share used, with the thresholds as given (the guidelines' ranges;
@@ -265,12 +294,12 @@ module.exports = {
     const printed = new Map(graded.map((g) => [g, printedShare(g.usedPercent, g.wraps ? [] : [warn, critical])]));
     const perfdata = graded.map((g) => {
       const thresholds = g.wraps ? ';;' : `;${warn.text};${critical.text}`;
-      return `${label(g.name)}=${printed.get(g)}%${thresholds};0;100 ${label(g.name, ' remaining')}=${g.remaining};;;0`;
+      return `${label(g.label)}=${printed.get(g)}%${thresholds};0;100 ${label(g.label, ' remaining')}=${g.remaining};;;0`;
     });
     const head = `SEQUENCES ${status}: ${over.length} of ${all.length} counter(s) alerting (warning: ${described(warn)}, critical: ${described(critical)})${skipped}`;
-    const lines = over.map((g) => `${g.state} ${shown(g.name)}: ${printed.get(g)} % used (${show(g.value)} of ${show(g.rangeEnd)}, ${g.rangeKind})`);
+    const lines = over.map((g) => `${g.state} ${shown(g.label)}: ${printed.get(g)} % used (${show(g.value)} of ${show(g.rangeEnd)}, ${g.rangeKind})`);
     return {
-      text: [perfdata.length ? `${head} | ${perfdata.join(' ')}` : head, ...lines].join('\n'),
+      text: [`${head} | ${perfdata.join(' ')}`, ...lines].join('\n'),
       json,
       exitCode,
       masked: true,
