@@ -97,6 +97,21 @@ test('-c takes the same range forms, and CRITICAL wins over WARNING', async () =
   await assertGraded(['--warning', '@0:100', '--critical', '10:85'], { warn: '@0:100', crit: '10:85' }, 2, { p10: 'WARNING', p50: 'WARNING', p80: 'WARNING', p90: 'CRITICAL' });
 });
 
+test('the status line says in words when each threshold alerts', async () => {
+  await sharesReady();
+  for (const [args, words] of [
+    [[], 'warning: over 80 %, critical: over 95 %'],
+    [['-w', '50:', '-c', '~:90'], 'warning: under 50 %, critical: over 90 %'],
+    [['-w', '10:80', '-c', '@90:95'], 'warning: under 10 % or over 80 %, critical: from 90 to 95 %'],
+    // No share is above 100 % or below 0 %: `@80:100` is 80 % and over, as check_postgres grades.
+    [['-w', '@80:100', '-c', '@0:10'], 'warning: at or over 80 %, critical: at or under 10 %'],
+    [['-w', '100', '-c', '@~:'], 'warning: never, critical: always'],
+  ]) {
+    const r = await cli(['check', ...onShares, ...args]);
+    assert.match(assertStatusLine(r, args.join(' ')), new RegExp(`^SEQUENCES \\w+: \\d of 4 counter\\(s\\) alerting \\(${words.replace(/[()]/g, '\\$&')}\\) \\| `), args.join(' '));
+  }
+});
+
 // ------------------------------------------------------------ refusals
 
 /** Asserts that the check refuses `args` as a usage error: UNKNOWN (exit 3), the reason on the status line. */

@@ -53,14 +53,18 @@ const alerts = (range, share) => (range.inside ? share >= range.start && share <
 /** Whether `range` alerts above its end and nowhere else (`N`, `~:N`, `0:N`): shares are never below 0. */
 const alertsAbove = (range) => !range.inside && range.start <= 0 && Number.isFinite(range.end);
 
-/** When `range` alerts, in words: `over 80 %`, `under 10 % or over 90 %`, `from 40 to 60 %`. */
-function described(range) {
-  const { inside, start, end } = range;
+/**
+ * When `range` alerts, in words: `over 80 %`, `under 10 % or over 90 %`, `at or over 80 %`
+ * (`@80:100`). A bound at 0 or 100 or past them leaves no share beyond it to mention.
+ */
+function described({ inside, start, end }) {
+  const low = start > 0;
+  const high = end < 100;
   if (inside) {
-    if (start <= 0) return end === Infinity ? 'always' : `at or under ${end} %`;
-    return end === Infinity ? `at or over ${start} %` : `from ${start} to ${end} %`;
+    if (!low) return high ? `at or under ${end} %` : 'always';
+    return high ? `from ${start} to ${end} %` : `at or over ${start} %`;
   }
-  const sides = [...(start > 0 ? [`under ${start} %`] : []), ...(Number.isFinite(end) ? [`over ${end} %`] : [])];
+  const sides = [...(low ? [`under ${start} %`] : []), ...(high ? [`over ${end} %`] : [])];
   return sides.length ? sides.join(' or ') : 'never';
 }
 
