@@ -67,13 +67,14 @@ Example:
 }
 
 /**
- * The command line `argv` read: `{ help }` to print, or `{ command, connection, input }`
- * (the command's module, where it works, and its own arguments, all checked).
+ * The command line `argv` read: `{ help }` to print (a help or the version), or
+ * `{ command, connection, input }` (the command's module, where it works, and its own
+ * arguments, all checked).
  */
 function parse(argv) {
   const [name, ...rest] = argv;
   if (name === undefined || name === '--help' || name === '-h') return { help: toolHelp() };
-  if (name === '--version' || name === '-v') return { help: version };
+  if (name === '--version' || name === '-v' || name === '-V') return { help: version };
   const command = Object.hasOwn(COMMANDS, name) ? COMMANDS[name] : undefined;
   if (!command) throw new UsageError(`unknown command ${quote(name)}; run mongodb-sequence --help`);
   // parseArgs quotes an unknown option cut at its '=': a connection string given as one
@@ -87,6 +88,7 @@ function parse(argv) {
     throw new UsageError(e.message);
   }
   if (parsed.values.help) return { help: commandHelp(name) };
+  if (parsed.values.version) return { help: version };
   if (parsed.positionals.length !== command.args.length) {
     const expected = command.args.map((a) => `<${a}>`).join(' ') || 'no arguments';
     throw new UsageError(`${name} takes ${expected}; run mongodb-sequence ${name} --help`);

@@ -65,6 +65,8 @@ const COMMON = {
   timeout: { type: 'string' },
   json: { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
+  // -V as the Monitoring Plugins guidelines ask of a plugin (check), and so of every command.
+  version: { type: 'boolean', short: 'V' },
 };
 
 const COMMON_HELP = `Options of every command:
@@ -77,6 +79,7 @@ const COMMON_HELP = `Options of every command:
   --timeout <seconds>  give up connecting after this long, with CONNECTION (default: 10)
   --json               print JSON on stdout (errors as { "error": { "code", "message" } })
   -h, --help           this help; <command> --help for a command's
+  -V, --version        the package's version
 A scoped name is given as JSON: '{"type":"invoice","year":2026}'.`;
 
 /** An integer argument as a BigInt (exact past 2^53), within the 64-bit range. */

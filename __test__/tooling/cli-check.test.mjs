@@ -1,20 +1,16 @@
 // `mongodb-sequence check` as a monitoring plugin (the Monitoring Plugins guidelines, as
 // Nagios, Icinga and check_postgres read them): a status line first on stdout on every
-// exit code, performance data read by a parser of the guidelines' grammar written here,
-// -w/-c beside --warn/--critical, --timeout bounding the whole check (a server that never
-// answers, one that freezes at the listing), and the OpenMetrics output read by a parser
-// of the exposition format written here.
+// exit code, performance data read by a parser of the guidelines' grammar, -w/-c beside
+// --warn/--critical, --timeout bounding the whole check (a server that never answers, one
+// that freezes at the listing), and the OpenMetrics output read by a parser of the
+// exposition format (both parsers in __test__/fixtures/plugin-output.mjs).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import net from 'node:net';
-import { spawn } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
 import { Long } from 'mongodb';
 import { setup } from '../helpers.mjs';
-import { toJson } from '../../lib/json.js';
+import { STATES, runCli, parsePerfdata, exceeds, unescapeLabel, nameText, assertStatusLine, parseOpenMetrics } from '../fixtures/plugin-output.mjs';
 
-const CLI = fileURLToPath(new URL('../../bin/mongodb-sequence.js', import.meta.url));
-const STATES = ['OK', 'WARNING', 'CRITICAL', 'UNKNOWN'];
 const INT32_MAX = 2 ** 31 - 1;
 
 let env;
@@ -25,131 +21,8 @@ after(async () => {
   await env?.close();
 });
 
-/**
- * Runs the CLI; resolves with { code, stdout, stderr, ms }. A run still going after
- * `killAfterMs` is killed (code null, `killed: true`).
- */
-function cli(args, { uri = env.uri, db = env.dbName, killAfterMs = 60_000 } = {}) {
-  const withConnection = [...args, ...(uri ? ['--uri', uri] : []), ...(db ? ['--db', db] : [])];
-  return new Promise((resolve) => {
-    const started = Date.now();
-    const child = spawn(process.execPath, [CLI, ...withConnection], { env: { ...process.env, MONGODB_URI: '' }, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    let killed = false;
-    child.stdout.on('data', (d) => (stdout += d));
-    child.stderr.on('data', (d) => (stderr += d));
-    const timer = setTimeout(() => {
-      killed = true;
-      child.kill('SIGKILL');
-    }, killAfterMs);
-    child.once('exit', (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr, ms: Date.now() - started, killed });
-    });
-  });
-}
-
-// ------------------------------------------------------------ the guidelines' grammar
-
-const NUMBER = String.raw`-?(?:\d+(?:\.\d*)?|\.\d+)`;
-
-/**
- * A range expression `[@][start:][end]` (start omitted: 0; end omitted: +infinity; `~`:
- * -infinity), as `{ inside, start, end }`; `null` for an empty field.
- */
-function parseRange(text) {
-  if (text === undefined || text === '') return null;
-  const m = new RegExp(`^(@)?(?:(~|${NUMBER}):)?(${NUMBER})?$`).exec(text);
-  assert.ok(m && (m[2] !== undefined || m[3] !== undefined), `not a range expression: ${JSON.stringify(text)}`);
-  const start = m[2] === undefined ? 0 : m[2] === '~' ? -Infinity : Number(m[2]);
-  const end = m[3] === undefined ? Infinity : Number(m[3]);
-  assert.ok(start <= end, `range start above its end: ${text}`);
-  return { inside: m[1] === '@', start, end };
-}
-
-/** Whether `x` exceeds the threshold `range` (outside it, or inside it with `@`). */
-const exceeds = (range, x) => (range.inside ? x >= range.start && x <= range.end : x < range.start || x > range.end);
-
-/**
- * The performance data of plugin output `text`: on each line, what follows its first `|`,
- * read as space-separated `'label'=value[UOM];[warn];[crit];[min];[max]`: a label in single
- * quotes may hold spaces and a doubled quote for a quote; unquoted, it holds neither; no
- * label holds `=`; value and min/max are decimal numbers (or `U` for the value), warn and
- * crit range expressions; trailing empty fields may be dropped.
- */
-function parsePerfdata(text) {
-  const entries = [];
-  for (const line of text.split('\n')) {
-    const bar = line.indexOf('|');
-    if (bar === -1) continue;
-    const data = line.slice(bar + 1);
-    let at = 0;
-    while (at < data.length) {
-      if (data[at] === ' ') {
-        at += 1;
-        continue;
-      }
-      let label = '';
-      if (data[at] === "'") {
-        at += 1;
-        for (;;) {
-          assert.ok(at < data.length, `unterminated label in ${JSON.stringify(data)}`);
-          if (data[at] === "'" && data[at + 1] === "'") {
-            label += "'";
-            at += 2;
-          } else if (data[at] === "'") {
-            at += 1;
-            break;
-          } else {
-            label += data[at++];
-          }
-        }
-      } else {
-        while (at < data.length && data[at] !== '=' && data[at] !== ' ') label += data[at++];
-        assert.ok(!label.includes("'"), `a quote in an unquoted label: ${label}`);
-      }
-      assert.ok(/\S/.test(label), `a label with no non-space character in ${JSON.stringify(data)}`);
-      assert.ok(!label.includes('='), `an equals sign in label ${JSON.stringify(label)}`);
-      assert.equal(data[at], '=', `no '=' after label ${JSON.stringify(label)}`);
-      at += 1;
-      const end = data.indexOf(' ', at) === -1 ? data.length : data.indexOf(' ', at);
-      const fields = data.slice(at, end).split(';');
-      at = end;
-      assert.ok(fields.length <= 5, `too many fields: ${fields.join(';')}`);
-      const m = new RegExp(`^(U|${NUMBER})([a-zA-Z%]*)$`).exec(fields[0]);
-      assert.ok(m, `value and UOM: ${JSON.stringify(fields[0])}`);
-      for (const bound of fields.slice(3)) assert.ok(bound === '' || new RegExp(`^${NUMBER}$`).test(bound), `min/max: ${bound}`);
-      const number = (f) => (f === undefined || f === '' ? null : Number(f));
-      entries.push({
-        label,
-        text: m[1],
-        value: m[1] === 'U' ? null : Number(m[1]),
-        uom: m[2],
-        warn: parseRange(fields[1]),
-        crit: parseRange(fields[2]),
-        min: number(fields[3]),
-        max: number(fields[4]),
-      });
-    }
-  }
-  return entries;
-}
-
-/** A label back as the name it shows: `\uXXXX` escapes (for `=`, `|`, control characters) undone. */
-const unescapeLabel = (label) => label.replace(/\\u([0-9a-fA-F]{4})/g, (_, hex) => String.fromCharCode(parseInt(hex, 16)));
-
-/** A sequence name as the CLI shows it: a string as it is, a scoped name as its JSON. */
-const nameText = (name) => (typeof name === 'string' ? name : toJson(name));
-
-/** Asserts the plugin output contract: stdout's first line is `SEQUENCES <state of the exit code>: ...`. */
-function assertStatusLine(r, what) {
-  assert.ok(r.code >= 0 && r.code <= 3, `${what}: exit ${r.code} (${r.stderr})`);
-  assert.notEqual(r.stdout, '', `${what}: nothing on stdout (exit ${r.code}, stderr ${JSON.stringify(r.stderr)})`);
-  const first = r.stdout.split('\n')[0];
-  assert.match(first, new RegExp(`^SEQUENCES ${STATES[r.code]}: \\S`), `${what}: exit ${r.code} but the status line is ${JSON.stringify(first)}`);
-  return first;
-}
+/** Runs the CLI on the test database (see `runCli`). */
+const cli = (args, { uri = env.uri, db = env.dbName, killAfterMs } = {}) => runCli(args, { uri, db, killAfterMs });
 
 // ------------------------------------------------------------ the counters checked
 
@@ -336,8 +209,8 @@ test('check: -w/--warning and -c/--critical beside --warn; two spellings of one 
     assert.match(assertStatusLine(both, args.join(' ')), /^SEQUENCES UNKNOWN: USAGE: .*--warn.*--warning/);
   }
   const help = await cli(['check', '--help'], { uri: null, db: null });
-  assert.match(help.stdout, /-w, --warning <percent>/);
-  assert.match(help.stdout, /-c, --critical <percent>/);
+  assert.match(help.stdout, /-w, --warning <range>/);
+  assert.match(help.stdout, /-c, --critical <range>/);
 });
 
 /** A TCP server that accepts connections and never answers. */
@@ -456,84 +329,6 @@ test('check --timeout bounds the whole check: UNKNOWN in time from a server that
 });
 
 // ------------------------------------------------------------ OpenMetrics
-
-const METRIC = /^[a-zA-Z_:][a-zA-Z0-9_:]*$/;
-const SAMPLE_VALUE = /^(?:[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?|[+-]?(?:[iI]nf(?:inity)?)|NaN)$/;
-
-/**
- * An OpenMetrics text exposition read as `Map<family, { type, help, unit, samples:
- * [{ name, labels, text }] }>`: HELP/TYPE/UNIT lines before a family's samples, a family's
- * lines together, label values in double quotes with `\\`, `\"` and `\n` escapes, no label
- * set twice in a family, and `# EOF` as the last line.
- */
-function parseOpenMetrics(text) {
-  assert.ok(text.endsWith('# EOF\n'), 'ends with # EOF and a line feed');
-  const lines = text.slice(0, -1).split('\n');
-  assert.equal(lines.pop(), '# EOF');
-  const families = new Map();
-  let current = null;
-  const family = (name) => {
-    assert.match(name, METRIC);
-    if (current?.name !== name) {
-      assert.ok(!families.has(name), `family ${name} interleaved with another`);
-      current = { name, type: 'unknown', help: null, unit: null, samples: [], seen: new Set() };
-      families.set(name, current);
-    }
-    return current;
-  };
-  for (const line of lines) {
-    const meta = /^# (HELP|TYPE|UNIT) (\S+) (.*)$/.exec(line);
-    if (meta) {
-      const f = family(meta[2]);
-      assert.equal(f.samples.length, 0, `${meta[1]} of ${meta[2]} after its samples`);
-      if (meta[1] === 'TYPE') f.type = meta[3];
-      else if (meta[1] === 'HELP') f.help = meta[3];
-      else f.unit = meta[3];
-      continue;
-    }
-    assert.ok(!line.startsWith('#'), `unexpected comment: ${line}`);
-    const name = /^[a-zA-Z_:][a-zA-Z0-9_:]*/.exec(line)?.[0];
-    assert.ok(name, `sample line: ${line}`);
-    let at = name.length;
-    const labels = {};
-    if (line[at] === '{') {
-      at += 1;
-      while (line[at] !== '}') {
-        const key = /^[a-zA-Z_][a-zA-Z0-9_]*/.exec(line.slice(at))?.[0];
-        assert.ok(key, `label name in ${line}`);
-        at += key.length;
-        assert.equal(line.slice(at, at + 2), '="', line);
-        at += 2;
-        let value = '';
-        while (line[at] !== '"') {
-          assert.ok(at < line.length, `unterminated label value: ${line}`);
-          if (line[at] === '\\') {
-            const next = line[at + 1];
-            assert.ok(['\\', '"', 'n'].includes(next), `escape \\${next} in ${line}`);
-            value += next === 'n' ? '\n' : next;
-            at += 2;
-          } else {
-            value += line[at++];
-          }
-        }
-        at += 1;
-        assert.ok(!Object.hasOwn(labels, key), `label ${key} twice`);
-        labels[key] = value;
-        if (line[at] === ',') at += 1;
-      }
-      at += 1;
-    }
-    assert.equal(line[at], ' ', line);
-    const value = line.slice(at + 1);
-    assert.match(value, SAMPLE_VALUE, line);
-    const f = family(name);
-    const key = JSON.stringify(Object.entries(labels).sort());
-    assert.ok(!f.seen.has(key), `sample ${line} twice`);
-    f.seen.add(key);
-    f.samples.push({ name, labels, text: value });
-  }
-  return families;
-}
 
 test('check --format openmetrics: per counter the share used, the values left and the value, for the textfile collector', async () => {
   await ready();

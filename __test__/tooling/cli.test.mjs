@@ -160,7 +160,7 @@ test('check: a counter at 81 % warns (exit 1), one at 96 % is critical (exit 2),
   await counters.insertOne({ _id: 'low', sequence_value: 5 });
   const fine = await cli(['check', ...on]);
   assert.equal(fine.code, 0, fine.stderr);
-  assert.match(fine.stdout, /^SEQUENCES OK: 0 of 1 counter\(s\) at or over 80 %/);
+  assert.match(fine.stdout, /^SEQUENCES OK: 0 of 1 counter\(s\) alerting \(warning: over 80 %, critical: over 95 %\)/);
   await counters.insertOne({ _id: 'orders', sequence_value: Math.floor((2 ** 31 - 1) * 0.81) + 1 });
   const warned = await cli(['check', ...on, '--warn', '80', '--critical', '95']);
   assert.equal(warned.code, 1, warned.stderr);
@@ -204,7 +204,7 @@ test('check: a cycling counter at its limit is not graded (it starts over), unle
   // The status line, then performance data after the '|' (their own test: cli-check.test.mjs).
   assert.equal(
     text.stdout.trim().split(' | ')[0],
-    'SEQUENCES OK: 0 of 2 counter(s) at or over 80 % of their range (critical: 95 %); 2 cycling counter(s) at or over 80 % not graded: they start over at their limit',
+    'SEQUENCES OK: 0 of 2 counter(s) alerting (warning: over 80 %, critical: over 95 %); 2 cycling counter(s) that would alert not graded: they start over at their limit',
   );
   assert.equal(text.stdout.trim().split('\n').length, 1, 'no counter over a threshold: one line');
   const json = JSON.parse((await cli(['check', ...on, '--json'])).stdout);
@@ -230,10 +230,10 @@ test('check: a cycling counter at its limit is not graded (it starts over), unle
   const asBigInts = await cli(['check', ...on, '--bigint']);
   assert.equal(asBigInts.code, 0, asBigInts.stdout);
   // rounds started over (1 of 100) and wide is far from 2^63 - 1: only laps is named.
-  assert.match(asBigInts.stdout, /^SEQUENCES OK: 0 of 3 .*; 1 cycling counter\(s\) at or over 80 % not graded/);
+  assert.match(asBigInts.stdout, /^SEQUENCES OK: 0 of 3 .*; 1 cycling counter\(s\) that would alert not graded/);
   const higher = await cli(['check', ...on, '--warn', '97', '--critical', '99', '--bigint']);
   assert.equal(higher.code, 0);
-  assert.doesNotMatch(higher.stdout, /not graded/, 'none at or over --warn: nothing to explain');
+  assert.doesNotMatch(higher.stdout, /not graded/, 'none that would alert: nothing to explain');
   const plain = JSON.parse((await cli(['check', '--collection', 'capacity_check', '--json'])).stdout);
   assert.ok(
     plain.counters.every((c) => c.cycle === false),

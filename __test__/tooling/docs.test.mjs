@@ -19,7 +19,7 @@ const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.ur
 
 // How many blocks the documentation has, by treatment. A block added, dropped, or no
 // longer run changes these numbers, so that nothing is skipped without anyone noticing.
-const EXPECTED = { run: 22, check: 7, 'not run': 14 };
+const EXPECTED = { run: 24, check: 7, 'not run': 14 };
 
 const extracted = docFiles(ROOT).map((path) => ({ path, ...extractBlocks(path, ROOT) }));
 const blocks = extracted.flatMap((e) => e.blocks);
