@@ -10,6 +10,7 @@ import assert from 'node:assert/strict';
 import { execFile, spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
+import { once } from 'node:events';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -144,6 +145,16 @@ test("Rollup, external: ['mongodb-sequence'], an ES module app bundled to Common
   }
 });
 
+/** Ends `child` (SIGTERM, then SIGKILL after 5 s) and waits until it has exited. */
+async function stop(child) {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = once(child, 'exit');
+  child.kill();
+  const timer = setTimeout(() => child.kill('SIGKILL'), 5000);
+  await exited;
+  clearTimeout(timer);
+}
+
 /** A port nothing listens on now. */
 function freePort() {
   return new Promise((resolve, reject) => {
@@ -203,19 +214,22 @@ for (const bundler of ['turbopack', 'webpack']) {
           let body;
           for (;;) {
             try {
-              const response = await fetch(`http://127.0.0.1:${port}/api/next`);
+              if (server.exitCode !== null || server.signalCode !== null) throw new Error(`next start exited (${server.exitCode ?? server.signalCode})`);
+              // Bounded: a server that accepts and never answers fails the test, not hangs it.
+              const response = await fetch(`http://127.0.0.1:${port}/api/next`, { signal: AbortSignal.timeout(20_000) });
               body = await response.text();
               assert.equal(response.status, 200, `${body}\n${output}`);
               break;
             } catch (error) {
-              if (error.code === 'ERR_ASSERTION' || Date.now() > deadline) throw new Error(`next start: ${error.message}\n${output}`, { cause: error });
+              const over = error.code === 'ERR_ASSERTION' || server.exitCode !== null || server.signalCode !== null || Date.now() > deadline;
+              if (over) throw new Error(`next start: ${error.message}\n${output}`, { cause: error });
               await new Promise((resolve) => setTimeout(resolve, 250));
             }
           }
           assert.deepEqual(JSON.parse(body), { value: ++expected });
         }
       } finally {
-        server.kill();
+        await stop(server);
       }
     },
   );

@@ -156,6 +156,10 @@ test('a bound outside 0..100 is refused: the thresholds are percentages', async 
   for (const text of ['101', '50:101', '@~:100.5', '150:'])
     await assertRefused(['-w', text], new RegExp(`^SEQUENCES UNKNOWN: USAGE: --warning must hold percentages from 0 to 100; got "${text.replace(/[.~]/g, '\\$&')}"$`));
   await assertRefused(['--warn=-5'], /^SEQUENCES UNKNOWN: USAGE: --warn must hold percentages from 0 to 100; got "-5"$/);
+  // Digits enough to be Infinity to Number(): still a bound out of range, not an open end.
+  for (const text of [`1${'0'.repeat(400)}`, `${'9'.repeat(400)}:`]) {
+    await assertRefused(['-w', text], /^SEQUENCES UNKNOWN: USAGE: --warning must hold percentages from 0 to 100; got /);
+  }
 });
 
 // ------------------------------------------------------------ version

@@ -41,7 +41,9 @@ function threshold(label, text, fallback) {
   }
   const start = m[2] === undefined ? 0 : m[2] === '~' ? -Infinity : Number(m[2]);
   const end = m[3] === undefined ? Infinity : Number(m[3]);
-  if ([start, end].some((b) => Number.isFinite(b) && (b < 0 || b > 100))) throw new UsageError(`${label} must hold percentages from 0 to 100; got ${quote(text)}`);
+  // A written bound is checked as written: a long digit string is Infinity to Number().
+  const writtenBounds = [m[2] === '~' ? undefined : m[2], m[3]].filter((b) => b !== undefined).map(Number);
+  if (writtenBounds.some((b) => !Number.isFinite(b) || b < 0 || b > 100)) throw new UsageError(`${label} must hold percentages from 0 to 100; got ${quote(text)}`);
   if (start > end) throw new UsageError(`${label} must not start above its end; got ${quote(text)}`);
   const written = [m[2], m[3]].filter((b) => b !== undefined && b !== '~').map(Number);
   return { text, inside: m[1] === '@', start, end, written };

@@ -820,33 +820,33 @@ mod tests {
         assert_eq!(store.get(&c), Some(Some(Bson::Double(near))));
     }
 
+    /// What `allocate_demands` served each of `demands` from `c`: its first and last
+    /// values, or its error code.
+    fn served(
+        store: &MemoryStore,
+        c: &CounterRef,
+        demands: &[Demand],
+    ) -> Vec<Result<(i64, i64), ErrorCode>> {
+        let turn = tokio::sync::Mutex::new(());
+        let policy = CreatePolicy::default();
+        run(allocate_demands(store, c, policy, demands, None, &turn))
+            .unwrap()
+            .grants
+            .iter()
+            .map(|g| g.as_ref().map(|r| (r.first, r.last)).map_err(|e| e.code))
+            .collect()
+    }
+
     #[test]
     fn a_double_near_two_pow_53_serves_each_demand_as_if_alone() {
         let store = MemoryStore::default();
-        let turn = tokio::sync::Mutex::new(());
         let top = DOUBLE_EXACT_LIMIT as i64 - 1;
-        let codes = |served: &Allocation| -> Vec<Result<(i64, i64), ErrorCode>> {
-            served
-                .grants
-                .iter()
-                .map(|g| g.as_ref().map(|r| (r.first, r.last)).map_err(|e| e.code))
-                .collect()
-        };
         // A call, a cache fill of 10 that takes the 3 values left, a call that no longer fits.
         let c = counter("dbl-up");
         store.put(&c, Some(Bson::Double((top - 4) as f64)));
         let demands = [Demand::Exact(1), Demand::UpTo(10), Demand::Exact(1)];
-        let served = run(allocate_demands(
-            &store,
-            &c,
-            CreatePolicy::default(),
-            &demands,
-            None,
-            &turn,
-        ))
-        .unwrap();
         assert_eq!(
-            codes(&served),
+            served(&store, &c, &demands),
             vec![
                 Ok((top - 3, top - 3)),
                 Ok((top - 2, top)),
@@ -858,17 +858,8 @@ mod tests {
         let down = located("dbl-down", -2);
         store.put(&down, Some(Bson::Double((5 - top) as f64)));
         let demands = [Demand::Exact(3), Demand::Exact(1), Demand::UpTo(10)];
-        let served = run(allocate_demands(
-            &store,
-            &down,
-            CreatePolicy::default(),
-            &demands,
-            None,
-            &turn,
-        ))
-        .unwrap();
         assert_eq!(
-            codes(&served),
+            served(&store, &down, &demands),
             vec![
                 Err(ErrorCode::SequenceOverflow),
                 Ok((3 - top, 3 - top)),
@@ -877,16 +868,10 @@ mod tests {
         );
         assert_eq!(store.get(&down), Some(Some(Bson::Double((1 - top) as f64))));
         // At the last value nothing is written.
-        let served = run(allocate_demands(
-            &store,
-            &c,
-            CreatePolicy::default(),
-            &[Demand::UpTo(5)],
-            None,
-            &turn,
-        ))
-        .unwrap();
-        assert_eq!(codes(&served), vec![Err(ErrorCode::SequenceOverflow)]);
+        assert_eq!(
+            served(&store, &c, &[Demand::UpTo(5)]),
+            vec![Err(ErrorCode::SequenceOverflow)]
+        );
         assert_eq!(store.get(&c), Some(Some(Bson::Double(top as f64))));
     }
 

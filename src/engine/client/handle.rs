@@ -352,10 +352,14 @@ impl ClientHandle {
         Ok(())
     }
 
-    /// `: the last check of <server> failed: <error>` when the driver's monitoring saw
-    /// one fail (a certificate refused, a handshake or login that failed), secrets removed;
-    /// empty otherwise.
+    /// `: the last check of <server> failed: <error>` when no server that takes writes is
+    /// known and the driver's monitoring saw a check fail (a certificate refused, a
+    /// handshake or login that failed), secrets removed; empty otherwise (a server was
+    /// there: another one's failure would not be why the call took too long).
     fn last_failure(&self) -> String {
+        if self.writable.address().is_some() {
+            return String::new();
+        }
         match self.writable.failure() {
             Some((server, error)) => redact(
                 &format!(": the last check of {server} failed: {error}"),
