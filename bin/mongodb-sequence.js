@@ -122,11 +122,10 @@ async function main(argv) {
       process.stdout.write(`${parsed.help}\n`);
       return;
     }
-    const work = session(parsed.connection, { bounded: parsed.command.timeoutBoundsRun === true });
+    const work = session(parsed.connection);
     let output;
     try {
-      const running = parsed.command.run(parsed.input, work);
-      output = await (parsed.command.timeoutBoundsRun ? withinTimeout(running, work) : running);
+      output = await withinTimeout(parsed.command.run(parsed.input, work), work);
     } catch (e) {
       if (e instanceof TimeoutError) {
         // The server may never answer (a frozen one): say so now and leave, waiting
@@ -139,11 +138,13 @@ async function main(argv) {
       await work.close();
       throw e;
     }
-    await work.close();
     // A counter name may be a connection string with a password: texts mask each name
     // (`nameText`), JSON every string on its own.
     process.stdout.write(`${wantsJson ? toJson(masked(output.json)) : output.text}\n`);
     if (output.exitCode) process.exitCode = output.exitCode;
+    // After the answer: a server that stops answering now delays only the exit, and that
+    // no later than the deadline.
+    await work.close();
   } catch (e) {
     if (e instanceof UsageError) return fail('USAGE', e.message, EXIT_USAGE);
     const code = typeof e?.code === 'string' ? e.code : 'INTERNAL';

@@ -76,7 +76,8 @@ const COMMON_HELP = `Options of every command:
   --db <name>          database (default: the one in the connection string)
   --collection <name>  collection of the counters (default: counters)
   --field <name>       field of the counter value (default: sequence_value)
-  --timeout <seconds>  give up connecting after this long, with CONNECTION (default: 10)
+  --timeout <seconds>  bounds the whole command, connecting included: TIMEOUT after it
+                       (default: 10; a write given up on may still be applied)
   --json               print JSON on stdout (errors as { "error": { "code", "message" } })
   -h, --help           this help; <command> --help for a command's
   -V, --version        the package's version
@@ -133,32 +134,71 @@ function connectionOf(values) {
 }
 
 /**
- * A session on `connection`: `database()` connects on its first call (a command connects
- * only once its arguments are checked and confirmed); `close()` closes what was opened.
- * `stage` says what the command is waiting for, for a message when it times out: the
- * session sets `'connecting'`, a command its own later stages. `bounded`: the command
- * runs within `withinTimeout`.
+ * What a call given up on may still do when the server answers it after all, said after
+ * a timeout past connecting (in the addon's own words for its calls that time out). A
+ * read changes nothing and says nothing more.
  */
-function session(connection, { bounded = false } = {}) {
-  // Bounded by a deadline of --timeout (check), connecting gives up a little before it,
-  // so that an unreachable server is reported with the driver's reason.
-  const connectMs = bounded ? Math.max(Math.floor(connection.timeoutMs * 0.8), connection.timeoutMs - 1000) : connection.timeoutMs;
+const LATE = {
+  values: 'if the server applies it later, its values are left unused (a gap: no value is handed out twice)',
+  write: 'the write may still be applied: read the counter before trying it again',
+};
+
+/**
+ * A session on `connection`: `database()` connects on its first call (a command connects
+ * only once its arguments are checked and confirmed) and starts the clock of --timeout
+ * there, so that a question asked on a terminal is not counted; `close()` closes what was
+ * opened within what is left of it. `stage` says what the command is waiting for, and
+ * `late` what a call given up on may still do (one of `LATE`), for the message of a
+ * timeout: the session sets `'connecting'`, a command its own later stages through
+ * `working`. `expired` rejects with a `TimeoutError` once the time is up.
+ */
+function session(connection) {
+  const { timeoutMs } = connection;
+  // Connecting gives up a little before the deadline, so that an unreachable server is
+  // reported with the driver's reason (CONNECTION), not as a bare TIMEOUT.
+  const connectMs = Math.max(Math.floor(timeoutMs * 0.8), timeoutMs - 1000);
   let client;
+  let timer;
+  let expire;
+  const expired = new Promise((_, reject) => {
+    expire = reject;
+  });
+  // Only `withinTimeout` listens; a command that ends before the deadline never hears of it.
+  expired.catch(() => {});
   return {
     ...connection,
     // Every call of the client is bounded by this too (its serverSelectionTimeoutMS).
     callTimeoutMs: connectMs,
-    stage: 'starting',
+    stage: 'connecting',
+    late: undefined,
+    expired,
+    /** The error of a command that ran out of time at its current stage. */
+    timedOut() {
+      const late = this.stage === 'connecting' || this.late === undefined ? '' : `; ${this.late}`;
+      return new TimeoutError(`no answer within --timeout (${timeoutMs / 1000} s) while ${this.stage}${late}`);
+    },
+    /** From now on the command waits for `stage`; a call given up on may still do `late`. */
+    working(stage, late) {
+      this.stage = stage;
+      this.late = late;
+    },
     async database() {
       if (!client) {
-        this.stage = 'connecting';
+        this.startedAt ??= Date.now();
+        timer ??= setTimeout(() => expire(this.timedOut()), timeoutMs);
         client = await seq.connect(connection.uri, { serverSelectionTimeoutMS: connectMs, connectTimeoutMS: connectMs });
         this.connectedAt = Date.now();
       }
       return client.db(connection.db);
     },
     async close() {
-      if (client) await client.close();
+      clearTimeout(timer);
+      if (!client) return;
+      // A server that stopped answering would hold the driver's shutdown for its default
+      // 5 s: past the deadline, the shutdown goes on in the background and the command
+      // leaves.
+      const left = this.startedAt === undefined ? timeoutMs : this.startedAt + timeoutMs - Date.now();
+      await client.close({ timeoutMS: Math.max(1, Math.ceil(left)) });
     },
   };
 }
@@ -169,22 +209,16 @@ function session(connection, { bounded = false } = {}) {
  * goes on, its outcome ignored: the caller leaves without waiting for it).
  */
 function withinTimeout(work, session) {
-  let timer;
-  const started = Date.now();
-  const timedOut = () => new TimeoutError(`no answer within --timeout (${session.timeoutMs / 1000} s) while ${session.stage}`);
-  const expired = new Promise((_, reject) => {
-    timer = setTimeout(() => reject(timedOut()), session.timeoutMs);
-  });
   // A call after connecting is bounded by the client's own call timeout, a little shorter
   // than --timeout: when that bound is what ended it, the command timed out at its stage
   // (whichever of the two timers fires first), not the connection.
   const bounded = work.catch((error) => {
     // Measured from when connecting ended (a call's bound starts with the call).
-    const callBound = session.callTimeoutMs !== undefined && Date.now() - (session.connectedAt ?? started) >= session.callTimeoutMs;
-    throw error?.code === 'CONNECTION' && session.stage !== 'connecting' && callBound ? timedOut() : error;
+    const callBound = session.connectedAt !== undefined && Date.now() - session.connectedAt >= session.callTimeoutMs;
+    throw error?.code === 'CONNECTION' && session.stage !== 'connecting' && callBound ? session.timedOut() : error;
   });
   bounded.catch(() => {});
-  return Promise.race([bounded, expired]).finally(() => clearTimeout(timer));
+  return Promise.race([bounded, session.expired]);
 }
 
 /** A number as printed: BigInts as their exact digits. */
@@ -237,6 +271,7 @@ module.exports = {
   quote,
   UsageError,
   TimeoutError,
+  LATE,
   withinTimeout,
   COMMON,
   COMMON_HELP,

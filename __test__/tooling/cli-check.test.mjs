@@ -6,9 +6,9 @@
 // exposition format (both parsers in __test__/fixtures/plugin-output.mjs).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import net from 'node:net';
 import { Long } from 'mongodb';
 import { setup } from '../helpers.mjs';
+import { silentServer, freezingProxy } from '../fixtures/stalled-server.mjs';
 import { STATES, runCli, parsePerfdata, exceeds, unescapeLabel, nameText, assertStatusLine, parseOpenMetrics } from '../fixtures/plugin-output.mjs';
 
 const INT32_MAX = 2 ** 31 - 1;
@@ -212,82 +212,6 @@ test('check: -w/--warning and -c/--critical beside --warn; two spellings of one 
   assert.match(help.stdout, /-w, --warning <range>/);
   assert.match(help.stdout, /-c, --critical <range>/);
 });
-
-/** A TCP server that accepts connections and never answers. */
-async function silentServer() {
-  const sockets = new Set();
-  const server = net.createServer((s) => {
-    sockets.add(s);
-    s.on('error', () => {});
-  });
-  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return {
-    port: server.address().port,
-    connections: () => sockets.size,
-    async close() {
-      for (const s of sockets) s.destroy();
-      await new Promise((resolve) => server.close(resolve));
-    },
-  };
-}
-
-/** The command name of an OP_MSG (its body's first key), or null for any other message. */
-function commandOf(message) {
-  if (message.readInt32LE(12) !== 2013) return null;
-  let at = 20;
-  while (at < message.length) {
-    const kind = message[at];
-    const size = message.readInt32LE(at + 1);
-    if (kind === 0) {
-      const key = at + 1 + 4 + 1;
-      return message.toString('utf8', key, message.indexOf(0, key));
-    }
-    at += 1 + size;
-  }
-  return null;
-}
-
-/**
- * A proxy to `address` that passes the handshake and everything else until a `find` or
- * `aggregate` comes: from then on it passes nothing more, either way, as a server frozen
- * in the middle of the check.
- */
-async function freezingProxy(address) {
-  const [host, port] = address.split(':');
-  const sockets = new Set();
-  let frozen = false;
-  let held = 0;
-  const server = net.createServer((client) => {
-    const upstream = net.connect({ host, port: Number(port) });
-    for (const s of [client, upstream]) {
-      sockets.add(s);
-      s.on('error', () => {});
-    }
-    let pending = Buffer.alloc(0);
-    client.on('data', (chunk) => {
-      pending = Buffer.concat([pending, chunk]);
-      while (pending.length >= 16 && pending.length >= pending.readInt32LE(0)) {
-        const message = pending.subarray(0, pending.readInt32LE(0));
-        pending = pending.subarray(message.length);
-        if (!frozen && ['find', 'aggregate'].includes(commandOf(message))) frozen = true;
-        if (frozen) held += 1;
-        else upstream.write(message);
-      }
-    });
-    upstream.on('data', (chunk) => frozen || client.write(chunk));
-    client.on('close', () => upstream.destroy());
-    upstream.on('close', () => frozen || client.destroy());
-  });
-  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return {
-    port: server.address().port,
-    held: () => held,
-    async close() {
-      for (const s of sockets) s.destroy();
-      await new Promise((resolve) => server.close(resolve));
-    },
-  };
-}
 
 test('check --timeout bounds the whole check: UNKNOWN in time from a server that never answers', async (t) => {
   const silent = await silentServer();

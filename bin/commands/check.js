@@ -234,9 +234,6 @@ module.exports = {
   /** Exit code when the check cannot be made (usage, connection, timeout): UNKNOWN. */
   failureExitCode: UNKNOWN,
 
-  /** `--timeout` bounds the whole of `run`, not only connecting. */
-  timeoutBoundsRun: true,
-
   /**
    * What a failure prints, in the format `argv` asks for: the plugin's status line on
    * stdout (`SEQUENCES UNKNOWN: CODE: message`, monitoring shows only stdout), with
@@ -259,7 +256,7 @@ module.exports = {
    */
   async run({ warn, critical, bigint, format }, session) {
     const db = await session.database();
-    session.stage = 'listing the counters';
+    session.working('listing the counters');
     const all = await seq.listSequences(db, session.options);
     const collection = session.options.collection ?? 'counters';
     if (all.length === 0) {

@@ -17,7 +17,9 @@ module.exports = {
 
   /** Reads the counter; resolves with `{ text, json }`. */
   async run({ name }, session) {
-    const value = await seq.sequence(await session.database(), name, session.options).current();
+    const db = await session.database();
+    session.working('reading the counter');
+    const value = await seq.sequence(db, name, session.options).current();
     return { text: show(value), json: { name, value } };
   },
 };

@@ -2,7 +2,7 @@
 // `mongodb-sequence drop <name> [--yes]`: delete a counter, after a confirmation.
 
 const seq = require('../../lib/native.js');
-const { UsageError, sequenceName, shownName, printable, confirm } = require('../../lib/cli.js');
+const { LATE, UsageError, sequenceName, shownName, printable, confirm } = require('../../lib/cli.js');
 
 module.exports = {
   args: ['name'],
@@ -24,7 +24,9 @@ module.exports = {
         return { text: 'cancelled', json: { name, dropped: false, cancelled: true } };
       }
     }
-    const dropped = await seq.sequence(await session.database(), name, session.options).drop();
+    const db = await session.database();
+    session.working('dropping the counter', LATE.write);
+    const dropped = await seq.sequence(db, name, session.options).drop();
     return { text: dropped ? `dropped ${shownName(name)}` : `${shownName(name)} did not exist`, json: { name, dropped } };
   },
 };

@@ -2,7 +2,7 @@
 // `mongodb-sequence init <name> [--start] [--step] [--min] [--max] [--cycle]`: create a counter.
 
 const seq = require('../../lib/native.js');
-const { integer, sequenceName, shownName } = require('../../lib/cli.js');
+const { LATE, integer, sequenceName, shownName } = require('../../lib/cli.js');
 
 module.exports = {
   args: ['name'],
@@ -33,7 +33,9 @@ module.exports = {
 
   /** Creates the counter unless it exists; resolves with `{ text, json }`. */
   async run({ name, config }, session) {
-    const created = await seq.sequence(await session.database(), name, session.options).init(config);
+    const db = await session.database();
+    session.working('creating the counter', LATE.write);
+    const created = await seq.sequence(db, name, session.options).init(config);
     return { text: created ? `created ${shownName(name)}` : `${shownName(name)} exists already (unchanged)`, json: { name, created } };
   },
 };

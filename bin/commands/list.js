@@ -17,7 +17,9 @@ module.exports = {
 
   /** Lists every counter; resolves with `{ text, json }`. */
   async run(_input, session) {
-    const all = await seq.listSequences(await session.database(), session.options);
+    const db = await session.database();
+    session.working('listing the counters');
+    const all = await seq.listSequences(db, session.options);
     // USED and RANGE as an application reading the values as JavaScript numbers sees them.
     const rows = all.map((s) => [
       shownName(s.name),

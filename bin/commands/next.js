@@ -2,7 +2,7 @@
 // `mongodb-sequence next <name> [--count N] [--upsert]`: take values.
 
 const seq = require('../../lib/native.js');
-const { UsageError, integer, sequenceName, show } = require('../../lib/cli.js');
+const { LATE, UsageError, integer, sequenceName, show } = require('../../lib/cli.js');
 
 /** Values printed one per line at most; more are printed as a range. */
 const LISTED_AT_MOST = 1000n;
@@ -24,6 +24,7 @@ module.exports = {
   /** Takes the values; resolves with `{ text, json }`. */
   async run({ name, count, upsert }, session) {
     const handle = seq.sequence(await session.database(), name, { ...session.options, upsert });
+    session.working('taking values', LATE.values);
     if (count === 1n) {
       const value = await handle.next();
       return { text: show(value), json: { name, value } };

@@ -2,7 +2,7 @@
 // `mongodb-sequence reset <name>`: the next value is the counter's start.
 
 const seq = require('../../lib/native.js');
-const { sequenceName, show, shownName } = require('../../lib/cli.js');
+const { LATE, sequenceName, show, shownName } = require('../../lib/cli.js');
 
 module.exports = {
   args: ['name'],
@@ -17,7 +17,9 @@ module.exports = {
 
   /** Resets the counter; resolves with `{ text, json }`. */
   async run({ name }, session) {
-    const start = await seq.sequence(await session.database(), name, session.options).reset();
+    const db = await session.database();
+    session.working('resetting the counter', LATE.write);
+    const start = await seq.sequence(db, name, session.options).reset();
     return { text: `${shownName(name)} reset; next value ${show(start)}`, json: { name, next: start } };
   },
 };

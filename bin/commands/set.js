@@ -2,7 +2,7 @@
 // `mongodb-sequence set <name> <value>`: the next value follows <value> (PostgreSQL's setval).
 
 const seq = require('../../lib/native.js');
-const { integer, sequenceName, shownName } = require('../../lib/cli.js');
+const { LATE, integer, sequenceName, shownName } = require('../../lib/cli.js');
 
 module.exports = {
   args: ['name', 'value'],
@@ -17,7 +17,9 @@ module.exports = {
 
   /** Sets the counter; resolves with `{ text, json }`. */
   async run({ name, value }, session) {
-    await seq.sequence(await session.database(), name, session.options).set(value);
+    const db = await session.database();
+    session.working('setting the counter', LATE.write);
+    await seq.sequence(db, name, session.options).set(value);
     return { text: `${shownName(name)} set to ${value}`, json: { name, value } };
   },
 };

@@ -2,7 +2,7 @@
 // `mongodb-sequence sync <name> --from <collection>.<field>`: move a counter past imported data.
 
 const seq = require('../../lib/native.js');
-const { UsageError, sequenceName, show } = require('../../lib/cli.js');
+const { LATE, UsageError, sequenceName, show } = require('../../lib/cli.js');
 
 module.exports = {
   args: ['name'],
@@ -21,7 +21,9 @@ module.exports = {
 
   /** Raises the counter; resolves with `{ text, json }`. */
   async run({ name, collection, field }, session) {
-    const value = await seq.syncToMax(await session.database(), collection, field, name, session.options);
+    const db = await session.database();
+    session.working('syncing the counter', LATE.write);
+    const value = await seq.syncToMax(db, collection, field, name, session.options);
     return { text: show(value), json: { name, value } };
   },
 };
