@@ -328,3 +328,27 @@ test('round-trip events carry a connection-string name masked', async () => {
   for (const event of events) assert.ok(!JSON.stringify(event).includes(secret), JSON.stringify(event));
   assert.equal(events.at(-1).counter, 'mongodb://****@h/x');
 });
+
+test('a subscriber gets an event for every round trip from its first call on, by any call form', async () => {
+  const forms = [
+    ['getNextSequenceValue', (name) => pkg.getNextSequenceValue(env.db, name, { upsert: true })],
+    ['coalesce: false', (name) => pkg.getNextSequenceValue(env.db, name, { upsert: true, coalesce: false })],
+    ['a handle', (name) => pkg.sequence(env.db, name, { upsert: true }).next()],
+  ];
+  for (const [label, call] of forms) {
+    const name = `first-events-${label}`;
+    // The client is open and the counter prepared before anyone listens.
+    await call(name);
+    const events = [];
+    const listener = (message) => {
+      if (message.counter === name) events.push(message);
+    };
+    diagnostics.subscribe('mongodb-sequence:round-trip', listener);
+    try {
+      for (let i = 0; i < 5; i++) await call(name);
+    } finally {
+      diagnostics.unsubscribe('mongodb-sequence:round-trip', listener);
+    }
+    assert.equal(events.length, 5, `${label}: 5 calls one after another, 5 round trips, ${events.length} events`);
+  }
+});

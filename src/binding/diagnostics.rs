@@ -71,6 +71,25 @@ fn channel(env: &Env) -> Option<Object<'_>> {
     })
 }
 
+/// Where an asynchronous call starts (it may make a round trip): a thread that did not
+/// listen looks whether the channel has subscribers now, so that the round trip of the
+/// first call after a subscriber subscribed is recorded too (the engine records while
+/// some thread listens, and the round trip ends after this look).
+pub fn before_call(env: &Env) {
+    if LISTENING.with(Cell::get) {
+        return;
+    }
+    let Some(channel) = channel(env) else {
+        return;
+    };
+    match channel.get_named_property::<bool>("hasSubscribers") {
+        Ok(listening) => set_listening(listening),
+        Err(_) => {
+            take_exception(env);
+        }
+    }
+}
+
 /// Where an asynchronous call's promise settles: looks whether the channel has
 /// subscribers (turning the engine's event recording on or off) and publishes the round
 /// trips recorded since.

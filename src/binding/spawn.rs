@@ -16,6 +16,7 @@ where
     V: ToNapiValue + Send + 'static,
     F: Future<Output = SeqResult<V>> + Send + 'static,
 {
+    crate::binding::diagnostics::before_call(env);
     env.spawn_future_with_callback(
         async move { Ok(caught("call", work).await) },
         |env, result| {
