@@ -116,6 +116,14 @@ fn has_known_code(env: &Env, value: sys::napi_value) -> bool {
     code.is_some_and(|c| ErrorCode::ALL.iter().any(|k| k.as_str() == c))
 }
 
+/// Whether a JavaScript exception is pending on `env`.
+pub fn exception_pending(env: &Env) -> bool {
+    let mut pending = false;
+    // SAFETY: an N-API exception query on the current env.
+    let status = unsafe { sys::napi_is_exception_pending(env.raw(), &mut pending) };
+    status == sys::Status::napi_ok && pending
+}
+
 /// The pending JavaScript exception, cleared, if any.
 pub fn take_exception(env: &Env) -> Option<sys::napi_value> {
     let mut pending = false;

@@ -7,7 +7,7 @@ use std::mem::ManuallyDrop;
 
 use napi::bindgen_prelude::{Env, Function, JsObjectValue, Object, ObjectRef};
 
-use crate::binding::boundary::take_exception;
+use crate::binding::boundary::{exception_pending, take_exception};
 use crate::engine::stats;
 
 /// The diagnostics channel round trips are published on.
@@ -76,7 +76,9 @@ fn channel(env: &Env) -> Option<Object<'_>> {
 /// first call after a subscriber subscribed is recorded too (the engine records while
 /// some thread listens, and the round trip ends after this look).
 pub fn before_call(env: &Env) {
-    if LISTENING.with(Cell::get) {
+    // An argument's getter or trap that threw left its exception pending: it becomes the
+    // rejection's `cause`, so nothing here may run JavaScript (or clear it) before that.
+    if LISTENING.with(Cell::get) || exception_pending(env) {
         return;
     }
     let Some(channel) = channel(env) else {
