@@ -71,7 +71,8 @@ fn channel(env: &Env) -> Option<Object<'_>> {
     })
 }
 
-/// Where an asynchronous call starts (it may make a round trip): a thread that did not
+/// Where an asynchronous call starts, before it submits anything (it may make a round
+/// trip): a thread that did not
 /// listen looks whether the channel has subscribers now, so that the round trip of the
 /// first call after a subscriber subscribed is recorded too (the engine records while
 /// some thread listens, and the round trip ends after this look).

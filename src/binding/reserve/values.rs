@@ -117,6 +117,8 @@ pub fn reserve_promise<'env>(
         (Ok(named), Err(error)) => Recorder::new(named.stats.clone()).failed(error.code),
         _ => {}
     }
+    // Before anything is submitted: the round trip may end before this thread runs on.
+    crate::binding::diagnostics::before_call(env);
     let line = || counter.map_or(0, |named| named.target.line());
     if let (Ok(named), Ok(count), true) = (counter, &count, nobody_waiting(line)) {
         // In the runtime's context, so that a client of an ended runtime is recognised.
