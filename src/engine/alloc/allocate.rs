@@ -202,38 +202,14 @@ async fn serve_plain_exactly<S: CounterStore>(
     let StoredCounter::Integer(current) = classify(value.as_ref()) else {
         return Ok(None);
     };
-    let whole_range = SequenceConfig {
-        step: counter.step,
-        min: i64::MIN,
-        max: i64::MAX,
-        cycle: false,
-    };
-    let plan = plan_configured(
-        &counter.label,
-        &counter.field,
-        &whole_range,
-        current,
-        demands,
-    )?;
-    let grants: Vec<SeqResult<IdRange>> = plan
-        .grants
-        .into_iter()
-        .zip(demands)
-        .map(|(grant, demand)| {
-            grant.map_err(|_| {
-                SeqError::overflow(format!(
-                    "Sequence '{}' cannot hand out {} more value(s) after {current}: beyond \
-                     the 64-bit integer range",
-                    counter.label,
-                    demand.count()
-                ))
-            })
-        })
-        .collect();
-    let last = grants
-        .iter()
-        .rev()
-        .find_map(|g| g.as_ref().ok().map(|r| r.last));
+    let (grants, last) = plan_within(counter, i64::MIN..=i64::MAX, current, demands, |demand| {
+        SeqError::overflow(format!(
+            "Sequence '{}' cannot hand out {} more value(s) after {current}: beyond the 64-bit \
+             integer range",
+            counter.label,
+            demand.count()
+        ))
+    })?;
     if let Some(last) = last {
         if !store
             .compare_and_set(counter, None, Some(current), last)
@@ -247,6 +223,37 @@ async fn serve_plain_exactly<S: CounterStore>(
         config: None,
         retries: 0,
     }))
+}
+
+/// Serves `demands` in order from a plain counter holding `current`, as if each ran alone,
+/// within `range` (no cycle): one result per demand, a demand that does not fit failing
+/// alone with `overflow(demand)`; and the value after the last one served, if any.
+fn plan_within(
+    counter: &CounterRef,
+    range: std::ops::RangeInclusive<i64>,
+    current: i64,
+    demands: &[Demand],
+    overflow: impl Fn(&Demand) -> SeqError,
+) -> SeqResult<(Vec<SeqResult<IdRange>>, Option<i64>)> {
+    let config = SequenceConfig {
+        step: counter.step,
+        min: *range.start(),
+        max: *range.end(),
+        cycle: false,
+    };
+    let plan = plan_configured(&counter.label, &counter.field, &config, current, demands)?;
+    let grants: Vec<SeqResult<IdRange>> = plan
+        .grants
+        .into_iter()
+        .zip(demands)
+        .map(|(grant, demand)| grant.map_err(|_| overflow(demand)))
+        .collect();
+    // Without a cycle the values only move one way: the last served ends the plan.
+    let last = grants
+        .iter()
+        .rev()
+        .find_map(|g| g.as_ref().ok().map(|r| r.last));
+    Ok((grants, last))
 }
 
 /// `CONTENTION`: the counter kept changing during [`MAX_ATTEMPTS`] attempts.
@@ -441,37 +448,21 @@ async fn advance_double<S: CounterStore>(
     demands: &[Demand],
 ) -> SeqResult<Option<Allocation>> {
     let current = d as i64;
-    let double_range = SequenceConfig {
-        step: counter.step,
-        min: -DOUBLE_LAST,
-        max: DOUBLE_LAST,
-        cycle: false,
-    };
-    let plan = plan_configured(
-        &counter.label,
-        &counter.field,
-        &double_range,
+    let (grants, last) = plan_within(
+        counter,
+        -DOUBLE_LAST..=DOUBLE_LAST,
         current,
         demands,
+        |_| double_overflow(counter, d),
     )?;
-    let mut last = current;
-    let grants: Vec<SeqResult<IdRange>> = plan
-        .grants
-        .into_iter()
-        .map(|grant| {
-            grant
-                .inspect(|range| last = range.last)
-                .map_err(|_| double_overflow(counter, d))
-        })
-        .collect();
-    if last == current {
+    let Some(last) = last else {
         // Nothing fits: the counter is left as it is.
         return Ok(Some(Allocation {
             grants,
             config: None,
             retries: 0,
         }));
-    }
+    };
     let written = store
         .increment_guarded(counter, FieldGuard::EqualsDouble(d), last - current)
         .await
