@@ -5,15 +5,16 @@ use napi::bindgen_prelude::{ClassInstance, Env, FromNapiValue, JavaScriptClassEx
 use napi::JsValue;
 
 use crate::binding::js::{
-    boolean, describe, is_nullish, number, object, object_property, property, string,
-    string_property,
+    boolean, describe, is_nullish, number, object, object_property, property, string_property,
 };
 use crate::binding::read::db_memo;
 use crate::binding::read::db_target::DbTarget;
+use crate::binding::read::kinds::{Kind, OptionValue};
 use crate::binding::read::node_client;
+use crate::binding::read::option_reader::read_value;
 use crate::binding::read::sequence_db::SequenceDb;
 use crate::engine::client::connection::{derive_from_node_client_cached, ConnectionTarget};
-use crate::engine::client::write_concern::{WriteAck, WriteConcernSpec};
+use crate::engine::client::write_concern::WriteConcernSpec;
 use crate::engine::error::{ErrorCode, SeqError, SeqResult};
 
 const NOT_A_DB: &str = "db must be a Db of the MongoDB Node driver (client.db(name)), \
@@ -91,17 +92,15 @@ fn db_write_concern(db: &napi::bindgen_prelude::Object) -> SeqResult<Option<Writ
         ))
     };
     let w = property(&concern, "w")?;
+    // `w` as the writeConcern option reads it.
     let w = if is_nullish(&w) {
         None
-    } else if let Some(n) = number(&w) {
-        Some(WriteAck::from_number(n).map_err(refused)?)
-    } else if let Some(text) = string(&w) {
-        Some(WriteAck::from_text(&text).map_err(refused)?)
+    } else if let OptionValue::Ack(w) =
+        read_value("writeConcern.w", Kind::Ack, &w).map_err(refused)?
+    {
+        Some(w)
     } else {
-        return Err(refused(SeqError::invalid_argument(format!(
-            "writeConcern.w is {}",
-            describe(&w)
-        ))));
+        None
     };
     let journal = property(&concern, "journal")?;
     let wtimeout = property(&concern, "wtimeoutMS")?;
