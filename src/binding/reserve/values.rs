@@ -117,8 +117,12 @@ pub fn reserve_promise<'env>(
         (Ok(named), Err(error)) => Recorder::new(named.stats.clone()).failed(error.code),
         _ => {}
     }
-    // Before anything is submitted: the round trip may end before this thread runs on.
-    crate::binding::diagnostics::before_call(env);
+    // Before anything is submitted: the round trip may end before this thread runs on. Not
+    // for a cached counter, whose calls are mostly served at once from memory (a look per
+    // call would cost that hot path; a fill's call looks in `promise`).
+    if counter.is_ok_and(|named| named.options.cache.is_none()) {
+        crate::binding::diagnostics::before_call(env);
+    }
     let line = || counter.map_or(0, |named| named.target.line());
     if let (Ok(named), Ok(count), true) = (counter, &count, nobody_waiting(line)) {
         // In the runtime's context, so that a client of an ended runtime is recognised.
