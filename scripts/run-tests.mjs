@@ -43,7 +43,8 @@ const RUNTIME_FILES = [
   '__test__/tooling/cli.test.mjs',
 ];
 
-const { values: args } = parseArgs({
+const { values: args, positionals } = parseArgs({
+  allowPositionals: true,
   options: { 'runtimes-only': { type: 'boolean', default: false }, 'newest-only': { type: 'boolean', default: false } },
 });
 const external = Boolean(process.env.MONGODB_URI);
@@ -51,6 +52,9 @@ const kinds = external ? ['external'] : process.env.MONGO_SEQUENCE_SERVER ? [pro
 if (!external) ensureVenv();
 
 const files = testFiles();
+// `npm test -- <file>...` runs only those files, on each server kind (no runtime check,
+// no newest-versions pass).
+for (const file of positionals) if (!files.includes(file)) throw new Error(`${file} is not a test file (give it as __test__/<group>/<name>.test.mjs)`);
 for (const file of RUNTIME_FILES) if (!files.includes(file)) throw new Error(`RUNTIME_FILES names ${file}, which is not a test file`);
 
 /** Whether `version` (`v22.3.0`) is at least the lowest version `engines.node` (`>= x.y.z`) allows. */
@@ -103,6 +107,13 @@ function noteFailure(failures, line) {
   else last.details.push(`${key[2]}: ${key[3].slice(0, 300)}`);
 }
 
+// A test that hangs fails by name after TEST_TIMEOUT_MS (a test or hook may set its own
+// timeout). Should a pass still print nothing for QUIET_LIMIT_MS (a file's process that
+// never exits, a hook that never returns), its process group is killed and the pass
+// fails, naming the last test that reported: CI gets an answer instead of a wait.
+const TEST_TIMEOUT_MS = 600_000;
+const QUIET_LIMIT_MS = Number(process.env.MONGO_SEQUENCE_QUIET_LIMIT_MS ?? 900_000);
+
 // Each pass's output goes through as it comes; its closing counts (`# pass 12` in TAP,
 // `ℹ pass 12` in the spec reporter) are read for the totals line at the end.
 const pass = (label, node, list, kind, baseEnv = process.env) =>
@@ -110,31 +121,68 @@ const pass = (label, node, list, kind, baseEnv = process.env) =>
     const started = Date.now();
     console.log(`\n### test pass: ${label}`);
     const env = external ? { ...baseEnv } : { ...baseEnv, MONGO_SEQUENCE_SERVER: kind };
-    const child = spawn(node, ['--test', '--test-reporter=tap', ...list], { stdio: ['inherit', 'pipe', 'inherit'], env, cwd: ROOT });
+    const child = spawn(node, ['--test', '--test-reporter=tap', `--test-timeout=${TEST_TIMEOUT_MS}`, ...list], {
+      stdio: ['inherit', 'pipe', 'inherit'],
+      env,
+      cwd: ROOT,
+      detached: true,
+    });
+    running.add(child.pid);
     const counts = { pass: 0, fail: 0, skipped: 0 };
     const failures = [];
     let rest = '';
+    let lastReported = null;
+    let stalled = null;
+    const stall = () => {
+      stalled = `no output for ${QUIET_LIMIT_MS / 1000} s after ${lastReported ? `the test '${lastReported}'` : 'the start'}: stopped`;
+      console.log(`\n### ${label}: ${stalled}`);
+      try {
+        process.kill(-child.pid, 'SIGKILL');
+      } catch {
+        child.kill('SIGKILL');
+      }
+    };
+    let quiet = setTimeout(stall, QUIET_LIMIT_MS);
     child.stdout.setEncoding('utf8');
     child.stdout.on('data', (chunk) => {
+      clearTimeout(quiet);
+      quiet = setTimeout(stall, QUIET_LIMIT_MS);
       process.stdout.write(chunk);
       const lines = (rest + chunk).split('\n');
       rest = lines.pop();
       for (const line of lines) {
         const m = /^(?:#|\u2139) (pass|fail|skipped) (\d+)$/.exec(line.trim());
         if (m) counts[m[1]] = Number(m[2]);
+        const reported = /^\s*(?:not )?ok \d+ - (.*)$/.exec(line);
+        if (reported) lastReported = reported[1];
         noteFailure(failures, line);
       }
     });
     child.on('close', (code) => {
+      running.delete(child.pid);
+      clearTimeout(quiet);
       const seconds = ((Date.now() - started) / 1000).toFixed(1);
-      outcomes.push({ label, ok: code === 0, seconds, counts, failures });
+      outcomes.push({ label: stalled ? `${label}: ${stalled}` : label, ok: code === 0 && !stalled, seconds, counts, failures });
       resolve();
     });
   });
+// The passes run in process groups of their own (so that a stalled one can be stopped
+// whole): an interrupt of this script stops them too.
+const running = new Set();
+for (const signal of ['SIGINT', 'SIGTERM']) {
+  process.on(signal, () => {
+    for (const pid of running) {
+      try {
+        process.kill(-pid, 'SIGKILL');
+      } catch {}
+    }
+    process.exit(130);
+  });
+}
 if (args['runtimes-only'] && !runtimes) throw new Error(`--runtimes-only: the runtime check is skipped here (${skipRuntimes})`);
 const only = args['runtimes-only'] || args['newest-only'];
-if (!only) for (const kind of kinds) await pass(`${external ? 'MONGODB_URI' : kind}, Node.js ${main.version}`, main.path, files, kind);
-if (runtimes && !args['newest-only']) {
+if (!only) for (const kind of kinds) await pass(`${external ? 'MONGODB_URI' : kind}, Node.js ${main.version}`, main.path, positionals.length ? positionals : files, kind);
+if (runtimes && !args['newest-only'] && !positionals.length) {
   for (const name of others) {
     await pass(`${external ? 'MONGODB_URI' : kinds[0]}, Node.js ${runtimes[name].version}, ${RUNTIME_FILES.length} files`, runtimes[name].path, RUNTIME_FILES, kinds[0]);
   }
@@ -146,8 +194,8 @@ if (runtimes && !args['newest-only']) {
 const newestKind = external ? 'external' : (process.env.MONGO_SEQUENCE_SERVER ?? 'secantus');
 const newestLabel = `newest on ${external ? 'MONGODB_URI' : newestKind}`;
 const notes = [];
-if (args['runtimes-only']) {
-  // only the runtime check
+if (args['runtimes-only'] || positionals.length) {
+  // only the runtime check, or only the files given
 } else if (process.env.MONGO_SEQUENCE_NEWEST === '0') {
   notes.push(`${newestLabel}: SKIPPED: MONGO_SEQUENCE_NEWEST=0`);
 } else {

@@ -11,7 +11,7 @@ import { Worker } from 'node:worker_threads';
 import { MongoClient } from 'mongodb';
 import { MongoClient as MongoClientV6 } from 'mongodb-v6';
 import { setup, seq, rejectsWithCode } from '../helpers.mjs';
-import { makeCertificates, tlsFront, recordingProxy, decodeMessages } from '../fixtures/security-lab.mjs';
+import { makeCertificates, tlsFront, recordingProxy, decodeMessages, closable } from '../fixtures/security-lab.mjs';
 
 let env;
 let certs;
@@ -173,26 +173,23 @@ for (const via of ['uri', 'Node client']) {
 async function stallingProxy() {
   const { createServer, connect } = await import('node:net');
   const state = { stalled: false, port: 0 };
-  const sockets = new Set();
   const server = createServer((socket) => {
     const [host, port] = String(serverAddress).split(':');
     const upstream = connect(Number(port), host);
+    track(upstream);
     for (const [from, to] of [
       [socket, upstream],
       [upstream, socket],
     ]) {
-      sockets.add(from);
       from.on('data', (data) => state.stalled || to.write(data));
       from.on('error', () => {});
       from.on('close', () => to.destroy());
     }
   });
+  const { track, close } = closable(server);
   await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
   state.port = server.address().port;
-  closers.push(() => {
-    for (const socket of sockets) socket.destroy();
-    return new Promise((resolve) => server.close(resolve));
-  });
+  closers.push(close);
   return state;
 }
 
