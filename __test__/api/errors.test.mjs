@@ -83,7 +83,8 @@ test('db arguments that are not a Db are refused', async () => {
 test('non-integer counters are refused with INVALID_COUNTER and left unchanged', async () => {
   const cases = {
     str: 'seven',
-    frac: 1.5,
+    nan: NaN,
+    tooBig: -(2 ** 53),
     nul: null,
     nested: { n: 1 },
     arr: [1],
@@ -98,6 +99,38 @@ test('non-integer counters are refused with INVALID_COUNTER and left unchanged',
   }
   const error = await seq.getNextSequenceValue(env.db, 'str').catch((err) => err);
   assert.match(error.message, /a string/);
+});
+
+test('a fractional counter another plugin left is taken over: values go on past it, whatever the call', async () => {
+  const doc = async (id) => (await counters.findOne({ _id: id })).sequence_value;
+  await counters.insertMany([
+    { _id: 'frac', sequence_value: 1.5 },
+    { _id: 'fracRead', sequence_value: 2.5 },
+    { _id: 'fracCached', sequence_value: 7.25 },
+    { _id: 'fracBig', sequence_value: -0.5 },
+    { _id: 'fracMany', sequence_value: 99.5 },
+    { _id: 'fracBatch', sequence_value: 0.125 },
+  ]);
+  // 1.5 counted up is 2: the next value is 3, and the counter holds it whole.
+  assert.equal(await seq.getNextSequenceValue(env.db, 'frac'), 3);
+  assert.equal(await doc('frac'), 3);
+  assert.equal(await seq.getNextSequenceValue(env.db, 'frac'), 4);
+  // Read without writing: what the next call counts from.
+  assert.equal(await seq.sequence(env.db, 'fracRead').current(), 3);
+  assert.equal(await doc('fracRead'), 2.5);
+  const cached = seq.sequence(env.db, 'fracCached', { cache: 5 });
+  assert.deepEqual([await cached.next(), await cached.next()], [9, 10]);
+  await cached.release();
+  assert.equal(await seq.getNextSequenceValue(env.db, 'fracBig', { bigint: true }), 1n);
+  // Calls racing on the fraction: one takeover, no value twice, none skipped after it.
+  const many = await Promise.all(Array.from({ length: 30 }, () => seq.getNextSequenceValue(env.db, 'fracMany')));
+  assert.deepEqual(
+    many.sort((a, b) => a - b),
+    Array.from({ length: 30 }, (_, i) => 101 + i),
+  );
+  assert.deepEqual(await seq.sequence(env.db, 'fracBatch').nextBatch(3), [2, 3, 4]);
+  const listed = Object.fromEntries((await seq.listSequences(env.db)).map((s) => [s.name, s.value]));
+  assert.equal(listed.fracRead, 3, 'listed as the whole number it stands for');
 });
 
 test('Int32 counter is promoted to Int64 past 2^31-1 and keeps counting', async () => {

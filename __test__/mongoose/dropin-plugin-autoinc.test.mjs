@@ -311,6 +311,42 @@ for (const [major, mongoose] of MONGOOSES) {
       );
     });
 
+    test('a fractional counter it left (a document saved with 3.5) is taken over: every way of numbering goes on past it', async () => {
+      // plugin-autoinc moves its counter to a fractional number given on save and counts on from
+      // it (4.5, 5.5…). Taken over here: the whole number past it in the counting
+      // direction (4 going up, 3 going down), then on as usual.
+      for (const [suffix, incrementBy, stored, expected] of [
+        ['Up', 1, 3.5, [5, 6, 7, 8, 9]],
+        ['Down', -1, 3.5, [2, 1, 0, -1, -2]],
+        ['Step', 5, -7.25, [-2, 3, 8, 13, 18]],
+      ]) {
+        const name = `${p}Fraction${suffix}`;
+        await counters().insertOne({ model: name, field: '_id', groupingField: '', count: stored, __v: 0 });
+        const schema = new mongoose.Schema({ name: String });
+        schema.plugin(autoIncrement, { model: name, incrementBy });
+        const M = await model(name, schema);
+        assert.equal(await M.nextCount(), expected[0], `${name}: nextCount reads the fraction as the counter does`);
+        const numbers = [(await new M({}).save())._id, (await M.create({}))._id];
+        numbers.push(...(await M.insertMany([{}, {}])).map((d) => d._id));
+        await M.bulkWrite([{ insertOne: { document: { name: 'bulk' } } }]);
+        numbers.push((await M.findOne({ name: 'bulk' }))._id);
+        assert.deepEqual(numbers, expected, name);
+        assert.equal(await M.nextCount(), expected[4] + incrementBy);
+        assert.equal((await counters().findOne({ model: name })).count, expected[4], 'the counter holds a whole number');
+      }
+      // Racing first saves on a fraction: one takeover, no number twice.
+      const name = `${p}FractionRace`;
+      await counters().insertOne({ model: name, field: '_id', groupingField: '', count: 10.5, __v: 0 });
+      const schema = new mongoose.Schema({ name: String });
+      schema.plugin(autoIncrement, name);
+      const M = await model(name, schema);
+      const saved = await Promise.all(Array.from({ length: 20 }, () => new M().save()));
+      assert.deepEqual(
+        saved.map((d) => d._id).sort((x, y) => x - y),
+        Array.from({ length: 20 }, (_, i) => 12 + i),
+      );
+    });
+
     test('500 parallel creates on a new counter: no number twice, one counter document', async () => {
       const schema = new mongoose.Schema({ name: String });
       schema.plugin(autoIncrement, `${p}Parallel`);

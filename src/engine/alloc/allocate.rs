@@ -5,7 +5,7 @@ use mongodb::bson::Bson;
 
 use crate::engine::alloc::demand::{plan_configured, split, total, Demand, Write};
 use crate::engine::counter::counter_value::{
-    classify, integer_after_increment, StoredCounter, DOUBLE_EXACT_LIMIT,
+    classify, integer_after_increment, whole_past, StoredCounter, DOUBLE_EXACT_LIMIT,
 };
 use crate::engine::counter::locator::Locator;
 use crate::engine::counter::sequence_config::SequenceConfig;
@@ -316,12 +316,12 @@ async fn serve_configured<S: CounterStore>(
         };
         let current = match classify(doc.value.as_ref()) {
             StoredCounter::Integer(v) => v,
+            // Configured counters are this package's own: only an integer is theirs.
             _ => {
-                let found = doc
-                    .value
-                    .as_ref()
-                    .map(|v| crate::engine::counter::counter_value::type_name(v).to_string())
-                    .unwrap_or_else(|| "no value".to_string());
+                let found = match integer_after_increment(doc.value.as_ref()) {
+                    Err(found) => found,
+                    Ok(_) => "a double".to_string(),
+                };
                 return Err(SeqError::invalid_counter(
                     &counter.label,
                     &counter.field,
@@ -416,6 +416,10 @@ async fn advance_unusual<S: CounterStore>(
         StoredCounter::IntegralDouble(d) => {
             return advance_double(store, counter, d, demands).await;
         }
+        StoredCounter::FractionalDouble(d) => {
+            take_over_fraction(store, counter, d).await?;
+            return Ok(None);
+        }
         StoredCounter::Unusable(found) => {
             return Err(SeqError::invalid_counter(
                 &counter.label,
@@ -436,6 +440,25 @@ async fn advance_unusual<S: CounterStore>(
         })),
         None => Ok(None),
     }
+}
+
+/// Takes over a counter another plugin left holding the fraction `d`: it becomes the
+/// whole number `d` stands for ([`whole_past`], rounded in the counting direction),
+/// guarded on `d`, and the call starts over on it. Every value it hands out from there
+/// lies past `d`: none equals a number given before, fractional or whole.
+async fn take_over_fraction<S: CounterStore>(
+    store: &S,
+    counter: &CounterRef,
+    d: f64,
+) -> SeqResult<()> {
+    store
+        .set_guarded(
+            counter,
+            FieldGuard::EqualsDouble(d),
+            whole_past(d, counter.step),
+        )
+        .await?;
+    Ok(())
 }
 
 /// [`advance_unusual`] for a counter stored as the whole double `d`: the demands planned
@@ -879,7 +902,8 @@ mod tests {
     fn unusable_counters_are_refused_unchanged() {
         for value in [
             Bson::String("5".into()),
-            Bson::Double(1.5),
+            Bson::Double(f64::INFINITY),
+            Bson::Double(-DOUBLE_EXACT_LIMIT),
             Bson::Null,
             Bson::Document(mongodb::bson::doc! { "n": 1 }),
             Bson::Array(vec![Bson::Int32(1)]),
@@ -892,6 +916,56 @@ mod tests {
             assert!(err.message.contains("'bad'"), "{}", err.message);
             assert_eq!(store.get(&c), Some(Some(value)));
         }
+    }
+
+    /// mongoose-auto-increment and mongoose-plugin-autoinc move their counter to a
+    /// fractional number a document was saved with, and go on counting from it.
+    #[test]
+    fn a_fraction_another_plugin_left_is_taken_over_in_the_counting_direction() {
+        for (step, stored, first) in [
+            (1, 3.5, 5),
+            (2, 3.5, 6),
+            (1, -0.5, 1),
+            (-1, 3.5, 2),
+            (-3, -2.25, -6),
+        ] {
+            let store = MemoryStore::default();
+            let c = located("peer", step);
+            store.put(&c, Some(Bson::Double(stored)));
+            let r = run(allocate(&store, &c, CreatePolicy::default(), 1)).unwrap();
+            assert_eq!(
+                (r.first, r.last),
+                (i64::from(first), i64::from(first)),
+                "{stored} by {step}"
+            );
+            // Past the fraction in the counting direction: no number given before.
+            assert!(if step > 0 {
+                r.first as f64 > stored
+            } else {
+                (r.first as f64) < stored
+            });
+            assert_eq!(store.get(&c), Some(Some(Bson::Int32(first))));
+        }
+        // A block of several values, through the text name of the helper's counters.
+        let store = MemoryStore::default();
+        let c = counter("helper");
+        store.put(&c, Some(Bson::Double(41.75)));
+        let r = run(allocate(&store, &c, CreatePolicy::default(), 3)).unwrap();
+        assert_eq!((r.first, r.last), (43, 45));
+    }
+
+    #[test]
+    fn a_fraction_changed_by_another_process_during_the_takeover_is_read_again() {
+        // The guarded set finds the counter moved on (another process's `$inc` kept the
+        // fraction): nothing is written over it, and the next attempt takes that over.
+        let store = MemoryStore::default();
+        let c = counter("moving");
+        store.put(&c, Some(Bson::Double(4.5)));
+        let lost = run(store.set_guarded(&c, FieldGuard::EqualsDouble(3.5), 4)).unwrap();
+        assert!(!lost);
+        assert_eq!(store.get(&c), Some(Some(Bson::Double(4.5))));
+        let r = run(allocate(&store, &c, CreatePolicy::default(), 1)).unwrap();
+        assert_eq!(r.first, 6);
     }
 
     #[test]

@@ -12,6 +12,10 @@ pub enum StoredCounter {
     Integer(i64),
     /// A double holding a whole number below 2^53 in magnitude.
     IntegralDouble(f64),
+    /// A double with a fraction, below 2^53 in magnitude: mongoose-auto-increment and
+    /// mongoose-plugin-autoinc leave one when a document is saved with a fractional
+    /// number, and count on from it. It stands for [`whole_past`] of itself.
+    FractionalDouble(f64),
     /// The document exists but has no such field (`$inc` would create it from 0).
     Missing,
     /// Anything else: named for the error message.
@@ -32,14 +36,36 @@ pub fn classify(value: Option<&Bson>) -> StoredCounter {
 fn classify_double(d: f64) -> StoredCounter {
     if !d.is_finite() {
         StoredCounter::Unusable(format!("a non-finite double ({d})"))
-    } else if d.fract() != 0.0 {
-        StoredCounter::Unusable(format!("a fractional double ({d})"))
     } else if d.abs() >= DOUBLE_EXACT_LIMIT {
         StoredCounter::Unusable(format!(
             "a double ({d:e}) too large to count exactly (2^53 or more)"
         ))
+    } else if d.fract() != 0.0 {
+        StoredCounter::FractionalDouble(d)
     } else {
         StoredCounter::IntegralDouble(d)
+    }
+}
+
+/// The whole number a counter holding the fraction `d` stands for, moving by `step`: `d`
+/// rounded in the counting direction (3.5 is 4 going up, 3 going down). Every value the
+/// counter hands out from there lies past `d`, so none equals a number given before,
+/// fractional or whole.
+pub fn whole_past(d: f64, step: i64) -> i64 {
+    if step < 0 {
+        d.floor() as i64
+    } else {
+        d.ceil() as i64
+    }
+}
+
+/// The counter's value read from its field, for a counter moving by `step`: a whole
+/// number, or a fraction as the whole number it stands for ([`whole_past`]). `Err` names
+/// what was found instead.
+pub fn counted_value(value: Option<&Bson>, step: i64) -> Result<i64, String> {
+    match classify(value) {
+        StoredCounter::FractionalDouble(d) => Ok(whole_past(d, step)),
+        _ => integer_after_increment(value),
     }
 }
 
@@ -76,6 +102,7 @@ pub fn integer_after_increment(value: Option<&Bson>) -> Result<i64, String> {
         StoredCounter::Integer(v) => Ok(v),
         StoredCounter::IntegralDouble(d) => Ok(d as i64),
         StoredCounter::Missing => Err("no value".to_string()),
+        StoredCounter::FractionalDouble(d) => Err(format!("a fractional double ({d})")),
         StoredCounter::Unusable(found) => Err(found),
     }
 }
@@ -110,8 +137,8 @@ mod tests {
     #[test]
     fn unusable_values_are_named() {
         let cases = [
-            (Bson::Double(1.5), "fractional"),
             (Bson::Double(f64::NAN), "non-finite"),
+            (Bson::Double(-DOUBLE_EXACT_LIMIT), "too large"),
             (Bson::Double(DOUBLE_EXACT_LIMIT), "too large"),
             (Bson::String("7".into()), "a string"),
             (Bson::Null, "null"),
@@ -123,6 +150,34 @@ mod tests {
                 other => panic!("{value:?} classified as {other:?}"),
             }
         }
+    }
+
+    #[test]
+    fn a_fraction_stands_for_the_whole_number_past_it_in_the_counting_direction() {
+        assert_eq!(
+            classify(Some(&Bson::Double(3.5))),
+            StoredCounter::FractionalDouble(3.5)
+        );
+        for (d, step, whole) in [
+            (3.5, 1, 4),
+            (3.5, 5, 4),
+            (3.5, -1, 3),
+            (-3.5, 1, -3),
+            (-3.5, -2, -4),
+            (0.25, 1, 1),
+            (-0.25, -1, -1),
+        ] {
+            assert_eq!(whole_past(d, step), whole, "{d} by {step}");
+            assert_eq!(counted_value(Some(&Bson::Double(d)), step), Ok(whole));
+        }
+        // Whole numbers and other types read as before.
+        assert_eq!(counted_value(Some(&Bson::Double(7.0)), -1), Ok(7));
+        assert_eq!(counted_value(Some(&Bson::Int32(7)), 1), Ok(7));
+        assert!(counted_value(Some(&Bson::String("7".into())), 1).is_err());
+        // After an increment a fraction is never a value handed out.
+        assert!(integer_after_increment(Some(&Bson::Double(3.5)))
+            .unwrap_err()
+            .contains("fractional"));
     }
 
     #[test]

@@ -3,7 +3,7 @@
 use mongodb::bson::{doc, Bson, Document};
 
 use crate::engine::counter::capacity::{capacity, Capacity, StoredType};
-use crate::engine::counter::counter_value::integer_after_increment;
+use crate::engine::counter::counter_value::{counted_value, integer_after_increment};
 use crate::engine::counter::sequence_config::SequenceConfig;
 use crate::engine::error::SeqResult;
 use crate::engine::store::mongo_driver::MongoDriver;
@@ -51,13 +51,19 @@ impl MongoDriver {
             .map_err(|e| self.error(&e))?;
         let mut listed = Vec::new();
         while let Some(d) = cursor.try_next().await.map_err(|e| self.error(&e))? {
-            let Ok(value) = integer_after_increment(d.get(field)) else {
+            let config = SequenceConfig::from_doc(&d, field).ok().flatten();
+            // A plain counter may hold a fraction another plugin left: listed as the
+            // whole number an ascending counter reads it as.
+            let value = match config {
+                Some(_) => integer_after_increment(d.get(field)),
+                None => counted_value(d.get(field), 1),
+            };
+            let Ok(value) = value else {
                 continue;
             };
             let Some(stored) = d.get(field).and_then(StoredType::of) else {
                 continue;
             };
-            let config = SequenceConfig::from_doc(&d, field).ok().flatten();
             if let Some(id) = d.get("_id") {
                 listed.push(ListedCounter {
                     id: id.clone(),

@@ -31,7 +31,8 @@ pub use writes::{current, drop_counter, init, reset, set, set_where};
 
 use mongodb::bson::Bson;
 
-use crate::engine::counter::counter_value::integer_after_increment;
+use crate::engine::counter::counter_value::{counted_value, integer_after_increment};
+use crate::engine::counter::sequence_config::SequenceConfig;
 use crate::engine::error::{SeqError, SeqResult};
 use crate::engine::store::counter_store::CounterRef;
 
@@ -40,6 +41,21 @@ use crate::engine::store::counter_store::CounterRef;
 fn value_of(counter: &CounterRef, value: Option<&Bson>) -> SeqResult<i64> {
     integer_after_increment(value)
         .map_err(|found| SeqError::invalid_counter(&counter.label, &counter.field, &found))
+}
+
+/// [`value_of`] for a counter configured as `config`: a plain one (`None`) may hold a
+/// fraction another plugin left, which stands for the whole number past it in the
+/// counter's direction, as the next call that takes a value reads it.
+fn counter_value_of(
+    counter: &CounterRef,
+    config: Option<&SequenceConfig>,
+    value: Option<&Bson>,
+) -> SeqResult<i64> {
+    match config {
+        Some(_) => value_of(counter, value),
+        None => counted_value(value, counter.step)
+            .map_err(|found| SeqError::invalid_counter(&counter.label, &counter.field, &found)),
+    }
 }
 
 #[cfg(test)]

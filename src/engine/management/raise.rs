@@ -4,7 +4,7 @@
 use crate::engine::alloc::allocate::{contention, MAX_ATTEMPTS};
 use crate::engine::counter::sequence_config::SequenceConfig;
 use crate::engine::error::{SeqError, SeqResult};
-use crate::engine::management::value_of;
+use crate::engine::management::counter_value_of;
 use crate::engine::store::counter_store::{CounterRef, CounterStore, Direction};
 
 /// The direction a counter hands out values in: its configured step's, else (plain
@@ -58,7 +58,7 @@ async fn move_on<S: CounterStore>(
         }
     }
     match store.raise(counter, config, value, direction).await? {
-        Some(after) => value_of(counter, Some(&after)).map(Some),
+        Some(after) => counter_value_of(counter, config, Some(&after)).map(Some),
         None => Ok(None),
     }
 }
@@ -92,7 +92,9 @@ pub async fn sync_to_source<S: CounterStore, V: SourceValues>(
         let direction = direction_of(counter, config.as_ref());
         let target = match (source.extreme(direction).await?, &found) {
             (Some(extreme), _) => extreme,
-            (None, Some(found)) => return value_of(counter, found.value.as_ref()),
+            (None, Some(found)) => {
+                return counter_value_of(counter, config.as_ref(), found.value.as_ref())
+            }
             (None, None) => 0,
         };
         // Guarded on the configuration read with the direction: a counter replaced

@@ -231,3 +231,27 @@ fn sync_moves_each_way_to_the_used_extreme() {
         0
     );
 }
+
+#[test]
+fn a_fraction_another_plugin_left_reads_as_the_whole_number_the_next_call_counts_from() {
+    use crate::engine::alloc::allocate::{allocate, CreatePolicy};
+    for (step, stored, read) in [(1, 3.5, 4), (-1, 3.5, 3)] {
+        let store = MemoryStore::default();
+        let c = located(step);
+        store.put(&c, Some(Bson::Double(stored)));
+        assert_eq!(run(current(&store, &c)).unwrap(), read, "step {step}");
+        // A raise that does not pass it leaves the fraction, read the same way.
+        assert_eq!(run(raise_to(&store, &c, read - 2 * step)).unwrap(), read);
+        let next = run(allocate(&store, &c, CreatePolicy::default(), 1)).unwrap();
+        assert_eq!(next.first, read + step, "step {step}");
+    }
+    // A configured counter is this package's own: a fraction there stays refused.
+    let store = MemoryStore::default();
+    let c = counter("configured");
+    let config = SequenceConfig::new(1, Some(1), Some(100), false).unwrap();
+    run(init(&store, &c, None, Some(config))).unwrap();
+    store.put_value(&c, Some(Bson::Double(3.5)));
+    let e = run(current(&store, &c)).unwrap_err();
+    assert_eq!(e.code, ErrorCode::InvalidCounter);
+    assert!(e.message.contains("fractional"), "{}", e.message);
+}

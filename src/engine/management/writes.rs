@@ -7,7 +7,7 @@ use crate::engine::alloc::counter_state::CounterState;
 use crate::engine::client::handle::ClientHandle;
 use crate::engine::counter::sequence_config::SequenceConfig;
 use crate::engine::error::{SeqError, SeqResult};
-use crate::engine::management::value_of;
+use crate::engine::management::{counter_value_of, value_of};
 use crate::engine::store::counter_store::{CounterRef, CounterStore, NewCounter};
 use crate::engine::store::mongo_driver::MongoDriver;
 use mongodb::bson::Document;
@@ -31,7 +31,8 @@ pub async fn current<S: CounterStore>(store: &S, counter: &CounterRef) -> SeqRes
         .read(counter)
         .await?
         .ok_or_else(|| SeqError::not_found(&counter.label))?;
-    value_of(counter, found.value.as_ref())
+    let config = found.configuration(counter)?;
+    counter_value_of(counter, config.as_ref(), found.value.as_ref())
 }
 
 /// Creates the counter so that the next value is `start` (with a configuration, its

@@ -190,7 +190,7 @@ impl DocumentKey {
 /// A condition on the counter field for a guarded increment.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum FieldGuard {
-    /// The field holds exactly this double (a whole number).
+    /// The field holds exactly this double.
     EqualsDouble(f64),
     /// The field does not exist.
     Absent,
@@ -309,6 +309,15 @@ pub trait CounterStore: Send + Sync {
         guard: FieldGuard,
         by: i64,
     ) -> impl Future<Output = SeqResult<Option<Bson>>> + Send;
+
+    /// Sets the field of a plain counter to `value` only when `guard` holds (keeping
+    /// the cache marks, as a fetch does); `false` when it did not hold.
+    fn set_guarded(
+        &self,
+        counter: &CounterRef,
+        guard: FieldGuard,
+        value: i64,
+    ) -> impl Future<Output = SeqResult<bool>> + Send;
 
     /// Reads the counter: `None` when there is no document.
     fn read(

@@ -111,6 +111,17 @@ impl<D: CounterDriver> CounterStore for DriverCounters<D> {
             .await
     }
 
+    async fn set_guarded(
+        &self,
+        counter: &CounterRef,
+        guard: FieldGuard,
+        value: i64,
+    ) -> SeqResult<bool> {
+        let filter = filters::plain_guarded(counter, guard);
+        self.matched(counter, filter, filters::set_value(counter, value))
+            .await
+    }
+
     async fn read(&self, counter: &CounterRef) -> SeqResult<Option<CounterDoc>> {
         let found = self.0.find_counter(counter).await?;
         Ok(found.map(|d| filters::counter_doc(counter, d)))

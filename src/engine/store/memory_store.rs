@@ -43,6 +43,15 @@ impl Entry {
     }
 }
 
+/// Whether the field `value` satisfies `guard`.
+fn guard_holds(guard: FieldGuard, value: &Option<Bson>) -> bool {
+    match (guard, value) {
+        (FieldGuard::Absent, None) => true,
+        (FieldGuard::EqualsDouble(d), Some(Bson::Double(v))) => *v == d,
+        _ => false,
+    }
+}
+
 /// Counters in a map: `(collection, name) -> entry`.
 #[derive(Default)]
 pub struct MemoryStore {
@@ -82,6 +91,13 @@ impl MemoryStore {
             ..Entry::default()
         };
         self.docs.lock().unwrap().insert(key(counter), entry);
+    }
+
+    /// Replaces the field of an existing counter, keeping its configuration.
+    pub fn put_value(&self, counter: &CounterRef, value: Option<Bson>) {
+        if let Some(entry) = self.docs.lock().unwrap().get_mut(&key(counter)) {
+            entry.value = value;
+        }
     }
 
     /// Stores a configured counter holding `value`.
@@ -243,18 +259,32 @@ impl CounterStore for MemoryStore {
         let Some(entry) = docs.get_mut(&key(counter)).filter(|e| e.config.is_none()) else {
             return Ok(None);
         };
-        let holds = match (guard, &entry.value) {
-            (FieldGuard::Absent, None) => true,
-            (FieldGuard::EqualsDouble(d), Some(Bson::Double(v))) => *v == d,
-            _ => false,
-        };
-        if !holds {
+        if !guard_holds(guard, &entry.value) {
             return Ok(None);
         }
         let next = Self::add(entry.value.as_ref().unwrap_or(&Bson::Int32(0)), by)?;
         entry.value = Some(next.clone());
         entry.flag(counter);
         Ok(Some(next))
+    }
+
+    async fn set_guarded(
+        &self,
+        counter: &CounterRef,
+        guard: FieldGuard,
+        value: i64,
+    ) -> SeqResult<bool> {
+        self.begin()?;
+        let mut docs = self.docs.lock().unwrap();
+        let Some(entry) = docs.get_mut(&key(counter)).filter(|e| e.config.is_none()) else {
+            return Ok(false);
+        };
+        if !guard_holds(guard, &entry.value) {
+            return Ok(false);
+        }
+        entry.value = Some(compact_integer(value));
+        entry.flag(counter);
+        Ok(true)
     }
 
     async fn read(&self, counter: &CounterRef) -> SeqResult<Option<CounterDoc>> {
