@@ -481,8 +481,10 @@ export interface ListOptions {
 /**
  * Lists the counters of a collection (default `counters`, field `sequence_value`) as
  * `[{ name, value }]`, sorted by name, with `step`, `minValue`, `maxValue` and `cycle`
- * for counters configured by `init` (limits beyond 2^53 - 1 as BigInts); documents whose
- * field is not an integer are left out. Options: `collection`, `field`, `bigint`, `uri`.
+ * for counters configured by `init` (limits beyond 2^53 - 1 as BigInts); a plain counter
+ * holding a fraction another plugin left is listed as the whole number past it going up;
+ * other documents whose field is not an integer are left out. Options: `collection`,
+ * `field`, `bigint`, `uri`.
  */
 export declare function listSequences<O extends ListOptions = {}>(db: SequenceDbLike, options?: O): Promise<Array<ListedSequence<O>>>
 

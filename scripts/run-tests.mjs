@@ -107,12 +107,16 @@ function noteFailure(failures, line) {
   else last.details.push(`${key[2]}: ${key[3].slice(0, 300)}`);
 }
 
-// A test that hangs fails by name after TEST_TIMEOUT_MS (a test or hook may set its own
-// timeout). Should a pass still print nothing for QUIET_LIMIT_MS (a file's process that
-// never exits, a hook that never returns), its process group is killed and the pass
-// fails, naming the last test that reported: CI gets an answer instead of a wait.
-const TEST_TIMEOUT_MS = 600_000;
-const QUIET_LIMIT_MS = Number(process.env.MONGO_SEQUENCE_QUIET_LIMIT_MS ?? 900_000);
+// A pass that prints nothing for QUIET_LIMIT_MS (a test, a hook or a file's process that
+// never ends) is stopped, process group and all, and fails, naming the last test that
+// reported: CI gets an answer instead of a wait. (`--test-timeout` is no substitute: on
+// Node.js 20 it bounds each file as a whole, and a test's own `timeout` cannot lift it.)
+const QUIET_LIMIT_MS = (() => {
+  const given = process.env.MONGO_SEQUENCE_QUIET_LIMIT_MS;
+  if (given === undefined) return 900_000;
+  if (!/^[1-9]\d*$/.test(given)) throw new Error(`MONGO_SEQUENCE_QUIET_LIMIT_MS must be a whole number of milliseconds, got '${given}'`);
+  return Number(given);
+})();
 
 // Each pass's output goes through as it comes; its closing counts (`# pass 12` in TAP,
 // `ℹ pass 12` in the spec reporter) are read for the totals line at the end.
@@ -121,7 +125,7 @@ const pass = (label, node, list, kind, baseEnv = process.env) =>
     const started = Date.now();
     console.log(`\n### test pass: ${label}`);
     const env = external ? { ...baseEnv } : { ...baseEnv, MONGO_SEQUENCE_SERVER: kind };
-    const child = spawn(node, ['--test', '--test-reporter=tap', `--test-timeout=${TEST_TIMEOUT_MS}`, ...list], {
+    const child = spawn(node, ['--test', '--test-reporter=tap', ...list], {
       stdio: ['inherit', 'pipe', 'inherit'],
       env,
       cwd: ROOT,
@@ -169,14 +173,18 @@ const pass = (label, node, list, kind, baseEnv = process.env) =>
 // The passes run in process groups of their own (so that a stalled one can be stopped
 // whole): an interrupt of this script stops them too.
 const running = new Set();
-for (const signal of ['SIGINT', 'SIGTERM']) {
+for (const [signal, number] of [
+  ['SIGINT', 2],
+  ['SIGTERM', 15],
+  ['SIGHUP', 1],
+]) {
   process.on(signal, () => {
     for (const pid of running) {
       try {
         process.kill(-pid, 'SIGKILL');
       } catch {}
     }
-    process.exit(130);
+    process.exit(128 + number);
   });
 }
 if (args['runtimes-only'] && !runtimes) throw new Error(`--runtimes-only: the runtime check is skipped here (${skipRuntimes})`);

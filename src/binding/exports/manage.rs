@@ -79,8 +79,10 @@ pub fn read_source(source: &Unknown, field: &Unknown) -> SeqResult<(String, Stri
 
 /// Lists the counters of a collection (default `counters`, field `sequence_value`) as
 /// `[{ name, value }]`, sorted by name, with `step`, `minValue`, `maxValue` and `cycle`
-/// for counters configured by `init` (limits beyond 2^53 - 1 as BigInts); documents whose
-/// field is not an integer are left out. Options: `collection`, `field`, `bigint`, `uri`.
+/// for counters configured by `init` (limits beyond 2^53 - 1 as BigInts); a plain counter
+/// holding a fraction another plugin left is listed as the whole number past it going up;
+/// other documents whose field is not an integer are left out. Options: `collection`,
+/// `field`, `bigint`, `uri`.
 #[napi(
     ts_args_type = "db: SequenceDbLike, options?: O",
     ts_return_type = "Promise<Array<ListedSequence<O>>>",

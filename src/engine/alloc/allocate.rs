@@ -5,7 +5,8 @@ use mongodb::bson::Bson;
 
 use crate::engine::alloc::demand::{plan_configured, split, total, Demand, Write};
 use crate::engine::counter::counter_value::{
-    classify, integer_after_increment, whole_past, StoredCounter, DOUBLE_EXACT_LIMIT,
+    classify, fraction_counting_down, integer_after_increment, whole_past, StoredCounter,
+    DOUBLE_EXACT_LIMIT,
 };
 use crate::engine::counter::locator::Locator;
 use crate::engine::counter::sequence_config::SequenceConfig;
@@ -417,7 +418,14 @@ async fn advance_unusual<S: CounterStore>(
             return advance_double(store, counter, d, demands).await;
         }
         StoredCounter::FractionalDouble(d) => {
-            take_over_fraction(store, counter, d).await?;
+            let Some(whole) = whole_past(d, counter.step) else {
+                return Err(SeqError::invalid_counter(
+                    &counter.label,
+                    &counter.field,
+                    &fraction_counting_down(d),
+                ));
+            };
+            take_over_fraction(store, counter, d, whole).await?;
             return Ok(None);
         }
         StoredCounter::Unusable(found) => {
@@ -442,21 +450,17 @@ async fn advance_unusual<S: CounterStore>(
     }
 }
 
-/// Takes over a counter another plugin left holding the fraction `d`: it becomes the
-/// whole number `d` stands for ([`whole_past`], rounded in the counting direction),
-/// guarded on `d`, and the call starts over on it. Every value it hands out from there
-/// lies past `d`: none equals a number given before, fractional or whole.
+/// Takes over an ascending counter another plugin left holding the fraction `d`: it
+/// becomes `whole`, the whole number `d` stands for ([`whole_past`]), guarded on `d`, and
+/// the call starts over on it. Every value it hands out from there lies above `d`.
 async fn take_over_fraction<S: CounterStore>(
     store: &S,
     counter: &CounterRef,
     d: f64,
+    whole: i64,
 ) -> SeqResult<()> {
     store
-        .set_guarded(
-            counter,
-            FieldGuard::EqualsDouble(d),
-            whole_past(d, counter.step),
-        )
+        .set_guarded(counter, FieldGuard::EqualsDouble(d), whole)
         .await?;
     Ok(())
 }
@@ -921,14 +925,8 @@ mod tests {
     /// mongoose-auto-increment and mongoose-plugin-autoinc move their counter to a
     /// fractional number a document was saved with, and go on counting from it.
     #[test]
-    fn a_fraction_another_plugin_left_is_taken_over_in_the_counting_direction() {
-        for (step, stored, first) in [
-            (1, 3.5, 5),
-            (2, 3.5, 6),
-            (1, -0.5, 1),
-            (-1, 3.5, 2),
-            (-3, -2.25, -6),
-        ] {
+    fn a_fraction_another_plugin_left_is_taken_over_going_up_and_refused_going_down() {
+        for (step, stored, first) in [(1, 3.5, 5), (2, 3.5, 6), (1, -0.5, 1), (3, -2.25, 1)] {
             let store = MemoryStore::default();
             let c = located("peer", step);
             store.put(&c, Some(Bson::Double(stored)));
@@ -938,13 +936,22 @@ mod tests {
                 (i64::from(first), i64::from(first)),
                 "{stored} by {step}"
             );
-            // Past the fraction in the counting direction: no number given before.
-            assert!(if step > 0 {
-                r.first as f64 > stored
-            } else {
-                (r.first as f64) < stored
-            });
+            assert!(
+                r.first as f64 > stored,
+                "above the fraction: no number given before"
+            );
             assert_eq!(store.get(&c), Some(Some(Bson::Int32(first))));
+        }
+        // The peers move a descending counter up to a number given on save, behind values
+        // it handed out: counting down from there could give them again.
+        for stored in [3.5, -2.25] {
+            let store = MemoryStore::default();
+            let c = located("down", -1);
+            store.put(&c, Some(Bson::Double(stored)));
+            let err = run(allocate(&store, &c, CreatePolicy::default(), 1)).unwrap_err();
+            assert_eq!(err.code, ErrorCode::InvalidCounter);
+            assert!(err.message.contains("descending"), "{}", err.message);
+            assert_eq!(store.get(&c), Some(Some(Bson::Double(stored))), "unchanged");
         }
         // A block of several values, through the text name of the helper's counters.
         let store = MemoryStore::default();

@@ -47,16 +47,14 @@ fn classify_double(d: f64) -> StoredCounter {
     }
 }
 
-/// The whole number a counter holding the fraction `d` stands for, moving by `step`: `d`
-/// rounded in the counting direction (3.5 is 4 going up, 3 going down). Every value the
-/// counter hands out from there lies past `d`, so none equals a number given before,
-/// fractional or whole.
-pub fn whole_past(d: f64, step: i64) -> i64 {
-    if step < 0 {
-        d.floor() as i64
-    } else {
-        d.ceil() as i64
-    }
+/// The whole number an ascending counter holding the fraction `d` stands for: `d` rounded
+/// up (3.5 is 4). Every value it hands out from there lies above `d`; the peers only ever
+/// move their counter up, so none equals a number given before, fractional or whole.
+/// `None` for a descending counter (`step` < 0): those plugins move it up to a number
+/// given on save too, behind values it already handed out, so counting down from the
+/// fraction could give them again.
+pub fn whole_past(d: f64, step: i64) -> Option<i64> {
+    (step > 0).then(|| d.ceil() as i64)
 }
 
 /// The counter's value read from its field, for a counter moving by `step`: a whole
@@ -64,9 +62,19 @@ pub fn whole_past(d: f64, step: i64) -> i64 {
 /// what was found instead.
 pub fn counted_value(value: Option<&Bson>, step: i64) -> Result<i64, String> {
     match classify(value) {
-        StoredCounter::FractionalDouble(d) => Ok(whole_past(d, step)),
+        StoredCounter::FractionalDouble(d) => {
+            whole_past(d, step).ok_or_else(|| fraction_counting_down(d))
+        }
         _ => integer_after_increment(value),
     }
+}
+
+/// What a descending counter holding the fraction `d` is refused with.
+pub fn fraction_counting_down(d: f64) -> String {
+    format!(
+        "a fractional double ({d}) in a descending counter, which may lie behind values \
+         already handed out (set it, or sync it to the smallest number used, to go on)"
+    )
 }
 
 /// The BSON type name of a value, as MongoDB's `$type` spells it, with an article.
@@ -158,17 +166,14 @@ mod tests {
             classify(Some(&Bson::Double(3.5))),
             StoredCounter::FractionalDouble(3.5)
         );
-        for (d, step, whole) in [
-            (3.5, 1, 4),
-            (3.5, 5, 4),
-            (3.5, -1, 3),
-            (-3.5, 1, -3),
-            (-3.5, -2, -4),
-            (0.25, 1, 1),
-            (-0.25, -1, -1),
-        ] {
-            assert_eq!(whole_past(d, step), whole, "{d} by {step}");
+        for (d, step, whole) in [(3.5, 1, 4), (3.5, 5, 4), (-3.5, 1, -3), (0.25, 1, 1)] {
+            assert_eq!(whole_past(d, step), Some(whole), "{d} by {step}");
             assert_eq!(counted_value(Some(&Bson::Double(d)), step), Ok(whole));
+        }
+        for (d, step) in [(3.5, -1), (-0.25, -2)] {
+            assert_eq!(whole_past(d, step), None);
+            let refused = counted_value(Some(&Bson::Double(d)), step).unwrap_err();
+            assert!(refused.contains("descending"), "{refused}");
         }
         // Whole numbers and other types read as before.
         assert_eq!(counted_value(Some(&Bson::Double(7.0)), -1), Ok(7));

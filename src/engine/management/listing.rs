@@ -51,13 +51,15 @@ impl MongoDriver {
             .map_err(|e| self.error(&e))?;
         let mut listed = Vec::new();
         while let Some(d) = cursor.try_next().await.map_err(|e| self.error(&e))? {
-            let config = SequenceConfig::from_doc(&d, field).ok().flatten();
+            let parsed = SequenceConfig::from_doc(&d, field);
             // A plain counter may hold a fraction another plugin left: listed as the
-            // whole number an ascending counter reads it as.
-            let value = match config {
-                Some(_) => integer_after_increment(d.get(field)),
-                None => counted_value(d.get(field), 1),
+            // whole number an ascending counter reads it as (the step of a plain
+            // counter is its callers', unknown here).
+            let value = match &parsed {
+                Ok(None) => counted_value(d.get(field), 1),
+                _ => integer_after_increment(d.get(field)),
             };
+            let config = parsed.ok().flatten();
             let Ok(value) = value else {
                 continue;
             };

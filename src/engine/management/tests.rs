@@ -235,7 +235,7 @@ fn sync_moves_each_way_to_the_used_extreme() {
 #[test]
 fn a_fraction_another_plugin_left_reads_as_the_whole_number_the_next_call_counts_from() {
     use crate::engine::alloc::allocate::{allocate, CreatePolicy};
-    for (step, stored, read) in [(1, 3.5, 4), (-1, 3.5, 3)] {
+    for (step, stored, read) in [(1, 3.5, 4), (4, -3.5, -3)] {
         let store = MemoryStore::default();
         let c = located(step);
         store.put(&c, Some(Bson::Double(stored)));
@@ -245,6 +245,14 @@ fn a_fraction_another_plugin_left_reads_as_the_whole_number_the_next_call_counts
         let next = run(allocate(&store, &c, CreatePolicy::default(), 1)).unwrap();
         assert_eq!(next.first, read + step, "step {step}");
     }
+    // Descending: refused, as a value-taking call refuses it.
+    let store = MemoryStore::default();
+    let c = located(-1);
+    store.put(&c, Some(Bson::Double(3.5)));
+    assert_eq!(
+        run(current(&store, &c)).unwrap_err().code,
+        ErrorCode::InvalidCounter
+    );
     // A configured counter is this package's own: a fraction there stays refused.
     let store = MemoryStore::default();
     let c = counter("configured");

@@ -31,8 +31,12 @@ pub async fn current<S: CounterStore>(store: &S, counter: &CounterRef) -> SeqRes
         .read(counter)
         .await?
         .ok_or_else(|| SeqError::not_found(&counter.label))?;
-    let config = found.configuration(counter)?;
-    counter_value_of(counter, config.as_ref(), found.value.as_ref())
+    // Only a plain counter may hold a fraction; one whose configuration is damaged is
+    // read as a configured one (an integer or nothing), as before.
+    match &found.config {
+        Ok(None) => counter_value_of(counter, None, found.value.as_ref()),
+        _ => value_of(counter, found.value.as_ref()),
+    }
 }
 
 /// Creates the counter so that the next value is `start` (with a configuration, its
