@@ -27,15 +27,15 @@ const oursMai = require('mongodb-sequence/mongoose/auto-increment');
 
 let env;
 let made = 0;
+/** The connections opened (closed at the end) and the databases used (dropped at the end). */
 const opened = [];
+const databases = new Set();
 before(async () => {
   env = await setup('dropin_tenants');
 });
 after(async () => {
-  for (const connection of opened) {
-    await connection.dropDatabase().catch(() => {});
-    await connection.close();
-  }
+  for (const connection of opened) await connection.close();
+  for (const name of databases) await env.client.db(name).dropDatabase();
   await seq.closeSharedClients();
   await env?.close();
 });
@@ -44,6 +44,7 @@ after(async () => {
 async function connectionOf(mongoose, label, options) {
   const connection = await openOn(mongoose, env.uri, `${env.dbName}_${label}_${made++}`, options);
   opened.push(connection);
+  databases.add(connection.name);
   return connection;
 }
 
@@ -52,7 +53,7 @@ async function tenantsOf(connection, tenants, collections) {
   const dbs = {};
   for (const tenant of tenants) {
     const db = connection.useDb(`${connection.name}_${tenant}`);
-    opened.push(db);
+    databases.add(db.name);
     await withCountersCollection(db);
     for (const name of collections) {
       const exists = await db.db.listCollections({ name }).toArray();
