@@ -28,6 +28,11 @@ class BoundedCache {
     return this;
   }
 
+  /** Drops `key`; returns whether it was kept. */
+  delete(key) {
+    return this.entries.delete(key);
+  }
+
   /** How many entries are kept. */
   get size() {
     return this.entries.size;

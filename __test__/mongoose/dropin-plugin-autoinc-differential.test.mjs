@@ -7,7 +7,8 @@
 // documents. And the upgrade: a database written by mongoose-auto-increment and then by
 // theirs, continued by ours from the next number of every counter, their counter
 // documents kept in their shape (theirs can go on after ours). And where the migration
-// guide says they differ, both sides pinned: a group changed after validate(), the module.
+// guide says they differ, both sides pinned: a group changed after validate(), the module;
+// tenants (useDb) numbered by theirs from the counters of the first, continued by ours.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createRequire } from 'node:module';
@@ -15,7 +16,7 @@ import fc from 'fast-check';
 import mongoose9 from 'mongoose';
 import mongoose8 from 'mongoose-v8';
 import mongoose6 from 'mongoose-v6';
-import { loadOn, openOn, untilUniqueIndex, within, differentialRun } from '../fixtures/old-autoinc.mjs';
+import { loadOn, openOn, untilUniqueIndex, within, differentialRun, withCountersCollection } from '../fixtures/old-autoinc.mjs';
 
 const require = createRequire(import.meta.url);
 const ours = require('mongodb-sequence/mongoose/plugin-autoinc');
@@ -364,6 +365,69 @@ test(
     const expectedOfTheirs = [1, 2, 2, 1, 'duplicate'];
     const expectedOfOurs = [1, 2, 1, 2, 3];
     assert.deepEqual(got, { theirs6: expectedOfTheirs, theirs8: expectedOfTheirs, ours9: expectedOfOurs, ours8: expectedOfOurs });
+  },
+);
+
+test(
+  'tenants (useDb): theirs numbers every tenant from the counters of the first; ours, taking over, continues each tenant and group after its own numbers',
+  { timeout: 120_000 },
+  async () => {
+    const tenantStep = fc.record({ tenant: fc.constantFrom('a', 'b'), shop: fc.constantFrom('', 'n', 's') });
+    await fc.assert(
+      fc.asyncProperty(
+        fc.constantFrom(1, 2, -1),
+        fc.integer({ min: -3, max: 10 }),
+        fc.array(tenantStep, { minLength: 1, maxLength: 10 }),
+        fc.nat(10),
+        async (by, start, ops, at) => {
+          const split = Math.min(at, ops.length);
+          const names = ['a', 'b'].map((t) => [t, `${run.env.dbName}_tn${made++}`]);
+          const modelsOf = (connection, plugin) => {
+            const schema = new connection.base.Schema({ tag: Number, shop: String });
+            schema.plugin(plugin, { model: 'Receipt', field: 'no', groupingField: 'shop', startAt: start, incrementBy: by, unique: false });
+            return Object.fromEntries(names.map(([t, name]) => [t, connection.useDb(name).model('Receipt', schema)]));
+          };
+          for (const [, name] of names) await withCountersCollection(sides.ours9.connection.useDb(name));
+          const T = modelsOf(sides.theirs8.connection, theirsOn8.autoIncrement);
+          const O = modelsOf(sides.ours9.connection, ours);
+          const got = [];
+          for (const [i, s] of ops.entries()) got.push((await new (i < split ? T : O)[s.tenant]({ tag: i, shop: s.shop }).save()).no);
+          // The oracle. Theirs: one counter per group, all on the first tenant a document is
+          // saved in. Ours: counters per tenant; the first tenant's are theirs, continued;
+          // another's, absent, start after the furthest number of the group its documents
+          // hold (startAt when none, or all before startAt): where ours differs from theirs.
+          const beforeStart = (n) => (by > 0 ? n < start - by : n > start - by);
+          const stored = { a: {}, b: {} };
+          const shared = {};
+          const counters = { a: {}, b: {} };
+          const expected = [];
+          let home;
+          for (const [i, s] of ops.entries()) {
+            if (i === split) {
+              for (const t of ['a', 'b']) {
+                if (t === home) Object.assign(counters[t], shared);
+                else {
+                  for (const [shop, numbers] of Object.entries(stored[t])) {
+                    const furthest = by > 0 ? Math.max(...numbers) : Math.min(...numbers);
+                    if (!beforeStart(furthest)) counters[t][shop] = furthest;
+                  }
+                }
+              }
+            }
+            const counter = i < split ? shared : counters[s.tenant];
+            if (i < split) home ??= s.tenant;
+            const n = counter[s.shop] === undefined ? start : counter[s.shop] + by;
+            counter[s.shop] = n;
+            (stored[s.tenant][s.shop] ??= []).push(n);
+            expected.push(n);
+          }
+          assert.deepEqual(got, expected);
+          for (const t of ['a', 'b']) for (const [shop, numbers] of Object.entries(stored[t])) assert.equal(new Set(numbers).size, numbers.length, `${t}/${shop}: a number twice`);
+          for (const [, name] of names) await sides.ours9.connection.useDb(name).dropDatabase();
+        },
+      ),
+      { numRuns: RUNS, endOnFailure: true },
+    );
   },
 );
 

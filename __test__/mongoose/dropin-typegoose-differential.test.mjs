@@ -3,7 +3,8 @@
 // numbers) through theirs and ours, numbers and counter documents compared; and upgrades
 // and rollbacks: a history begun by one continued by the other on the same database, with
 // the numbers of one plugin alone. And where the migration guide says they differ, both
-// sides pinned: startAt per plugin call (theirs) or per counter (ours), a retried save.
+// sides pinned: startAt per plugin call (theirs) or per counter (ours), a retried save;
+// tenants (useDb) numbered by theirs from one counter, continued by ours per tenant.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { createRequire } from 'node:module';
@@ -227,4 +228,65 @@ test('a save retried after a failure: theirs takes a new number, ours keeps its 
     theirs: { refused: 11000, taken: 2, kept: 3, refusedAgain: 11000, retried: 2 },
     ours: { refused: 11000, taken: 2, kept: 2, refusedAgain: 11000, retried: 2 },
   });
+});
+
+test('tenants (useDb): theirs numbers every tenant from one counter in the first; ours, taking over, continues each tenant after its own numbers', async () => {
+  const step = fc.record({ op: fc.constantFrom('save', 'create', 'explicit'), tenant: fc.constantFrom('a', 'b', 'c') });
+  await fc.assert(
+    fc.asyncProperty(options, fc.array(step, { minLength: 1, maxLength: 12 }), fc.nat(12), async (opts, ops, at) => {
+      const split = Math.min(at, ops.length);
+      const field = opts.field;
+      const names = ['a', 'b', 'c'].map((t) => [t, `${env.dbName}_tn${made++}`]);
+      for (const [, name] of names) await connection.useDb(name).db.createCollection('identitycounters');
+      const modelsOf = (plugin) => {
+        const schema = new mongoose.Schema(field === '_id' ? { _id: Number, tag: Number } : { tag: Number, [field]: Number });
+        schema.plugin(plugin.AutoIncrementID, { ...opts });
+        return Object.fromEntries(names.map(([t, name]) => [t, connection.useDb(name).model('Item', schema)]));
+      };
+      const T = modelsOf(theirs);
+      const O = modelsOf(ours);
+      const got = [];
+      for (const [i, s] of ops.entries()) got.push(await write((i < split ? T : O)[s.tenant], field, s.op, i));
+      // The oracle. Theirs: one counter, bound to the first tenant a save numbers in (made
+      // at startAt - incrementBy there), every new document numbered from it (a value of
+      // its own overwritten). Ours: a counter per tenant; the first tenant's is theirs,
+      // continued; another's, absent, starts after the furthest number its documents hold
+      // (startAt when none, or all before startAt). Where ours differs from theirs: the
+      // numbers of tenants other than the first, after the switch.
+      const start = Number(opts.startAt ?? 0);
+      const by = Number(opts.incrementBy ?? 1);
+      const beforeStart = (n) => (by > 0 ? n < start - by : n > start - by);
+      const stored = { a: [], b: [], c: [] };
+      const expected = [];
+      let home;
+      let count;
+      const counters = {};
+      for (const [i, s] of ops.entries()) {
+        if (i === split) {
+          for (const t of ['a', 'b', 'c']) {
+            if (t === home) counters[t] = count;
+            else if (stored[t].length) {
+              const furthest = by > 0 ? Math.max(...stored[t]) : Math.min(...stored[t]);
+              if (!beforeStart(furthest)) counters[t] = furthest;
+            }
+          }
+        }
+        let n;
+        if (i < split) {
+          home ??= s.tenant;
+          count = (count ?? start - by) + by;
+          n = count;
+        } else {
+          n = counters[s.tenant] === undefined ? start : counters[s.tenant] + by;
+          counters[s.tenant] = n;
+        }
+        stored[s.tenant].push(n);
+        expected.push(n);
+      }
+      assert.deepEqual(got, expected);
+      for (const t of ['a', 'b', 'c']) assert.equal(new Set(stored[t]).size, stored[t].length, `tenant ${t}: a number twice`);
+      for (const [, name] of names) await connection.useDb(name).dropDatabase();
+    }),
+    { numRuns: 20 },
+  );
 });

@@ -147,6 +147,10 @@ function autoIncrement(schema, options) {
     // Only the '' group's counter can be one of mongoose-auto-increment's to convert.
     preparesFor: (locator) => locator.groupingField === '',
     onConnection: counterModel,
+    // mongoose-plugin-autoinc keeps one counter for every tenant database (`useDb`), in the
+    // first one that numbered: a tenant's counter absent here continues after its numbers
+    // stored. Not through an outputFilter: the numbers stored are then not counts.
+    seedFromDocuments: settings.outputFilter === undefined,
   });
   addToSchema(schema, counter);
   addHooks(schema, counter);

@@ -138,6 +138,9 @@ function AutoIncrementID(schema, options) {
       return Boolean(db && db[AutoIncrementIDSkipSymbol] === true);
     },
     onConnection: (connection) => trackerModel(connection, opt),
+    // typegoose keeps one counter for every tenant database (`useDb`), in the first one
+    // that numbered: a tenant's counter absent here continues after its numbers stored.
+    seedFromDocuments: true,
   });
   addToSchema(schema, counter);
   addHooks(schema, counter);

@@ -11,6 +11,7 @@ const { codedError } = require('../coded-error.js');
 const { openDb } = require('./connection.js');
 const { DEFAULTS } = require('./options.js');
 const { isDocument, readField } = require('./paths.js');
+const { setPath, fromServer } = require('./migration.js');
 const { asCast } = require('./cast.js');
 const { SAVE, BATCH } = require('./rule.js');
 // Through the package's entry, so that the drop-ins' calls are traced like a user's.
@@ -30,7 +31,8 @@ class LocatedCounter extends Counter {
    * names, so that the record of those prepared stays small), `output(value)` (what
    * documents receive for a value), `referenceFields` (the document's fields that choose the counter, besides its model),
    * `raiseGiven` (a number the caller gives in any write moves the counter up to it: see
-   * raiseToGiven), `cache` (values reserved in blocks of that many per process: the
+   * raiseToGiven), `seedFromDocuments` (a counter absent on a `Db` is first created at
+   * the furthest number its documents hold there: see seeded), `cache` (values reserved in blocks of that many per process: the
    * core's `cache`; checked by the caller) and `plugin` (the name errors start with).
    */
   constructor(spec) {
@@ -55,6 +57,8 @@ class LocatedCounter extends Counter {
     this.prepared = new WeakMap();
     /** Per driver `Db`: its native handles (a schema may be used on several connections, a database per tenant). */
     this.handlesByDb = new WeakMap();
+    /** Per driver `Db`: the seeding of each counter from the numbers stored (`spec.seedFromDocuments`), by reference key. */
+    this.seeds = new WeakMap();
   }
 
   handlesOn(db) {
@@ -80,7 +84,98 @@ class LocatedCounter extends Counter {
       }
       await done.get(key);
     }
-    return super.handle(reference, Model);
+    const handle = await super.handle(reference, Model);
+    if (this.spec.seedFromDocuments) await this.seeded(reference, Model, handle);
+    return handle;
+  }
+
+  /**
+   * With `spec.seedFromDocuments`: before a counter's first use on a `Db` (once per
+   * counter and `Db`), when the counter does not exist there but `Model`'s collection
+   * already holds numbers of it (numbered while the counter lived elsewhere: the peer
+   * plugins keep one counter for every tenant database, in the first one), the counter is
+   * created at the furthest of them (see seedCounter), so that numbering continues after
+   * them instead of starting again at `start`.
+   */
+  async seeded(reference, Model, handle) {
+    const db = await this.db(Model);
+    if (!this.seeds.has(db)) this.seeds.set(db, new BoundedCache(HANDLES_KEPT));
+    const done = this.seeds.get(db);
+    const key = this.keyOf(reference);
+    let seeding = done.get(key);
+    if (!seeding) {
+      seeding = this.seedCounter(db, reference, Model, handle);
+      done.set(key, seeding);
+      // A failed look is tried again by the next numbering.
+      seeding.catch(() => done.get(key) === seeding && done.delete(key));
+    }
+    await seeding;
+  }
+
+  /**
+   * Creates the absent counter of `reference` at the furthest number (largest, smallest
+   * counting down) that the documents it numbers hold in `Model`'s collection on `db`,
+   * with the core's `raiseTo` (a `$max` or `$min` upsert: never back over a number another
+   * process took meanwhile, so concurrent first uses stay apart). Nothing when the counter
+   * exists, when no document holds a number, or when the furthest is before `start`.
+   */
+  async seedCounter(db, reference, Model, handle) {
+    try {
+      await this.call(handle.current());
+      return;
+    } catch (error) {
+      if (!error || error.code !== 'SEQUENCE_NOT_FOUND') throw error;
+    }
+    const extreme = await this.storedExtreme(db, reference, Model);
+    if (extreme === undefined) return;
+    const { start, step } = this.spec;
+    const beforeStart = step > 0 ? extreme < start - step : extreme > start - step;
+    if (!beforeStart) await this.call(handle.raiseTo(extreme));
+  }
+
+  /**
+   * The furthest whole number (the largest; counting down, the smallest) that the
+   * documents numbered by the counter of `reference` hold in `field` of `Model`'s
+   * collection on `db`; `undefined` when none holds one. Documents are told apart by the
+   * fields that choose the counter (and a discriminator's key), each group's counter
+   * chosen as save chooses it.
+   */
+  async storedExtreme(db, reference, Model) {
+    const field = this.options.inc_field;
+    const descending = this.spec.step < 0;
+    const Source = Model && Model.collection ? Model : null;
+    if (!Source) return undefined;
+    const fields = [...(this.options.reference_fields ?? [])];
+    const discriminatorKey = Source.schema && Source.schema.options && Source.schema.options.discriminatorKey;
+    if (discriminatorKey && (Source.discriminators || Source.baseModelName)) fields.push(discriminatorKey);
+    const group = {};
+    fields.forEach((f, i) => {
+      group[`f${i}`] = `$${f}`;
+    });
+    const rows = await db
+      .collection(Source.collection.collectionName)
+      .aggregate(
+        [
+          { $match: { [field]: { $type: ['int', 'long', 'double'] } } },
+          { $group: { _id: fields.length ? group : null, extreme: { [descending ? '$min' : '$max']: `$${field}` } } },
+        ],
+        { promoteLongs: false },
+      )
+      .toArray();
+    const key = this.keyOf(reference);
+    const base = Source.baseModelName && Source.base && typeof Source.db.model === 'function' ? Source.db.model(Source.baseModelName) : Source;
+    let found;
+    for (const { _id: values, extreme } of rows) {
+      if (fields.length) {
+        const stored = {};
+        fields.forEach((f, i) => setPath(stored, f, values && values[`f${i}`] !== undefined ? values[`f${i}`] : null));
+        if (this.keyOf(this.referenceOf(base.hydrate(stored), base)) !== key) continue;
+      }
+      let value = fromServer(extreme);
+      if (typeof value === 'number') value = descending ? Math.ceil(value) : Math.floor(value);
+      if (found === undefined || (descending ? value < found : value > found)) found = value;
+    }
+    return found;
   }
 
   /**

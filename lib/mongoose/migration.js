@@ -108,4 +108,4 @@ async function takeOverCounter(Model, from, options = {}) {
   return counter.call((await counter.handle(null, Model)).raiseTo(Math.trunc(value)));
 }
 
-module.exports = { syncCounterToMax, takeOverCounter };
+module.exports = { syncCounterToMax, takeOverCounter, setPath, fromServer };
