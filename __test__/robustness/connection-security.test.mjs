@@ -442,6 +442,36 @@ test("5b. a Db's own writeConcern reaches every counter write made through it, a
   await rejectsWithCode(assert, seq.getNextSequenceValue(client.db(env.dbName, { writeConcern: { w: 0 } }), 'dbwc'), 'INVALID_ARGUMENT', /Db's writeConcern/);
 });
 
+test('5c. reads that decide a counter write go to the primary, whatever readPreference the client carries', async (t) => {
+  const p = await proxy();
+  const client = nodeClient(`mongodb://127.0.0.1:${p.port}/?directConnection=true&readPreference=secondaryPreferred`);
+  const db = client.db(env.dbName);
+  const mode = (c) => c.$readPreference?.mode ?? 'primary';
+  const reads = (collection) => p.commands().filter((c) => Object.keys(c)[0] === 'find' && c.find === collection);
+  p.clear();
+  await db.collection('rp_docs').findOne({});
+  if (reads('rp_docs').map(mode)[0] === 'primary') {
+    // A standalone server (mongoeco) is sent no read preference at all.
+    t.skip('the server is a standalone: no read preference on the wire');
+    return;
+  }
+  assert.deepEqual(reads('rp_docs').map(mode), ['secondaryPreferred'], "the Node client's own read carries it");
+  p.clear();
+  await seq.listSequences(db);
+  assert.deepEqual(reads('counters').map(mode), ['secondaryPreferred'], 'the derived client carries it: a plain read (listSequences) follows it');
+  await db.collection('rp_docs').insertMany([{ n: 7 }, { n: 12 }]);
+  // The counter read before a guarded write (a fraction taken over), and syncToMax's
+  // look at the numbers in use: on the primary (primaryPreferred on the wire, as a
+  // direct connection sends primary).
+  await env.db.collection('counters').insertOne({ _id: 'rp-fraction', sequence_value: 2.5 });
+  p.clear();
+  assert.equal(await seq.getNextSequenceValue(db, 'rp-fraction'), 4);
+  assert.equal(await seq.syncToMax(db, 'rp_docs', 'n', 'rp-sync'), 12);
+  const decided = [...reads('counters'), ...reads('rp_docs')];
+  assert.ok(decided.length >= 2, JSON.stringify(p.commands().map((c) => Object.keys(c)[0])));
+  for (const c of decided) assert.notEqual(mode(c), 'secondaryPreferred', `a read that decides a write: ${JSON.stringify(c)}`);
+});
+
 test("pool sizes: maxPoolSize caps the derived client's connections as it caps the Node client's (counted at a proxy)", async () => {
   // Connections through a fresh proxy that carried a findAndModify: the pool's, not the
   // monitors' (which only say hello).

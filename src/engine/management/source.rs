@@ -7,7 +7,7 @@ use mongodb::bson::{doc, Bson, Document};
 use crate::engine::error::SeqResult;
 use crate::engine::management::SourceValues;
 use crate::engine::store::counter_store::Direction;
-use crate::engine::store::mongo_driver::MongoDriver;
+use crate::engine::store::mongo_driver::{on_primary, MongoDriver};
 
 /// 2^63 as a double: the first double beyond the 64-bit integer range.
 pub(crate) const I64_RANGE_END: f64 = 9_223_372_036_854_775_808.0;
@@ -153,6 +153,7 @@ impl MongoDriver {
                 .find_one(filter)
                 .sort(doc! { path: order })
                 .projection(projection)
+                .selection_criteria(on_primary())
                 .await
                 .map_err(|e| self.error(&e))?;
             return Ok(extreme_of(first.as_ref(), path, direction));
@@ -161,6 +162,7 @@ impl MongoDriver {
         let mut cursor = collection
             .find(filter)
             .projection(projection)
+            .selection_criteria(on_primary())
             .await
             .map_err(|e| self.error(&e))?;
         let mut best: Option<i64> = None;
@@ -187,6 +189,7 @@ impl MongoDriver {
             .collection::<Document>(source)
             .find_one(doc! { "$or": any_array })
             .projection(doc! { "_id": 1 })
+            .selection_criteria(on_primary())
             .await
             .map_err(|e| self.error(&e))?;
         Ok(found.is_some())

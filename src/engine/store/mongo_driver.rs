@@ -2,7 +2,10 @@
 //! primitives, written once for plain use and for use inside a transaction (a session).
 
 use mongodb::bson::{doc, Bson, Document};
-use mongodb::options::{CollectionOptions, IndexOptions, ReturnDocument, WriteConcern};
+use mongodb::options::{
+    CollectionOptions, IndexOptions, ReadPreference, ReturnDocument, SelectionCriteria,
+    WriteConcern,
+};
 use mongodb::{ClientSession, Collection, Database, IndexModel};
 use tokio::sync::Mutex;
 
@@ -16,6 +19,14 @@ use crate::engine::error::SeqResult;
 use crate::engine::store::counter_store::{CounterRef, Endpoint};
 use crate::engine::store::driver_counters::CounterDriver;
 use crate::engine::store::filters;
+
+/// Where a read that decides a counter write goes, whatever the client's read
+/// preference: the primary, which the write goes to. A secondary behind it would show an
+/// old counter (a guarded write then fails until the attempts run out) or an old largest
+/// number in use (`syncToMax` would raise the counter short of numbers already taken).
+pub fn on_primary() -> SelectionCriteria {
+    SelectionCriteria::ReadPreference(ReadPreference::Primary)
+}
 
 /// Counters in one database, with the secrets to keep out of error messages.
 #[derive(Clone)]
@@ -241,9 +252,13 @@ impl MongoDriver {
                 .projection(filters::counter_projection(counter))
         };
         match session {
+            // A transaction reads from the primary already (and refuses a read
+            // preference of an operation).
             Some(session) => action().session(session).await,
-            None => match action().await {
-                Err(e) if is_dropped_connection(&e) => action().await,
+            None => match action().selection_criteria(on_primary()).await {
+                Err(e) if is_dropped_connection(&e) => {
+                    action().selection_criteria(on_primary()).await
+                }
                 found => found,
             },
         }
