@@ -6,8 +6,8 @@ import assert from 'node:assert/strict';
 import { fileURLToPath } from 'node:url';
 import diagnostics from 'node:diagnostics_channel';
 import fc from 'fast-check';
-import net from 'node:net';
 import { Long, MongoClient, ObjectId } from 'mongodb';
+import { holdingProxy } from '../fixtures/holding-proxy.mjs';
 import { setup, seq, runScript, failure } from '../helpers.mjs';
 
 let env;
@@ -248,51 +248,8 @@ test('stats count calls that fail before a round trip: a client that cannot open
   }
 });
 
-/**
- * A TCP proxy to `address` (`host:port`) that can stall: from `stall()` on, it holds
- * what clients send and drops what the server answers, as a server that stops answering
- * does; `deliver()` sends the held requests on late (a request stuck in a network path).
- */
-async function stallingProxy(address) {
-  const [host, port] = address.split(':');
-  const sockets = new Set();
-  const held = [];
-  let stalled = false;
-  const server = net.createServer((client) => {
-    const upstream = net.connect({ host, port: Number(port) });
-    for (const s of [client, upstream]) {
-      sockets.add(s);
-      s.on('error', () => {});
-    }
-    client.on('data', (chunk) => (stalled ? held.push([upstream, chunk]) : upstream.write(chunk)));
-    upstream.on('data', (chunk) => stalled || client.write(chunk));
-    client.on('close', () => stalled || upstream.destroy());
-    upstream.on('close', () => client.destroy());
-  });
-  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return {
-    port: server.address().port,
-    stall: () => (stalled = true),
-    held: () => held.length,
-    /** Sends the held requests on; returns how many went to an open server connection. */
-    deliver: () => {
-      let sent = 0;
-      for (const [upstream, chunk] of held.splice(0)) {
-        if (upstream.destroyed) continue;
-        upstream.write(chunk);
-        sent += 1;
-      }
-      return sent;
-    },
-    async close() {
-      for (const s of sockets) s.destroy();
-      await new Promise((resolve) => server.close(resolve));
-    },
-  };
-}
-
 test('a close that times out on a stalled server counts its tail as abandoned, never as given back', async () => {
-  const proxy = await stallingProxy(env.address);
+  const proxy = await holdingProxy(env.address);
   const counters = env.db.collection('counters');
   try {
     const client = await seq.connect(`mongodb://127.0.0.1:${proxy.port}/?directConnection=true&serverSelectionTimeoutMS=3000`);

@@ -18,12 +18,11 @@
 // after n steps, GIVE_BACK_LOG=1 prints the steps as they go.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import net from 'node:net';
-import { spawn } from 'node:child_process';
-import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { BSON } from 'mongodb';
 import { setup, seq } from '../helpers.mjs';
+import { holdingProxy } from '../fixtures/holding-proxy.mjs';
+import { lineWorker } from '../fixtures/line-worker.mjs';
 
 const SEEDS = (process.env.GIVE_BACK_SEEDS ?? '101,202,303,404,505,606,707,808,909,1010,1111,1212,1313,1414,1515,1616').split(',').map(Number);
 const STEPS = Number(process.env.GIVE_BACK_STEPS ?? 40);
@@ -39,29 +38,13 @@ let env;
 const workers = [];
 before(async () => {
   env = await setup('interleavings');
-  for (let i = 0; i < 3; i += 1) workers.push(startWorker());
+  for (let i = 0; i < 3; i += 1) workers.push(lineWorker(WORKER));
 });
 after(async () => {
   await Promise.all(workers.map((w) => w.ask({ cmd: 'exit' }).then(() => w.exited)));
   await seq.closeSharedClients();
   await env?.close();
 });
-
-function startWorker() {
-  const child = spawn(process.execPath, [WORKER], { stdio: ['pipe', 'pipe', 'inherit'] });
-  const answers = createInterface({ input: child.stdout });
-  const queue = [];
-  answers.on('line', (line) => queue.shift()?.(JSON.parse(line)));
-  return {
-    ask(command) {
-      return new Promise((resolve) => {
-        queue.push(resolve);
-        child.stdin.write(`${JSON.stringify(command)}\n`);
-      });
-    },
-    exited: new Promise((resolve) => child.on('exit', resolve)),
-  };
-}
 
 /** A seeded random source (mulberry32). */
 function randomSource(seed) {
@@ -120,33 +103,12 @@ function commandsIn(bytes) {
 }
 
 /**
- * A TCP proxy to `address` that can stall, as a network path that stops: from `stall()`
- * on, it holds what the client sends and drops what the server answers; `deliver()` sends
- * the held requests on late, each on its own server connection.
+ * A holding proxy to `address` (see the fixture) that reads the give-backs in what it
+ * holds: `deliver()` sends the held requests on late, each on its own server connection,
+ * and waits for the answers to those carrying a give-back.
  */
 async function stallingProxy(address) {
-  const [host, port] = address.split(':');
-  const sockets = new Set();
-  const held = [];
-  let stalled = false;
-  const server = net.createServer((client) => {
-    const upstream = net.connect({ host, port: Number(port) });
-    for (const s of [client, upstream]) {
-      sockets.add(s);
-      s.on('error', () => {});
-    }
-    client.on('data', (chunk) => (stalled ? held.push([upstream, chunk]) : upstream.write(chunk)));
-    upstream.on('data', (chunk) => stalled || client.write(chunk));
-    client.on('close', () => stalled || upstream.destroy());
-    upstream.on('close', () => client.destroy());
-  });
-  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
-  /** The held bytes of each server connection. */
-  const heldBy = () => {
-    const by = new Map();
-    for (const [upstream, chunk] of held) by.set(upstream, Buffer.concat([by.get(upstream) ?? Buffer.alloc(0), chunk]));
-    return by;
-  };
+  const proxy = await holdingProxy(address);
   /**
    * The give-backs among `bytes`: writes that put the counter back from `last` to `before`,
    * guarded on the token of a cache's fetch.
@@ -159,10 +121,10 @@ async function stallingProxy(address) {
         .map((w) => ({ last: Number(w.q[FIELD]?.$eq ?? w.q[FIELD]), before: Number(w.u.$set[FIELD]) }));
     });
   return {
-    uri: `mongodb://127.0.0.1:${server.address().port}/?directConnection=true&serverSelectionTimeoutMS=3000`,
-    stall: () => (stalled = true),
+    uri: `mongodb://127.0.0.1:${proxy.port}/?directConnection=true&serverSelectionTimeoutMS=3000`,
+    stall: proxy.stall,
     /** The give-backs held. */
-    giveBacks: () => [...heldBy().values()].flatMap(giveBacksIn),
+    giveBacks: () => [...proxy.heldBy().values()].flatMap(giveBacksIn),
     /**
      * Sends the held requests on; waits (up to 2 s) for the server to answer those that
      * carry a give-back. Returns how many give-backs reached an open server connection.
@@ -170,7 +132,7 @@ async function stallingProxy(address) {
     async deliver() {
       const answered = [];
       let sent = 0;
-      for (const [upstream, bytes] of heldBy()) {
+      for (const [upstream, bytes] of proxy.heldBy()) {
         if (upstream.destroyed) continue;
         const giveBacks = giveBacksIn(bytes).length;
         if (giveBacks) {
@@ -179,14 +141,11 @@ async function stallingProxy(address) {
         }
         upstream.write(bytes);
       }
-      held.length = 0;
+      proxy.forget();
       await Promise.all(answered);
       return sent;
     },
-    async close() {
-      for (const s of sockets) s.destroy();
-      await new Promise((resolve) => server.close(resolve));
-    },
+    close: proxy.close,
   };
 }
 

@@ -6,11 +6,10 @@
 // list, printed, so a failure can be replayed (HISTORY_SEEDS=1,2,3).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import fc from 'fast-check';
 import { setup, seq } from '../helpers.mjs';
+import { lineWorker } from '../fixtures/line-worker.mjs';
 
 const SEEDS = (process.env.HISTORY_SEEDS ?? '11,23,37,41,53,67').split(',').map(Number);
 const WORKER = fileURLToPath(new URL('../fixtures/history-worker.cjs', import.meta.url));
@@ -75,22 +74,6 @@ function room(shape, stored) {
   return Math.floor((limit - stored) / shape.step);
 }
 
-function startWorker() {
-  const child = spawn(process.execPath, [WORKER], { stdio: ['pipe', 'pipe', 'inherit'] });
-  const answers = createInterface({ input: child.stdout });
-  const queue = [];
-  answers.on('line', (line) => queue.shift()?.(JSON.parse(line)));
-  return {
-    ask(command) {
-      return new Promise((resolve) => {
-        queue.push(resolve);
-        child.stdin.write(`${JSON.stringify(command)}\n`);
-      });
-    },
-    exited: new Promise((resolve) => child.on('exit', resolve)),
-  };
-}
-
 async function runHistory(seed) {
   const [h] = fc.sample(history, { seed, numRuns: 1 });
   const shape = shapeOf(h.config);
@@ -99,7 +82,7 @@ async function runHistory(seed) {
   const init = h.config ? { step: shape.step, minValue: shape.min, maxValue: shape.max, cycle: shape.cycle } : { start: 1 };
   const probe = seq.sequence(env.db, name);
   assert.equal(await probe.init(init), true);
-  const workers = h.processes.map(() => startWorker());
+  const workers = h.processes.map(() => lineWorker(WORKER));
   const summary = { seed, config: h.config, processes: h.processes, values: 0, rejected: 0 };
   try {
     await Promise.all(workers.map((w, i) => w.ask({ cmd: 'open', uri: env.uri, db: env.dbName, name, seed: seed * 31 + i, options: h.processes[i].mode })));
