@@ -4,8 +4,11 @@
 // through theirs and through ours on mongoose 9 and 8, each on a database of its own:
 // after every step the same results and the same counter document. And the upgrade: a
 // database written by theirs, continued by ours from the next number of every counter,
-// their counter documents kept in their shape (theirs can go on after ours). And a save
-// refused for its number, retried: a difference the migration guide lists, both sides pinned.
+// their counter documents kept in their shape (theirs can go on after ours). Switches: a
+// random history of theirs, fractions given on save among it, continued by ours on the
+// same database as the guide says. startAt and incrementBy drawn as numbers or digit
+// strings. And a save refused for its number, retried: a difference the migration guide
+// lists, both sides pinned.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createRequire } from 'node:module';
@@ -90,7 +93,9 @@ const optionsArb = fc.record({
   // Either as a number or as its digits in a string (as process.env gives it), which
   // theirs subtracts from (startAt - incrementBy): a number.
   startAt: fc.integer({ min: -5, max: 30 }).chain((n) => fc.constantFrom(n, String(n))),
-  incrementBy: fc.constantFrom(1, 2, 3, -1, -2),
+  // The same for incrementBy: theirs subtracts it too, and its counter model casts it for
+  // $inc; only its nextCount joins it to the count (see 'next' below).
+  incrementBy: fc.constantFrom(1, 2, 3, -1, -2).chain((n) => fc.constantFrom(n, String(n))),
 });
 const stepArb = fc.oneof(
   { weight: 4, arbitrary: fc.constant({ op: 'save' }) },
@@ -117,13 +122,25 @@ test('random histories: ours on mongoose 9 and 8 gives what theirs gives on 6 an
       for (const [label, side] of Object.entries(sides)) {
         const Model = await modelOf(side, name, options);
         const trace = [];
+        // No counter yet (ours before its first number) counts as the one theirs makes at
+        // `plugin` time, `startAt − incrementBy`: both give startAt next.
+        const counterNow = async () =>
+          (await counterOf(side.connection, name, options.field)) ?? { model: name, field: options.field, count: options.startAt - options.incrementBy };
+        let counter = await counterNow();
         for (const [i, s] of history.entries()) {
           let got = await within(label, s, step(Model, options.field, s, i));
-          // Theirs gives startAt back as it was given, a string too; ours gives its number.
-          if (side.plugin === theirs && got === options.startAt && typeof got === 'string') got = Number(got);
-          // No counter yet (ours before its first number) counts as the one theirs makes at
-          // `plugin` time, `startAt − incrementBy`: both give startAt next.
-          const counter = (await counterOf(side.connection, name, options.field)) ?? { model: name, field: options.field, count: options.startAt - options.incrementBy };
+          if (side.plugin === theirs && typeof got === 'string') {
+            if (s.op === 'next' && typeof options.incrementBy === 'string') {
+              // Theirs joins a string incrementBy to the count ("72" for 7 and "2"; docs,
+              // "What differs"); ours adds it. Its counter exists from `plugin` on.
+              assert.equal(got, `${counter.count}${options.incrementBy}`, `${label}: nextCount`);
+              got = counter.count + Number(options.incrementBy);
+            } else if (got === options.startAt) {
+              // Theirs gives startAt back as it was given, a string too; ours gives its number.
+              got = Number(got);
+            }
+          }
+          counter = await counterNow();
           trace.push({ step: s, got, counter });
         }
         traces[label] = trace;
@@ -238,6 +255,121 @@ test("upgrade: a database of theirs, continued by ours from each counter's next 
     await connection?.close();
     await old.dropDatabase();
     await old.close();
+  }
+});
+
+// A switch: theirs numbers a model, then ours takes the same database over. Theirs moves
+// its counter to a number given on save when it is above, a fraction too (3.5, then 4.5,
+// 5.5…); ours takes such a counter over at its first number (docs, "What differs"): an
+// ascending one stands for the whole number above it (floor + 1), so ours continues at
+// floor(fraction) + 1 + incrementBy, above every number theirs gave, none twice; a
+// descending one is refused with INVALID_COUNTER, nothing written. Theirs draws no reset
+// here (a reset hands its numbers out again, on both sides alike), and with a negative
+// incrementBy gives fractions only: a whole number given above a descending counter makes
+// theirs and ours alike count down into numbers given before.
+const fraction = fc.constantFrom(0.25, 0.5, 0.75);
+const switchOptionsArb = fc.record({
+  field: fc.constantFrom('_id', 'no'),
+  startAt: fc.integer({ min: -5, max: 30 }).chain((n) => fc.constantFrom(n, String(n))),
+  incrementBy: fc.constantFrom(1, 2, 3, -1, -2).chain((n) => fc.constantFrom(n, String(n))),
+});
+const theirsStepArb = fc.oneof(
+  { weight: 3, arbitrary: fc.constant({ op: 'save' }) },
+  { weight: 2, arbitrary: fc.record({ op: fc.constant('given'), whole: fc.integer({ min: -8, max: 60 }), fraction: fc.constantFrom(0, 0.25, 0.5, 0.75) }) },
+  { weight: 1, arbitrary: fc.record({ op: fc.constant('create'), n: fc.integer({ min: 1, max: 3 }) }) },
+);
+const oursStepArb = fc.oneof(
+  { weight: 3, arbitrary: fc.constant({ op: 'save' }) },
+  { weight: 1, arbitrary: fc.record({ op: fc.constant('create'), n: fc.integer({ min: 1, max: 3 }) }) },
+  { weight: 1, arbitrary: fc.record({ op: fc.constant('insertMany'), n: fc.integer({ min: 1, max: 3 }) }) },
+  { weight: 1, arbitrary: fc.record({ op: fc.constant('next'), method: fc.boolean() }) },
+);
+
+test('switch: a history of theirs, fractions given on save among it, continued by ours on the same database as documented', { timeout: 300_000 }, async (t) => {
+  // Ours on mongoose 9 over the database of theirs (its indexes made by mongoose 6: not
+  // asked for again, see the upgrade test).
+  const connection = await openOn(mongoose9, run.env.uri, sides.theirs.connection.db.databaseName, { autoIndex: false });
+  const seen = { fraction: 0, refused: 0 };
+  try {
+    await fc.assert(
+      fc.asyncProperty(
+        switchOptionsArb,
+        fc.array(theirsStepArb, { maxLength: 8 }),
+        fc.option(fraction, { nil: undefined, freq: 2 }),
+        fc.array(oursStepArb, { minLength: 1, maxLength: 5 }),
+        async (options, before, onTop, after) => {
+          const { field } = options;
+          const by = Number(options.incrementBy);
+          const name = `Switch${made++}`;
+          const T = await modelOf(sides.theirs, name, options);
+          for (const [i, s] of before.entries()) {
+            if (s.op === 'given' && by < 0 && s.fraction === 0) continue;
+            const value = s.op === 'given' ? s.whole + s.fraction : undefined;
+            await within('theirs', s, step(T, field, s.op === 'given' ? { op: 'given', value } : s, i));
+          }
+          // Half of the time a fraction given above the counter last, so that theirs leaves one.
+          if (onTop !== undefined) {
+            const { count } = await counterOf(sides.theirs.connection, name, field);
+            await within('theirs', { op: 'on top' }, step(T, field, { op: 'given', value: Math.floor(count) + 1 + onTop }, before.length));
+          }
+          const left = (await counterOf(sides.theirs.connection, name, field)).count;
+          const theirsGave = (await T.collection.find().toArray()).map((d) => d[field]);
+
+          const O = await modelOf({ mongoose: mongoose9, plugin: ours, connection }, name, options);
+          const got = [];
+          for (const [k, s] of after.entries()) {
+            const i = 100 + k;
+            let result;
+            try {
+              if (s.op === 'insertMany') result = (await O.insertMany(Array.from({ length: s.n }, (_, j) => ({ tag: i * 10 + j })))).map((d) => d[field]);
+              else if (s.op === 'create') result = (await O.create(Array.from({ length: s.n }, (_, j) => ({ tag: i * 10 + j })))).map((d) => d[field]);
+              else if (s.op === 'next') result = await (s.method ? new O().nextCount() : O.nextCount());
+              else result = (await new O({ tag: i }).save())[field];
+            } catch (error) {
+              result = `refused: ${error.code}`;
+            }
+            got.push(result);
+          }
+
+          // The oracle, from the docs.
+          const whole = Number.isInteger(left);
+          if (!whole) seen.fraction++;
+          const expected = [];
+          if (by < 0 && !whole) {
+            seen.refused++;
+            // Refused at every number; what nextCount says of such a counter is not documented.
+            for (const [k, s] of after.entries()) expected.push(s.op === 'next' ? got[k] : 'refused: INVALID_COUNTER');
+            assert.deepEqual(got, expected);
+            assert.equal((await counterOf(sides.theirs.connection, name, field)).count, left, 'the counter as theirs left it');
+            assert.equal(await T.countDocuments(), theirsGave.length, 'nothing written');
+            return;
+          }
+          let count = whole ? left : Math.floor(left) + 1;
+          const take = () => (count += by);
+          for (const s of after) {
+            if (s.op === 'next') expected.push(count + by);
+            else if (s.op === 'save') expected.push(take());
+            else expected.push(Array.from({ length: s.n }, take));
+          }
+          assert.deepEqual(got, expected);
+          const oursGave = expected.filter((_, k) => after[k].op !== 'next').flat();
+          if (by > 0)
+            for (const n of oursGave)
+              assert.ok(
+                theirsGave.every((m) => n > m),
+                `${n}: not above every number theirs gave (${theirsGave})`,
+              );
+          const stored = (await T.collection.find().toArray()).map((d) => d[field]);
+          assert.equal(new Set(stored).size, stored.length, `a number twice: ${stored}`);
+          assert.deepEqual(stored.length, theirsGave.length + oursGave.length);
+          if (oursGave.length) assert.equal((await counterOf(sides.theirs.connection, name, field)).count, count);
+        },
+      ),
+      { numRuns: RUNS, endOnFailure: true },
+    );
+    t.diagnostic(`counters theirs left fractional: ${seen.fraction} of ${RUNS}, descending ones refused: ${seen.refused}`);
+  } finally {
+    await connection.close();
   }
 });
 

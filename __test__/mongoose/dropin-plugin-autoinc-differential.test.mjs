@@ -1,10 +1,12 @@
 // The mongoose-plugin-autoinc drop-in against mongoose-plugin-autoinc 1.1.9 itself, on
 // mongoose 8 and 6 (from 9 on its hook calls a `next` mongoose no longer passes): random
 // options (field, a groupingField of String, Number or ObjectId, startAt, incrementBy,
-// outputFilter) and histories of saves, create([...]), numbers given on save, nextCount
-// and resetCount per group, through theirs and through ours on mongoose 9 and 8, each on
-// a database of its own: after every step the same results and the same counter
-// documents. And the upgrade: a database written by mongoose-auto-increment and then by
+// outputFilter; startAt and incrementBy as numbers or digit strings) and histories of
+// saves, create([...]), numbers given on save, upserts, nextCount and resetCount per
+// group, through theirs and through ours on mongoose 9 and 8, each on a database of its
+// own: after every step the same results and the same counter documents. Switches: a
+// random history of theirs, fractions given on save among it, continued by ours on the
+// same database as the guide says. And the upgrade: a database written by mongoose-auto-increment and then by
 // theirs, continued by ours from the next number of every counter, their counter
 // documents kept in their shape (theirs can go on after ours). And where the migration
 // guide says they differ, both sides pinned: a group changed after validate(), the module;
@@ -62,7 +64,7 @@ const tenfold = (count) => count * 10;
 /** A model of `side` numbered by its plugin with `options`. */
 async function modelOf(side, name, options) {
   const { mongoose, plugin, connection } = side;
-  const schema = new mongoose.Schema({ tag: Number, g: options.groupType === 'ObjectId' ? mongoose.Schema.Types.ObjectId : options.groupType });
+  const schema = new mongoose.Schema({ tag: Number, key: String, by: String, g: options.groupType === 'ObjectId' ? mongoose.Schema.Types.ObjectId : options.groupType });
   schema.plugin(plugin.autoIncrement, { ...options, model: name, outputFilter: options.outputFilter ? tenfold : undefined });
   const Model = connection.model(name, schema);
   await Model.init();
@@ -95,8 +97,46 @@ async function outcome(work) {
 
 const valuesOf = (options, group, mongoose) => (options.groupingField && group ? { g: groupValue(options.groupType, group, mongoose) } : {});
 
+/** The key of group `label`'s counter (its `groupingField`): '' for no value or a falsy one. */
+const counterKey = (options, label, mongoose) => (options.groupingField && label ? String(groupValue(options.groupType, label, mongoose) || '') : '');
+
+/**
+ * An upsert of the document `{ key, g }` by `how` (`updateOne`, `findOneAndUpdate`, or
+ * `bulkWrite`'s updateOne), inserting it or updating the ones there; resolves with the
+ * numbers of the documents it matches. Theirs numbers in its validate hook only, which an
+ * upsert does not run: it would store the new document without a number (under field
+ * `no`'s unique index, the second such one refused), so that is left out, and theirs is
+ * given what compares with ours' upsert. A document new to the collection: the save of
+ * the same document, which theirs numbers (through outputFilter) from the group's counter
+ * as ours numbers the upsert. One there: the same update, without upsert, and a number of
+ * the group spent (a document saved and deleted), as ours' upsert takes its number before
+ * the server says it updated (docs, "What differs"). A number given in the upsert is not
+ * drawn: theirs would leave its counter where it is, ours moves it up.
+ */
+async function upsert(Model, options, s, i, isOurs) {
+  const mongoose = Model.base;
+  const filter = { key: s.key, ...valuesOf(options, s.group, mongoose) };
+  const update = { $set: { by: `${s.how}${i}` }, $setOnInsert: { tag: i } };
+  if (isOurs) {
+    if (s.how === 'updateOne') await Model.updateOne(filter, update, { upsert: true });
+    else if (s.how === 'findOneAndUpdate') await Model.findOneAndUpdate(filter, update, { upsert: true });
+    else await Model.bulkWrite([{ updateOne: { filter, update, upsert: true } }]);
+  } else if (await Model.exists(filter)) {
+    await Model.updateMany(filter, { $set: update.$set });
+    // The number is taken before the insert: spent too when a document holds it (after a
+    // reset), which refuses the insert.
+    const spent = await new Model({ tag: -1, ...valuesOf(options, s.group, mongoose) }).save().catch((error) => {
+      if (Number(error && error.code) !== 11000) throw error;
+    });
+    if (spent) await Model.deleteOne({ _id: spent._id });
+  } else {
+    await new Model({ ...filter, by: update.$set.by, tag: i }).save();
+  }
+  return (await Model.find(filter).sort({ tag: 1 }).lean()).map((d) => d[options.field]);
+}
+
 /** Runs one step of a history on `Model`; resolves with what it gave. */
-function step(Model, options, s, i) {
+function step(Model, options, s, i, isOurs) {
   const { field } = options;
   const mongoose = Model.base;
   const group = s.group && options.groupingField ? groupValue(options.groupType, s.group, mongoose) : undefined;
@@ -116,6 +156,8 @@ function step(Model, options, s, i) {
       return outcome(() => (s.method ? new Model().nextCount(group) : Model.nextCount(group)));
     case 'reset':
       return outcome(() => (s.method ? new Model().resetCount(group) : Model.resetCount(group)));
+    case 'upsert':
+      return outcome(() => upsert(Model, options, s, i, isOurs));
   }
 }
 
@@ -133,7 +175,9 @@ const optionsArb = fc
       // Either as a number or as its digits in a string (as process.env gives it), which
       // theirs subtracts from (startAt - incrementBy): a number.
       startAt: fc.integer({ min: -5, max: 30 }).chain((n) => fc.constantFrom(n, String(n))),
-      incrementBy: fc.constantFrom(1, 2, 3, -1, -2),
+      // The same for incrementBy: theirs subtracts it too, and its counter model casts it
+      // for $inc; only its nextCount joins it to the count (see 'next' below).
+      incrementBy: fc.constantFrom(1, 2, 3, -1, -2).chain((n) => fc.constantFrom(n, String(n))),
       outputFilter: fc.boolean(),
       groupType: fc.constantFrom('String', 'Number', 'ObjectId'),
     }),
@@ -145,6 +189,18 @@ const stepArb = fc.oneof(
   { weight: 2, arbitrary: fc.record({ op: fc.constant('create'), groups: fc.array(group, { minLength: 1, maxLength: 3 }) }) },
   { weight: 1, arbitrary: fc.record({ op: fc.constant('next'), group, method: fc.boolean() }) },
   { weight: 1, arbitrary: fc.record({ op: fc.constant('reset'), group, method: fc.boolean() }) },
+  // Upserts of a few keys, so that some insert and some update: in groups '', 'a', 'b'
+  // (the group of a new document is the filter's; 'z', a falsy grouping value in the
+  // filter, is left to saves).
+  {
+    weight: 2,
+    arbitrary: fc.record({
+      op: fc.constant('upsert'),
+      how: fc.constantFrom('updateOne', 'findOneAndUpdate', 'bulkWrite'),
+      group: fc.constantFrom('', 'a', 'b'),
+      key: fc.constantFrom('k1', 'k2', 'k3'),
+    }),
+  },
 );
 const historyArb = fc.array(stepArb, { minLength: 1, maxLength: 10 });
 
@@ -170,11 +226,23 @@ test('random histories: ours on mongoose 9 and 8 gives what theirs gives on 8 an
       for (const [label, side] of Object.entries(sides)) {
         const Model = await within(label, { op: 'model' }, modelOf(side, name, options));
         const trace = [];
+        let counters = { counts: {} };
         for (const [i, s] of history.entries()) {
-          let got = await within(label, s, step(Model, options, s, i));
-          // Theirs gives startAt back as it was given, a string too; ours gives its number.
-          if (side.plugin !== ours && got === options.startAt && typeof got === 'string') got = Number(got);
-          trace.push({ step: s, got, counters: await within(label, { op: 'counters', after: s }, countersOf(side.connection, name, options)) });
+          let got = await within(label, s, step(Model, options, s, i, side.plugin === ours));
+          const count = counters.counts[counterKey(options, s.group, Model.base)];
+          if (side.plugin !== ours && typeof got === 'string') {
+            if (s.op === 'next' && typeof options.incrementBy === 'string' && count !== undefined) {
+              // Theirs joins a string incrementBy to the count ("72" for 7 and "2"; docs,
+              // "What differs"); ours adds it.
+              assert.equal(got, `${count}${options.incrementBy}`, `${label}: nextCount`);
+              got = count + Number(options.incrementBy);
+            } else if (got === options.startAt) {
+              // Theirs gives startAt back as it was given, a string too; ours gives its number.
+              got = Number(got);
+            }
+          }
+          counters = await within(label, { op: 'counters', after: s }, countersOf(side.connection, name, options));
+          trace.push({ step: s, got, counters });
         }
         traces[label] = trace;
       }
@@ -340,6 +408,132 @@ test("upgrade: a database of mongoose-auto-increment and theirs, continued by ou
     await connection?.close();
     await old.dropDatabase();
     await old.close();
+  }
+});
+
+// A switch: theirs numbers a model, then ours takes the same database over. Theirs moves
+// a group's counter to a number given on save when it is above, a fraction too (3.5, then
+// 4.5, 5.5…); ours takes such a counter over at its first number (docs, "What differs"):
+// an ascending one stands for the whole number above it (floor + 1), so ours continues at
+// floor(fraction) + 1 + incrementBy, above every number theirs gave in the group, none
+// twice; a descending one is refused with INVALID_COUNTER, nothing written, and the other
+// groups go on. Theirs draws no reset here (a reset hands its numbers out again, on both
+// sides alike), and with a negative incrementBy gives fractions only: a whole number given
+// above a descending counter makes theirs and ours alike count down into numbers given
+// before. Without outputFilter: the numbers compared are the counts.
+const fraction = fc.constantFrom(0.25, 0.5, 0.75);
+const switchOptionsArb = optionsArb.map((options) => ({ ...options, outputFilter: false }));
+const theirsStepArb = fc.oneof(
+  { weight: 3, arbitrary: fc.record({ op: fc.constant('save'), group }) },
+  { weight: 2, arbitrary: fc.record({ op: fc.constant('given'), group, whole: fc.integer({ min: -8, max: 60 }), fraction: fc.constantFrom(0, 0.25, 0.5, 0.75) }) },
+  { weight: 1, arbitrary: fc.record({ op: fc.constant('create'), groups: fc.array(group, { minLength: 1, maxLength: 3 }) }) },
+);
+const oursStepArb = fc.oneof(
+  { weight: 3, arbitrary: fc.record({ op: fc.constant('save'), group }) },
+  { weight: 1, arbitrary: fc.record({ op: fc.constant('create'), groups: fc.array(group, { minLength: 1, maxLength: 3 }) }) },
+  { weight: 1, arbitrary: fc.record({ op: fc.constant('next'), group, method: fc.boolean() }) },
+);
+
+test('switch: a history of theirs, fractions given on save among it, continued by ours on the same database as documented', { timeout: 300_000 }, async (t) => {
+  // Ours on mongoose 9 over the database of theirs on mongoose 8 (its indexes made by
+  // mongoose 8: not asked for again, see the upgrade test).
+  const connection = await openOn(mongoose9, run.env.uri, sides.theirs8.connection.db.databaseName, { autoIndex: false });
+  const seen = { fraction: 0, refused: 0 };
+  try {
+    await fc.assert(
+      fc.asyncProperty(
+        switchOptionsArb,
+        fc.array(theirsStepArb, { maxLength: 8 }),
+        fc.option(fc.record({ group, fraction }), { nil: undefined, freq: 2 }),
+        fc.array(oursStepArb, { minLength: 1, maxLength: 5 }),
+        async (options, rawBefore, onTop, rawAfter) => {
+          const { field } = options;
+          const by = Number(options.incrementBy);
+          const ungroup = (s) => (options.groupingField ? s : { ...s, group: s.group === undefined ? undefined : '', groups: s.groups?.map(() => '') });
+          const before = rawBefore.map(ungroup).filter((s) => !(s.op === 'given' && by < 0 && s.fraction === 0));
+          // A create([...]) of several groups with one refused: not drawn for a descending counter.
+          const after = rawAfter.map(ungroup).filter((s) => !(s.op === 'create' && by < 0));
+          const name = `Switch${made++}`;
+          const T = await modelOf(sides.theirs8, name, options);
+          const keyOf = (label) => counterKey(options, label, mongoose8);
+          const countsOf = async () => (await countersOf(sides.theirs8.connection, name, options)).counts;
+          for (const [i, s] of before.entries()) await within('theirs', s, step(T, options, s.op === 'given' ? { ...s, value: s.whole + s.fraction } : s, i, false));
+          // Half of the time a fraction given above a group's counter last, so that theirs leaves one.
+          if (onTop !== undefined) {
+            const label = options.groupingField ? onTop.group : '';
+            const count = (await countsOf())[keyOf(label)] ?? Number(options.startAt) - by;
+            await within('theirs', { op: 'on top' }, step(T, options, { op: 'given', group: label, value: Math.floor(count) + 1 + onTop.fraction }, before.length, false));
+          }
+          const left = await countsOf();
+          const theirsGave = {};
+          for (const d of await T.collection.find().toArray()) (theirsGave[options.groupingField ? String(d.g || '') : ''] ??= []).push(d[field]);
+
+          const O = await modelOf({ mongoose: mongoose9, plugin: ours, connection }, name, options);
+          const got = [];
+          for (const [k, s] of after.entries()) {
+            const i = 100 + k;
+            const groupOf = (label) => (options.groupingField && label ? groupValue(options.groupType, label, mongoose9) : undefined);
+            let result;
+            try {
+              if (s.op === 'create') result = (await O.create(s.groups.map((label, j) => ({ tag: i * 10 + j, ...valuesOf(options, label, mongoose9) })))).map((d) => d[field]);
+              else if (s.op === 'next') result = await (s.method ? new O().nextCount(groupOf(s.group)) : O.nextCount(groupOf(s.group)));
+              else result = (await new O({ tag: i, ...valuesOf(options, s.group, mongoose9) }).save())[field];
+            } catch (error) {
+              result = `refused: ${error.code}`;
+            }
+            got.push(result);
+          }
+
+          // The oracle, from the docs, per group counter.
+          const fractional = Object.keys(left).filter((key) => !Number.isInteger(left[key]));
+          if (fractional.length) seen.fraction++;
+          const refused = (key) => by < 0 && fractional.includes(key);
+          const counts = {};
+          for (const [key, c] of Object.entries(left)) counts[key] = Number.isInteger(c) ? c : Math.floor(c) + 1;
+          const countOf = (key) => counts[key] ?? Number(options.startAt) - by;
+          const take = (key) => (counts[key] = countOf(key) + by);
+          const expected = [];
+          const gave = {};
+          for (const [k, s] of after.entries()) {
+            const keys = s.op === 'create' ? s.groups.map(keyOf) : [keyOf(s.group)];
+            if (s.op === 'next') expected.push(refused(keys[0]) ? got[k] : countOf(keys[0]) + by);
+            else if (refused(keys[0])) {
+              seen.refused++;
+              expected.push('refused: INVALID_COUNTER');
+            } else {
+              const numbers = keys.map((key) => {
+                const n = take(key);
+                (gave[key] ??= []).push(n);
+                return n;
+              });
+              expected.push(s.op === 'create' ? numbers : numbers[0]);
+            }
+          }
+          assert.deepEqual(got, expected);
+          for (const [key, numbers] of Object.entries(gave)) {
+            const before = theirsGave[key] ?? [];
+            if (by > 0)
+              for (const n of numbers)
+                assert.ok(
+                  before.every((m) => n > m),
+                  `${key}: ${n} not above every number theirs gave (${before})`,
+                );
+            assert.equal(new Set(numbers).size, numbers.length, `${key}: a number twice`);
+            assert.ok(!numbers.some((n) => before.includes(n)), `${key}: a number of theirs again`);
+          }
+          // Counters as taken: a refused one as theirs left it.
+          const now = await countsOf();
+          for (const key of fractional) if (refused(key)) assert.equal(now[key], left[key], `${key}: the counter as theirs left it`);
+          for (const key of Object.keys(gave)) assert.equal(now[key], counts[key], `${key}: the counter`);
+          const stored = await T.collection.countDocuments();
+          assert.equal(stored, Object.values(theirsGave).flat().length + Object.values(gave).flat().length, 'only the numbered documents written');
+        },
+      ),
+      { numRuns: RUNS, endOnFailure: true },
+    );
+    t.diagnostic(`histories leaving a fractional counter: ${seen.fraction} of ${RUNS}, numberings refused on a descending one: ${seen.refused}`);
+  } finally {
+    await connection.close();
   }
 });
 
