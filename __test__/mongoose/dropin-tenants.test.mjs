@@ -307,3 +307,34 @@ test('two processes taking the first numbers of a tenant whose counter is absent
     assert.equal(await dbs.b.db.collection('identitycounters').countDocuments({}), 1, `${plugin}: one counter`);
   }
 });
+
+test('a tenant whose numbered field holds NaN, ±Infinity or a number past 2^63 besides numbers: those are passed over, numbering continues after the rest', async () => {
+  const connection = await connectionOf(mongoose9, 'mpa_odd');
+  // [tenant, the numbers stored, incrementBy, the next number]
+  const cases = [
+    ['down_nan', [-3, NaN], -1, -4],
+    ['nan', [NaN], 1, 1],
+    ['inf', [5, Infinity], 1, 6],
+    ['down_inf', [-3, -Infinity], -1, -4],
+    ['huge', [5, 1e300], 1, 6],
+    ['down_huge', [-3, -1e300], -1, -4],
+  ];
+  const dbs = await tenantsOf(
+    connection,
+    cases.map(([tenant]) => tenant),
+    ['receipts'],
+  );
+  for (const [tenant, values, step, next] of cases) {
+    await dbs[tenant].db.collection('receipts').insertMany(values.map((no, tag) => ({ tag, no })));
+    const schema = new mongoose9.Schema({ tag: Number });
+    schema.plugin(oursAutoinc, { model: 'Receipt', field: 'no', startAt: step > 0 ? 1 : 0, incrementBy: step, unique: false });
+    const Receipt = dbs[tenant].model('Receipt', schema);
+    assert.equal(await Receipt.nextCount(), next, `${tenant}: nextCount`);
+    assert.equal((await new Receipt({ tag: 10 }).save()).no, next, `${tenant}: save`);
+    assert.deepEqual(
+      (await Receipt.insertMany([{ tag: 11 }])).map((d) => d.no),
+      [next + step],
+      `${tenant}: insertMany`,
+    );
+  }
+});

@@ -11,7 +11,7 @@ const { codedError } = require('../coded-error.js');
 const { openDb } = require('./connection.js');
 const { DEFAULTS } = require('./options.js');
 const { isDocument, readField } = require('./paths.js');
-const { setPath, fromServer } = require('./migration.js');
+const { setPath, numberMatch, counterTarget } = require('./migration.js');
 const { asCast } = require('./cast.js');
 const { SAVE, BATCH } = require('./rule.js');
 // Through the package's entry, so that the drop-ins' calls are traced like a user's.
@@ -154,13 +154,9 @@ class LocatedCounter extends Counter {
     });
     const rows = await db
       .collection(Source.collection.collectionName)
-      .aggregate(
-        [
-          { $match: { [field]: { $type: ['int', 'long', 'double'] } } },
-          { $group: { _id: fields.length ? group : null, extreme: { [descending ? '$min' : '$max']: `$${field}` } } },
-        ],
-        { promoteLongs: false },
-      )
+      .aggregate([{ $match: numberMatch(field) }, { $group: { _id: fields.length ? group : null, extreme: { [descending ? '$min' : '$max']: `$${field}` } } }], {
+        promoteLongs: false,
+      })
       .toArray();
     const key = this.keyOf(reference);
     const base = Source.baseModelName && Source.base && typeof Source.db.model === 'function' ? Source.db.model(Source.baseModelName) : Source;
@@ -171,8 +167,8 @@ class LocatedCounter extends Counter {
         fields.forEach((f, i) => setPath(stored, f, values && values[`f${i}`] !== undefined ? values[`f${i}`] : null));
         if (this.keyOf(this.referenceOf(base.hydrate(stored), base)) !== key) continue;
       }
-      let value = fromServer(extreme);
-      if (typeof value === 'number') value = descending ? Math.ceil(value) : Math.floor(value);
+      const value = counterTarget(extreme, descending);
+      if (value === undefined) continue;
       if (found === undefined || (descending ? value < found : value > found)) found = value;
     }
     return found;
