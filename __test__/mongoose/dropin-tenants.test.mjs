@@ -24,6 +24,7 @@ const oursTypegoose = require('mongodb-sequence/mongoose/typegoose');
 const theirsTypegoose = require('@typegoose/auto-increment');
 const oursAutoinc = require('mongodb-sequence/mongoose/plugin-autoinc');
 const oursMai = require('mongodb-sequence/mongoose/auto-increment');
+const AutoIncrementFactory = require('mongodb-sequence/mongoose');
 
 let env;
 let made = 0;
@@ -337,4 +338,43 @@ test('a tenant whose numbered field holds NaN, ±Infinity or a number past 2^63 
       `${tenant}: insertMany`,
     );
   }
+});
+
+test("the reads that decide a counter (the seed, an old counter's conversion, syncCounterToMax, takeOverCounter) go to the primary, whatever the connection reads from", async (t) => {
+  const connection = await connectionOf(mongoose9, 'rp', { readPreference: 'secondaryPreferred', monitorCommands: true });
+  const { b: db } = await tenantsOf(connection, ['b'], ['tickets', 'receipts', 'imported', 'taken', 'counters']);
+  const commands = [];
+  connection.getClient().on('commandStarted', (event) => commands.push(event));
+  const mode = (event) => event.command.$readPreference?.mode ?? 'primary';
+  /** The read preference of each find or aggregate of `collection` sent since the last clear. */
+  const readsOf = (collection) => commands.filter((e) => ['find', 'aggregate'].includes(e.commandName) && e.command[e.commandName] === collection).map(mode);
+  await db.db.collection('imported').findOne({});
+  if (readsOf('imported')[0] === 'primary') {
+    // A standalone server (mongoeco) is sent no read preference at all.
+    t.skip('the server is a standalone: no read preference on the wire');
+    return;
+  }
+  assert.deepEqual(readsOf('imported'), ['secondaryPreferred'], "the connection's own read carries it");
+  await db.db.collection('tickets').insertOne({ _id: 3, tag: 0 });
+  await db.db.collection('receipts').insertOne({ tag: 0, no: 4, shop: 'north' });
+  await db.db.collection('imported').insertOne({ tag: 0, no: 12 });
+  const { Ticket, Receipt } = autoincModels({ b: db }, oursAutoinc).b;
+  const AutoIncrement = AutoIncrementFactory(db);
+  const imported = new mongoose9.Schema({ tag: Number, no: Number });
+  imported.plugin(AutoIncrement, { id: 'rp_imported', inc_field: 'no' });
+  const Imported = db.model('Imported', imported, 'imported');
+  const taken = new mongoose9.Schema({ _id: Number });
+  taken.plugin(AutoIncrement, { id: 'rp_taken' });
+  const Taken = db.model('Taken', taken, 'taken');
+  await db.db.collection('identitycounters').insertOne({ modelName: 'Taken', field: '_id', count: 30 });
+  commands.length = 0;
+  // The seeds (a model's counter, a group's), the conversion of an old counter (Ticket's).
+  assert.equal((await new Ticket({ tag: 1 }).save())._id, 4);
+  assert.equal((await new Receipt({ tag: 1, shop: 'north' }).save()).no, 5);
+  assert.deepEqual(await AutoIncrementFactory.syncCounterToMax(Imported), [{ reference_value: null, value: 12 }]);
+  assert.equal(await AutoIncrementFactory.takeOverCounter(Taken, 'typegoose'), 30);
+  const decided = { tickets: readsOf('tickets'), receipts: readsOf('receipts'), imported: readsOf('imported'), identitycounters: readsOf('identitycounters') };
+  for (const [collection, modes] of Object.entries(decided)) assert.ok(modes.length > 0, `a read of ${collection}: ${JSON.stringify(decided)}`);
+  assert.ok(decided.identitycounters.length >= 2, `the conversion's and takeOverCounter's: ${JSON.stringify(decided)}`);
+  for (const [collection, modes] of Object.entries(decided)) assert.ok(!modes.includes('secondaryPreferred'), `${collection}: ${JSON.stringify(decided)}`);
 });

@@ -156,6 +156,8 @@ class LocatedCounter extends Counter {
       .collection(Source.collection.collectionName)
       .aggregate([{ $match: numberMatch(field) }, { $group: { _id: fields.length ? group : null, extreme: { [descending ? '$min' : '$max']: `$${field}` } } }], {
         promoteLongs: false,
+        // On the primary, where the counter is written: a lagging secondary's would be short.
+        readPreference: 'primary',
       })
       .toArray();
     const key = this.keyOf(reference);
