@@ -378,3 +378,28 @@ test("the reads that decide a counter (the seed, an old counter's conversion, sy
   assert.ok(decided.identitycounters.length >= 2, `the conversion's and takeOverCounter's: ${JSON.stringify(decided)}`);
   for (const [collection, modes] of Object.entries(decided)) assert.ok(!modes.includes('secondaryPreferred'), `${collection}: ${JSON.stringify(decided)}`);
 });
+
+test("the seed of a counter without groups reads one document, sorted on the numbered field (an index serves it); a grouped one's look may spill to disk", async () => {
+  const connection = await connectionOf(mongoose9, 'seed_reads', { monitorCommands: true });
+  const { b: db } = await tenantsOf(connection, ['b'], ['tickets', 'receipts']);
+  await db.db.collection('tickets').insertMany([3, 9, 2].map((_id) => ({ _id, tag: 0 })));
+  await db.db.collection('receipts').insertMany([
+    { tag: 0, no: 4, shop: 'north' },
+    { tag: 1, no: 7, shop: 'south' },
+    { tag: 2, no: 1e300, shop: 'north' },
+  ]);
+  const { Ticket, Receipt } = autoincModels({ b: db }, oursAutoinc).b;
+  const commands = [];
+  connection.getClient().on('commandStarted', (event) => commands.push(event));
+  assert.equal((await new Ticket({ tag: 1 }).save())._id, 10);
+  assert.equal((await new Receipt({ tag: 3, shop: 'north' }).save()).no, 5);
+  assert.equal((await new Receipt({ tag: 4, shop: 'south' }).save()).no, 8);
+  const readsOf = (collection) => commands.filter((e) => ['find', 'aggregate'].includes(e.commandName) && e.command[e.commandName] === collection).map((e) => e.command);
+  const tickets = readsOf('tickets');
+  assert.equal(tickets.length, 1, JSON.stringify(tickets));
+  assert.equal(tickets[0].find, 'tickets', JSON.stringify(tickets));
+  assert.deepEqual([Object.fromEntries(tickets[0].sort), tickets[0].limit], [{ _id: -1 }, 1]);
+  const receipts = readsOf('receipts');
+  assert.ok(receipts.length >= 1, JSON.stringify(receipts));
+  for (const command of receipts) assert.equal(command.allowDiskUse, true, JSON.stringify(command));
+});

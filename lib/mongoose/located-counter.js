@@ -148,27 +148,35 @@ class LocatedCounter extends Counter {
     const fields = [...(this.options.reference_fields ?? [])];
     const discriminatorKey = Source.schema && Source.schema.options && Source.schema.options.discriminatorKey;
     if (discriminatorKey && (Source.discriminators || Source.baseModelName)) fields.push(discriminatorKey);
+    // On the primary, where the counter is written: a lagging secondary's would be short.
+    const read = { promoteLongs: false, readPreference: 'primary' };
+    const collection = db.collection(Source.collection.collectionName);
+    if (!fields.length) {
+      // One counter for the whole collection: its furthest number is the first document
+      // sorted on the field (an index on it serves the look).
+      const [top] = await collection.find(numberMatch(field), { ...read, projection: { [field]: 1 }, sort: { [field]: descending ? 1 : -1 }, limit: 1 }).toArray();
+      return top === undefined
+        ? undefined
+        : counterTarget(
+            field.split('.').reduce((value, key) => (value == null ? value : value[key]), top),
+            descending,
+          );
+    }
     const group = {};
     fields.forEach((f, i) => {
       group[`f${i}`] = `$${f}`;
     });
-    const rows = await db
-      .collection(Source.collection.collectionName)
-      .aggregate([{ $match: numberMatch(field) }, { $group: { _id: fields.length ? group : null, extreme: { [descending ? '$min' : '$max']: `$${field}` } } }], {
-        promoteLongs: false,
-        // On the primary, where the counter is written: a lagging secondary's would be short.
-        readPreference: 'primary',
-      })
+    // A collection of many groups may need more than the memory a $group is given.
+    const rows = await collection
+      .aggregate([{ $match: numberMatch(field) }, { $group: { _id: group, extreme: { [descending ? '$min' : '$max']: `$${field}` } } }], { ...read, allowDiskUse: true })
       .toArray();
     const key = this.keyOf(reference);
     const base = Source.baseModelName && Source.base && typeof Source.db.model === 'function' ? Source.db.model(Source.baseModelName) : Source;
     let found;
     for (const { _id: values, extreme } of rows) {
-      if (fields.length) {
-        const stored = {};
-        fields.forEach((f, i) => setPath(stored, f, values && values[`f${i}`] !== undefined ? values[`f${i}`] : null));
-        if (this.keyOf(this.referenceOf(base.hydrate(stored), base)) !== key) continue;
-      }
+      const stored = {};
+      fields.forEach((f, i) => setPath(stored, f, values && values[`f${i}`] !== undefined ? values[`f${i}`] : null));
+      if (this.keyOf(this.referenceOf(base.hydrate(stored), base)) !== key) continue;
       const value = counterTarget(extreme, descending);
       if (value === undefined) continue;
       if (found === undefined || (descending ? value < found : value > found)) found = value;
