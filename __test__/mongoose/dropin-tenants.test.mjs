@@ -403,3 +403,49 @@ test("the seed of a counter without groups reads one document, sorted on the num
   assert.ok(receipts.length >= 1, JSON.stringify(receipts));
   for (const command of receipts) assert.equal(command.allowDiskUse, true, JSON.stringify(command));
 });
+
+test('a counter deleted while the process runs is looked for again: numbering continues after the numbers stored', async () => {
+  const connection = await connectionOf(mongoose9, 'seed_again');
+  // typegoose's counters and mongoose-plugin-autoinc's in databases of their own (their
+  // unique indexes on identitycounters differ).
+  const { tg, pa } = await tenantsOf(connection, ['tg', 'pa'], ['items', 'receipts']);
+  await tg.db.collection('items').insertMany([1, 2, 3, 4, 5].map((_id) => ({ _id, tag: 0 })));
+  await pa.db.collection('receipts').insertMany([1, 2, 3].map((no) => ({ no, shop: 'north', tag: 0 })));
+  const schema = new mongoose9.Schema({ _id: Number, tag: Number });
+  schema.plugin(oursTypegoose.AutoIncrementID, { startAt: 1 });
+  const Item = tg.model('Item', schema);
+  const { Receipt } = autoincModels({ pa }, oursAutoinc).pa;
+  const deleteCounters = async () => {
+    for (const db of [tg, pa]) await db.db.collection('identitycounters').deleteMany({});
+  };
+  assert.equal((await Item.create({ tag: 1 }))._id, 6);
+  assert.equal((await new Receipt({ tag: 1, shop: 'north' }).save()).no, 4);
+  await deleteCounters();
+  assert.equal((await Item.create({ tag: 2 }))._id, 7, 'save');
+  assert.equal((await new Receipt({ tag: 2, shop: 'north' }).save()).no, 5, 'save');
+  await deleteCounters();
+  assert.deepEqual(
+    (await Item.insertMany([{ tag: 3 }, { tag: 4 }])).map((d) => d._id),
+    [8, 9],
+    'insertMany',
+  );
+  assert.deepEqual(
+    (
+      await Receipt.insertMany([
+        { tag: 3, shop: 'north' },
+        { tag: 4, shop: 'north' },
+      ])
+    ).map((d) => d.no),
+    [6, 7],
+    'insertMany',
+  );
+  await deleteCounters();
+  assert.equal(await Receipt.nextCount('north'), 8, 'nextCount');
+  assert.equal((await new Receipt({ tag: 5, shop: 'north' }).save()).no, 8);
+  // A group that held no number when first numbered: its counter made by that numbering.
+  assert.equal(await Receipt.nextCount('south'), 1);
+  assert.equal(await pa.db.collection('identitycounters').countDocuments({ groupingField: 'south' }), 0, 'nextCount creates no counter');
+  assert.equal((await new Receipt({ tag: 6, shop: 'south' }).save()).no, 1);
+  await deleteCounters();
+  assert.equal((await new Receipt({ tag: 7, shop: 'south' }).save()).no, 2);
+});
