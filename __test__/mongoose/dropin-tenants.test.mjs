@@ -24,6 +24,7 @@ const oursTypegoose = require('mongodb-sequence/mongoose/typegoose');
 const theirsTypegoose = require('@typegoose/auto-increment');
 const oursAutoinc = require('mongodb-sequence/mongoose/plugin-autoinc');
 const oursMai = require('mongodb-sequence/mongoose/auto-increment');
+const AutoIncrementFactory = require('mongodb-sequence/mongoose');
 
 let env;
 let made = 0;
@@ -306,4 +307,145 @@ test('two processes taking the first numbers of a tenant whose counter is absent
     assert.equal(all.length, 80, `${plugin}: every document its own number`);
     assert.equal(await dbs.b.db.collection('identitycounters').countDocuments({}), 1, `${plugin}: one counter`);
   }
+});
+
+test('a tenant whose numbered field holds NaN, ±Infinity or a number past 2^63 besides numbers: those are passed over, numbering continues after the rest', async () => {
+  const connection = await connectionOf(mongoose9, 'mpa_odd');
+  // [tenant, the numbers stored, incrementBy, the next number]
+  const cases = [
+    ['down_nan', [-3, NaN], -1, -4],
+    ['nan', [NaN], 1, 1],
+    ['inf', [5, Infinity], 1, 6],
+    ['down_inf', [-3, -Infinity], -1, -4],
+    ['huge', [5, 1e300], 1, 6],
+    ['down_huge', [-3, -1e300], -1, -4],
+  ];
+  const dbs = await tenantsOf(
+    connection,
+    cases.map(([tenant]) => tenant),
+    ['receipts'],
+  );
+  for (const [tenant, values, step, next] of cases) {
+    await dbs[tenant].db.collection('receipts').insertMany(values.map((no, tag) => ({ tag, no })));
+    const schema = new mongoose9.Schema({ tag: Number });
+    schema.plugin(oursAutoinc, { model: 'Receipt', field: 'no', startAt: step > 0 ? 1 : 0, incrementBy: step, unique: false });
+    const Receipt = dbs[tenant].model('Receipt', schema);
+    assert.equal(await Receipt.nextCount(), next, `${tenant}: nextCount`);
+    assert.equal((await new Receipt({ tag: 10 }).save()).no, next, `${tenant}: save`);
+    assert.deepEqual(
+      (await Receipt.insertMany([{ tag: 11 }])).map((d) => d.no),
+      [next + step],
+      `${tenant}: insertMany`,
+    );
+  }
+});
+
+test("the reads that decide a counter (the seed, an old counter's conversion, syncCounterToMax, takeOverCounter) go to the primary, whatever the connection reads from", async (t) => {
+  const connection = await connectionOf(mongoose9, 'rp', { readPreference: 'secondaryPreferred', monitorCommands: true });
+  const { b: db } = await tenantsOf(connection, ['b'], ['tickets', 'receipts', 'imported', 'taken', 'counters']);
+  const commands = [];
+  connection.getClient().on('commandStarted', (event) => commands.push(event));
+  const mode = (event) => event.command.$readPreference?.mode ?? 'primary';
+  /** The read preference of each find or aggregate of `collection` sent since the last clear. */
+  const readsOf = (collection) => commands.filter((e) => ['find', 'aggregate'].includes(e.commandName) && e.command[e.commandName] === collection).map(mode);
+  await db.db.collection('imported').findOne({});
+  if (readsOf('imported')[0] === 'primary') {
+    // A standalone server (mongoeco) is sent no read preference at all.
+    t.skip('the server is a standalone: no read preference on the wire');
+    return;
+  }
+  assert.deepEqual(readsOf('imported'), ['secondaryPreferred'], "the connection's own read carries it");
+  await db.db.collection('tickets').insertOne({ _id: 3, tag: 0 });
+  await db.db.collection('receipts').insertOne({ tag: 0, no: 4, shop: 'north' });
+  await db.db.collection('imported').insertOne({ tag: 0, no: 12 });
+  const { Ticket, Receipt } = autoincModels({ b: db }, oursAutoinc).b;
+  const AutoIncrement = AutoIncrementFactory(db);
+  const imported = new mongoose9.Schema({ tag: Number, no: Number });
+  imported.plugin(AutoIncrement, { id: 'rp_imported', inc_field: 'no' });
+  const Imported = db.model('Imported', imported, 'imported');
+  const taken = new mongoose9.Schema({ _id: Number });
+  taken.plugin(AutoIncrement, { id: 'rp_taken' });
+  const Taken = db.model('Taken', taken, 'taken');
+  await db.db.collection('identitycounters').insertOne({ modelName: 'Taken', field: '_id', count: 30 });
+  commands.length = 0;
+  // The seeds (a model's counter, a group's), the conversion of an old counter (Ticket's).
+  assert.equal((await new Ticket({ tag: 1 }).save())._id, 4);
+  assert.equal((await new Receipt({ tag: 1, shop: 'north' }).save()).no, 5);
+  assert.deepEqual(await AutoIncrementFactory.syncCounterToMax(Imported), [{ reference_value: null, value: 12 }]);
+  assert.equal(await AutoIncrementFactory.takeOverCounter(Taken, 'typegoose'), 30);
+  const decided = { tickets: readsOf('tickets'), receipts: readsOf('receipts'), imported: readsOf('imported'), identitycounters: readsOf('identitycounters') };
+  for (const [collection, modes] of Object.entries(decided)) assert.ok(modes.length > 0, `a read of ${collection}: ${JSON.stringify(decided)}`);
+  assert.ok(decided.identitycounters.length >= 2, `the conversion's and takeOverCounter's: ${JSON.stringify(decided)}`);
+  for (const [collection, modes] of Object.entries(decided)) assert.ok(!modes.includes('secondaryPreferred'), `${collection}: ${JSON.stringify(decided)}`);
+});
+
+test("the seed of a counter without groups reads one document, sorted on the numbered field (an index serves it); a grouped one's look may spill to disk", async () => {
+  const connection = await connectionOf(mongoose9, 'seed_reads', { monitorCommands: true });
+  const { b: db } = await tenantsOf(connection, ['b'], ['tickets', 'receipts']);
+  await db.db.collection('tickets').insertMany([3, 9, 2].map((_id) => ({ _id, tag: 0 })));
+  await db.db.collection('receipts').insertMany([
+    { tag: 0, no: 4, shop: 'north' },
+    { tag: 1, no: 7, shop: 'south' },
+    { tag: 2, no: 1e300, shop: 'north' },
+  ]);
+  const { Ticket, Receipt } = autoincModels({ b: db }, oursAutoinc).b;
+  const commands = [];
+  connection.getClient().on('commandStarted', (event) => commands.push(event));
+  assert.equal((await new Ticket({ tag: 1 }).save())._id, 10);
+  assert.equal((await new Receipt({ tag: 3, shop: 'north' }).save()).no, 5);
+  assert.equal((await new Receipt({ tag: 4, shop: 'south' }).save()).no, 8);
+  const readsOf = (collection) => commands.filter((e) => ['find', 'aggregate'].includes(e.commandName) && e.command[e.commandName] === collection).map((e) => e.command);
+  const tickets = readsOf('tickets');
+  assert.equal(tickets.length, 1, JSON.stringify(tickets));
+  assert.equal(tickets[0].find, 'tickets', JSON.stringify(tickets));
+  assert.deepEqual([Object.fromEntries(tickets[0].sort), tickets[0].limit], [{ _id: -1 }, 1]);
+  const receipts = readsOf('receipts');
+  assert.ok(receipts.length >= 1, JSON.stringify(receipts));
+  for (const command of receipts) assert.equal(command.allowDiskUse, true, JSON.stringify(command));
+});
+
+test('a counter deleted while the process runs is looked for again: numbering continues after the numbers stored', async () => {
+  const connection = await connectionOf(mongoose9, 'seed_again');
+  // typegoose's counters and mongoose-plugin-autoinc's in databases of their own (their
+  // unique indexes on identitycounters differ).
+  const { tg, pa } = await tenantsOf(connection, ['tg', 'pa'], ['items', 'receipts']);
+  await tg.db.collection('items').insertMany([1, 2, 3, 4, 5].map((_id) => ({ _id, tag: 0 })));
+  await pa.db.collection('receipts').insertMany([1, 2, 3].map((no) => ({ no, shop: 'north', tag: 0 })));
+  const schema = new mongoose9.Schema({ _id: Number, tag: Number });
+  schema.plugin(oursTypegoose.AutoIncrementID, { startAt: 1 });
+  const Item = tg.model('Item', schema);
+  const { Receipt } = autoincModels({ pa }, oursAutoinc).pa;
+  const deleteCounters = async () => {
+    for (const db of [tg, pa]) await db.db.collection('identitycounters').deleteMany({});
+  };
+  assert.equal((await Item.create({ tag: 1 }))._id, 6);
+  assert.equal((await new Receipt({ tag: 1, shop: 'north' }).save()).no, 4);
+  await deleteCounters();
+  assert.equal((await Item.create({ tag: 2 }))._id, 7, 'save');
+  assert.equal((await new Receipt({ tag: 2, shop: 'north' }).save()).no, 5, 'save');
+  await deleteCounters();
+  assert.deepEqual(
+    (await Item.insertMany([{ tag: 3 }, { tag: 4 }])).map((d) => d._id),
+    [8, 9],
+    'insertMany',
+  );
+  assert.deepEqual(
+    (
+      await Receipt.insertMany([
+        { tag: 3, shop: 'north' },
+        { tag: 4, shop: 'north' },
+      ])
+    ).map((d) => d.no),
+    [6, 7],
+    'insertMany',
+  );
+  await deleteCounters();
+  assert.equal(await Receipt.nextCount('north'), 8, 'nextCount');
+  assert.equal((await new Receipt({ tag: 5, shop: 'north' }).save()).no, 8);
+  // A group that held no number when first numbered: its counter made by that numbering.
+  assert.equal(await Receipt.nextCount('south'), 1);
+  assert.equal(await pa.db.collection('identitycounters').countDocuments({ groupingField: 'south' }), 0, 'nextCount creates no counter');
+  assert.equal((await new Receipt({ tag: 6, shop: 'south' }).save()).no, 1);
+  await deleteCounters();
+  assert.equal((await new Receipt({ tag: 7, shop: 'south' }).save()).no, 2);
 });

@@ -211,6 +211,22 @@ eachMongoose('n', env, ({ mongoose, connection, AutoIncrement, p, ObjectId, mode
     await assert.rejects(syncCounterToMax(Shop, 'nope'), /has no counter with id "nope"/);
   });
 
+  test('syncCounterToMax passes over NaN, ±Infinity and numbers past 2^63 among the numbers stored', async () => {
+    const up = new mongoose.Schema({ tag: Number, no: Number });
+    up.plugin(AutoIncrement, { id: `${p}odd_up`, inc_field: 'no' });
+    const Up = await model(`${p}OddUp`, up);
+    await Up.collection.insertMany([5, NaN, Infinity, -Infinity, 1e300].map((no, tag) => ({ tag, no })));
+    assert.deepEqual(await syncCounterToMax(Up), [{ reference_value: null, value: 5 }]);
+    assert.equal((await Up.create({ tag: 9 })).no, 6);
+
+    const down = new mongoose.Schema({ tag: Number, no: Number });
+    down.plugin(AutoIncrement, { id: `${p}odd_down`, inc_field: 'no', start_seq: 0, inc_amount: -1 });
+    const Down = await model(`${p}OddDown`, down);
+    await Down.collection.insertMany([-3, NaN, -Infinity, Infinity, -1e300].map((no, tag) => ({ tag, no })));
+    assert.deepEqual(await syncCounterToMax(Down), [{ reference_value: null, value: -3 }]);
+    assert.equal((await Down.create({ tag: 9 })).no, -4);
+  });
+
   test('syncCounterToMax on a descending counter moves it down to the smallest number, never back', async () => {
     const schema = new mongoose.Schema({ tag: String, no: Number });
     schema.plugin(AutoIncrement, { id: `${p}down`, inc_field: 'no', start_seq: 100, inc_amount: -1 });

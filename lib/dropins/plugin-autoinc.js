@@ -66,7 +66,7 @@ async function convertOldCounter(db, locator) {
   if (locator.groupingField !== '') return;
   const counters = db.collection(COUNTER_COLLECTION);
   try {
-    if (await counters.findOne(locator, { projection: { _id: 1 } })) return;
+    if (await counters.findOne(locator, { projection: { _id: 1 }, readPreference: 'primary' })) return;
     await counters.updateOne({ model: locator.model, field: locator.field, groupingField: { $exists: false } }, { $set: { groupingField: '' } });
   } catch (error) {
     if (error && Number(error.code) === 11000) return;

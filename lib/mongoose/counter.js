@@ -109,8 +109,13 @@ class Counter {
   /** Gives `doc` the next number of the counter of its reference value (setNext, save). */
   async numberNow(doc) {
     const reference = this.referenceOf(doc);
-    const value = await this.call((await this.handle(reference, this.modelOf(doc))).next());
+    const value = await this.numbering(reference, this.modelOf(doc), (handle) => handle.next());
     this.give(doc, reference, value);
+  }
+
+  /** What `take(handle)` (a numbering call on the native handle of `reference`) resolves with. */
+  async numbering(reference, Model, take) {
+    return this.call(take(await this.handle(reference, Model)));
   }
 
   /** The model whose connection numbers `doc` (a subdocument is numbered on the connection its constructor knows). */
@@ -243,7 +248,7 @@ class Counter {
     const numbers = new Array(sources.length);
     await Promise.all(
       this.groupByReference(sources, Model).map(async ({ reference, members }) => {
-        const values = await this.call((await this.handle(reference, Model)).nextBatch(members.length));
+        const values = await this.numbering(reference, Model, (handle) => handle.nextBatch(members.length));
         members.forEach(({ index }, i) => {
           numbers[index] = { reference, value: values[i] };
         });

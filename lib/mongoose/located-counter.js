@@ -11,7 +11,7 @@ const { codedError } = require('../coded-error.js');
 const { openDb } = require('./connection.js');
 const { DEFAULTS } = require('./options.js');
 const { isDocument, readField } = require('./paths.js');
-const { setPath, fromServer } = require('./migration.js');
+const { setPath, numberMatch, counterTarget } = require('./migration.js');
 const { asCast } = require('./cast.js');
 const { SAVE, BATCH } = require('./rule.js');
 // Through the package's entry, so that the drop-ins' calls are traced like a user's.
@@ -95,7 +95,8 @@ class LocatedCounter extends Counter {
    * already holds numbers of it (numbered while the counter lived elsewhere: the peer
    * plugins keep one counter for every tenant database, in the first one), the counter is
    * created at the furthest of them (see seedCounter), so that numbering continues after
-   * them instead of starting again at `start`.
+   * them instead of starting again at `start`. Seeded again when a numbering finds it
+   * deleted since (see numbering).
    */
   async seeded(reference, Model, handle) {
     const db = await this.db(Model);
@@ -113,24 +114,62 @@ class LocatedCounter extends Counter {
   }
 
   /**
+   * As Counter's numbering. With `spec.seedFromDocuments` the handle does not create its
+   * counter (see handleOptions): a counter deleted since it was seeded (its counters
+   * collection emptied while the process runs) is seeded again, and the call made again.
+   */
+  async numbering(reference, Model, take) {
+    try {
+      return await super.numbering(reference, Model, take);
+    } catch (error) {
+      if (!this.spec.seedFromDocuments || !error || error.code !== 'SEQUENCE_NOT_FOUND') throw error;
+      const db = await this.db(Model);
+      await this.forgetSeed(reference, db);
+      const handle = await this.handle(reference, Model);
+      // Created at `start - step` when no number is stored (a `$max`/`$min`: a counter a
+      // seed or another process made meanwhile is left where it is); present from now on,
+      // so that its deletion is seen.
+      await this.call(handle.raiseTo(this.beforeStart()));
+      const seeds = this.seeds.get(db);
+      if (seeds) seeds.set(this.keyOf(reference), Promise.resolve(true));
+      return this.call(take(handle));
+    }
+  }
+
+  /**
+   * Forgets the seeding of the counter of `reference` on `db` when it left the counter
+   * present (it has been deleted since), so that the next use seeds it again; whether it did.
+   */
+  async forgetSeed(reference, db) {
+    const seeds = this.seeds.get(db);
+    const key = this.keyOf(reference);
+    const seeding = seeds && seeds.get(key);
+    if (!seeding || !(await seeding.catch(() => false)) || seeds.get(key) !== seeding) return false;
+    seeds.delete(key);
+    return true;
+  }
+
+  /**
    * Creates the absent counter of `reference` at the furthest number (largest, smallest
    * counting down) that the documents it numbers hold in `Model`'s collection on `db`,
    * with the core's `raiseTo` (a `$max` or `$min` upsert: never back over a number another
    * process took meanwhile, so concurrent first uses stay apart). Nothing when the counter
-   * exists, when no document holds a number, or when the furthest is before `start`.
+   * exists, when no document holds a number, or when the furthest is before `start` (the
+   * numbering creates it then: see numbering). Resolves with whether the counter exists.
    */
   async seedCounter(db, reference, Model, handle) {
     try {
       await this.call(handle.current());
-      return;
+      return true;
     } catch (error) {
       if (!error || error.code !== 'SEQUENCE_NOT_FOUND') throw error;
     }
     const extreme = await this.storedExtreme(db, reference, Model);
-    if (extreme === undefined) return;
-    const { start, step } = this.spec;
-    const beforeStart = step > 0 ? extreme < start - step : extreme > start - step;
-    if (!beforeStart) await this.call(handle.raiseTo(extreme));
+    if (extreme === undefined) return false;
+    const before = this.beforeStart();
+    if (this.spec.step > 0 ? extreme < before : extreme > before) return false;
+    await this.call(handle.raiseTo(extreme));
+    return true;
   }
 
   /**
@@ -148,34 +187,46 @@ class LocatedCounter extends Counter {
     const fields = [...(this.options.reference_fields ?? [])];
     const discriminatorKey = Source.schema && Source.schema.options && Source.schema.options.discriminatorKey;
     if (discriminatorKey && (Source.discriminators || Source.baseModelName)) fields.push(discriminatorKey);
+    // On the primary, where the counter is written: a lagging secondary's would be short.
+    const read = { promoteLongs: false, readPreference: 'primary' };
+    const collection = db.collection(Source.collection.collectionName);
+    if (!fields.length) {
+      // One counter for the whole collection: its furthest number is the first document
+      // sorted on the field (an index on it serves the look).
+      const [top] = await collection.find(numberMatch(field), { ...read, projection: { [field]: 1 }, sort: { [field]: descending ? 1 : -1 }, limit: 1 }).toArray();
+      return top === undefined
+        ? undefined
+        : counterTarget(
+            field.split('.').reduce((value, key) => (value == null ? value : value[key]), top),
+            descending,
+          );
+    }
     const group = {};
     fields.forEach((f, i) => {
       group[`f${i}`] = `$${f}`;
     });
-    const rows = await db
-      .collection(Source.collection.collectionName)
-      .aggregate(
-        [
-          { $match: { [field]: { $type: ['int', 'long', 'double'] } } },
-          { $group: { _id: fields.length ? group : null, extreme: { [descending ? '$min' : '$max']: `$${field}` } } },
-        ],
-        { promoteLongs: false },
-      )
+    // A collection of many groups may need more than the memory a $group is given.
+    const rows = await collection
+      .aggregate([{ $match: numberMatch(field) }, { $group: { _id: group, extreme: { [descending ? '$min' : '$max']: `$${field}` } } }], { ...read, allowDiskUse: true })
       .toArray();
     const key = this.keyOf(reference);
     const base = Source.baseModelName && Source.base && typeof Source.db.model === 'function' ? Source.db.model(Source.baseModelName) : Source;
     let found;
     for (const { _id: values, extreme } of rows) {
-      if (fields.length) {
-        const stored = {};
-        fields.forEach((f, i) => setPath(stored, f, values && values[`f${i}`] !== undefined ? values[`f${i}`] : null));
-        if (this.keyOf(this.referenceOf(base.hydrate(stored), base)) !== key) continue;
-      }
-      let value = fromServer(extreme);
-      if (typeof value === 'number') value = descending ? Math.ceil(value) : Math.floor(value);
+      const stored = {};
+      fields.forEach((f, i) => setPath(stored, f, values && values[`f${i}`] !== undefined ? values[`f${i}`] : null));
+      if (this.keyOf(this.referenceOf(base.hydrate(stored), base)) !== key) continue;
+      const value = counterTarget(extreme, descending);
+      if (value === undefined) continue;
       if (found === undefined || (descending ? value < found : value > found)) found = value;
     }
     return found;
+  }
+
+  /** `start - step`: the value of a counter whose next number is `start` (a BigInt when either is one). */
+  beforeStart() {
+    const { start, step } = this.spec;
+    return typeof start === 'bigint' || typeof step === 'bigint' ? BigInt(start) - BigInt(step) : start - step;
   }
 
   /**
@@ -222,7 +273,8 @@ class LocatedCounter extends Counter {
   }
 
   handleOptions() {
-    return this.nativeOptions({ upsert: true, start: this.spec.start, step: this.spec.step, bigint: Boolean(this.spec.bigint), ...this.cacheOption() });
+    // A seeded counter is created by its seed (see numbering).
+    return this.nativeOptions({ upsert: !this.spec.seedFromDocuments, start: this.spec.start, step: this.spec.step, bigint: Boolean(this.spec.bigint), ...this.cacheOption() });
   }
 
   /** The driver `Db` of `Model`'s own connection (the drop-ins are given no connection), once open. */
@@ -234,12 +286,14 @@ class LocatedCounter extends Counter {
   }
 
   /** The value of the counter of `reference` (the last number handed out), or `undefined` when it does not exist yet. */
-  async currentValueOf(reference, Model) {
+  async currentValueOf(reference, Model, again = true) {
     try {
       return await this.call((await this.handle(reference, Model)).current());
     } catch (error) {
-      if (error && error.code === 'SEQUENCE_NOT_FOUND') return undefined;
-      throw error;
+      if (!error || error.code !== 'SEQUENCE_NOT_FOUND') throw error;
+      // A seeded counter deleted since: seeded again (see numbering).
+      if (!again || !this.spec.seedFromDocuments || !(await this.forgetSeed(reference, await this.db(Model)))) return undefined;
+      return this.currentValueOf(reference, Model, false);
     }
   }
 

@@ -26,6 +26,31 @@ function fromServer(value) {
   return Number(value);
 }
 
+/** 2^63 as a double: the first double beyond the 64-bit integer range. */
+const INT64_RANGE_END = 2 ** 63;
+
+/**
+ * The `$match` of the documents whose `field` may be a counter's value, as the core's own
+ * look at the numbers in use reads them: a number of the 64-bit integer range (NaN fails
+ * the comparisons; infinities and doubles of 2^63 and beyond are out of it).
+ */
+function numberMatch(field) {
+  return { [field]: { $type: ['int', 'long', 'double'], $lt: INT64_RANGE_END, $gte: -INT64_RANGE_END } };
+}
+
+/**
+ * The whole number at or past `extreme` (a number read from the server) in the counter's
+ * direction (down when `descending`), as the core's `raiseTo` takes it: a BigInt beyond
+ * the safe-integer range; `undefined` for what cannot be a counter value (not finite).
+ */
+function counterTarget(extreme, descending) {
+  const value = fromServer(extreme);
+  if (typeof value === 'bigint') return value;
+  if (!Number.isFinite(value)) return undefined;
+  const whole = descending ? Math.ceil(value) : Math.floor(value);
+  return Number.isSafeInteger(whole) ? whole : BigInt(whole);
+}
+
 /**
  * Moves the counter(s) of `Model` (the one of `id`, or its only one) past every
  * `inc_field` among its documents (per combination with reference_fields), so that data
@@ -48,12 +73,13 @@ async function syncCounterToMax(Model, id) {
     });
   }
   const Source = numberedModel(Model, counter);
-  const extremes = await Source.aggregate([
-    { $match: { [field]: { $type: ['int', 'long', 'double'] } } },
-    { $group: { _id: group, extreme: { [descending ? '$min' : '$max']: `$${field}` } } },
-  ]);
+  // On the primary, where the counters are written: a lagging secondary's would be short.
+  const extremes = await Source.aggregate([{ $match: numberMatch(field) }, { $group: { _id: group, extreme: { [descending ? '$min' : '$max']: `$${field}` } } }]).read('primary');
   const moved = [];
   for (const { _id: values, extreme } of extremes) {
+    // The whole number at or past the extreme, in the counter's direction.
+    const target = counterTarget(extreme, descending);
+    if (target === undefined) continue;
     let reference = null;
     if (counter.scoped) {
       // The stored values as a document of the model, so the counter is chosen as save
@@ -64,9 +90,6 @@ async function syncCounterToMax(Model, id) {
       });
       reference = counter.referenceOf(Source.hydrate(stored));
     }
-    // The whole number at or past the extreme, in the counter's direction.
-    let target = fromServer(extreme);
-    if (typeof target === 'number') target = descending ? Math.ceil(target) : Math.floor(target);
     // The core moves it in its own direction: $max ascending, $min descending.
     moved.push({ reference_value: reference, value: await counter.call((await counter.handle(reference, Model)).raiseTo(target)) });
   }
@@ -99,7 +122,7 @@ async function takeOverCounter(Model, from, options = {}) {
   }
   const where = locate(options.modelName ?? Model.modelName, options.field ?? counter.options.inc_field);
   const db = await counter.db(Model);
-  const other = await db.collection(options.collection ?? where.collection).findOne(where.filter);
+  const other = await db.collection(options.collection ?? where.collection).findOne(where.filter, { readPreference: 'primary' });
   const count = other && other[where.value];
   if (count === undefined || count === null) {
     throw codedError('SEQUENCE_NOT_FOUND', `takeOverCounter: no ${from} counter ${JSON.stringify(where.filter)} in ${options.collection ?? where.collection}`);
@@ -108,4 +131,4 @@ async function takeOverCounter(Model, from, options = {}) {
   return counter.call((await counter.handle(null, Model)).raiseTo(Math.trunc(value)));
 }
 
-module.exports = { syncCounterToMax, takeOverCounter, setPath, fromServer };
+module.exports = { syncCounterToMax, takeOverCounter, setPath, fromServer, numberMatch, counterTarget };
