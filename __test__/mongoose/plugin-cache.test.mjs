@@ -162,6 +162,8 @@ for (const [major, mongoose] of MONGOOSES) {
               if (step.endsWave || at === history.length - 1) {
                 inserted += (await Promise.all(wave)).reduce((a, b) => a + b, 0);
                 wave = [];
+                // Before a close: how many clients the sides' numbering had open.
+                clients.add(seq.sharedClientCount());
                 if (step.close) await seq.closeSharedClients();
               }
             }
@@ -172,7 +174,6 @@ for (const [major, mongoose] of MONGOOSES) {
               `every document numbered: ${numbers}`,
             );
             assert.equal(new Set(numbers).size, numbers.length, `no number twice: ${numbers.sort((a, b) => a - b)}`);
-            clients.add(seq.sharedClientCount());
           }),
           { numRuns: 4 },
         );
