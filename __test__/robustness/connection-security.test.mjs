@@ -472,36 +472,6 @@ test('5c. reads that decide a counter write go to the primary, whatever readPref
   for (const c of decided) assert.notEqual(mode(c), 'secondaryPreferred', `a read that decides a write: ${JSON.stringify(c)}`);
 });
 
-test("5d. a Db's own readConcern and readPreference reach the counter reads made through it, as the Node driver's reads on that Db carry them", async () => {
-  const p = await proxy();
-  const client = nodeClient(`mongodb://127.0.0.1:${p.port}/?directConnection=true`);
-  const db = client.db(env.dbName, { readConcern: { level: 'majority' }, readPreference: 'secondaryPreferred' });
-  const finds = (collection) => p.commands().filter((c) => Object.keys(c)[0] === 'find' && c.find === collection);
-  const reads = (c) => ({ level: c.readConcern?.level, mode: c.$readPreference?.mode ?? 'primary' });
-  await env.db.collection('counters').insertOne({ _id: 'dbrc', sequence_value: 5 });
-  p.clear();
-  await db.collection('dbrc_docs').findOne({});
-  const nodes = reads(finds('dbrc_docs')[0]);
-  assert.equal(nodes.level, 'majority', "the Node driver sends the Db's read concern");
-  p.clear();
-  assert.equal(await seq.sequence(db, 'dbrc').current(), 5);
-  await seq.listSequences(db);
-  const ours = finds('counters').map(reads);
-  assert.ok(ours.length >= 2, JSON.stringify(p.commands().map((c) => Object.keys(c)[0])));
-  for (const r of ours) assert.equal(r.level, 'majority', `a counter read carries the Db's read concern: ${JSON.stringify(ours)}`);
-  // The preference as the Node driver sends it on that Db (none to a standalone): plain
-  // reads follow it; a read that decides a write does not (5c).
-  const listed = reads(finds('counters').at(-1));
-  assert.equal(listed.mode, nodes.mode, "listSequences reads as the Node driver's reads on that Db");
-  // The same client's other Db reads as the client does, as the Node driver's reads on it.
-  const plain = client.db(env.dbName);
-  p.clear();
-  await plain.collection('dbrc_docs').findOne({});
-  await seq.listSequences(plain);
-  assert.deepEqual(finds('counters').map(reads), finds('dbrc_docs').map(reads));
-  assert.equal(finds('counters').map(reads)[0].level, undefined);
-});
-
 test("pool sizes: maxPoolSize caps the derived client's connections as it caps the Node client's (counted at a proxy)", async () => {
   // Connections through a fresh proxy that carried a findAndModify: the pool's, not the
   // monitors' (which only say hello).

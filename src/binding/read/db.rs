@@ -71,18 +71,6 @@ pub fn read_db(env: &Env, value: &Unknown, uri: Option<&str>) -> SeqResult<DbTar
             derived
         }
     };
-    // A `Db` given its own read concern or preference reads through a connection of its
-    // own, derived with them (one that cannot be carried is refused, as on a client).
-    let connection = match node_client::db_reads(&db, &options)? {
-        None => connection,
-        Some(own) => {
-            let mut effective = node_client::effective_options(env, &client, &options)?;
-            for (key, value) in own {
-                effective.insert(key.to_string(), value);
-            }
-            derive_from_node_client_cached(&effective)?
-        }
-    };
     crate::binding::node_close::watch_node_client(env, &client, &connection);
     let target = DbTarget::Shared(connection, database, concern);
     db_memo::remember(env, value, &target);

@@ -28,24 +28,6 @@ const DRIVER_BASE: &str = "TypedEventEmitter";
 /// How far up the prototype chain the driver's class is looked for.
 const MAX_PROTOTYPES: usize = 8;
 
-/// The read concern and read preference a Node driver `Db` was given of its own
-/// (`client.db(name, { readConcern, readPreference })`), where they differ from its
-/// client's options (read as `options`): the driver's reads on that `Db` use them, so the
-/// counter reads made through it do too. `None` when the `Db` reads as its client does.
-pub fn db_reads(
-    db: &Object,
-    options: &Object,
-) -> SeqResult<Option<Vec<(&'static str, NodeValue)>>> {
-    let mut own = Vec::new();
-    for key in ["readConcern", "readPreference"] {
-        let of_db = node_value(&property(db, key)?, 0);
-        if !of_db.is_unset() && of_db != node_value(&property(options, key)?, 0) {
-            own.push((key, of_db));
-        }
-    }
-    Ok((!own.is_empty()).then_some(own))
-}
-
 /// `client.options` (read as `options`) as the derivation reads it: what the user set, and
 /// the options this package knows.
 pub fn effective_options(env: &Env, client: &Object, options: &Object) -> SeqResult<NodeOptions> {
