@@ -449,3 +449,33 @@ test('a counter deleted while the process runs is looked for again: numbering co
   await deleteCounters();
   assert.equal((await new Receipt({ tag: 7, shop: 'south' }).save()).no, 2);
 });
+
+test('a counter first made otherwise than by a seed (a number given on save, another process) and deleted is looked for again all the same', async () => {
+  // A: the first numbering's seed finds nothing (the given number is not stored yet), the
+  // given number makes the counter; deleted after three numbers, the next is 4, not 1.
+  const a = await connectionOf(mongoose9, 'given_first');
+  const { pa } = await tenantsOf(a, ['pa'], ['receipts']);
+  const { Receipt } = autoincModels({ pa }, oursAutoinc).pa;
+  const numbers = [(await new Receipt({ no: 1, tag: 0, shop: 'n' }).save()).no];
+  for (const tag of [1, 2]) numbers.push((await new Receipt({ tag, shop: 'n' }).save()).no);
+  await pa.db.collection('identitycounters').deleteMany({});
+  numbers.push((await new Receipt({ tag: 3, shop: 'n' }).save()).no);
+  assert.deepEqual(numbers, [1, 2, 3, 4]);
+  assert.equal(await Receipt.nextCount('n'), 5);
+  // B: two connections to one database, as two processes. X looks first (nothing stored,
+  // no counter made), Y numbers, X numbers after it; deleted, X's next is past both.
+  const x = await connectionOf(mongoose9, 'other_first');
+  const y = await openOn(mongoose9, env.uri, x.name);
+  opened.push(y);
+  const [dx, dy] = [await tenantsOf(x, ['t'], ['receipts']), await tenantsOf(y, ['t'], ['receipts'])];
+  const X = autoincModels(dx, oursAutoinc).t.Receipt;
+  const Y = autoincModels(dy, oursAutoinc).t.Receipt;
+  assert.equal(await X.nextCount('n'), 1);
+  assert.equal((await new Y({ tag: 0, shop: 'n' }).save()).no, 1);
+  assert.equal((await new X({ tag: 1, shop: 'n' }).save()).no, 2);
+  await dx.t.db.collection('identitycounters').deleteMany({});
+  assert.equal(await X.nextCount('n'), 3, 'nextCount after the deletion');
+  assert.equal((await new X({ tag: 2, shop: 'n' }).save()).no, 3);
+  const stored = (await dx.t.db.collection('receipts').find({}).toArray()).map((d) => d.no).sort((p, q) => p - q);
+  assert.deepEqual(stored, [1, 2, 3], 'no number twice');
+});

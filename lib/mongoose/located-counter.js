@@ -137,14 +137,19 @@ class LocatedCounter extends Counter {
   }
 
   /**
-   * Forgets the seeding of the counter of `reference` on `db` when it left the counter
-   * present (it has been deleted since), so that the next use seeds it again; whether it did.
+   * Forgets the seeding of the counter of `reference` on `db` (found missing: deleted
+   * since, or never made by it), so that the next use seeds it again; whether there was
+   * one. Whatever that seeding found: one that found no number may be followed by a
+   * counter made otherwise (a number given on save, another process) and then deleted,
+   * with numbers stored meanwhile.
    */
   async forgetSeed(reference, db) {
     const seeds = this.seeds.get(db);
     const key = this.keyOf(reference);
     const seeding = seeds && seeds.get(key);
-    if (!seeding || !(await seeding.catch(() => false)) || seeds.get(key) !== seeding) return false;
+    if (!seeding) return false;
+    await seeding.catch(() => false);
+    if (seeds.get(key) !== seeding) return false;
     seeds.delete(key);
     return true;
   }
