@@ -976,6 +976,27 @@ mod tests {
     }
 
     #[test]
+    fn an_increment_past_the_64_bit_range_is_named_an_overflow_of_the_counter() {
+        let c = counter("full");
+        let bad_value = SeqError::server(BAD_VALUE, Some("BadValue".into()), "overflow");
+        let err = increment_error(&c, bad_value);
+        assert_eq!(err.code, ErrorCode::SequenceOverflow);
+        assert!(
+            err.message.contains("Sequence 'full' cannot advance"),
+            "{}",
+            err.message
+        );
+        assert_eq!(
+            err.server_code,
+            Some(BAD_VALUE),
+            "the server's code is kept"
+        );
+        // Another server error is left as it is.
+        let other = SeqError::server(91, Some("ShutdownInProgress".into()), "bye");
+        assert_eq!(increment_error(&c, other.clone()).message, other.message);
+    }
+
+    #[test]
     fn server_errors_surface_and_later_calls_work() {
         let store = MemoryStore::default();
         let c = counter("flaky");
