@@ -472,6 +472,56 @@ test('5c. reads that decide a counter write go to the primary, whatever readPref
   for (const c of decided) assert.notEqual(mode(c), 'secondaryPreferred', `a read that decides a write: ${JSON.stringify(c)}`);
 });
 
+test("5d. a Db's own readConcern and readPreference reach listSequences as the Node driver's reads on that Db carry them; current and the reads that decide a write read the primary's latest", async () => {
+  const p = await proxy();
+  // The client's own read concern is majority too: the reads that decide a write must
+  // not follow it either (a majority read may miss a number just written with w: 1).
+  const client = nodeClient(`mongodb://127.0.0.1:${p.port}/?directConnection=true&readConcernLevel=majority`);
+  const db = client.db(env.dbName, { readConcern: { level: 'available' }, readPreference: 'secondaryPreferred' });
+  const finds = (collection) => p.commands().filter((c) => Object.keys(c)[0] === 'find' && c.find === collection);
+  const level = (c) => c.readConcern?.level;
+  const mode = (c) => c.$readPreference?.mode ?? 'primary';
+  p.clear();
+  await db.collection('rc_docs').findOne({});
+  const [nodeRead] = finds('rc_docs');
+  assert.equal(level(nodeRead), 'available', "the Node driver's read on the Db carries the Db's read concern");
+  // A standalone (mongoeco) is sent no read preference at all.
+  const replicaSet = mode(nodeRead) !== 'primary';
+  p.clear();
+  await seq.listSequences(db);
+  const [listing] = finds('counters');
+  assert.equal(level(listing), 'available', `listSequences carries the Db's read concern: ${JSON.stringify(listing)}`);
+  assert.equal(mode(listing), mode(nodeRead), "listSequences reads where the Db's reads go");
+  // The same client's Db without settings: the client's read concern.
+  p.clear();
+  await seq.listSequences(client.db(env.dbName));
+  assert.equal(level(finds('counters')[0]), 'majority');
+  // (A direct connection sends primary as primaryPreferred.)
+  if (replicaSet) assert.notEqual(mode(finds('counters')[0]), 'secondaryPreferred');
+  // current, a fraction taken over (the read before a guarded write) and syncToMax's look
+  // at the numbers in use: the primary's latest, whatever the Db and its client say.
+  await env.db.collection('rc_docs').insertMany([{ n: 7 }, { n: 12 }]);
+  await env.db.collection('counters').insertOne({ _id: 'rc-fraction', sequence_value: 2.5 });
+  p.clear();
+  assert.equal(
+    await seq
+      .sequence(db, 'c')
+      .current()
+      .then((v) => typeof v),
+    'number',
+  );
+  assert.equal(await seq.getNextSequenceValue(db, 'rc-fraction'), 4);
+  assert.equal(await seq.syncToMax(db, 'rc_docs', 'n', 'rc-sync'), 12);
+  const decided = [...finds('counters'), ...finds('rc_docs')];
+  assert.ok(decided.length >= 3, JSON.stringify(p.commands().map((c) => Object.keys(c)[0])));
+  for (const c of decided) {
+    assert.equal(level(c), 'local', `a read that decides a write or reads a counter: ${JSON.stringify(c)}`);
+    assert.notEqual(mode(c), 'secondaryPreferred', JSON.stringify(c));
+  }
+  // A Db whose read preference cannot be carried is refused, as such a client is.
+  await rejectsWithCode(assert, seq.listSequences({ databaseName: env.dbName, client, readPreference: { mode: 'anywhere' } }), 'UNSUPPORTED_CLIENT', /the Db's readPreference/);
+});
+
 test("pool sizes: maxPoolSize caps the derived client's connections as it caps the Node client's (counted at a proxy)", async () => {
   // Connections through a fresh proxy that carried a findAndModify: the pool's, not the
   // monitors' (which only say hello).

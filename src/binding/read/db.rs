@@ -8,12 +8,14 @@ use crate::binding::js::{
     boolean, describe, is_nullish, number, object, object_property, property, string_property,
 };
 use crate::binding::read::db_memo;
-use crate::binding::read::db_target::DbTarget;
+use crate::binding::read::db_target::{DbSettings, DbTarget};
 use crate::binding::read::kinds::{Kind, OptionValue};
 use crate::binding::read::node_client;
 use crate::binding::read::option_reader::read_value;
 use crate::binding::read::sequence_db::SequenceDb;
 use crate::engine::client::connection::{derive_from_node_client_cached, ConnectionTarget};
+use crate::engine::client::db_reads::DbReads;
+use crate::engine::client::node_options::NodeValue;
 use crate::engine::client::write_concern::WriteConcernSpec;
 use crate::engine::error::{ErrorCode, SeqError, SeqResult};
 
@@ -44,12 +46,15 @@ pub fn read_db(env: &Env, value: &Unknown, uri: Option<&str>) -> SeqResult<DbTar
     };
     let database = string_property(&db, "databaseName")
         .ok_or_else(|| SeqError::invalid_argument(format!("{NOT_A_DB}; it has no databaseName")))?;
-    let concern = db_write_concern(&db)?;
+    let settings = std::sync::Arc::new(DbSettings {
+        write_concern: db_write_concern(&db)?,
+        reads: db_reads(&db)?,
+    });
     if let Some(uri) = uri {
         return Ok(DbTarget::Shared(
             ConnectionTarget::from_uri(uri)?,
             database,
-            concern,
+            settings,
         ));
     }
     let client = object_property(&db, "client")
@@ -72,7 +77,7 @@ pub fn read_db(env: &Env, value: &Unknown, uri: Option<&str>) -> SeqResult<DbTar
         }
     };
     crate::binding::node_close::watch_node_client(env, &client, &connection);
-    let target = DbTarget::Shared(connection, database, concern);
+    let target = DbTarget::Shared(connection, database, settings);
     db_memo::remember(env, value, &target);
     Ok(target)
 }
@@ -112,6 +117,14 @@ fn db_write_concern(db: &napi::bindgen_prelude::Object) -> SeqResult<Option<Writ
             .map(|ms| ms as u64),
     };
     Ok((spec != WriteConcernSpec::default()).then_some(spec))
+}
+
+/// The Node driver `Db`'s `readConcern` (its own: the driver applies the client's) and
+/// `readPreference` (its own, else its client's), read as a client's are.
+fn db_reads(db: &napi::bindgen_prelude::Object) -> SeqResult<DbReads> {
+    let read =
+        |key: &str| -> SeqResult<NodeValue> { Ok(node_client::node_value(&property(db, key)?)) };
+    DbReads::from_node(&read("readConcern")?, &read("readPreference")?)
 }
 
 /// The connection derived from a client's options object, remembered per object (weakly,

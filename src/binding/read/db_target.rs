@@ -4,6 +4,7 @@
 use std::sync::Arc;
 
 use crate::engine::client::connection::ConnectionTarget;
+use crate::engine::client::db_reads::DbReads;
 use crate::engine::client::handle::ClientHandle;
 use crate::engine::client::registry::SHARED_CLIENTS;
 use crate::engine::client::write_concern::WriteConcernSpec;
@@ -15,9 +16,18 @@ pub enum DbTarget {
     /// A client opened with `connect(uri)`.
     Own(Arc<ClientHandle>, String),
     /// A shared client for a connection derived from a Node driver client or `uri`, and
-    /// the write concern of the Node driver `Db` it was read from (its own, or the one it
-    /// inherited from its client): the default of a call that gives none.
-    Shared(ConnectionTarget, String, Option<WriteConcernSpec>),
+    /// the settings of the Node driver `Db` it was read from.
+    Shared(ConnectionTarget, String, Arc<DbSettings>),
+}
+
+/// What a Node driver `Db` says of its operations (its own, or what it inherited from
+/// its client), for the calls made through it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DbSettings {
+    /// Its write concern: the default of a call that gives none.
+    pub write_concern: Option<WriteConcernSpec>,
+    /// Its read concern and read preference, for the reads that only report.
+    pub reads: DbReads,
 }
 
 impl DbTarget {
@@ -61,8 +71,16 @@ impl DbTarget {
         call: Option<&'a WriteConcernSpec>,
     ) -> Option<&'a WriteConcernSpec> {
         match self {
-            DbTarget::Shared(_, _, Some(db)) => call.or(Some(db)),
+            DbTarget::Shared(_, _, db) => call.or(db.write_concern.as_ref()),
             _ => call,
+        }
+    }
+
+    /// The `Db`'s read settings (none for a `SequenceDb`, whose client has its own).
+    pub fn reads(&self) -> DbReads {
+        match self {
+            DbTarget::Shared(_, _, db) => db.reads.clone(),
+            DbTarget::Own(..) => DbReads::default(),
         }
     }
 }

@@ -97,7 +97,7 @@ fn driver_defaults(
                 NodeValue::Function
             }
             (ValueType::Function, _) => NodeValue::Other,
-            _ => node_value(&default, 0),
+            _ => node_value(&default),
         };
         defaults.insert(key.to_string(), default);
     }
@@ -195,7 +195,7 @@ fn read_options(options: &Object) -> SeqResult<NodeOptions> {
         // metadata, pkFactory…): only their presence is kept.
         let value = match rule(key) {
             Some(Rule::Irrelevant(_)) => NodeValue::Other,
-            _ => node_value(&value, 0),
+            _ => node_value(&value),
         };
         out.insert(key.to_string(), value);
         Ok(())
@@ -203,7 +203,12 @@ fn read_options(options: &Object) -> SeqResult<NodeOptions> {
     Ok(out)
 }
 
-fn node_value(value: &Unknown, depth: usize) -> NodeValue {
+/// A value read as an option of the client is (depth, size and type limits alike).
+pub fn node_value(value: &Unknown) -> NodeValue {
+    node_value_at(value, 0)
+}
+
+fn node_value_at(value: &Unknown, depth: usize) -> NodeValue {
     match type_of(value) {
         ValueType::Undefined => NodeValue::Undefined,
         ValueType::Null => NodeValue::Null,
@@ -221,7 +226,7 @@ fn node_value(value: &Unknown, depth: usize) -> NodeValue {
             }
             if value.is_array().unwrap_or(false) {
                 return array_items(value, 1024).map_or(NodeValue::Other, |items| {
-                    NodeValue::List(items.iter().map(|v| node_value(v, depth + 1)).collect())
+                    NodeValue::List(items.iter().map(|v| node_value_at(v, depth + 1)).collect())
                 });
             }
             let Some(obj) = object_or_array(value) else {
@@ -229,7 +234,7 @@ fn node_value(value: &Unknown, depth: usize) -> NodeValue {
             };
             let mut map = std::collections::BTreeMap::new();
             let read = for_each_property(&obj, "an option", |key, v| {
-                map.insert(key.to_string(), node_value(&v, depth + 1));
+                map.insert(key.to_string(), node_value_at(&v, depth + 1));
                 Ok(())
             });
             read.map_or(NodeValue::Other, |_| NodeValue::Map(map))

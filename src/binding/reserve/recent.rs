@@ -29,8 +29,8 @@ fn same_target(a: &DbTarget, b: &DbTarget) -> bool {
         (DbTarget::Own(x, db_x), DbTarget::Own(y, db_y)) => Arc::ptr_eq(x, y) && db_x == db_y,
         // The same TLS contents too: a call that read rotated files must reach the
         // registry, which replaces the client opened before the rotation.
-        (DbTarget::Shared(x, db_x, wc_x), DbTarget::Shared(y, db_y, wc_y)) => {
-            x == y && db_x == db_y && wc_x == wc_y && x.same_tls_contents(y)
+        (DbTarget::Shared(x, db_x, settings_x), DbTarget::Shared(y, db_y, settings_y)) => {
+            x == y && db_x == db_y && settings_x == settings_y && x.same_tls_contents(y)
         }
         _ => false,
     }

@@ -1,7 +1,8 @@
 //! Reaching a server: connection targets, the shared driver clients, Node driver options,
-//! write concern, and the driver's errors turned into ours.
+//! write concern, a `Db`'s read settings, and the driver's errors turned into ours.
 
 pub mod connection;
+pub(crate) mod db_reads;
 pub(crate) mod driver_error;
 pub(crate) mod handle;
 pub(crate) mod node_options;

@@ -1,5 +1,6 @@
 //! Listing the counters of a collection (`listSequences`).
 
+use mongodb::action::Action;
 use mongodb::bson::{doc, Bson, Document};
 
 use crate::engine::counter::capacity::{capacity, Capacity, StoredType};
@@ -39,6 +40,7 @@ impl MongoDriver {
         // Only the value and configuration fields travel (`_id` always does), and each
         // document is converted as it arrives: a counters collection holding large
         // documents is never loaded whole.
+        // A listing only reports: it reads where and how the `Db` reads.
         let mut cursor = self
             .database()
             .collection::<Document>(collection)
@@ -47,6 +49,10 @@ impl MongoDriver {
                 field,
             ))
             .sort(doc! { "_id": 1 })
+            .optional(self.reads().concern(), |find, c| find.read_concern(c))
+            .optional(self.reads().criteria(), |find, c| {
+                find.selection_criteria(c)
+            })
             .await
             .map_err(|e| self.error(&e))?;
         let mut listed = Vec::new();

@@ -7,7 +7,7 @@ use mongodb::bson::{doc, Bson, Document};
 use crate::engine::error::SeqResult;
 use crate::engine::management::SourceValues;
 use crate::engine::store::counter_store::Direction;
-use crate::engine::store::mongo_driver::{on_primary, MongoDriver};
+use crate::engine::store::mongo_driver::{latest, on_primary, MongoDriver};
 
 /// 2^63 as a double: the first double beyond the 64-bit integer range.
 pub(crate) const I64_RANGE_END: f64 = 9_223_372_036_854_775_808.0;
@@ -154,6 +154,7 @@ impl MongoDriver {
                 .sort(doc! { path: order })
                 .projection(projection)
                 .selection_criteria(on_primary())
+                .read_concern(latest())
                 .await
                 .map_err(|e| self.error(&e))?;
             return Ok(extreme_of(first.as_ref(), path, direction));
@@ -163,6 +164,7 @@ impl MongoDriver {
             .find(filter)
             .projection(projection)
             .selection_criteria(on_primary())
+            .read_concern(latest())
             .await
             .map_err(|e| self.error(&e))?;
         let mut best: Option<i64> = None;
@@ -190,6 +192,7 @@ impl MongoDriver {
             .find_one(doc! { "$or": any_array })
             .projection(doc! { "_id": 1 })
             .selection_criteria(on_primary())
+            .read_concern(latest())
             .await
             .map_err(|e| self.error(&e))?;
         Ok(found.is_some())

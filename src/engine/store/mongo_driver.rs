@@ -3,12 +3,13 @@
 
 use mongodb::bson::{doc, Bson, Document};
 use mongodb::options::{
-    CollectionOptions, IndexOptions, ReadPreference, ReturnDocument, SelectionCriteria,
-    WriteConcern,
+    CollectionOptions, IndexOptions, ReadConcern, ReadPreference, ReturnDocument,
+    SelectionCriteria, WriteConcern,
 };
 use mongodb::{ClientSession, Collection, Database, IndexModel};
 use tokio::sync::Mutex;
 
+use crate::engine::client::db_reads::DbReads;
 use crate::engine::client::driver_error::{
     duplicate_on_other_index, from_driver, is_duplicate_key, is_duplicate_on,
 };
@@ -28,12 +29,22 @@ pub fn on_primary() -> SelectionCriteria {
     SelectionCriteria::ReadPreference(ReadPreference::Primary)
 }
 
+/// The read concern of a read that decides a counter write, whatever the client's or
+/// the `Db`'s: the latest the primary holds (`local`). A `majority` read may miss a
+/// number written with `w: 1` a moment ago, and `syncToMax` would raise the counter short
+/// of it; `local` may see a write that a rollback later removes, which only leaves a gap.
+pub fn latest() -> ReadConcern {
+    ReadConcern::local()
+}
+
 /// Counters in one database, with the secrets to keep out of error messages.
 #[derive(Clone)]
 pub struct MongoDriver {
     database: Database,
     secrets: std::sync::Arc<Vec<String>>,
     write_concern: Option<WriteConcern>,
+    /// The `Db`'s read settings, for the reads that only report.
+    reads: DbReads,
     indexes: IndexMemo,
     /// The server its client writes to, when the client watches it.
     writable: Option<std::sync::Arc<WritableServer>>,
@@ -49,6 +60,7 @@ impl MongoDriver {
             database,
             secrets,
             write_concern: None,
+            reads: DbReads::default(),
             indexes: IndexMemo::default(),
             writable: None,
         }
@@ -65,6 +77,17 @@ impl MongoDriver {
     pub fn with_writable(mut self, writable: std::sync::Arc<WritableServer>) -> Self {
         self.writable = Some(writable);
         self
+    }
+
+    /// The same driver, sending `reads` with the reads that only report.
+    pub fn with_reads(mut self, reads: DbReads) -> Self {
+        self.reads = reads;
+        self
+    }
+
+    /// The `Db`'s read settings, for the reads that only report.
+    pub fn reads(&self) -> &DbReads {
+        &self.reads
     }
 
     /// The same driver, writing with `concern` (the connection's default for `None`).
@@ -255,12 +278,17 @@ impl MongoDriver {
             // A transaction reads from the primary already (and refuses a read
             // preference of an operation).
             Some(session) => action().session(session).await,
-            None => match action().selection_criteria(on_primary()).await {
-                Err(e) if is_dropped_connection(&e) => {
-                    action().selection_criteria(on_primary()).await
+            None => {
+                let latest = || {
+                    action()
+                        .selection_criteria(on_primary())
+                        .read_concern(latest())
+                };
+                match latest().await {
+                    Err(e) if is_dropped_connection(&e) => latest().await,
+                    found => found,
                 }
-                found => found,
-            },
+            }
         }
         .map_err(|e| self.error(&e))
     }

@@ -122,15 +122,7 @@ pub fn derive(
         direct_connection: flag("directConnection")?,
         load_balanced: flag("loadBalanced")?,
         write_concern: derive_write_concern(get("writeConcern"))?,
-        read_concern: match get("readConcern") {
-            v if v.is_unset() => None,
-            NodeValue::Map(_) => match get("readConcern").get("level") {
-                v if v.is_unset() => None,
-                NodeValue::Text(level) => Some(level.clone()),
-                _ => return Err(bad("readConcern", "not a read concern")),
-            },
-            _ => return Err(bad("readConcern", "not a read concern")),
-        },
+        read_concern: derive_read_concern(get("readConcern"))?,
         read_preference: derive_read_preference(get("readPreference"))?,
         retry_writes: flag("retryWrites")?,
         retry_reads: flag("retryReads")?,
@@ -345,7 +337,23 @@ fn derive_write_concern(value: &NodeValue) -> SeqResult<Option<DerivedWriteConce
     }))
 }
 
-fn derive_read_preference(value: &NodeValue) -> SeqResult<Option<DerivedReadPreference>> {
+/// `readConcern` (a client's or a `Db`'s): its level.
+pub(crate) fn derive_read_concern(value: &NodeValue) -> SeqResult<Option<String>> {
+    match value {
+        v if v.is_unset() => Ok(None),
+        NodeValue::Map(_) => match value.get("level") {
+            v if v.is_unset() => Ok(None),
+            NodeValue::Text(level) => Ok(Some(level.clone())),
+            _ => Err(bad("readConcern", "not a read concern")),
+        },
+        _ => Err(bad("readConcern", "not a read concern")),
+    }
+}
+
+/// `readPreference` (a client's or a `Db`'s).
+pub(crate) fn derive_read_preference(
+    value: &NodeValue,
+) -> SeqResult<Option<DerivedReadPreference>> {
     if value.is_unset() {
         return Ok(None);
     }

@@ -141,7 +141,8 @@ impl DerivedConnection {
 }
 
 impl DerivedReadPreference {
-    fn to_driver(&self) -> ReadPreference {
+    /// The driver's read preference.
+    pub(crate) fn to_driver(&self) -> ReadPreference {
         let options = (!self.tags.is_empty() || self.max_staleness_seconds.is_some()).then(|| {
             let mut o = ReadPreferenceOptions::default();
             if !self.tags.is_empty() {
