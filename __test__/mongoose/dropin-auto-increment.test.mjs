@@ -296,6 +296,34 @@ for (const [major, mongoose] of MONGOOSES) {
       }
     });
 
+    test("removeDuplicateCounters picks the copy to keep from the primary's latest, whatever the connection reads from and how", async () => {
+      // A secondary, or a majority read, may show an older count as the largest: keeping
+      // it would hand out numbers again.
+      const reading = mongoose.createConnection();
+      await reading.openUri(env.uri, {
+        dbName: `${env.dbName}_${major}_dupread`,
+        serverSelectionTimeoutMS: 10_000,
+        readPreference: 'secondaryPreferred',
+        readConcernLevel: 'majority',
+        monitorCommands: true,
+      });
+      try {
+        await reading.db.collection('identitycounters').insertMany([
+          { model: 'Twice', field: '_id', count: 4 },
+          { model: 'Twice', field: '_id', count: 9 },
+        ]);
+        const sent = [];
+        reading.getClient().on('commandStarted', (event) => event.commandName === 'aggregate' && sent.push(event.command));
+        assert.deepEqual(await autoIncrement.removeDuplicateCounters(reading), [{ model: 'Twice', field: '_id', kept: 9, removed: [4] }]);
+        assert.equal(sent.length, 1);
+        assert.equal(sent[0].readConcern?.level, 'local', JSON.stringify(sent[0]));
+        assert.notEqual(sent[0].$readPreference?.mode, 'secondaryPreferred', JSON.stringify(sent[0]));
+      } finally {
+        await reading.dropDatabase();
+        await reading.close();
+      }
+    });
+
     test('initialize(mongoose): the counters on its default connection', async () => {
       const dbName = `${env.dbName}_${major}_default`;
       await mongoose.connect(env.uri, { dbName, serverSelectionTimeoutMS: 10_000 });

@@ -11,6 +11,7 @@ const { addToSchema } = require('../mongoose/registry.js');
 const { addHooks } = require('../mongoose/hooks.js');
 const { addCreate, settle } = require('../mongoose/statics.js');
 const { openDb } = require('../mongoose/connection.js');
+const { LATEST } = require('../mongoose/latest-read.js');
 const { checkCache, integerOption } = require('../mongoose/options.js');
 
 /** The name errors start with. */
@@ -99,12 +100,16 @@ async function removeDuplicateCounters(connection = countersConnection) {
   let duplicated;
   try {
     duplicated = await counters
-      .aggregate([
-        { $sort: { count: -1 } },
-        { $group: { _id: { model: '$model', field: '$field' }, copies: { $push: { id: '$_id', count: '$count' } } } },
-        { $match: { 'copies.1': { $exists: true } } },
-        { $sort: { '_id.model': 1, '_id.field': 1 } },
-      ])
+      .aggregate(
+        [
+          { $sort: { count: -1 } },
+          { $group: { _id: { model: '$model', field: '$field' }, copies: { $push: { id: '$_id', count: '$count' } } } },
+          { $match: { 'copies.1': { $exists: true } } },
+          { $sort: { '_id.model': 1, '_id.field': 1 } },
+        ],
+        // Which copy is kept decides what numbering continues from.
+        LATEST,
+      )
       .toArray();
     for (const { copies } of duplicated) copies.sort((a, b) => Number(b.count) - Number(a.count));
     for (const { copies } of duplicated) await counters.deleteMany({ _id: { $in: copies.slice(1).map((c) => c.id) } });

@@ -11,6 +11,7 @@ const { codedError } = require('../coded-error.js');
 const { identityCounter, IDENTITY_COUNTERS } = require('../mongoose/located-counter.js');
 const { addToSchema } = require('../mongoose/registry.js');
 const { addHooks } = require('../mongoose/hooks.js');
+const { LATEST } = require('../mongoose/latest-read.js');
 const { addCreate } = require('../mongoose/statics.js');
 const { isDocument, readField } = require('../mongoose/paths.js');
 const { asCast } = require('../mongoose/cast.js');
@@ -66,7 +67,7 @@ async function convertOldCounter(db, locator) {
   if (locator.groupingField !== '') return;
   const counters = db.collection(COUNTER_COLLECTION);
   try {
-    if (await counters.findOne(locator, { projection: { _id: 1 }, readPreference: 'primary' })) return;
+    if (await counters.findOne(locator, { ...LATEST, projection: { _id: 1 } })) return;
     await counters.updateOne({ model: locator.model, field: locator.field, groupingField: { $exists: false } }, { $set: { groupingField: '' } });
   } catch (error) {
     if (error && Number(error.code) === 11000) return;

@@ -13,6 +13,7 @@ const { DEFAULTS } = require('./options.js');
 const { isDocument, readField } = require('./paths.js');
 const { setPath, numberMatch, counterTarget } = require('./migration.js');
 const { asCast } = require('./cast.js');
+const { LATEST } = require('./latest-read.js');
 const { SAVE, BATCH } = require('./rule.js');
 // Through the package's entry, so that the drop-ins' calls are traced like a user's.
 const core = require('../entry.js');
@@ -192,8 +193,7 @@ class LocatedCounter extends Counter {
     const fields = [...(this.options.reference_fields ?? [])];
     const discriminatorKey = Source.schema && Source.schema.options && Source.schema.options.discriminatorKey;
     if (discriminatorKey && (Source.discriminators || Source.baseModelName)) fields.push(discriminatorKey);
-    // On the primary, where the counter is written: a lagging secondary's would be short.
-    const read = { promoteLongs: false, readPreference: 'primary' };
+    const read = { ...LATEST, promoteLongs: false };
     const collection = db.collection(Source.collection.collectionName);
     if (!fields.length) {
       // One counter for the whole collection: its furthest number is the first document

@@ -4,6 +4,7 @@
 // (`takeOverCounter`).
 
 const { codedError } = require('../coded-error.js');
+const { LATEST } = require('./latest-read.js');
 const { counterOf, numberedModel } = require('./registry.js');
 
 /** Sets the dotted `path` of the plain object `object`. */
@@ -73,8 +74,9 @@ async function syncCounterToMax(Model, id) {
     });
   }
   const Source = numberedModel(Model, counter);
-  // On the primary, where the counters are written: a lagging secondary's would be short.
-  const extremes = await Source.aggregate([{ $match: numberMatch(field) }, { $group: { _id: group, extreme: { [descending ? '$min' : '$max']: `$${field}` } } }]).read('primary');
+  const extremes = await Source.aggregate([{ $match: numberMatch(field) }, { $group: { _id: group, extreme: { [descending ? '$min' : '$max']: `$${field}` } } }])
+    .read(LATEST.readPreference)
+    .readConcern(LATEST.readConcern.level);
   const moved = [];
   for (const { _id: values, extreme } of extremes) {
     // The whole number at or past the extreme, in the counter's direction.
@@ -122,7 +124,7 @@ async function takeOverCounter(Model, from, options = {}) {
   }
   const where = locate(options.modelName ?? Model.modelName, options.field ?? counter.options.inc_field);
   const db = await counter.db(Model);
-  const other = await db.collection(options.collection ?? where.collection).findOne(where.filter, { readPreference: 'primary' });
+  const other = await db.collection(options.collection ?? where.collection).findOne(where.filter, LATEST);
   const count = other && other[where.value];
   if (count === undefined || count === null) {
     throw codedError('SEQUENCE_NOT_FOUND', `takeOverCounter: no ${from} counter ${JSON.stringify(where.filter)} in ${options.collection ?? where.collection}`);
