@@ -518,8 +518,16 @@ test("5d. a Db's own readConcern and readPreference reach listSequences as the N
     assert.equal(level(c), 'local', `a read that decides a write or reads a counter: ${JSON.stringify(c)}`);
     assert.notEqual(mode(c), 'secondaryPreferred', JSON.stringify(c));
   }
-  // A Db whose read preference cannot be carried is refused, as such a client is.
-  await rejectsWithCode(assert, seq.listSequences({ databaseName: env.dbName, client, readPreference: { mode: 'anywhere' } }), 'UNSUPPORTED_CLIENT', /the Db's readPreference/);
+  // A Db whose read settings cannot be carried fails only the read that would use them
+  // (a hedged read preference, as the Node driver's object holds one).
+  const odd = { databaseName: env.dbName, client, readPreference: { mode: 'nearest', hedge: { enabled: true } } };
+  await rejectsWithCode(assert, seq.listSequences(odd), 'UNSUPPORTED_CLIENT', /the Db's readPreference/);
+  assert.equal(typeof (await seq.getNextSequenceValue(odd, 'c')), 'number', 'a value-taking call never reads with them');
+  assert.equal(typeof (await seq.sequence(odd, 'c').current()), 'number');
+  // With a call's uri, the connection string's read settings apply, not the Db's.
+  p.clear();
+  assert.ok(Array.isArray(await seq.listSequences(odd, { uri: `mongodb://127.0.0.1:${p.port}/?directConnection=true` })));
+  assert.equal(level(finds('counters')[0]), undefined, JSON.stringify(finds('counters')));
 });
 
 test("pool sizes: maxPoolSize caps the derived client's connections as it caps the Node client's (counted at a proxy)", async () => {

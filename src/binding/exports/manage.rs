@@ -101,7 +101,7 @@ pub fn list_sequences<'env>(
         });
         promise(env, async move {
             let (target, options) = read?;
-            let reads = target.reads();
+            let reads = target.reads()?;
             let (handle, database) = target.resolve().await?;
             let store = handle.driver(&database)?.with_reads(reads);
             let listed = handle.within(

@@ -46,17 +46,24 @@ pub fn read_db(env: &Env, value: &Unknown, uri: Option<&str>) -> SeqResult<DbTar
     };
     let database = string_property(&db, "databaseName")
         .ok_or_else(|| SeqError::invalid_argument(format!("{NOT_A_DB}; it has no databaseName")))?;
-    let settings = std::sync::Arc::new(DbSettings {
-        write_concern: db_write_concern(&db)?,
-        reads: db_reads(&db)?,
-    });
+    let write_concern = db_write_concern(&db)?;
     if let Some(uri) = uri {
+        // The connection string's own read settings, not those the `Db` took from a
+        // client of perhaps another deployment (tags that match none of its members).
+        let settings = DbSettings {
+            write_concern,
+            reads: Ok(DbReads::default()),
+        };
         return Ok(DbTarget::Shared(
             ConnectionTarget::from_uri(uri)?,
             database,
-            settings,
+            std::sync::Arc::new(settings),
         ));
     }
+    let settings = std::sync::Arc::new(DbSettings {
+        write_concern,
+        reads: db_reads(&db),
+    });
     let client = object_property(&db, "client")
         .ok_or_else(|| SeqError::invalid_argument(format!("{NOT_A_DB}; it has no client")))?;
     let options = object_property(&client, "options").ok_or_else(|| {
@@ -119,8 +126,9 @@ fn db_write_concern(db: &napi::bindgen_prelude::Object) -> SeqResult<Option<Writ
     Ok((spec != WriteConcernSpec::default()).then_some(spec))
 }
 
-/// The Node driver `Db`'s `readConcern` (its own: the driver applies the client's) and
-/// `readPreference` (its own, else its client's), read as a client's are.
+/// The Node driver `Db`'s `readConcern` and `readPreference` (its own, else its
+/// client's: `client.db()` copies the client's options into the `Db`), read as a
+/// client's are.
 fn db_reads(db: &napi::bindgen_prelude::Object) -> SeqResult<DbReads> {
     let read =
         |key: &str| -> SeqResult<NodeValue> { Ok(node_client::node_value(&property(db, key)?)) };

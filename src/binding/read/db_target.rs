@@ -8,7 +8,7 @@ use crate::engine::client::db_reads::DbReads;
 use crate::engine::client::handle::ClientHandle;
 use crate::engine::client::registry::SHARED_CLIENTS;
 use crate::engine::client::write_concern::WriteConcernSpec;
-use crate::engine::error::SeqResult;
+use crate::engine::error::{SeqError, SeqResult};
 
 /// Where a call goes: a client and a database name.
 #[derive(Clone)]
@@ -22,12 +22,14 @@ pub enum DbTarget {
 
 /// What a Node driver `Db` says of its operations (its own, or what it inherited from
 /// its client), for the calls made through it.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DbSettings {
     /// Its write concern: the default of a call that gives none.
     pub write_concern: Option<WriteConcernSpec>,
-    /// Its read concern and read preference, for the reads that only report.
-    pub reads: DbReads,
+    /// Its read concern and read preference, for the reads that only report; when they
+    /// cannot be carried, why: only those reads fail (a `Db` that numbers never uses
+    /// them, and a `uri` given to the call replaces them).
+    pub reads: Result<DbReads, SeqError>,
 }
 
 impl DbTarget {
@@ -77,10 +79,10 @@ impl DbTarget {
     }
 
     /// The `Db`'s read settings (none for a `SequenceDb`, whose client has its own).
-    pub fn reads(&self) -> DbReads {
+    pub fn reads(&self) -> SeqResult<DbReads> {
         match self {
             DbTarget::Shared(_, _, db) => db.reads.clone(),
-            DbTarget::Own(..) => DbReads::default(),
+            DbTarget::Own(..) => Ok(DbReads::default()),
         }
     }
 }
