@@ -9,7 +9,8 @@ const { codedError } = require('../coded-error.js');
 const { identityCounter, IDENTITY_COUNTERS } = require('../mongoose/located-counter.js');
 const { addToSchema } = require('../mongoose/registry.js');
 const { addHooks } = require('../mongoose/hooks.js');
-const { addCreate, settle } = require('../mongoose/statics.js');
+const { addCreate } = require('../mongoose/statics.js');
+const { promiseOrCallback } = require('../mongoose/callback.js');
 const { openDb } = require('../mongoose/connection.js');
 const { LATEST } = require('../mongoose/latest-read.js');
 const { checkCache, integerOption } = require('../mongoose/options.js');
@@ -176,12 +177,12 @@ function plugin(schema, options) {
   /** The number the next new document will get (`startAt` before the first). */
   function nextCount(callback) {
     const Model = modelOfThis(this);
-    return settle(counter.nextNumber(Model), callback);
+    return promiseOrCallback(counter.nextNumber(Model), callback);
   }
   /** Sets the counter back so that the next new document gets `startAt`; resolves with `startAt`. */
   function resetCount(callback) {
     const Model = modelOfThis(this);
-    return settle(
+    return promiseOrCallback(
       counter.setValue(Model, startAt - incrementBy).then(() => startAt),
       callback,
     );

@@ -3,19 +3,10 @@
 // ahead, or inserted in one transaction with gapless), setNext and counterReset.
 
 const { codedError } = require('../coded-error.js');
+const { promiseOrCallback } = require('./callback.js');
 const { PLUGIN } = require('./options.js');
 const { registered, numbersFor } = require('./registry.js');
 const { takesNumber, SAVE, GAPLESS_CREATE, GAPLESS_BATCH } = require('./rule.js');
-
-/** Settles `promise` through `callback` when one is given, else returns it. */
-function settle(promise, callback) {
-  if (typeof callback !== 'function') return promise;
-  promise.then(
-    (value) => callback(null, value),
-    (error) => callback(error),
-  );
-  return undefined;
-}
 
 /** `list` as documents of `Model` (documents already are). */
 function asDocuments(Model, list) {
@@ -101,7 +92,7 @@ function addMethods(schema) {
       await counter.numberNow(this);
       return this.save();
     })();
-    return settle(work, callback);
+    return promiseOrCallback(work, callback);
   });
 
   schema.static('counterReset', function counterReset(id, reference, callback) {
@@ -116,8 +107,8 @@ function addMethods(schema) {
       // Reference values are cast with this model's schema when it is the counter's.
       return counter.reset(source, numbersFor(counter, this) ? this : undefined, this);
     })();
-    return settle(work, cb);
+    return promiseOrCallback(work, cb);
   });
 }
 
-module.exports = { addCreate, addMethods, settle, unchangeable };
+module.exports = { addCreate, addMethods, unchangeable };
