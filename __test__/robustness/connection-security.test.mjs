@@ -12,6 +12,7 @@ import { MongoClient } from 'mongodb';
 import { MongoClient as MongoClientV6 } from 'mongodb-v6';
 import { setup, seq, rejectsWithCode } from '../helpers.mjs';
 import { makeCertificates, tlsFront, recordingProxy, decodeMessages, closable } from '../fixtures/security-lab.mjs';
+import { freezingProxy, pastHandshake } from '../fixtures/stalled-server.mjs';
 
 let env;
 let certs;
@@ -532,4 +533,51 @@ test('the same connection from driver 6 and driver 7 clients shares one client; 
   await next(nodeClient(uri, { appName: 'x' }));
   await next(nodeClient(uri, { readPreference: 'primaryPreferred' }));
   assert.equal(seq.sharedClientCount(), 4);
+});
+
+test('socketTimeoutMS bounds every call on a server that stops answering, well before serverSelectionTimeoutMS, and the message names it', async () => {
+  const frozen = async () => {
+    const p = await freezingProxy(serverAddress, pastHandshake);
+    closers.push(() => p.close());
+    return { proxy: p, uri: `mongodb://127.0.0.1:${p.port}/?directConnection=true` };
+  };
+  const LONG = 20_000;
+  // "Well before" the long bound, with room for a loaded machine.
+  const WELL_BEFORE = 10_000;
+  const bounded = async (label, call) => {
+    const started = Date.now();
+    const e = await rejectsWithCode(assert, call(), 'CONNECTION');
+    const ms = Date.now() - started;
+    assert.ok(ms < WELL_BEFORE, `${label}: rejected after ${ms} ms, not well before ${LONG} ms`);
+    assert.match(e.message, /within 1500 ms of the call \(the socketTimeoutMS of the connection\)/, `${label}: ${e.message}`);
+  };
+  // A Node driver client's options.
+  {
+    const { proxy, uri } = await frozen();
+    const client = nodeClient(uri, { serverSelectionTimeoutMS: LONG, socketTimeoutMS: 1500 });
+    const db = client.db(env.dbName);
+    await bounded('getNextSequenceValue', () => seq.getNextSequenceValue(db, 'c'));
+    assert.ok(proxy.held() > 0, 'the call reached the frozen server');
+    await bounded('current', () => seq.sequence(db, 'c').current());
+    await bounded('listSequences', () => seq.listSequences(db));
+  }
+  // A connection string given to connect(uri).
+  {
+    const { proxy, uri } = await frozen();
+    const client = await seq.connect(`${uri}&serverSelectionTimeoutMS=${LONG}&socketTimeoutMS=1500`);
+    closers.push(() => client.close());
+    const db = client.db(env.dbName);
+    await bounded('connect(uri): getNextSequenceValue', () => seq.getNextSequenceValue(db, 'c'));
+    assert.ok(proxy.held() > 0, 'the call reached the frozen server');
+    await bounded('connect(uri): current', () => seq.sequence(db, 'c').current());
+    await bounded('connect(uri): listSequences', () => seq.listSequences(db));
+  }
+  // socketTimeoutMS 0 (the Node driver's default) is no socket timeout: the server
+  // selection timeout bounds the call, and is named.
+  {
+    const { uri } = await frozen();
+    const client = nodeClient(uri, { serverSelectionTimeoutMS: 1500, socketTimeoutMS: 0 });
+    const e = await rejectsWithCode(assert, seq.getNextSequenceValue(client.db(env.dbName), 'c'), 'CONNECTION');
+    assert.match(e.message, /\(the serverSelectionTimeoutMS of the connection\)/);
+  }
 });

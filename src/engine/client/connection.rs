@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use mongodb::options::{ClientOptions, ConnectionString, Tls};
 
+use crate::engine::client::call_bound::take_socket_timeout;
 use crate::engine::client::node_options::{
     derive, file_copy_candidates, DerivedConnection, NodeOptions, NodeValue, TlsFile, FILE_COPIES,
 };
@@ -19,9 +20,11 @@ use crate::engine::text::redact::{redact_connection_strings, uri_secrets, withou
 /// Where a target's servers and settings come from.
 #[derive(Clone, PartialEq, Eq, Hash)]
 pub enum TargetSource {
-    /// A connection string given by the user (`connect(uri)`, the `uri` option), with the
-    /// contents of the TLS files it names as they were read ([`uri_tls_files`]).
-    Uri(String, Vec<TlsFile>),
+    /// A connection string given by the user (`connect(uri)`, the `uri` option), without
+    /// its `socketTimeoutMS` (which the driver refuses: [`ConnectionTarget::from_uri`]),
+    /// with the contents of the TLS files it names as they were read ([`uri_tls_files`]):
+    /// `tlsCAFile`, then `tlsCertificateKeyFile` (boxed: targets are moved on every call).
+    Uri(String, Box<[Option<TlsFile>; 2]>),
     /// The full effective configuration of a Node driver client.
     Derived(Box<DerivedConnection>),
 }
@@ -57,17 +60,28 @@ pub struct ConnectionTarget {
     pub server_selection_timeout_ms: Option<u64>,
     /// Overrides the string's `connectTimeoutMS`.
     pub connect_timeout_ms: Option<u64>,
+    /// `socketTimeoutMS` above 0 (0 is none): a call waits at most this long when it is
+    /// shorter than the server selection timeout ([`crate::engine::client::call_bound`]).
+    /// Part of the target's identity, as the other timeouts are: a client's calls have one
+    /// bound.
+    pub socket_timeout_ms: Option<u64>,
 }
 
 impl ConnectionTarget {
-    /// A target for a connection string given by the user.
+    /// A target for a connection string given by the user. Its `socketTimeoutMS`, which
+    /// the Rust driver refuses, is taken out of the string and kept as the target's own
+    /// (the bound of its calls).
     pub fn from_uri(uri: &str) -> SeqResult<Self> {
-        let parsed = parse(uri)?;
-        Ok(ConnectionTarget {
-            source: TargetSource::Uri(uri.to_string(), uri_tls_files(&parsed)),
+        let (uri, socket_timeout_ms) = take_socket_timeout(uri)?;
+        let parsed = parse(&uri)?;
+        let files = uri_tls_files(&parsed);
+        let target = ConnectionTarget {
+            source: TargetSource::Uri(uri, Box::new(files)),
             server_selection_timeout_ms: None,
             connect_timeout_ms: None,
-        })
+            socket_timeout_ms,
+        };
+        Ok(target)
     }
 
     /// The strings to keep out of messages about this target.
@@ -78,10 +92,14 @@ impl ConnectionTarget {
         }
     }
 
-    /// The TLS files this target names, with their contents as read when it was made.
+    /// The TLS files this target names, with their contents as read when it was made:
+    /// the CA file, then the client's certificate and key.
     fn tls_files(&self) -> [Option<&TlsFile>; 2] {
         match &self.source {
-            TargetSource::Uri(_, files) => [files.first(), files.get(1)],
+            TargetSource::Uri(_, files) => {
+                let [ca, cert_key] = &**files;
+                [ca.as_ref(), cert_key.as_ref()]
+            }
             TargetSource::Derived(derived) => match &derived.tls {
                 Some(tls) => [tls.ca_file.as_ref(), tls.cert_key_file.as_ref()],
                 None => [None, None],
@@ -92,8 +110,8 @@ impl ConnectionTarget {
     fn tls_files_mut(&mut self) -> [Option<&mut TlsFile>; 2] {
         match &mut self.source {
             TargetSource::Uri(_, files) => {
-                let mut files = files.iter_mut();
-                [files.next(), files.next()]
+                let [ca, cert_key] = &mut **files;
+                [ca.as_mut(), cert_key.as_mut()]
             }
             TargetSource::Derived(derived) => match &mut derived.tls {
                 Some(tls) => [tls.ca_file.as_mut(), tls.cert_key_file.as_mut()],
@@ -139,6 +157,11 @@ impl ConnectionTarget {
             *file = TlsFile::new(file.path.clone(), contents);
         }
         now
+    }
+
+    /// The socket timeout, when set above 0.
+    pub fn socket_timeout(&self) -> Option<Duration> {
+        self.socket_timeout_ms.map(Duration::from_millis)
     }
 
     /// The server selection timeout, when overridden.
@@ -219,20 +242,18 @@ pub fn parse(uri: &str) -> SeqResult<ConnectionString> {
 /// with their contents, so that a file rewritten in place (a rotated certificate) replaces
 /// the client opened before, as it does for a derived connection. A file that cannot be
 /// read has no contents: the driver reports it when the client opens.
-fn uri_tls_files(parsed: &ConnectionString) -> Vec<TlsFile> {
+fn uri_tls_files(parsed: &ConnectionString) -> [Option<TlsFile>; 2] {
     let Some(Tls::Enabled(options)) = &parsed.tls else {
-        return Vec::new();
+        return [None, None];
     };
-    [&options.ca_file_path, &options.cert_key_file_path]
-        .into_iter()
-        .flatten()
-        .map(|path| {
+    [&options.ca_file_path, &options.cert_key_file_path].map(|path| {
+        path.as_ref().map(|path| {
             TlsFile::new(
                 path.to_string_lossy().into_owned(),
                 read_tls_file(path).ok(),
             )
         })
-        .collect()
+    })
 }
 
 /// The options of `options` among `ca`, `cert` and `key` ([`file_copy_candidates`]) whose
@@ -334,6 +355,8 @@ pub fn derive_from_node_client(options: &NodeOptions) -> SeqResult<ConnectionTar
     Ok(ConnectionTarget {
         server_selection_timeout_ms: millis("serverSelectionTimeoutMS"),
         connect_timeout_ms: millis("connectTimeoutMS"),
+        // The Node driver's default is 0, no socket timeout.
+        socket_timeout_ms: millis("socketTimeoutMS").filter(|ms| *ms > 0),
         source: TargetSource::Derived(Box::new(derived)),
     })
 }
@@ -456,6 +479,35 @@ mod tests {
         wc.insert("w".to_string(), NodeValue::Text("majority".into()));
         w.insert("writeConcern".into(), NodeValue::Map(wc));
         assert_ne!(a, derive_from_node_client(&w).unwrap());
+    }
+
+    #[test]
+    fn socket_timeouts_are_carried_from_either_source_and_tell_targets_apart() {
+        let mut o = options("h1");
+        o.insert("socketTimeoutMS".into(), NodeValue::number(1500.0));
+        let short = derive_from_node_client(&o).unwrap();
+        assert_eq!(short.socket_timeout(), Some(Duration::from_millis(1500)));
+        // 0, the Node driver's default, is no socket timeout: the same target as unset.
+        o.insert("socketTimeoutMS".into(), NodeValue::number(0.0));
+        let none = derive_from_node_client(&o).unwrap();
+        assert_eq!(none.socket_timeout(), None);
+        assert_eq!(none, derive_from_node_client(&options("h1")).unwrap());
+        assert_ne!(short, none, "two bounds, two clients");
+        // A connection string: taken out before the driver (which refuses it) parses it.
+        let uri = ConnectionTarget::from_uri("mongodb://h1/?socketTimeoutMS=1500&w=1").unwrap();
+        assert_eq!(uri.socket_timeout_ms, Some(1500));
+        let TargetSource::Uri(left, _) = &uri.source else {
+            panic!("a uri target")
+        };
+        assert_eq!(left, "mongodb://h1/?w=1");
+        let plain = ConnectionTarget::from_uri("mongodb://h1/?w=1").unwrap();
+        assert_eq!(plain.socket_timeout_ms, None);
+        assert_ne!(uri, plain, "two bounds, two clients");
+        let zero = ConnectionTarget::from_uri("mongodb://h1/?socketTimeoutMS=0&w=1").unwrap();
+        assert_eq!(zero, plain);
+        let e = ConnectionTarget::from_uri("mongodb://u:pw9@h1/?socketTimeoutMS=x").unwrap_err();
+        assert_eq!(e.code, ErrorCode::InvalidArgument);
+        assert!(!e.message.contains("pw9"), "{}", e.message);
     }
 
     #[test]
@@ -662,7 +714,9 @@ mod tests {
             middle in specials(1..3),
             tail in specials(0..4),
             host in proptest::sample::select(vec!["h", "127.0.0.1:27017", "h:99999", "h1,h2"]),
-            query in proptest::sample::select(vec!["", "?appName=x", "?w=majority", "?bogus"]),
+            query in proptest::sample::select(vec![
+                "", "?appName=x", "?w=majority", "?bogus", "?socketTimeoutMS=100", "?socketTimeoutMS=x",
+            ]),
         ) {
             let password = format!("{a}{middle}{b}{tail}");
             let uri = format!("mongodb://app:{password}@{host}/db{query}");

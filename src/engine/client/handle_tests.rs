@@ -73,3 +73,47 @@ fn a_call_past_its_bound_names_the_last_failed_check_of_a_server_without_secrets
         assert!(!named.message.contains("s3cr3t-pw"), "{}", named.message);
     });
 }
+
+#[test]
+fn a_socket_timeout_shorter_than_server_selection_bounds_calls_and_is_named() {
+    run(async {
+        let cases = [
+            (
+                "serverSelectionTimeoutMS=5000&socketTimeoutMS=150",
+                150,
+                "socketTimeoutMS",
+            ),
+            (
+                "serverSelectionTimeoutMS=150&socketTimeoutMS=5000",
+                150,
+                "serverSelectionTimeoutMS",
+            ),
+            (
+                "serverSelectionTimeoutMS=150&socketTimeoutMS=0",
+                150,
+                "serverSelectionTimeoutMS",
+            ),
+        ];
+        for (query, millis, setting) in cases {
+            let target =
+                ConnectionTarget::from_uri(&format!("mongodb://127.0.0.1:1/?{query}")).unwrap();
+            let handle = Arc::new(ClientHandle::open(&target).await.unwrap());
+            assert_eq!(
+                handle.call_timeout(),
+                Duration::from_millis(millis),
+                "{query}"
+            );
+            assert_eq!(handle.call_timeout_setting(), setting, "{query}");
+            let started = Instant::now();
+            let e = handle
+                .within(std::future::pending::<SeqResult<()>>(), Late::Values)
+                .await
+                .unwrap_err();
+            assert!(started.elapsed() < Duration::from_millis(4000), "{query}");
+            assert_eq!(e.code, ErrorCode::Connection, "{query}");
+            let named = format!("within {millis} ms of the call (the {setting} of the connection)");
+            assert!(e.message.contains(&named), "{query}: {}", e.message);
+            handle.close().await;
+        }
+    });
+}

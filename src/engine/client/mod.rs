@@ -1,6 +1,7 @@
 //! Reaching a server: connection targets, the shared driver clients, Node driver options,
 //! write concern, and the driver's errors turned into ours.
 
+pub(crate) mod call_bound;
 pub mod connection;
 pub(crate) mod driver_error;
 pub(crate) mod handle;
