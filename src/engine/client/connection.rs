@@ -11,6 +11,7 @@ use std::time::Duration;
 use mongodb::options::{ClientOptions, ConnectionString, Tls};
 
 use crate::engine::client::call_bound::take_socket_timeout;
+use crate::engine::client::client_certificate::check_client_certificate;
 use crate::engine::client::node_options::{
     derive, file_copy_candidates, DerivedConnection, NodeOptions, NodeValue, TlsFile, FILE_COPIES,
 };
@@ -70,7 +71,8 @@ pub struct ConnectionTarget {
 impl ConnectionTarget {
     /// A target for a connection string given by the user. Its `socketTimeoutMS`, which
     /// the Rust driver refuses, is taken out of the string and kept as the target's own
-    /// (the bound of its calls).
+    /// (the bound of its calls); a client certificate the driver could not present
+    /// (X.509 version 1) is `UNSUPPORTED_CLIENT`.
     pub fn from_uri(uri: &str) -> SeqResult<Self> {
         let (uri, socket_timeout_ms) = take_socket_timeout(uri)?;
         let parsed = parse(&uri)?;
@@ -81,6 +83,9 @@ impl ConnectionTarget {
             connect_timeout_ms: None,
             socket_timeout_ms,
         };
+        if let Some(contents) = target.client_certificate() {
+            check_client_certificate(contents, "tlsCertificateKeyFile")?;
+        }
         Ok(target)
     }
 
@@ -157,6 +162,12 @@ impl ConnectionTarget {
             *file = TlsFile::new(file.path.clone(), contents);
         }
         now
+    }
+
+    /// The contents of the client certificate file (`tlsCertificateKeyFile`) as read, if
+    /// it names one that could be read.
+    pub fn client_certificate(&self) -> Option<&[u8]> {
+        self.tls_files()[1].and_then(|file| file.contents.as_deref())
     }
 
     /// The socket timeout, when set above 0.
@@ -508,6 +519,88 @@ mod tests {
         let e = ConnectionTarget::from_uri("mongodb://u:pw9@h1/?socketTimeoutMS=x").unwrap_err();
         assert_eq!(e.code, ErrorCode::InvalidArgument);
         assert!(!e.message.contains("pw9"), "{}", e.message);
+    }
+
+    /// A PEM file holding one certificate of the given X.509 version (a DER skeleton: the
+    /// check reads no more than its version).
+    fn certificate_pem(version: u8) -> Vec<u8> {
+        // SEQUENCE { SEQUENCE { [0] { INTEGER version-1 }?, INTEGER 1 } }
+        let der: Vec<u8> = if version == 1 {
+            vec![0x30, 0x05, 0x30, 0x03, 0x02, 0x01, 0x01]
+        } else {
+            vec![
+                0x30,
+                0x0a,
+                0x30,
+                0x08,
+                0xa0,
+                0x03,
+                0x02,
+                0x01,
+                version - 1,
+                0x02,
+                0x01,
+                0x01,
+            ]
+        };
+        const A: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+        let mut b64 = String::new();
+        for chunk in der.chunks(3) {
+            let n = chunk.iter().fold(0u32, |n, &b| (n << 8) | b as u32) << (8 * (3 - chunk.len()));
+            for i in 0..4 {
+                b64.push(if i <= chunk.len() {
+                    A[(n >> (18 - 6 * i)) as usize & 63] as char
+                } else {
+                    '='
+                });
+            }
+        }
+        format!(
+            "-----BEGIN CERTIFICATE-----\n{b64}\n-----END CERTIFICATE-----\n\
+             -----BEGIN PRIVATE KEY-----\nS3CR3TKEY\n-----END PRIVATE KEY-----\n"
+        )
+        .into_bytes()
+    }
+
+    #[test]
+    fn a_version_1_client_certificate_is_refused_from_either_source() {
+        let dir = scratch("x509v1");
+        let v1 = dir.join("v1.pem");
+        let v3 = dir.join("v3.pem");
+        std::fs::write(&v1, certificate_pem(1)).unwrap();
+        std::fs::write(&v3, certificate_pem(3)).unwrap();
+        let uri = |path: &std::path::Path| {
+            format!(
+                "mongodb://h/?tls=true&tlsCertificateKeyFile={}",
+                path.to_str().unwrap()
+            )
+        };
+        let derived = |path: &std::path::Path| {
+            derive_from_node_client(&with_tls_file("tlsCertificateKeyFile", path))
+        };
+        for e in [
+            ConnectionTarget::from_uri(&uri(&v1)).unwrap_err(),
+            derived(&v1).unwrap_err(),
+            derive_from_node_client_cached(&with_tls_file("tlsCertificateKeyFile", &v1))
+                .unwrap_err(),
+        ] {
+            assert_eq!(e.code, ErrorCode::UnsupportedClient);
+            assert!(e.message.contains("X.509 version 1"), "{}", e.message);
+            assert!(!e.message.contains("S3CR3TKEY"), "{}", e.message);
+        }
+        assert!(ConnectionTarget::from_uri(&uri(&v3)).is_ok());
+        assert!(derived(&v3).is_ok());
+        // A CA file of version 1 is a trust anchor, which the driver accepts.
+        assert!(derive_from_node_client(&with_tls_file("tlsCAFile", &v1)).is_ok());
+        // Rotated to a version 1 certificate after the target was made: the reading for
+        // the client about to open finds it.
+        let target = ConnectionTarget::from_uri(&uri(&v3)).unwrap();
+        std::fs::copy(&v1, &v3).unwrap();
+        let now = target.with_tls_files_read_now();
+        assert!(now
+            .client_certificate()
+            .is_some_and(|c| c == certificate_pem(1)));
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

@@ -18,6 +18,7 @@ use tokio::sync::watch;
 
 use crate::engine::alloc::counter_state::{CounterState, CounterStates, GivenBack, Lane, Pending};
 use crate::engine::client::call_bound::CallBound;
+use crate::engine::client::client_certificate::check_client_certificate;
 use crate::engine::client::connection::ConnectionTarget;
 use crate::engine::client::driver_error::from_driver;
 use crate::engine::client::writable::WritableServer;
@@ -79,6 +80,11 @@ impl ClientHandle {
     /// Its background tasks run on the current runtime, to which it then belongs.
     pub async fn open(target: &ConnectionTarget) -> SeqResult<ClientHandle> {
         let secrets = Arc::new(target.secrets());
+        // The certificate as the driver is about to read it (rotated since the target was
+        // made, perhaps): one it could not present is refused before the client opens.
+        if let Some(contents) = target.client_certificate() {
+            check_client_certificate(contents, "tlsCertificateKeyFile")?;
+        }
         let mut options = target
             .client_options()
             .await

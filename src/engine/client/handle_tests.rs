@@ -117,3 +117,36 @@ fn a_socket_timeout_shorter_than_server_selection_bounds_calls_and_is_named() {
         }
     });
 }
+
+#[test]
+fn a_client_certificate_rotated_to_version_1_is_refused_when_the_client_opens() {
+    run(async {
+        let dir = std::env::temp_dir().join(format!("mseq-open-v1-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("me.pem");
+        // A v3 skeleton (`[0] { 2 }`, a serial), then a v1 one (the serial first): only the
+        // version is read.
+        std::fs::write(
+            &path,
+            "-----BEGIN CERTIFICATE-----\nMAowCKADAgECAgEB\n-----END CERTIFICATE-----\n",
+        )
+        .unwrap();
+        let uri = format!(
+            "mongodb://127.0.0.1:1/?tls=true&tlsCertificateKeyFile={}",
+            path.to_str().unwrap()
+        );
+        let target = ConnectionTarget::from_uri(&uri).unwrap();
+        std::fs::write(
+            &path,
+            "-----BEGIN CERTIFICATE-----\nMAUwAwIBAQ==\n-----END CERTIFICATE-----\n",
+        )
+        .unwrap();
+        let e = match ClientHandle::open(&target.with_tls_files_read_now()).await {
+            Ok(_) => panic!("opened with a version 1 certificate"),
+            Err(e) => e,
+        };
+        assert_eq!(e.code, ErrorCode::UnsupportedClient);
+        assert!(e.message.contains("X.509 version 1"), "{}", e.message);
+        std::fs::remove_dir_all(&dir).unwrap();
+    });
+}

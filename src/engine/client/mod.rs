@@ -2,6 +2,7 @@
 //! write concern, and the driver's errors turned into ours.
 
 pub(crate) mod call_bound;
+pub(crate) mod client_certificate;
 pub mod connection;
 pub(crate) mod driver_error;
 pub(crate) mod handle;
