@@ -12,6 +12,7 @@ import { MongoClient } from 'mongodb';
 import { MongoClient as MongoClientV6 } from 'mongodb-v6';
 import { setup, seq, rejectsWithCode } from '../helpers.mjs';
 import { makeCertificates, tlsFront, recordingProxy, decodeMessages, closable } from '../fixtures/security-lab.mjs';
+import { freezingProxy, pastHandshake } from '../fixtures/stalled-server.mjs';
 
 let env;
 let certs;
@@ -22,7 +23,7 @@ const FAST = { serverSelectionTimeoutMS: 3000 };
 before(async () => {
   env = await setup('security');
   serverAddress = env.address;
-  certs = makeCertificates(['alice', 'bob', 'carol']);
+  certs = makeCertificates(['alice', 'bob', 'carol'], ['dave']);
   await env.db.collection('counters').insertOne({ _id: 'c', sequence_value: 0 });
 });
 after(async () => {
@@ -590,4 +591,83 @@ test('the same connection from driver 6 and driver 7 clients shares one client; 
   await next(nodeClient(uri, { appName: 'x' }));
   await next(nodeClient(uri, { readPreference: 'primaryPreferred' }));
   assert.equal(seq.sharedClientCount(), 4);
+});
+
+test('an X.509 version 1 client certificate, which the Node client presents, is refused up front naming its version; a version 3 one is presented', async (t) => {
+  const dave = certs.v1Clients.dave;
+  if (dave.version !== 1) return t.skip(`this openssl made a version ${dave.version} certificate without extensions`);
+  const f = await front({ ...certs.server, ca: readFileSync(certs.ca), requestCert: true });
+  const uri = `mongodb://127.0.0.1:${f.port}/?directConnection=true&tls=true`;
+  const node = nodeClient(uri, { serverSelectionTimeoutMS: 20_000, tlsCAFile: certs.ca, tlsCertificateKeyFile: dave.pem });
+  await ping(node);
+  assert.ok(f.peers.includes('dave'), 'the Node client presents the version 1 certificate');
+  const pemLines = readFileSync(dave.pem, 'utf8')
+    .split('\n')
+    .filter((line) => line.length > 16 && !line.startsWith('-----'));
+  const noKeyMaterial = (e) => {
+    for (const line of pemLines) assert.ok(!e.message.includes(line), `the message holds the file's contents: ${e.message}`);
+    assert.doesNotMatch(e.message, /-----BEGIN/);
+  };
+  const started = Date.now();
+  const e = await rejectsWithCode(assert, next(node), 'UNSUPPORTED_CLIENT', /X\.509 version 1/);
+  assert.match(e.message, /'tlsCertificateKeyFile'/);
+  assert.match(e.message, /issue a version 3 certificate/);
+  noKeyMaterial(e);
+  assert.ok(Date.now() - started < 10_000, `refused up front, not after a timeout (${Date.now() - started} ms)`);
+  // The same file in a connection string: refused when the connection is read.
+  const inUri = `${uri}&tlsCAFile=${encodeURIComponent(certs.ca)}&tlsCertificateKeyFile=${encodeURIComponent(dave.pem)}&serverSelectionTimeoutMS=20000`;
+  noKeyMaterial(await rejectsWithCode(assert, seq.connect(inUri), 'UNSUPPORTED_CLIENT', /X\.509 version 1/));
+  noKeyMaterial(await rejectsWithCode(assert, seq.getNextSequenceValue(env.db, 'c', { uri: inUri }), 'UNSUPPORTED_CLIENT', /X\.509 version 1/));
+  // A version 3 certificate of the same CA is presented by the derived client.
+  const alice = nodeClient(uri, { tlsCAFile: certs.ca, tlsCertificateKeyFile: certs.clients.alice });
+  f.peers.length = 0;
+  assert.equal(typeof (await next(alice)), 'number');
+  assert.deepEqual([...new Set(f.peers)], ['alice']);
+});
+
+test('socketTimeoutMS bounds every call on a server that stops answering, well before serverSelectionTimeoutMS, and the message names it', async () => {
+  const frozen = async () => {
+    const p = await freezingProxy(serverAddress, pastHandshake);
+    closers.push(() => p.close());
+    return { proxy: p, uri: `mongodb://127.0.0.1:${p.port}/?directConnection=true` };
+  };
+  const LONG = 20_000;
+  // "Well before" the long bound, with room for a loaded machine.
+  const WELL_BEFORE = 10_000;
+  const bounded = async (label, call) => {
+    const started = Date.now();
+    const e = await rejectsWithCode(assert, call(), 'CONNECTION');
+    const ms = Date.now() - started;
+    assert.ok(ms < WELL_BEFORE, `${label}: rejected after ${ms} ms, not well before ${LONG} ms`);
+    assert.match(e.message, /within 1500 ms of the call \(the socketTimeoutMS of the connection\)/, `${label}: ${e.message}`);
+  };
+  // A Node driver client's options.
+  {
+    const { proxy, uri } = await frozen();
+    const client = nodeClient(uri, { serverSelectionTimeoutMS: LONG, socketTimeoutMS: 1500 });
+    const db = client.db(env.dbName);
+    await bounded('getNextSequenceValue', () => seq.getNextSequenceValue(db, 'c'));
+    assert.ok(proxy.held() > 0, 'the call reached the frozen server');
+    await bounded('current', () => seq.sequence(db, 'c').current());
+    await bounded('listSequences', () => seq.listSequences(db));
+  }
+  // A connection string given to connect(uri).
+  {
+    const { proxy, uri } = await frozen();
+    const client = await seq.connect(`${uri}&serverSelectionTimeoutMS=${LONG}&socketTimeoutMS=1500`);
+    closers.push(() => client.close());
+    const db = client.db(env.dbName);
+    await bounded('connect(uri): getNextSequenceValue', () => seq.getNextSequenceValue(db, 'c'));
+    assert.ok(proxy.held() > 0, 'the call reached the frozen server');
+    await bounded('connect(uri): current', () => seq.sequence(db, 'c').current());
+    await bounded('connect(uri): listSequences', () => seq.listSequences(db));
+  }
+  // socketTimeoutMS 0 (the Node driver's default) is no socket timeout: the server
+  // selection timeout bounds the call, and is named.
+  {
+    const { uri } = await frozen();
+    const client = nodeClient(uri, { serverSelectionTimeoutMS: 1500, socketTimeoutMS: 0 });
+    const e = await rejectsWithCode(assert, seq.getNextSequenceValue(client.db(env.dbName), 'c'), 'CONNECTION');
+    assert.match(e.message, /\(the serverSelectionTimeoutMS of the connection\)/);
+  }
 });

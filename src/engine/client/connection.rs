@@ -10,6 +10,8 @@ use std::time::Duration;
 
 use mongodb::options::{ClientOptions, ConnectionString, Tls};
 
+use crate::engine::client::call_bound::take_socket_timeout;
+use crate::engine::client::client_certificate::check_client_certificate;
 use crate::engine::client::node_options::{
     derive, file_copy_candidates, DerivedConnection, NodeOptions, NodeValue, TlsFile, FILE_COPIES,
 };
@@ -19,9 +21,11 @@ use crate::engine::text::redact::{redact_connection_strings, uri_secrets, withou
 /// Where a target's servers and settings come from.
 #[derive(Clone, PartialEq, Eq, Hash)]
 pub enum TargetSource {
-    /// A connection string given by the user (`connect(uri)`, the `uri` option), with the
-    /// contents of the TLS files it names as they were read ([`uri_tls_files`]).
-    Uri(String, Vec<TlsFile>),
+    /// A connection string given by the user (`connect(uri)`, the `uri` option), without
+    /// its `socketTimeoutMS` (which the driver refuses: [`ConnectionTarget::from_uri`]),
+    /// with the contents of the TLS files it names as they were read ([`uri_tls_files`]):
+    /// `tlsCAFile`, then `tlsCertificateKeyFile` (boxed: targets are moved on every call).
+    Uri(String, Box<[Option<TlsFile>; 2]>),
     /// The full effective configuration of a Node driver client.
     Derived(Box<DerivedConnection>),
 }
@@ -57,17 +61,32 @@ pub struct ConnectionTarget {
     pub server_selection_timeout_ms: Option<u64>,
     /// Overrides the string's `connectTimeoutMS`.
     pub connect_timeout_ms: Option<u64>,
+    /// `socketTimeoutMS` above 0 (0 is none): a call waits at most this long when it is
+    /// shorter than the server selection timeout ([`crate::engine::client::call_bound`]).
+    /// Part of the target's identity, as the other timeouts are: a client's calls have one
+    /// bound.
+    pub socket_timeout_ms: Option<u64>,
 }
 
 impl ConnectionTarget {
-    /// A target for a connection string given by the user.
+    /// A target for a connection string given by the user. Its `socketTimeoutMS`, which
+    /// the Rust driver refuses, is taken out of the string and kept as the target's own
+    /// (the bound of its calls); a client certificate the driver could not present
+    /// (X.509 version 1) is `UNSUPPORTED_CLIENT`.
     pub fn from_uri(uri: &str) -> SeqResult<Self> {
-        let parsed = parse(uri)?;
-        Ok(ConnectionTarget {
-            source: TargetSource::Uri(uri.to_string(), uri_tls_files(&parsed)),
+        let (uri, socket_timeout_ms) = take_socket_timeout(uri)?;
+        let parsed = parse(&uri)?;
+        let files = uri_tls_files(&parsed);
+        let target = ConnectionTarget {
+            source: TargetSource::Uri(uri, Box::new(files)),
             server_selection_timeout_ms: None,
             connect_timeout_ms: None,
-        })
+            socket_timeout_ms,
+        };
+        if let Some(contents) = target.client_certificate() {
+            check_client_certificate(contents, "tlsCertificateKeyFile")?;
+        }
+        Ok(target)
     }
 
     /// The strings to keep out of messages about this target.
@@ -78,10 +97,14 @@ impl ConnectionTarget {
         }
     }
 
-    /// The TLS files this target names, with their contents as read when it was made.
+    /// The TLS files this target names, with their contents as read when it was made:
+    /// the CA file, then the client's certificate and key.
     fn tls_files(&self) -> [Option<&TlsFile>; 2] {
         match &self.source {
-            TargetSource::Uri(_, files) => [files.first(), files.get(1)],
+            TargetSource::Uri(_, files) => {
+                let [ca, cert_key] = &**files;
+                [ca.as_ref(), cert_key.as_ref()]
+            }
             TargetSource::Derived(derived) => match &derived.tls {
                 Some(tls) => [tls.ca_file.as_ref(), tls.cert_key_file.as_ref()],
                 None => [None, None],
@@ -92,8 +115,8 @@ impl ConnectionTarget {
     fn tls_files_mut(&mut self) -> [Option<&mut TlsFile>; 2] {
         match &mut self.source {
             TargetSource::Uri(_, files) => {
-                let mut files = files.iter_mut();
-                [files.next(), files.next()]
+                let [ca, cert_key] = &mut **files;
+                [ca.as_mut(), cert_key.as_mut()]
             }
             TargetSource::Derived(derived) => match &mut derived.tls {
                 Some(tls) => [tls.ca_file.as_mut(), tls.cert_key_file.as_mut()],
@@ -139,6 +162,17 @@ impl ConnectionTarget {
             *file = TlsFile::new(file.path.clone(), contents);
         }
         now
+    }
+
+    /// The contents of the client certificate file (`tlsCertificateKeyFile`) as read, if
+    /// it names one that could be read.
+    pub fn client_certificate(&self) -> Option<&[u8]> {
+        self.tls_files()[1].and_then(|file| file.contents.as_deref())
+    }
+
+    /// The socket timeout, when set above 0.
+    pub fn socket_timeout(&self) -> Option<Duration> {
+        self.socket_timeout_ms.map(Duration::from_millis)
     }
 
     /// The server selection timeout, when overridden.
@@ -219,20 +253,18 @@ pub fn parse(uri: &str) -> SeqResult<ConnectionString> {
 /// with their contents, so that a file rewritten in place (a rotated certificate) replaces
 /// the client opened before, as it does for a derived connection. A file that cannot be
 /// read has no contents: the driver reports it when the client opens.
-fn uri_tls_files(parsed: &ConnectionString) -> Vec<TlsFile> {
+fn uri_tls_files(parsed: &ConnectionString) -> [Option<TlsFile>; 2] {
     let Some(Tls::Enabled(options)) = &parsed.tls else {
-        return Vec::new();
+        return [None, None];
     };
-    [&options.ca_file_path, &options.cert_key_file_path]
-        .into_iter()
-        .flatten()
-        .map(|path| {
+    [&options.ca_file_path, &options.cert_key_file_path].map(|path| {
+        path.as_ref().map(|path| {
             TlsFile::new(
                 path.to_string_lossy().into_owned(),
                 read_tls_file(path).ok(),
             )
         })
-        .collect()
+    })
 }
 
 /// The options of `options` among `ca`, `cert` and `key` ([`file_copy_candidates`]) whose
@@ -334,6 +366,8 @@ pub fn derive_from_node_client(options: &NodeOptions) -> SeqResult<ConnectionTar
     Ok(ConnectionTarget {
         server_selection_timeout_ms: millis("serverSelectionTimeoutMS"),
         connect_timeout_ms: millis("connectTimeoutMS"),
+        // The Node driver's default is 0, no socket timeout.
+        socket_timeout_ms: millis("socketTimeoutMS").filter(|ms| *ms > 0),
         source: TargetSource::Derived(Box::new(derived)),
     })
 }
@@ -456,6 +490,117 @@ mod tests {
         wc.insert("w".to_string(), NodeValue::Text("majority".into()));
         w.insert("writeConcern".into(), NodeValue::Map(wc));
         assert_ne!(a, derive_from_node_client(&w).unwrap());
+    }
+
+    #[test]
+    fn socket_timeouts_are_carried_from_either_source_and_tell_targets_apart() {
+        let mut o = options("h1");
+        o.insert("socketTimeoutMS".into(), NodeValue::number(1500.0));
+        let short = derive_from_node_client(&o).unwrap();
+        assert_eq!(short.socket_timeout(), Some(Duration::from_millis(1500)));
+        // 0, the Node driver's default, is no socket timeout: the same target as unset.
+        o.insert("socketTimeoutMS".into(), NodeValue::number(0.0));
+        let none = derive_from_node_client(&o).unwrap();
+        assert_eq!(none.socket_timeout(), None);
+        assert_eq!(none, derive_from_node_client(&options("h1")).unwrap());
+        assert_ne!(short, none, "two bounds, two clients");
+        // A connection string: taken out before the driver (which refuses it) parses it.
+        let uri = ConnectionTarget::from_uri("mongodb://h1/?socketTimeoutMS=1500&w=1").unwrap();
+        assert_eq!(uri.socket_timeout_ms, Some(1500));
+        let TargetSource::Uri(left, _) = &uri.source else {
+            panic!("a uri target")
+        };
+        assert_eq!(left, "mongodb://h1/?w=1");
+        let plain = ConnectionTarget::from_uri("mongodb://h1/?w=1").unwrap();
+        assert_eq!(plain.socket_timeout_ms, None);
+        assert_ne!(uri, plain, "two bounds, two clients");
+        let zero = ConnectionTarget::from_uri("mongodb://h1/?socketTimeoutMS=0&w=1").unwrap();
+        assert_eq!(zero, plain);
+        let e = ConnectionTarget::from_uri("mongodb://u:pw9@h1/?socketTimeoutMS=x").unwrap_err();
+        assert_eq!(e.code, ErrorCode::InvalidArgument);
+        assert!(!e.message.contains("pw9"), "{}", e.message);
+    }
+
+    /// A PEM file holding one certificate of the given X.509 version (a DER skeleton: the
+    /// check reads no more than its version).
+    fn certificate_pem(version: u8) -> Vec<u8> {
+        // SEQUENCE { SEQUENCE { [0] { INTEGER version-1 }?, INTEGER 1 } }
+        let der: Vec<u8> = if version == 1 {
+            vec![0x30, 0x05, 0x30, 0x03, 0x02, 0x01, 0x01]
+        } else {
+            vec![
+                0x30,
+                0x0a,
+                0x30,
+                0x08,
+                0xa0,
+                0x03,
+                0x02,
+                0x01,
+                version - 1,
+                0x02,
+                0x01,
+                0x01,
+            ]
+        };
+        const A: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+        let mut b64 = String::new();
+        for chunk in der.chunks(3) {
+            let n = chunk.iter().fold(0u32, |n, &b| (n << 8) | b as u32) << (8 * (3 - chunk.len()));
+            for i in 0..4 {
+                b64.push(if i <= chunk.len() {
+                    A[(n >> (18 - 6 * i)) as usize & 63] as char
+                } else {
+                    '='
+                });
+            }
+        }
+        format!(
+            "-----BEGIN CERTIFICATE-----\n{b64}\n-----END CERTIFICATE-----\n\
+             -----BEGIN PRIVATE KEY-----\nS3CR3TKEY\n-----END PRIVATE KEY-----\n"
+        )
+        .into_bytes()
+    }
+
+    #[test]
+    fn a_version_1_client_certificate_is_refused_from_either_source() {
+        let dir = scratch("x509v1");
+        let v1 = dir.join("v1.pem");
+        let v3 = dir.join("v3.pem");
+        std::fs::write(&v1, certificate_pem(1)).unwrap();
+        std::fs::write(&v3, certificate_pem(3)).unwrap();
+        let uri = |path: &std::path::Path| {
+            format!(
+                "mongodb://h/?tls=true&tlsCertificateKeyFile={}",
+                path.to_str().unwrap()
+            )
+        };
+        let derived = |path: &std::path::Path| {
+            derive_from_node_client(&with_tls_file("tlsCertificateKeyFile", path))
+        };
+        for e in [
+            ConnectionTarget::from_uri(&uri(&v1)).unwrap_err(),
+            derived(&v1).unwrap_err(),
+            derive_from_node_client_cached(&with_tls_file("tlsCertificateKeyFile", &v1))
+                .unwrap_err(),
+        ] {
+            assert_eq!(e.code, ErrorCode::UnsupportedClient);
+            assert!(e.message.contains("X.509 version 1"), "{}", e.message);
+            assert!(!e.message.contains("S3CR3TKEY"), "{}", e.message);
+        }
+        assert!(ConnectionTarget::from_uri(&uri(&v3)).is_ok());
+        assert!(derived(&v3).is_ok());
+        // A CA file of version 1 is a trust anchor, which the driver accepts.
+        assert!(derive_from_node_client(&with_tls_file("tlsCAFile", &v1)).is_ok());
+        // Rotated to a version 1 certificate after the target was made: the reading for
+        // the client about to open finds it.
+        let target = ConnectionTarget::from_uri(&uri(&v3)).unwrap();
+        std::fs::copy(&v1, &v3).unwrap();
+        let now = target.with_tls_files_read_now();
+        assert!(now
+            .client_certificate()
+            .is_some_and(|c| c == certificate_pem(1)));
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
@@ -662,7 +807,9 @@ mod tests {
             middle in specials(1..3),
             tail in specials(0..4),
             host in proptest::sample::select(vec!["h", "127.0.0.1:27017", "h:99999", "h1,h2"]),
-            query in proptest::sample::select(vec!["", "?appName=x", "?w=majority", "?bogus"]),
+            query in proptest::sample::select(vec![
+                "", "?appName=x", "?w=majority", "?bogus", "?socketTimeoutMS=100", "?socketTimeoutMS=x",
+            ]),
         ) {
             let password = format!("{a}{middle}{b}{tail}");
             let uri = format!("mongodb://app:{password}@{host}/db{query}");

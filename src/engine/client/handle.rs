@@ -17,6 +17,8 @@ use tokio::runtime::{Handle, Id as RuntimeId};
 use tokio::sync::watch;
 
 use crate::engine::alloc::counter_state::{CounterState, CounterStates, GivenBack, Lane, Pending};
+use crate::engine::client::call_bound::CallBound;
+use crate::engine::client::client_certificate::check_client_certificate;
 use crate::engine::client::connection::ConnectionTarget;
 use crate::engine::client::driver_error::from_driver;
 use crate::engine::client::writable::WritableServer;
@@ -30,8 +32,6 @@ use crate::engine::text::validate::check_database;
 /// How long closing waits for the driver to shut down before leaving it to finish in the
 /// background (pending calls are rejected at once either way).
 pub const DEFAULT_CLOSE_TIMEOUT: Duration = Duration::from_secs(5);
-/// The driver's default server selection timeout, which is also a call's timeout.
-pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(30);
 /// How often a retiring client looks whether its pending calls have settled.
 const RETIRE_POLL: Duration = Duration::from_millis(5);
 
@@ -65,8 +65,8 @@ pub struct ClientHandle {
     indexes: IndexMemo,
     /// The runtime that runs this client's background tasks.
     pub(super) runtime: Option<RuntimeId>,
-    /// Longest wait of a call, from its submission.
-    call_timeout: Duration,
+    /// Longest wait of a call, from its submission, and the setting that decided it.
+    call_bound: CallBound,
     /// Calls submitted and not settled.
     busy: AtomicUsize,
     /// When a call last used this client ([`now_millis`]).
@@ -80,6 +80,11 @@ impl ClientHandle {
     /// Its background tasks run on the current runtime, to which it then belongs.
     pub async fn open(target: &ConnectionTarget) -> SeqResult<ClientHandle> {
         let secrets = Arc::new(target.secrets());
+        // The certificate as the driver is about to read it (rotated since the target was
+        // made, perhaps): one it could not present is refused before the client opens.
+        if let Some(contents) = target.client_certificate() {
+            check_client_certificate(contents, "tlsCertificateKeyFile")?;
+        }
         let mut options = target
             .client_options()
             .await
@@ -93,9 +98,7 @@ impl ClientHandle {
         if options.app_name.is_none() {
             options.app_name = Some("mongodb-sequence".to_string());
         }
-        let call_timeout = options
-            .server_selection_timeout
-            .unwrap_or(DEFAULT_CALL_TIMEOUT);
+        let call_bound = CallBound::of(options.server_selection_timeout, target.socket_timeout());
         // The driver reads the TLS files here, by path: the client presents what they hold
         // now, which after a certificate rotated in place is the new one.
         // Watches which server takes writes, for round-trip events (never overriding a
@@ -115,7 +118,7 @@ impl ClientHandle {
             counters: CounterStates::default(),
             indexes: IndexMemo::default(),
             runtime: current_runtime(),
-            call_timeout,
+            call_bound,
             busy: AtomicUsize::new(0),
             last_used: AtomicU64::new(now_millis()),
         })
@@ -206,9 +209,16 @@ impl ClientHandle {
         !self.is_closed() && !self.is_stale()
     }
 
-    /// The longest a call through this client waits (its server selection timeout).
+    /// The longest a call through this client waits (its server selection timeout, or
+    /// its socket timeout when smaller).
     pub fn call_timeout(&self) -> Duration {
-        self.call_timeout
+        self.call_bound.timeout
+    }
+
+    /// The setting [`ClientHandle::call_timeout`] comes from (`serverSelectionTimeoutMS`
+    /// or `socketTimeoutMS`), for messages.
+    pub fn call_timeout_setting(&self) -> &'static str {
+        self.call_bound.setting
     }
 
     /// Calls submitted through [`ClientHandle::guard`] and not settled yet.
@@ -310,7 +320,7 @@ impl ClientHandle {
     /// another of the same connection, which must not serve a counter beside it.
     pub async fn retire(&self) {
         self.retiring.store(true, Ordering::SeqCst);
-        let deadline = tokio::time::Instant::now() + self.call_timeout;
+        let deadline = tokio::time::Instant::now() + self.call_bound.timeout;
         while self.busy() > 0
             && !self.closed.load(Ordering::SeqCst)
             && tokio::time::Instant::now() < deadline
@@ -390,7 +400,7 @@ impl ClientHandle {
         T: Send + 'static,
         F: std::future::Future<Output = SeqResult<T>> + Send + 'static,
     {
-        let timeout = self.call_timeout;
+        let CallBound { timeout, setting } = self.call_bound;
         let deadline = tokio::time::Instant::now() + timeout;
         let mut closing = self.closing.subscribe();
         self.busy.fetch_add(1, Ordering::SeqCst);
@@ -410,7 +420,7 @@ impl ClientHandle {
                     ErrorCode::Connection,
                     format!(
                         "cannot reach MongoDB: no answer within {} ms of the call (the \
-                         serverSelectionTimeoutMS of the connection){}; {}",
+                         {setting} of the connection){}; {}",
                         timeout.as_millis(),
                         handle.last_failure(),
                         late.note()

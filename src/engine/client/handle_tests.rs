@@ -73,3 +73,80 @@ fn a_call_past_its_bound_names_the_last_failed_check_of_a_server_without_secrets
         assert!(!named.message.contains("s3cr3t-pw"), "{}", named.message);
     });
 }
+
+#[test]
+fn a_socket_timeout_shorter_than_server_selection_bounds_calls_and_is_named() {
+    run(async {
+        let cases = [
+            (
+                "serverSelectionTimeoutMS=5000&socketTimeoutMS=150",
+                150,
+                "socketTimeoutMS",
+            ),
+            (
+                "serverSelectionTimeoutMS=150&socketTimeoutMS=5000",
+                150,
+                "serverSelectionTimeoutMS",
+            ),
+            (
+                "serverSelectionTimeoutMS=150&socketTimeoutMS=0",
+                150,
+                "serverSelectionTimeoutMS",
+            ),
+        ];
+        for (query, millis, setting) in cases {
+            let target =
+                ConnectionTarget::from_uri(&format!("mongodb://127.0.0.1:1/?{query}")).unwrap();
+            let handle = Arc::new(ClientHandle::open(&target).await.unwrap());
+            assert_eq!(
+                handle.call_timeout(),
+                Duration::from_millis(millis),
+                "{query}"
+            );
+            assert_eq!(handle.call_timeout_setting(), setting, "{query}");
+            let started = Instant::now();
+            let e = handle
+                .within(std::future::pending::<SeqResult<()>>(), Late::Values)
+                .await
+                .unwrap_err();
+            assert!(started.elapsed() < Duration::from_millis(4000), "{query}");
+            assert_eq!(e.code, ErrorCode::Connection, "{query}");
+            let named = format!("within {millis} ms of the call (the {setting} of the connection)");
+            assert!(e.message.contains(&named), "{query}: {}", e.message);
+            handle.close().await;
+        }
+    });
+}
+
+#[test]
+fn a_client_certificate_rotated_to_version_1_is_refused_when_the_client_opens() {
+    run(async {
+        let dir = std::env::temp_dir().join(format!("mseq-open-v1-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("me.pem");
+        // A v3 skeleton (`[0] { 2 }`, a serial), then a v1 one (the serial first): only the
+        // version is read.
+        std::fs::write(
+            &path,
+            "-----BEGIN CERTIFICATE-----\nMAowCKADAgECAgEB\n-----END CERTIFICATE-----\n",
+        )
+        .unwrap();
+        let uri = format!(
+            "mongodb://127.0.0.1:1/?tls=true&tlsCertificateKeyFile={}",
+            path.to_str().unwrap()
+        );
+        let target = ConnectionTarget::from_uri(&uri).unwrap();
+        std::fs::write(
+            &path,
+            "-----BEGIN CERTIFICATE-----\nMAUwAwIBAQ==\n-----END CERTIFICATE-----\n",
+        )
+        .unwrap();
+        let e = match ClientHandle::open(&target.with_tls_files_read_now()).await {
+            Ok(_) => panic!("opened with a version 1 certificate"),
+            Err(e) => e,
+        };
+        assert_eq!(e.code, ErrorCode::UnsupportedClient);
+        assert!(e.message.contains("X.509 version 1"), "{}", e.message);
+        std::fs::remove_dir_all(&dir).unwrap();
+    });
+}

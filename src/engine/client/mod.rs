@@ -1,6 +1,8 @@
 //! Reaching a server: connection targets, the shared driver clients, Node driver options,
 //! write concern, a `Db`'s read settings, and the driver's errors turned into ours.
 
+pub(crate) mod call_bound;
+pub(crate) mod client_certificate;
 pub mod connection;
 pub(crate) mod db_reads;
 pub(crate) mod driver_error;

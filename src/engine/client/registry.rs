@@ -157,9 +157,9 @@ impl ClientRegistry {
                             format!(
                                 "cannot reach MongoDB: the connection's previous client, \
                                  closing, did not finish within {} ms of the call (the \
-                                 serverSelectionTimeoutMS of the connection); no value was \
-                                 reserved",
-                                timeout.as_millis()
+                                 {} of the connection); no value was reserved",
+                                timeout.as_millis(),
+                                old.handle.call_timeout_setting()
                             ),
                         ));
                     }

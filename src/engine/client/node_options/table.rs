@@ -41,8 +41,8 @@ impl Unless {
 const MONITORING: &str = "how often and how the topology is monitored; server selection still \
                           follows the mapped read preference and replica set";
 const TIMING: &str = "a time limit on the Node client's own sockets or operations; it changes \
-                      no server, identity or write (serverSelectionTimeoutMS and \
-                      connectTimeoutMS are mapped)";
+                      no server, identity or write (serverSelectionTimeoutMS, \
+                      connectTimeoutMS and socketTimeoutMS are mapped)";
 const BSON_JS: &str = "how the Node driver encodes and decodes documents in JavaScript; this \
                        package encodes its own commands and returns its own values";
 const LOGGING: &str = "the Node client's own logging and command monitoring";
@@ -136,7 +136,7 @@ pub const OPTION_TABLE: &[(&str, Rule)] = &[
     // Timing.
     ("serverSelectionTimeoutMS", Rule::Mapped),
     ("connectTimeoutMS", Rule::Mapped),
-    ("socketTimeoutMS", Rule::Irrelevant(TIMING)),
+    ("socketTimeoutMS", Rule::Mapped),
     ("waitQueueTimeoutMS", Rule::Irrelevant(TIMING)),
     ("noDelay", Rule::Irrelevant("Nagle's algorithm on the Node client's sockets: latency only")),
     ("keepAlive", Rule::Irrelevant("TCP keep-alive of the Node client's sockets: liveness only")),

@@ -4,6 +4,7 @@
 
 use super::derive::{bad, refused};
 use super::*;
+use crate::engine::client::client_certificate::check_client_certificate;
 use crate::engine::error::SeqResult;
 
 /// The options into which the Node driver reads a TLS file when it connects (`ca` from
@@ -75,6 +76,11 @@ pub(super) fn derive_tls<'a>(
     };
     let ca_file = file("tlsCAFile")?;
     let cert_key_file = file("tlsCertificateKeyFile")?;
+    // The Node client presents a version 1 certificate; the derived client could not, and
+    // would fail only when it opens, as calls that time out: refused here, saying why.
+    if let Some(contents) = cert_key_file.as_ref().and_then(|f| f.contents.as_deref()) {
+        check_client_certificate(contents, "tlsCertificateKeyFile")?;
+    }
     // The Node driver reads the files into `ca`, `cert` and `key` when it connects (only
     // where those are unset) and keeps that copy; anything else in them was given in
     // memory and cannot be carried to the Rust driver, which reads files. The reader
