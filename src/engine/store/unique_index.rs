@@ -55,21 +55,22 @@ impl MongoDriver {
             .database()
             .collection::<Document>(&counter.collection)
             .create_index(model)
-            .await;
-        let answer = created.as_ref().map(|_| ()).map_err(|e| self.error(e));
-        self.answered(sent, &answer, 0);
-        let Err(e) = created else {
-            return Ok(());
-        };
-        if matches!(self.has_unique_index(counter, fields).await, Ok(true)) {
+            .await
+            .map(|_| ())
+            // Refused as the call would be refused: its event carries the call's code.
+            .map_err(|e| match is_duplicate_key(&e) {
+                true => SeqError::index_conflict(
+                    &counter.label,
+                    &counter.collection,
+                    fields.index_name(),
+                ),
+                false => self.error(&e),
+            });
+        self.answered(sent, &created, 0);
+        if created.is_err() && matches!(self.has_unique_index(counter, fields).await, Ok(true)) {
             return Ok(());
         }
-        Err(match is_duplicate_key(&e) {
-            true => {
-                SeqError::index_conflict(&counter.label, &counter.collection, fields.index_name())
-            }
-            false => self.error(&e),
-        })
+        created
     }
 
     /// Whether `counter`'s collection has a unique index over exactly the locator's keys
