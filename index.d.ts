@@ -649,7 +649,7 @@ export interface SequenceStats {
   discarded: DiscardedValues
   /** Cached values given back at close or `release()` (process-wide; 0 on a handle). */
   givenBack: number
-  /** Round-trip latency. */
+  /** Latency of the round trips counted in `roundTrips` (not of management commands). */
   latency: RoundTripLatency
   /**
    * Round-trip events dropped because the diagnostics channel's subscribers were not

@@ -8,6 +8,7 @@ import diagnostics from 'node:diagnostics_channel';
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { createRequire } from 'node:module';
 import { setup, rejectsWithCode } from '../helpers.mjs';
+import { recordingProxy } from '../fixtures/security-lab.mjs';
 
 const require = createRequire(import.meta.url);
 const pkg = require('../../lib/entry.js');
@@ -351,4 +352,118 @@ test('a subscriber gets an event for every round trip from its first call on, by
     }
     assert.equal(events.length, 5, `${label}: 5 calls one after another, 5 round trips, ${events.length} events`);
   }
+});
+
+// The data commands the package sends (the connection's own hello, ping and session
+// commands are none of a call's).
+const DATA_COMMANDS = new Set(['find', 'getMore', 'findAndModify', 'insert', 'update', 'delete', 'aggregate', 'listIndexes', 'createIndexes']);
+
+test('every command a management call sends publishes a round-trip event, names masked', { timeout: 60_000 }, async () => {
+  const secret = 'alice-S3cret%21pw';
+  const name = `mongodb://alice:${secret}@h/mgmt`;
+  const masked = 'mongodb://****@h/mgmt';
+  const proxy = await recordingProxy(env.address);
+  const client = await pkg.connect(`mongodb://127.0.0.1:${proxy.port}/?directConnection=true`);
+  const events = [];
+  const listener = (message) => events.push(message);
+  diagnostics.subscribe('mongodb-sequence:round-trip', listener);
+  try {
+    const db = client.db(env.dbName);
+    await env.db.collection('mgmt_source').insertOne({ n: 40 });
+    const h = pkg.sequence(db, name);
+    const located = { id: name, ref: 1 };
+    const cached = pkg.sequence(db, `${name}-cached`, { cache: 10, upsert: true });
+    // [call, what it runs, the commands it sends, the counter its events name]
+    const steps = [
+      ['init', () => h.init({ start: 5 }), ['insert'], masked],
+      ['current', () => h.current(), ['find'], masked],
+      ['set', () => h.set(9), ['find', 'findAndModify'], masked],
+      ['raiseTo', () => h.raiseTo(20), ['find', 'findAndModify'], masked],
+      ['Sequence.syncToMax', () => h.syncToMax('mgmt_source', 'n'), ['find', 'find', 'find', 'findAndModify'], masked],
+      ['syncToMax', () => pkg.syncToMax(db, 'mgmt_source', 'n', name), ['find', 'find', 'find', 'findAndModify'], masked],
+      ['reset', () => h.reset(), ['find', 'findAndModify'], masked],
+      ['drop', () => h.drop(), ['delete'], masked],
+      ['listSequences', () => pkg.listSequences(db), ['find'], undefined],
+      // A located counter: its unique index is looked for, then made, before the insert.
+      [
+        'counterAt init',
+        () => pkg.counterAt(db, located, { collection: 'mgmt_located' }).init({ start: 3 }),
+        ['listIndexes', 'createIndexes', 'insert'],
+        '{"id":"mongodb://****@h/mgmt","ref":1}',
+      ],
+      ['setCountersWhere', () => pkg.setCountersWhere(db, { id: name }, 7, { collection: 'mgmt_located' }), ['update'], '{"id":"mongodb://****@h/mgmt"}'],
+      // A value-taking call publishes its one event however many commands it took (here
+      // the counter is created: an increment finds nothing, a read, an insert), never one
+      // per command as well.
+      ['a cache fill', () => cached.next(), ['findAndModify', 'find', 'insert'], `${masked}-cached`],
+      ['release (give-back)', () => cached.release(), ['findAndModify'], `${masked}-cached`],
+    ];
+    for (const [label, run, commands, counter] of steps) {
+      events.length = 0;
+      proxy.clear();
+      await run();
+      const sent = proxy
+        .commands()
+        .map((c) => Object.keys(c)[0])
+        .filter((c) => DATA_COMMANDS.has(c));
+      assert.deepEqual(sent, commands, `${label}: the commands sent`);
+      const fetch = label === 'a cache fill';
+      assert.deepEqual(
+        events.map((e) => e.operation),
+        fetch ? ['findAndModify'] : sent,
+        `${label}: ${fetch ? 'one event for the fetch' : 'one event per command sent'}, ${JSON.stringify(events)}`,
+      );
+      for (const event of events) {
+        assert.equal(event.counter, counter, `${label}: ${JSON.stringify(event)}`);
+        assert.equal(event.database, env.dbName);
+        assert.equal(event.outcome, 'ok', `${label}: ${JSON.stringify(event)}`);
+        assert.equal(event.serverPort, proxy.port, `${label}: the server written to`);
+        assert.ok(event.durationMs >= 0 && event.retries === 0);
+        assert.ok(!JSON.stringify(event).includes(secret), `${label}: ${JSON.stringify(event)}`);
+      }
+      // The fill: the call's value and a block of 10; management reserves nothing.
+      assert.deepEqual(
+        events.map((e) => [e.values, e.calls]),
+        events.map(() => (fetch ? [11, 1] : [0, 0])),
+        `${label}: values and calls of a fetch only`,
+      );
+    }
+    // The give-back at close is published too.
+    assert.equal(await cached.next(), 2);
+    events.length = 0;
+    proxy.clear();
+    await client.close();
+    const sent = proxy
+      .commands()
+      .map((c) => Object.keys(c)[0])
+      .filter((c) => DATA_COMMANDS.has(c));
+    assert.deepEqual(sent, ['findAndModify'], 'the close gives the tail back');
+    assert.deepEqual(
+      events.map((e) => [e.operation, e.counter, e.outcome]),
+      [['findAndModify', `${masked}-cached`, 'ok']],
+    );
+  } finally {
+    diagnostics.unsubscribe('mongodb-sequence:round-trip', listener);
+    await client.close();
+    await proxy.close();
+  }
+});
+
+test('a management command that fails publishes its error code', async () => {
+  // A unique index over the counter field: a second counter at the same value collides.
+  await env.db.collection('mgmt_conflict').createIndex({ sequence_value: 1 }, { unique: true });
+  const options = { collection: 'mgmt_conflict' };
+  assert.equal(await pkg.sequence(env.db, 'mgmt-a', options).init({ start: 5 }), true);
+  const events = [];
+  const listener = (message) => events.push(message);
+  diagnostics.subscribe('mongodb-sequence:round-trip', listener);
+  try {
+    await rejectsWithCode(assert, pkg.sequence(env.db, 'mgmt-b', options).init({ start: 5 }), 'INDEX_CONFLICT');
+  } finally {
+    diagnostics.unsubscribe('mongodb-sequence:round-trip', listener);
+  }
+  assert.deepEqual(
+    events.map((e) => [e.operation, e.counter, e.collection, e.outcome, e.code]),
+    [['insert', 'mgmt-b', 'mgmt_conflict', 'error', 'INDEX_CONFLICT']],
+  );
 });

@@ -141,7 +141,9 @@ fn publish(env: &Env) -> napi::Result<()> {
             message.set("serverAddress", host)?;
             message.set("serverPort", port)?;
         }
-        message.set("counter", event.counter)?;
+        if let Some(counter) = event.counter {
+            message.set("counter", counter)?;
+        }
         message.set("values", event.values as f64)?;
         message.set("calls", event.calls as f64)?;
         message.set("durationMs", event.duration.as_secs_f64() * 1000.0)?;

@@ -19,6 +19,7 @@ use std::time::Duration;
 
 use crate::engine::error::ErrorCode;
 use crate::engine::panic_safety::lock;
+use crate::engine::store::counter_store::Endpoint;
 
 /// Latency buckets: exact below 4 µs, then four per power of two (at most 19 % wide).
 const BUCKETS: usize = 4 + 4 * 62;
@@ -323,15 +324,15 @@ pub struct RoundTripEvent {
     pub database: Option<String>,
     /// The counter's collection.
     pub collection: String,
-    /// The MongoDB command that reserves the values.
+    /// The MongoDB command sent (`findAndModify` for a fetch of values).
     pub operation: &'static str,
     /// Host and port of the server the client writes to, when known.
     pub server: Option<(String, u16)>,
-    /// The counter's name as shown in messages.
-    pub counter: String,
-    /// Values the round trip reserved (for calls and cache fills).
+    /// The counter's name as shown in messages (`None` for a listing, which names none).
+    pub counter: Option<String>,
+    /// Values the round trip reserved (for calls and cache fills; 0 for management).
     pub values: i64,
-    /// Calls it served.
+    /// Value-taking calls it served (0 for the commands of management calls).
     pub calls: usize,
     /// How long it took.
     pub duration: Duration,
@@ -340,6 +341,58 @@ pub struct RoundTripEvent {
     /// Attempts started over.
     pub retries: u32,
 }
+
+/// One round trip as its event tells it: a fetch of values (one event however many
+/// requests it took, its restarts in `retries`), or one command of a management call.
+#[derive(Debug, Clone, Copy)]
+pub struct Trip<'a> {
+    /// The command sent (a fetch's is `findAndModify`).
+    pub operation: &'static str,
+    /// The collection it went to.
+    pub collection: &'a str,
+    /// The counter's name as shown in messages, when the trip is for one counter.
+    pub counter: Option<&'a str>,
+    /// Values reserved.
+    pub values: i64,
+    /// Value-taking calls served.
+    pub calls: usize,
+    /// Attempts started over (a fetch that lost a race, a command sent again on a new
+    /// connection).
+    pub retries: u32,
+    /// How long it took.
+    pub took: Duration,
+    /// `None` when it succeeded, else its error code.
+    pub error: Option<ErrorCode>,
+}
+
+/// Records `trip` as a [`RoundTripEvent`] while events are on: the one place an event is
+/// made, for fetches and for management calls alike. Names are masked as messages mask
+/// them (tracers copy the event into spans and logs). `endpoint` (the database and the
+/// server written to) is only asked for while events are on.
+pub fn record_trip(endpoint: impl FnOnce() -> Endpoint, trip: Trip<'_>) {
+    if !events_on() {
+        return;
+    }
+    let masked = crate::engine::text::redact::redact_connection_strings;
+    let endpoint = endpoint();
+    record_event(RoundTripEvent {
+        database: endpoint.database.as_deref().map(masked),
+        collection: masked(trip.collection),
+        operation: trip.operation,
+        server: endpoint.server,
+        counter: trip.counter.map(masked),
+        values: trip.values,
+        calls: trip.calls,
+        duration: trip.took,
+        error: trip.error,
+        retries: trip.retries,
+    });
+}
+
+/// Serialises the unit tests that change the listening count: each asserts what it sees
+/// of the process's one queue.
+#[cfg(test)]
+pub(crate) static LISTENING_TESTS: Mutex<()> = Mutex::new(());
 
 /// Events kept until JavaScript takes them; older ones are dropped past it.
 const EVENTS_KEPT: usize = 4096;
@@ -468,14 +521,14 @@ mod tests {
             collection: "counters".into(),
             operation: "findAndModify",
             server: None,
-            counter: counter.into(),
+            counter: Some(counter.into()),
             values: 1,
             calls: 1,
             duration: Duration::from_micros(7),
             error: None,
             retries: 0,
         };
-        // The only test that changes the listening count.
+        let _only = lock(&LISTENING_TESTS);
         assert!(!events_on(), "nobody listens at first");
         record_event(event("off"));
         assert!(take_events().is_empty(), "nothing while nobody listens");
@@ -491,7 +544,7 @@ mod tests {
         // At least as many were recorded as are kept (other tests' round trips may add).
         assert_eq!(taken.len(), EVENTS_KEPT, "the queue is full, never beyond");
         assert!(
-            !taken.iter().any(|e| e.counter == "on"),
+            !taken.iter().any(|e| e.counter.as_deref() == Some("on")),
             "the oldest went first"
         );
         record_event(event("kept"));
@@ -499,7 +552,7 @@ mod tests {
         assert!(events_on(), "the main thread still listens");
         let kept = take_events();
         assert!(
-            kept.iter().any(|e| e.counter == "kept"),
+            kept.iter().any(|e| e.counter.as_deref() == Some("kept")),
             "one thread stopping keeps what another listens to"
         );
         record_event(event("again"));
@@ -515,7 +568,7 @@ mod tests {
         let after = take_events();
         thread_listening(false);
         assert!(
-            !after.iter().any(|e| e.counter == "again"),
+            !after.iter().any(|e| e.counter.as_deref() == Some("again")),
             "the last thread stopping emptied the queue"
         );
         // A round trip ends on a worker thread just as the last listener stops: nothing
@@ -550,7 +603,10 @@ mod tests {
             for _ in 0..20 {
                 std::thread::yield_now();
             }
-            if lock(&EVENTS).iter().any(|e| e.counter == "late") {
+            if lock(&EVENTS)
+                .iter()
+                .any(|e| e.counter.as_deref() == Some("late"))
+            {
                 left += 1;
                 lock(&EVENTS).clear();
             }
@@ -563,6 +619,65 @@ mod tests {
             left, 0,
             "rounds that left an event queued with nobody listening"
         );
+    }
+
+    #[test]
+    fn a_trip_is_recorded_masked_and_only_while_a_thread_listens() {
+        let _only = lock(&LISTENING_TESTS);
+        let secret = "pa55-Wd%21x";
+        let name = format!("mongodb://alice:{secret}@h/trip");
+        let trip = Trip {
+            operation: "delete",
+            collection: &name,
+            counter: Some(&name),
+            values: 0,
+            calls: 0,
+            retries: 1,
+            took: Duration::from_micros(30),
+            error: Some(ErrorCode::Connection),
+        };
+        let endpoint = || Endpoint {
+            database: Some(format!("mongodb://bob:{secret}@h")),
+            server: Some(("db1".into(), 27017)),
+        };
+        let asked = std::cell::Cell::new(false);
+        record_trip(
+            || {
+                asked.set(true);
+                endpoint()
+            },
+            trip,
+        );
+        assert!(
+            !asked.get(),
+            "the endpoint is not looked up while nobody listens"
+        );
+        thread_listening(true);
+        record_trip(endpoint, trip);
+        record_trip(
+            endpoint,
+            Trip {
+                counter: None,
+                ..trip
+            },
+        );
+        let ours: Vec<RoundTripEvent> = take_events()
+            .into_iter()
+            .filter(|e| e.operation == "delete" && e.retries == 1)
+            .collect();
+        thread_listening(false);
+        assert_eq!(ours.len(), 2, "{ours:?}");
+        for event in &ours {
+            assert!(!format!("{event:?}").contains(secret), "{event:?}");
+            assert_eq!(event.collection, "mongodb://****@h/trip");
+            assert_eq!(event.database.as_deref(), Some("mongodb://****@h"));
+            assert_eq!(event.server, Some(("db1".into(), 27017)));
+            assert_eq!(event.error, Some(ErrorCode::Connection));
+            assert_eq!((event.values, event.calls), (0, 0));
+            assert_eq!(event.duration, Duration::from_micros(30));
+        }
+        assert_eq!(ours[0].counter.as_deref(), Some("mongodb://****@h/trip"));
+        assert_eq!(ours[1].counter, None, "a listing names no counter");
     }
 
     #[test]

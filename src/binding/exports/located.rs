@@ -93,7 +93,9 @@ pub fn set_counters_where<'env>(
             let (handle, database) = target.resolve().await?;
             let store = handle
                 .driver(&database)?
-                .with_write_concern(target_concern.map(|w| w.to_driver()));
+                .with_write_concern(target_concern.map(|w| w.to_driver()))
+                // Its command is published as a round-trip event.
+                .publishing_commands();
             let bound = handle.clone();
             let label = counter.label.clone();
             // Fenced over every counter it may change: run to its end (see `managed_promise`).

@@ -103,7 +103,11 @@ pub fn list_sequences<'env>(
             let (target, options) = read?;
             let reads = target.reads()?;
             let (handle, database) = target.resolve().await?;
-            let store = handle.driver(&database)?.with_reads(reads);
+            // Its command is published as a round-trip event.
+            let store = handle
+                .driver(&database)?
+                .with_reads(reads)
+                .publishing_commands();
             let listed = handle.within(
                 async move { store.list(&options.collection, &options.field).await },
                 Late::Read,
@@ -161,14 +165,14 @@ pub fn sync_to_max<'env>(
         };
         managed_promise(env, named, None, move |prepared, named| async move {
             let (source, field) = source.expect("read with the counter");
+            let store = prepared.managing();
             let source = management::SourceField {
-                driver: prepared.driver(),
+                driver: &store.0,
                 collection: source,
                 path: field,
+                counter: &prepared.counter().label,
             };
-            let value =
-                management::sync_to_source(prepared.counters(), prepared.counter(), &source)
-                    .await?;
+            let value = management::sync_to_source(&store, prepared.counter(), &source).await?;
             Ok(Output::Single(Value::checked(
                 &named.label,
                 value,

@@ -181,7 +181,7 @@ impl Sequence {
                 Ok(self.counter.clone()),
                 Some(&self.slot),
                 |r, named| async move {
-                    let value = management::current(r.counters(), r.counter()).await?;
+                    let value = management::current(&r.managing(), r.counter()).await?;
                     Ok(Output::Single(Value::checked(
                         &named.label,
                         value,
@@ -218,7 +218,7 @@ impl Sequence {
             managed_promise(env, named, Some(&self.slot), move |r, _| async move {
                 let spec = spec?;
                 let created =
-                    management::init(r.counters(), r.counter(), spec.start, spec.config).await?;
+                    management::init(&r.managing(), r.counter(), spec.start, spec.config).await?;
                 Ok(Output::Flag(created))
             })
         })
@@ -242,7 +242,7 @@ impl Sequence {
             "Sequence.set",
             || read_integer("value", &value),
             |r, named, value| async move {
-                management::set(r.counters(), r.counter(), value, named.options.upsert).await?;
+                management::set(&r.managing(), r.counter(), value, named.options.upsert).await?;
                 Ok(None)
             },
         )
@@ -267,7 +267,7 @@ impl Sequence {
             "Sequence.raiseTo",
             || read_integer("value", &value),
             |r, _, value| async move {
-                management::raise_to(r.counters(), r.counter(), value)
+                management::raise_to(&r.managing(), r.counter(), value)
                     .await
                     .map(Some)
             },
@@ -293,12 +293,14 @@ impl Sequence {
             "Sequence.syncToMax",
             || read_source(&source, &field),
             |r, _, (source, field)| async move {
+                let store = r.managing();
                 let source = management::SourceField {
-                    driver: r.driver(),
+                    driver: &store.0,
                     collection: source,
                     path: field,
+                    counter: &r.counter().label,
                 };
-                management::sync_to_source(r.counters(), r.counter(), &source)
+                management::sync_to_source(&store, r.counter(), &source)
                     .await
                     .map(Some)
             },
@@ -316,7 +318,7 @@ impl Sequence {
                 Some(&self.slot),
                 |r, named| async move {
                     let start =
-                        management::reset(r.counters(), r.counter(), named.options.start).await?;
+                        management::reset(&r.managing(), r.counter(), named.options.start).await?;
                     Ok(Output::Single(Value::checked(
                         &named.label,
                         start,
@@ -336,7 +338,7 @@ impl Sequence {
                 Ok(self.counter.clone()),
                 Some(&self.slot),
                 |r, _| async move {
-                    let existed = management::drop_counter(r.counters(), r.counter()).await?;
+                    let existed = management::drop_counter(&r.managing(), r.counter()).await?;
                     Ok(Output::Flag(existed))
                 },
             )

@@ -68,7 +68,7 @@ pub struct SequenceStats {
     pub discarded: DiscardedValues,
     /// Cached values given back at close or `release()` (process-wide; 0 on a handle).
     pub given_back: f64,
-    /// Round-trip latency.
+    /// Latency of the round trips counted in `roundTrips` (not of management commands).
     pub latency: RoundTripLatency,
     /// Round-trip events dropped because the diagnostics channel's subscribers were not
     /// served in time (more than 4096 waiting; process-wide).

@@ -86,9 +86,11 @@ impl PreparedCounter {
         &self.store.0
     }
 
-    /// The store as the counter operations see it.
-    pub fn counters(&self) -> &DriverCounters<MongoDriver> {
-        &self.store
+    /// The store of this counter's management calls, which publishes each command it
+    /// sends as a round-trip event. Not the store of its fetches: a fetch publishes one
+    /// event of its own however many commands it took, and must not publish them twice.
+    pub fn managing(&self) -> DriverCounters<MongoDriver> {
+        DriverCounters(self.store.0.clone().publishing_commands())
     }
 
     /// The counter.
@@ -198,12 +200,16 @@ impl PreparedCounter {
     /// again). `CLIENT_CLOSED` once the client is closed (its close gave them back).
     pub async fn give_back(&self) -> SeqResult<GivenBack> {
         self.handle.ensure_open()?;
-        let database = self.store.0.database().clone();
-        let secrets: Arc<Vec<String>> = Arc::new(self.handle.secrets().to_vec());
+        // The client's driver of this database, with each lane's write concern; its
+        // commands are published as events (no fetch's event covers them).
         let store_of = |lane: &Lane| {
             let concern = lane.write_concern.as_ref().map(|w| w.to_driver());
             Arc::new(DriverCounters(
-                MongoDriver::new(database.clone(), secrets.clone()).with_write_concern(concern),
+                self.store
+                    .0
+                    .clone()
+                    .with_write_concern(concern)
+                    .publishing_commands(),
             ))
         };
         Ok(self.state.give_back(store_of).await)

@@ -139,11 +139,14 @@ impl ClientHandle {
     pub fn driver(&self, name: &str) -> SeqResult<MongoDriver> {
         self.ensure_open()?;
         check_database(name)?;
-        Ok(
-            MongoDriver::new(self.client.database(name), self.secrets.clone())
-                .with_index_memo(self.indexes.clone())
-                .with_writable(self.writable.clone()),
-        )
+        Ok(self.driver_of(self.client.database(name)))
+    }
+
+    /// The counters of `database` through this client, open or not.
+    fn driver_of(&self, database: mongodb::Database) -> MongoDriver {
+        MongoDriver::new(database, self.secrets.clone())
+            .with_index_memo(self.indexes.clone())
+            .with_writable(self.writable.clone())
     }
 
     /// This client's state of the document counter `counter` finds in database
@@ -255,11 +258,13 @@ impl ClientHandle {
         let giving = states.into_iter().map(|((database, _), state)| {
             let database = self.client.database(&database);
             async move {
+                // Its commands are published as events (no fetch's event covers them).
                 let store_of = |lane: &Lane| {
                     let concern = lane.write_concern.as_ref().map(|w| w.to_driver());
                     Arc::new(DriverCounters(
-                        MongoDriver::new(database.clone(), self.secrets.clone())
-                            .with_write_concern(concern),
+                        self.driver_of(database.clone())
+                            .with_write_concern(concern)
+                            .publishing_commands(),
                     ))
                 };
                 state.give_back(store_of).await

@@ -34,27 +34,43 @@ impl ListedCounter {
 impl MongoDriver {
     /// Every counter of `collection` whose `field` holds an integer, sorted by `_id`.
     pub async fn list(&self, collection: &str, field: &str) -> SeqResult<Vec<ListedCounter>> {
-        use futures_util::TryStreamExt;
         check_field(field)?;
         let filter = doc! { field: { "$type": ["int", "long", "double"] } };
         // Only the value and configuration fields travel (`_id` always does), and each
         // document is converted as it arrives: a counters collection holding large
         // documents is never loaded whole.
-        // A listing only reports: it reads where and how the `Db` reads.
-        let mut cursor = self
-            .database()
-            .collection::<Document>(collection)
-            .find(filter)
-            .projection(crate::engine::store::filters::value_and_config_projection(
-                field,
-            ))
-            .sort(doc! { "_id": 1 })
-            .optional(self.reads().concern(), |find, c| find.read_concern(c))
-            .optional(self.reads().criteria(), |find, c| {
-                find.selection_criteria(c)
-            })
-            .await
-            .map_err(|e| self.error(&e))?;
+        // One event for the whole read, the `getMore`s of a long listing included.
+        let sent = self.send("find", collection, None);
+        let read = async {
+            let cursor = self
+                .database()
+                .collection::<Document>(collection)
+                .find(filter)
+                .projection(crate::engine::store::filters::value_and_config_projection(
+                    field,
+                ))
+                .sort(doc! { "_id": 1 })
+                // A listing only reports: it reads where and how the `Db` reads.
+                .optional(self.reads().concern(), |find, c| find.read_concern(c))
+                .optional(self.reads().criteria(), |find, c| {
+                    find.selection_criteria(c)
+                })
+                .await
+                .map_err(|e| self.error(&e))?;
+            self.listed(cursor, field).await
+        };
+        let listed = read.await;
+        self.answered(sent, &listed, 0);
+        listed
+    }
+
+    /// The counters `cursor` finds, converted as they arrive.
+    async fn listed(
+        &self,
+        mut cursor: mongodb::Cursor<Document>,
+        field: &str,
+    ) -> SeqResult<Vec<ListedCounter>> {
+        use futures_util::TryStreamExt;
         let mut listed = Vec::new();
         while let Some(d) = cursor.try_next().await.map_err(|e| self.error(&e))? {
             let parsed = SequenceConfig::from_doc(&d, field);

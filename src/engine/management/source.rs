@@ -101,12 +101,14 @@ pub struct SourceField<'a> {
     pub collection: String,
     /// The (dotted) path of the values.
     pub path: String,
+    /// The name, as shown in messages, of the counter synced (for round-trip events).
+    pub counter: &'a str,
 }
 
 impl SourceValues for SourceField<'_> {
     async fn extreme(&self, direction: Direction) -> SeqResult<Option<i64>> {
         self.driver
-            .extreme_in(&self.collection, &self.path, direction)
+            .extreme_in(&self.collection, &self.path, direction, self.counter)
             .await
     }
 }
@@ -118,14 +120,16 @@ impl MongoDriver {
     /// Without arrays on the path, the first document of a sort on it is the answer (an
     /// index on the path makes that one read). An array anywhere on the path makes a
     /// sort compare each document by one element of its choosing, so then every document
-    /// holding a number there is read and every element looked at.
+    /// holding a number there is read and every element looked at. Each read is
+    /// published as a round-trip event for `counter` (a name as shown in messages) when
+    /// this driver publishes its commands.
     pub async fn extreme_in(
         &self,
         source: &str,
         path: &str,
         direction: Direction,
+        counter: &str,
     ) -> SeqResult<Option<i64>> {
-        use futures_util::TryStreamExt;
         let collection = self.database().collection::<Document>(source);
         // Doubles of 2^63 and more (and infinities) are out of range: skip them on the
         // server, so a stray 1e300 cannot hide the real extreme.
@@ -144,11 +148,12 @@ impl MongoDriver {
         } else {
             doc! { "_id": 0, top: 1 }
         };
-        if !self.arrays_on(source, path).await? {
+        if !self.arrays_on(source, path, counter).await? {
             let order = match direction {
                 Direction::Up => -1,
                 Direction::Down => 1,
             };
+            let sent = self.send("find", source, Some(counter));
             let first = collection
                 .find_one(filter)
                 .sort(doc! { path: order })
@@ -156,17 +161,37 @@ impl MongoDriver {
                 .selection_criteria(on_primary())
                 .read_concern(latest())
                 .await
-                .map_err(|e| self.error(&e))?;
-            return Ok(extreme_of(first.as_ref(), path, direction));
+                .map_err(|e| self.error(&e));
+            self.answered(sent, &first, 0);
+            return Ok(extreme_of(first?.as_ref(), path, direction));
         }
-        // Streamed, one document at a time: a large collection is never held whole.
-        let mut cursor = collection
-            .find(filter)
-            .projection(projection)
-            .selection_criteria(on_primary())
-            .read_concern(latest())
-            .await
-            .map_err(|e| self.error(&e))?;
+        // One event for the whole scan, its `getMore`s included.
+        let sent = self.send("find", source, Some(counter));
+        let scanned = async {
+            let cursor = collection
+                .find(filter)
+                .projection(projection)
+                .selection_criteria(on_primary())
+                .read_concern(latest())
+                .await
+                .map_err(|e| self.error(&e))?;
+            self.extreme_streamed(cursor, path, direction).await
+        };
+        let best = scanned.await;
+        self.answered(sent, &best, 0);
+        best
+    }
+
+    /// The usable value furthest along `direction` that `path` reaches in the documents
+    /// of `cursor`, streamed one document at a time: a large collection is never held
+    /// whole.
+    async fn extreme_streamed(
+        &self,
+        mut cursor: mongodb::Cursor<Document>,
+        path: &str,
+        direction: Direction,
+    ) -> SeqResult<Option<i64>> {
+        use futures_util::TryStreamExt;
         let mut best: Option<i64> = None;
         while let Some(doc) = cursor.try_next().await.map_err(|e| self.error(&e))? {
             if let Some(v) = extreme_of([&doc], path, direction) {
@@ -178,7 +203,7 @@ impl MongoDriver {
 
     /// Whether some document of `source` holds an array at `path` or at a prefix of it
     /// (never at `_id`, which cannot be an array).
-    async fn arrays_on(&self, source: &str, path: &str) -> SeqResult<bool> {
+    async fn arrays_on(&self, source: &str, path: &str, counter: &str) -> SeqResult<bool> {
         if path == "_id" {
             return Ok(false);
         }
@@ -186,6 +211,7 @@ impl MongoDriver {
         let any_array: Vec<Bson> = (1..=steps.len())
             .map(|n| Bson::Document(doc! { steps[..n].join("."): { "$type": "array" } }))
             .collect();
+        let sent = self.send("find", source, Some(counter));
         let found = self
             .database()
             .collection::<Document>(source)
@@ -194,7 +220,8 @@ impl MongoDriver {
             .selection_criteria(on_primary())
             .read_concern(latest())
             .await
-            .map_err(|e| self.error(&e))?;
-        Ok(found.is_some())
+            .map_err(|e| self.error(&e));
+        self.answered(sent, &found, 0);
+        Ok(found?.is_some())
     }
 }

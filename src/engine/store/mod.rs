@@ -1,5 +1,6 @@
 //! Where counter documents live: the storage trait, the filters and updates of every
-//! counter write, its implementation on the MongoDB driver, and an in-memory one for tests.
+//! counter write, its implementation on the MongoDB driver (with the unique index a
+//! located counter relies on), and an in-memory one for tests.
 
 pub(crate) mod counter_store;
 pub(crate) mod driver_counters;
@@ -7,3 +8,4 @@ pub(crate) mod filters;
 #[cfg(test)]
 pub(crate) mod memory_store;
 pub(crate) mod mongo_driver;
+pub(crate) mod unique_index;

@@ -1,22 +1,20 @@
 //! Counters in a MongoDB database through the official driver: the [`CounterDriver`]
 //! primitives, written once for plain use and for use inside a transaction (a session).
 
-use mongodb::bson::{doc, Bson, Document};
+use mongodb::bson::{Bson, Document};
 use mongodb::options::{
-    CollectionOptions, IndexOptions, ReadConcern, ReadPreference, ReturnDocument,
-    SelectionCriteria, WriteConcern,
+    CollectionOptions, ReadConcern, ReadPreference, ReturnDocument, SelectionCriteria, WriteConcern,
 };
-use mongodb::{ClientSession, Collection, Database, IndexModel};
+use mongodb::{ClientSession, Collection, Database};
+use std::time::Instant;
 use tokio::sync::Mutex;
 
 use crate::engine::client::db_reads::DbReads;
-use crate::engine::client::driver_error::{
-    duplicate_on_other_index, from_driver, is_duplicate_key, is_duplicate_on,
-};
+use crate::engine::client::driver_error::{duplicate_on_other_index, from_driver, is_duplicate_on};
 use crate::engine::client::writable::WritableServer;
-use crate::engine::counter::locator::{FieldsLocator, Locator};
 use crate::engine::error::SeqError;
 use crate::engine::error::SeqResult;
+use crate::engine::stats::{self, Trip};
 use crate::engine::store::counter_store::{CounterRef, Endpoint};
 use crate::engine::store::driver_counters::CounterDriver;
 use crate::engine::store::filters;
@@ -48,6 +46,20 @@ pub struct MongoDriver {
     indexes: IndexMemo,
     /// The server its client writes to, when the client watches it.
     writable: Option<std::sync::Arc<WritableServer>>,
+    /// Each command it sends is published as a round-trip event (management calls). A
+    /// fetch of values publishes its own event, one per round trip whatever commands it
+    /// took, so the drivers of fetches leave this off and nothing is published twice.
+    publishes: bool,
+}
+
+/// One command a driver sends, for its round-trip event: the command's name, the
+/// collection it goes to, the counter it is for (none for a listing), and when it started
+/// (`None`: not published).
+pub(crate) struct Sent<'a> {
+    operation: &'static str,
+    collection: &'a str,
+    counter: Option<&'a str>,
+    started: Option<Instant>,
 }
 
 /// The unique indexes (database, collection, index) this client has made sure of.
@@ -63,7 +75,50 @@ impl MongoDriver {
             reads: DbReads::default(),
             indexes: IndexMemo::default(),
             writable: None,
+            publishes: false,
         }
+    }
+
+    /// The same driver, publishing each command it sends as a round-trip event while
+    /// events are on: the driver of management calls and give-backs, whose commands no
+    /// fetch's event covers.
+    pub fn publishing_commands(mut self) -> Self {
+        self.publishes = true;
+        self
+    }
+
+    /// Starts the command `operation` to `collection` for the counter named `counter`.
+    pub(crate) fn send<'a>(
+        &self,
+        operation: &'static str,
+        collection: &'a str,
+        counter: Option<&'a str>,
+    ) -> Sent<'a> {
+        Sent {
+            operation,
+            collection,
+            counter,
+            started: self.publishes.then(Instant::now),
+        }
+    }
+
+    /// `sent` answered `answer` (as this driver reads the answer: a duplicate key that
+    /// means "exists already" is no failure), after `retries` resends: its event.
+    pub(crate) fn answered<T>(&self, sent: Sent<'_>, answer: &SeqResult<T>, retries: u32) {
+        let Some(started) = sent.started else {
+            return;
+        };
+        let trip = Trip {
+            operation: sent.operation,
+            collection: sent.collection,
+            counter: sent.counter,
+            values: 0,
+            calls: 0,
+            retries,
+            took: started.elapsed(),
+            error: answer.as_ref().err().map(|e| e.code),
+        };
+        stats::record_trip(|| self.endpoint(), trip);
     }
 
     /// The same driver, remembering made indexes in `indexes` (shared by a client).
@@ -101,6 +156,12 @@ impl MongoDriver {
         &self.database
     }
 
+    /// The unique indexes this driver's client has made sure of
+    /// (`ensure_unique_index`).
+    pub(crate) fn index_memo(&self) -> &IndexMemo {
+        &self.indexes
+    }
+
     /// A driver error as a typed error without secrets.
     pub fn error(&self, error: &mongodb::error::Error) -> crate::engine::error::SeqError {
         from_driver(error, &self.secrets)
@@ -129,89 +190,6 @@ impl MongoDriver {
         }
     }
 
-    /// Makes sure of a unique index over the locator's fields, once per collection for
-    /// this client; nothing for a counter found by `_id`, whose index always exists. An
-    /// existing unique index over exactly these keys is the index needed, whatever its
-    /// other options (`background: true`, as mongoose-sequence made it, or another
-    /// name): it is looked for first, and again when creating fails (some servers refuse
-    /// to create an index that exists with other options; another process may have made
-    /// it meanwhile). Creating one is the last resort.
-    pub async fn ensure_unique_index(&self, counter: &CounterRef) -> SeqResult<()> {
-        let Locator::ByFields(fields) = &counter.locator else {
-            return Ok(());
-        };
-        let key = (
-            self.database.name().to_string(),
-            counter.collection.clone(),
-            fields.index_name().to_string(),
-        );
-        if self.indexes.lock().await.contains(&key) {
-            return Ok(());
-        }
-        // A failed look is no answer: creating decides.
-        if !matches!(self.has_unique_index(counter, fields).await, Ok(true)) {
-            self.create_unique_index(counter, fields).await?;
-        }
-        self.indexes.lock().await.insert(key);
-        Ok(())
-    }
-
-    async fn create_unique_index(
-        &self,
-        counter: &CounterRef,
-        fields: &FieldsLocator,
-    ) -> SeqResult<()> {
-        let model = IndexModel::builder()
-            .keys(fields.index_keys())
-            .options(IndexOptions::builder().unique(true).build())
-            .build();
-        let created = self
-            .database
-            .collection::<Document>(&counter.collection)
-            .create_index(model)
-            .await;
-        let Err(e) = created else {
-            return Ok(());
-        };
-        if matches!(self.has_unique_index(counter, fields).await, Ok(true)) {
-            return Ok(());
-        }
-        Err(match is_duplicate_key(&e) {
-            true => {
-                SeqError::index_conflict(&counter.label, &counter.collection, fields.index_name())
-            }
-            false => self.error(&e),
-        })
-    }
-
-    /// Whether `counter`'s collection has a unique index over exactly the locator's keys
-    /// (in order) that guards every document with the simple collation: not partial,
-    /// no other collation. A missing collection has none.
-    async fn has_unique_index(
-        &self,
-        counter: &CounterRef,
-        fields: &FieldsLocator,
-    ) -> SeqResult<bool> {
-        let listed = self
-            .database
-            .run_command(doc! { "listIndexes": &counter.collection })
-            .await;
-        let reply = match listed {
-            Ok(reply) => reply,
-            Err(e) if is_namespace_not_found(&e) => return Ok(false),
-            Err(e) => return Err(self.error(&e)),
-        };
-        let batch = reply
-            .get_document("cursor")
-            .and_then(|c| c.get_array("firstBatch"))
-            .map_err(|_| SeqError::internal("listIndexes answered without a cursor"))?;
-        let wanted = fields.index_keys();
-        Ok(batch.iter().any(|index| match index {
-            Bson::Document(index) => guards_exactly(index, &wanted),
-            _ => false,
-        }))
-    }
-
     /// Sets the field of every plain counter of `counter`'s collection matching `fields`
     /// to `value`; how many matched.
     pub async fn set_where(
@@ -220,6 +198,7 @@ impl MongoDriver {
         fields: Document,
         value: i64,
     ) -> SeqResult<u64> {
+        let sent = self.send("update", &counter.collection, Some(&counter.label));
         let result = self
             .counters(counter, false)
             .update_many(
@@ -227,8 +206,9 @@ impl MongoDriver {
                 filters::set_value_unmarked(counter, value),
             )
             .await
-            .map_err(|e| self.error(&e))?;
-        Ok(result.matched_count)
+            .map_err(|e| self.error(&e));
+        self.answered(sent, &result, 0);
+        Ok(result?.matched_count)
     }
 
     async fn find_and_update_in(
@@ -249,18 +229,25 @@ impl MongoDriver {
                 .projection(filters::value_projection(counter))
         };
         let resend = safe_to_send_twice(counter, &update);
+        let sent = self.send("findAndModify", &counter.collection, Some(&counter.label));
+        let mut resent = 0;
         let found = match session {
             Some(session) => action().session(session).await,
             None => match action().await {
-                Err(e) if resend && is_dropped_connection(&e) => action().await,
+                Err(e) if resend && is_dropped_connection(&e) => {
+                    resent = 1;
+                    action().await
+                }
                 found => found,
             },
         };
-        match found {
+        let answer = match found {
             Ok(found) => Ok(found.and_then(|mut d| d.remove(&counter.field))),
             Err(e) if upsert && is_duplicate_on(&e, counter.locator.index_name()) => Ok(None),
             Err(e) => Err(self.write_error(counter, &e)),
-        }
+        };
+        self.answered(sent, &answer, resent);
+        answer
     }
 
     async fn find_counter_in(
@@ -274,23 +261,30 @@ impl MongoDriver {
                 .find_one(counter.filter())
                 .projection(filters::counter_projection(counter))
         };
-        match session {
+        let sent = self.send("find", &counter.collection, Some(&counter.label));
+        let mut resent = 0;
+        let answer = match session {
             // A transaction reads from the primary already (and refuses a read
             // preference of an operation).
             Some(session) => action().session(session).await,
             None => {
-                let latest = || {
+                let read = || {
                     action()
                         .selection_criteria(on_primary())
                         .read_concern(latest())
                 };
-                match latest().await {
-                    Err(e) if is_dropped_connection(&e) => latest().await,
+                match read().await {
+                    Err(e) if is_dropped_connection(&e) => {
+                        resent = 1;
+                        read().await
+                    }
                     found => found,
                 }
             }
         }
-        .map_err(|e| self.error(&e))
+        .map_err(|e| self.error(&e));
+        self.answered(sent, &answer, resent);
+        answer
     }
 
     async fn insert_counter_in(
@@ -301,14 +295,18 @@ impl MongoDriver {
     ) -> SeqResult<bool> {
         let collection = self.counters(counter, session.is_some());
         let action = collection.insert_one(document);
-        match match session {
+        let sent = self.send("insert", &counter.collection, Some(&counter.label));
+        let answer = match match session {
             Some(session) => action.session(session).await,
             None => action.await,
         } {
             Ok(_) => Ok(true),
+            // The counter exists already: the answer `init` and a creation race expect.
             Err(e) if is_duplicate_on(&e, counter.locator.index_name()) => Ok(false),
             Err(e) => Err(self.write_error(counter, &e)),
-        }
+        };
+        self.answered(sent, &answer, 0);
+        answer
     }
 
     async fn delete_counter_in(
@@ -318,12 +316,14 @@ impl MongoDriver {
     ) -> SeqResult<bool> {
         let collection = self.counters(counter, session.is_some());
         let action = collection.delete_one(counter.filter());
+        let sent = self.send("delete", &counter.collection, Some(&counter.label));
         let result = match session {
             Some(session) => action.session(session).await,
             None => action.await,
         }
-        .map_err(|e| self.error(&e))?;
-        Ok(result.deleted_count == 1)
+        .map_err(|e| self.error(&e));
+        self.answered(sent, &result, 0);
+        Ok(result?.deleted_count == 1)
     }
 }
 
@@ -363,48 +363,6 @@ fn is_dropped_connection(error: &mongodb::error::Error) -> bool {
         ),
         _ => false,
     }
-}
-
-/// Whether the index described by `index` (a `listIndexes` entry) is unique over
-/// exactly the keys `wanted` (same order, each ascending) for every document: not
-/// partial, and with no collation other than the simple one.
-fn guards_exactly(index: &Document, wanted: &Document) -> bool {
-    let Ok(keys) = index.get_document("key") else {
-        return false;
-    };
-    let same_keys = keys.len() == wanted.len()
-        && keys
-            .iter()
-            .zip(wanted.keys())
-            .all(|((name, direction), want)| name == want && ascending(direction));
-    let unique = match index.get("unique") {
-        Some(Bson::Boolean(b)) => *b,
-        Some(other) => ascending(other),
-        None => false,
-    };
-    let simple_collation = match index.get_document("collation") {
-        Ok(collation) => collation.get_str("locale") == Ok("simple"),
-        Err(_) => !index.contains_key("collation"),
-    };
-    same_keys && unique && simple_collation && !index.contains_key("partialFilterExpression")
-}
-
-/// Whether an index key direction (or a numeric flag) is 1, in whatever number type.
-fn ascending(value: &Bson) -> bool {
-    match value {
-        Bson::Int32(v) => *v == 1,
-        Bson::Int64(v) => *v == 1,
-        Bson::Double(v) => *v == 1.0,
-        _ => false,
-    }
-}
-
-/// Whether the server answered that the collection does not exist (`NamespaceNotFound`).
-fn is_namespace_not_found(error: &mongodb::error::Error) -> bool {
-    matches!(
-        error.kind.as_ref(),
-        mongodb::error::ErrorKind::Command(c) if c.code == 26
-    )
 }
 
 impl CounterDriver for MongoDriver {
@@ -503,8 +461,69 @@ impl CounterDriver for SessionDriver<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engine::client::connection::ConnectionTarget;
+    use crate::engine::client::handle::ClientHandle;
     use crate::engine::counter::counter_name::CounterName;
-    use crate::engine::store::counter_store::{Direction, FetchToken};
+    use crate::engine::error::ErrorCode;
+    use crate::engine::panic_safety::lock;
+    use crate::engine::store::counter_store::{CounterStore, Direction, FetchToken};
+    use crate::engine::store::driver_counters::DriverCounters;
+    use crate::engine::test_support::run;
+    use mongodb::bson::doc;
+
+    /// A management call's driver publishes each command it sends, failed ones with their
+    /// code; a fetch's driver (the default) publishes none, its round trip being
+    /// published once by the fetch.
+    #[test]
+    fn a_publishing_driver_records_each_command_and_a_fetch_driver_none() {
+        let _only = lock(&stats::LISTENING_TESTS);
+        run(async {
+            // Nothing answers there: each command fails once server selection gives up.
+            let target = ConnectionTarget::from_uri(
+                "mongodb://app:s3cr3t-pw@127.0.0.1:1/?serverSelectionTimeoutMS=200",
+            )
+            .unwrap();
+            let handle = ClientHandle::open(&target).await.unwrap();
+            let name = "mongodb://carol:s3cr3t-pw@h/published";
+            let counter = CounterRef::new("ids", "seq", CounterName::Text(name.into()));
+            let fetches = DriverCounters(handle.driver("events_db").unwrap());
+            let managing =
+                DriverCounters(handle.driver("events_db").unwrap().publishing_commands());
+            stats::thread_listening(true);
+            let ours =
+                |events: Vec<stats::RoundTripEvent>| -> Vec<(&'static str, Option<ErrorCode>)> {
+                    events
+                        .into_iter()
+                        .filter(|e| e.database.as_deref() == Some("events_db"))
+                        .map(|e| {
+                            assert!(!format!("{e:?}").contains("s3cr3t"), "{e:?}");
+                            assert_eq!(e.counter.as_deref(), Some("mongodb://****@h/published"));
+                            assert_eq!(e.collection, "ids");
+                            (e.operation, e.error)
+                        })
+                        .collect()
+                };
+            assert!(fetches.read(&counter).await.is_err());
+            assert!(fetches.delete(&counter).await.is_err());
+            let from_fetches = ours(stats::take_events());
+            assert!(managing.read(&counter).await.is_err());
+            assert!(managing.delete(&counter).await.is_err());
+            let from_managing = ours(stats::take_events());
+            stats::thread_listening(false);
+            assert_eq!(
+                from_fetches,
+                vec![],
+                "a fetch's driver publishes no command"
+            );
+            assert_eq!(
+                from_managing,
+                vec![
+                    ("find", Some(ErrorCode::Connection)),
+                    ("delete", Some(ErrorCode::Connection))
+                ],
+            );
+        });
+    }
 
     #[test]
     fn only_writes_that_never_move_a_counter_back_are_sent_twice() {
@@ -540,77 +559,5 @@ mod tests {
         ] {
             assert!(!safe_to_send_twice(&plain, &update), "{what}: {update}");
         }
-    }
-
-    #[test]
-    fn an_existing_unique_index_over_the_same_keys_is_the_one_needed() {
-        let wanted = doc! { "id": 1, "reference_value": 1 };
-        let mongoose = doc! {
-            "v": 2, "key": { "id": 1, "reference_value": 1 },
-            "name": "id_1_reference_value_1", "unique": true, "background": true,
-        };
-        assert!(guards_exactly(&mongoose, &wanted));
-        for (key, value) in [("id", Bson::Int64(1)), ("id", Bson::Double(1.0))] {
-            let mut other = mongoose.clone();
-            other.insert("key", doc! { key: value, "reference_value": 1 });
-            other.insert("name", "another name");
-            assert!(guards_exactly(&other, &wanted), "{other}");
-        }
-        let mut simple = mongoose.clone();
-        simple.insert("collation", doc! { "locale": "simple" });
-        assert!(guards_exactly(&simple, &wanted));
-        let mut numeric_unique = mongoose.clone();
-        numeric_unique.insert("unique", 1);
-        assert!(guards_exactly(&numeric_unique, &wanted));
-    }
-
-    #[test]
-    fn an_index_that_does_not_guard_every_counter_is_not() {
-        let wanted = doc! { "id": 1, "reference_value": 1 };
-        let base = doc! { "key": { "id": 1, "reference_value": 1 }, "unique": true };
-        let mut variants = Vec::new();
-        for (field, value) in [
-            ("unique", Bson::Boolean(false)),
-            ("unique", Bson::Int32(0)),
-            ("unique", Bson::String("yes".into())),
-            (
-                "partialFilterExpression",
-                Bson::Document(doc! { "id": "a" }),
-            ),
-            (
-                "collation",
-                Bson::Document(doc! { "locale": "en", "strength": 2 }),
-            ),
-            ("collation", Bson::String("simple".into())),
-            (
-                "key",
-                Bson::Document(doc! { "reference_value": 1, "id": 1 }),
-            ),
-            ("key", Bson::Document(doc! { "id": 1 })),
-            (
-                "key",
-                Bson::Document(doc! { "id": 1, "reference_value": -1 }),
-            ),
-            (
-                "key",
-                Bson::Document(doc! { "id": 1, "reference_value": 1, "x": 1 }),
-            ),
-            (
-                "key",
-                Bson::Document(doc! { "id": "hashed", "reference_value": 1 }),
-            ),
-            ("key", Bson::String("id_1".into())),
-        ] {
-            let mut index = base.clone();
-            index.insert(field, value);
-            variants.push(index);
-        }
-        let mut not_unique = base.clone();
-        not_unique.remove("unique");
-        variants.push(not_unique);
-        for index in variants {
-            assert!(!guards_exactly(&index, &wanted), "{index}");
-        }
-        assert!(guards_exactly(&base, &wanted));
     }
 }

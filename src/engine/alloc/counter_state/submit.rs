@@ -13,7 +13,7 @@ use crate::engine::alloc::demand::Demand;
 use crate::engine::alloc::waiter::{receive, Waiter};
 use crate::engine::error::{SeqError, SeqResult};
 use crate::engine::panic_safety::caught;
-use crate::engine::stats::{self, Recorder, RoundTripEvent};
+use crate::engine::stats::{self, Recorder};
 use crate::engine::store::counter_store::{CounterRef, CounterStore, FetchToken};
 
 /// A future the caller must spawn on the runtime.
@@ -266,8 +266,8 @@ impl CounterState {
     }
 }
 
-/// Records one round trip that served `demands` and took `took` ([`Recorder`], and a
-/// [`RoundTripEvent`] while events are on).
+/// Records one round trip that served `demands` and took `took` ([`Recorder`], and an
+/// event while events are on: [`stats::record_trip`]).
 fn record_round_trip(
     recorder: &Recorder,
     store: &impl CounterStore,
@@ -293,21 +293,15 @@ fn record_round_trip(
         Err(e) => (0, 0, 0, Some(e.code)),
     };
     recorder.round_trip(took, calls, blocks, retries);
-    if stats::events_on() {
-        let endpoint = store.endpoint();
-        // Masked as messages are: tracers copy the event into spans and logs.
-        let masked = crate::engine::text::redact::redact_connection_strings;
-        stats::record_event(RoundTripEvent {
-            database: endpoint.database.as_deref().map(masked),
-            collection: masked(&counter.collection),
-            operation: "findAndModify",
-            server: endpoint.server,
-            counter: masked(&counter.label),
-            values,
-            calls,
-            duration: took,
-            error,
-            retries,
-        });
-    }
+    let trip = stats::Trip {
+        operation: "findAndModify",
+        collection: &counter.collection,
+        counter: Some(&counter.label),
+        values,
+        calls,
+        retries,
+        took,
+        error,
+    };
+    stats::record_trip(|| store.endpoint(), trip);
 }
