@@ -146,9 +146,13 @@ class Counter {
     }
   }
 
-  /** `error`, or for an `UNSUPPORTED_CLIENT` refusal without the plugin's `uri`, one that says how to give it. */
+  /**
+   * `error`, or for an `UNSUPPORTED_CLIENT` refusal without the plugin's `uri`, one that
+   * says how to give it (not for a client certificate that no connection can present).
+   */
   explained(error) {
     if (!error || error.code !== 'UNSUPPORTED_CLIENT' || this.options.uri !== undefined) return error;
+    if (/X\.509 version \d/.test(error.message)) return error;
     return codedError(
       'UNSUPPORTED_CLIENT',
       `${PLUGIN}: ${error.message}. With the mongoose plugin, give the counters their connection string as the plugin's uri option: schema.plugin(AutoIncrement, { uri: process.env.MONGODB_URI, ... })`,

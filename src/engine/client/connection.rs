@@ -363,11 +363,17 @@ pub fn derive_from_node_client(options: &NodeOptions) -> SeqResult<ConnectionTar
             .filter(|n| n.is_finite() && *n >= 0.0)
             .map(|n| n as u64)
     };
+    let server_selection_timeout_ms = millis("serverSelectionTimeoutMS");
+    let selection = server_selection_timeout_ms
+        .unwrap_or(crate::engine::client::call_bound::DEFAULT_CALL_TIMEOUT.as_millis() as u64);
     Ok(ConnectionTarget {
-        server_selection_timeout_ms: millis("serverSelectionTimeoutMS"),
+        server_selection_timeout_ms,
         connect_timeout_ms: millis("connectTimeoutMS"),
-        // The Node driver's default is 0, no socket timeout.
-        socket_timeout_ms: millis("socketTimeoutMS").filter(|ms| *ms > 0),
+        // Kept only where it bounds calls (the Node driver's default, 0, is no socket
+        // timeout; one of at least the server selection timeout changes nothing): two
+        // clients that differ in a setting without effect still share one client, and
+        // with it the state that fences management writes against cached blocks.
+        socket_timeout_ms: millis("socketTimeoutMS").filter(|ms| *ms > 0 && *ms < selection),
         source: TargetSource::Derived(Box::new(derived)),
     })
 }
@@ -495,15 +501,31 @@ mod tests {
     #[test]
     fn socket_timeouts_are_carried_from_either_source_and_tell_targets_apart() {
         let mut o = options("h1");
-        o.insert("socketTimeoutMS".into(), NodeValue::number(1500.0));
+        // (The fixture's serverSelectionTimeoutMS is 1500.)
+        o.insert("socketTimeoutMS".into(), NodeValue::number(1000.0));
         let short = derive_from_node_client(&o).unwrap();
-        assert_eq!(short.socket_timeout(), Some(Duration::from_millis(1500)));
+        assert_eq!(short.socket_timeout(), Some(Duration::from_millis(1000)));
         // 0, the Node driver's default, is no socket timeout: the same target as unset.
         o.insert("socketTimeoutMS".into(), NodeValue::number(0.0));
         let none = derive_from_node_client(&o).unwrap();
         assert_eq!(none.socket_timeout(), None);
         assert_eq!(none, derive_from_node_client(&options("h1")).unwrap());
         assert_ne!(short, none, "two bounds, two clients");
+        // One at or above the server selection timeout bounds nothing: no second client
+        // (such as a usual 45 s beside the default 30 s).
+        for ms in [1500.0, 45_000.0] {
+            o.insert("socketTimeoutMS".into(), NodeValue::number(ms));
+            assert_eq!(derive_from_node_client(&o).unwrap(), none, "{ms}");
+        }
+        o.insert(
+            "serverSelectionTimeoutMS".into(),
+            NodeValue::number(60_000.0),
+        );
+        o.insert("socketTimeoutMS".into(), NodeValue::number(45_000.0));
+        assert_eq!(
+            derive_from_node_client(&o).unwrap().socket_timeout(),
+            Some(Duration::from_millis(45_000))
+        );
         // A connection string: taken out before the driver (which refuses it) parses it.
         let uri = ConnectionTarget::from_uri("mongodb://h1/?socketTimeoutMS=1500&w=1").unwrap();
         assert_eq!(uri.socket_timeout_ms, Some(1500));
