@@ -96,6 +96,13 @@ mod tests {
     const MS: fn(u64) -> Duration = Duration::from_millis;
 
     #[test]
+    fn the_options_are_found_after_the_scheme_however_short() {
+        // The `?` looked for starts after `://`, wherever the scheme ends.
+        let (left, found) = take_socket_timeout("x://h/?socketTimeoutMS=5").unwrap();
+        assert_eq!((left.as_str(), found), ("x://h/?", Some(5)));
+    }
+
+    #[test]
     fn the_smaller_bound_wins_and_is_named() {
         let default = CallBound::of(None, None);
         assert_eq!(default.timeout, DEFAULT_CALL_TIMEOUT);

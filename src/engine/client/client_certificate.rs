@@ -203,6 +203,58 @@ mod tests {
     }
 
     #[test]
+    fn every_base64_character_is_read() {
+        // `+` and `/`, the two that are not letters or digits, and padding.
+        assert_eq!(base64_decode(b"+/8="), Some(vec![0xfb, 0xff]));
+        assert_eq!(base64_decode(b"/+A="), Some(vec![0xff, 0xe0]));
+        assert_eq!(base64_decode(b"Zm9v\r\nYg=="), Some(b"foob".to_vec()));
+        assert_eq!(base64_decode(b"Zm9v-"), None);
+    }
+
+    #[test]
+    fn der_lengths_are_read_in_every_form_der_allows_and_no_other() {
+        // Short form, and long forms of one to four bytes, big-endian.
+        assert_eq!(
+            element(&[0x04, 0x01, 0xaa, 0xbb]),
+            Some((0x04, &[0xaa][..], &[0xbb][..]))
+        );
+        let long = [&[0x04, 0x82, 0x01, 0x00][..], &[0x11; 256]].concat();
+        assert_eq!(
+            element(&long).map(|(_, c, r)| (c.len(), r.len())),
+            Some((256, 0))
+        );
+        let four = [
+            &[0x04, 0x84, 0x00, 0x00, 0x00, 0x02][..],
+            &[0x11, 0x22, 0x33],
+        ]
+        .concat();
+        assert_eq!(element(&four), Some((0x04, &[0x11, 0x22][..], &[0x33][..])));
+        // Exactly the length bytes and empty contents.
+        assert_eq!(element(&[0x04, 0x81, 0x00]), Some((0x04, &[][..], &[][..])));
+        // 0x80 is BER's indefinite length, which DER has not; five length bytes are more
+        // than any certificate needs.
+        assert_eq!(element(&[0x30, 0x80, 0x04, 0x00, 0x00, 0x00]), None);
+        assert_eq!(element(&[0x04, 0x85, 0, 0, 0, 0, 1, 0xaa]), None);
+        // Fewer length bytes, or fewer contents, than announced.
+        assert_eq!(element(&[0x04, 0x82, 0x01]), None);
+        assert_eq!(element(&[0x04, 0x02, 0xaa]), None);
+    }
+
+    #[test]
+    fn a_version_number_of_several_bytes_is_read_big_endian() {
+        assert_eq!(x509_version(&certificate(Some(&[0x01, 0x00]))), Some(257));
+        assert_eq!(
+            x509_version(&certificate(Some(&[0, 0, 0, 0, 0, 0, 0, 2]))),
+            Some(3),
+            "eight bytes still fit"
+        );
+        assert_eq!(
+            x509_version(&certificate(Some(&[0, 0, 0, 0, 0, 0, 0, 0, 2]))),
+            None
+        );
+    }
+
+    #[test]
     fn versions_are_read_from_the_tbs_certificate() {
         assert_eq!(x509_version(&certificate(None)), Some(1), "no [0]: v1");
         assert_eq!(
