@@ -233,7 +233,8 @@ mod tests {
         assert_eq!(element(&[0x04, 0x81, 0x00]), Some((0x04, &[][..], &[][..])));
         // 0x80 is BER's indefinite length, which DER has not; five length bytes are more
         // than any certificate needs.
-        assert_eq!(element(&[0x30, 0x80, 0x04, 0x00, 0x00, 0x00]), None);
+        let indefinite = [&[0x30, 0x80][..], &[0x04; 130], &[0x00, 0x00]].concat();
+        assert_eq!(element(&indefinite), None);
         assert_eq!(element(&[0x04, 0x85, 0, 0, 0, 0, 1, 0xaa]), None);
         // Fewer length bytes, or fewer contents, than announced.
         assert_eq!(element(&[0x04, 0x82, 0x01]), None);
