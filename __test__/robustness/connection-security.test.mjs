@@ -269,21 +269,28 @@ test('a replaced WeakSet that calls the addon while a TLS file copy is looked up
   const f = await front(certs.server);
   const uri = `mongodb://127.0.0.1:${f.port}/?directConnection=true&serverSelectionTimeoutMS=3000&tls=true&tlsCAFile=${encodeURIComponent(certs.ca)}`;
   const worker = new Worker(new URL('../fixtures/nested-weakset-worker.cjs', import.meta.url), { workerData: { uri, db: env.dbName } });
-  // Its calls are bounded (3 s each), so it answers within a minute or it never will: a
-  // worker that exits without answering (a call that never settled leaves nothing to keep
-  // it alive) or stays silent fails here, naming which, instead of hanging the run.
+  // Its calls are bounded (3 s each) and so is its close, so it answers and closes within
+  // a minute or it never will: a worker that exits without answering (a call that never
+  // settled leaves nothing to keep it alive) or stays silent fails here, naming which
+  // step, instead of hanging the run.
+  const messages = [];
+  worker.on('message', (m) => messages.push(m));
+  const exited = once(worker, 'exit').then(([code]) => ({ exitedWith: code }));
   let timer;
-  const exited = once(worker, 'exit');
-  const answer = await Promise.race([
-    once(worker, 'message').then(([result]) => ({ result })),
-    exited.then(([code]) => ({ exitedWith: code })),
-    new Promise((resolve) => {
-      timer = setTimeout(() => resolve({ silentFor: 60_000 }), 60_000);
-    }),
-  ]).finally(() => clearTimeout(timer));
-  if (!('result' in answer)) await worker.terminate();
-  else await exited;
-  assert.deepEqual(answer, { result: { nested: true, outer: 1, inner: 1 } });
+  const bounded = (promise) =>
+    Promise.race([
+      promise,
+      new Promise((resolve) => {
+        timer = setTimeout(() => resolve({ silentFor: 60_000 }), 60_000);
+      }),
+    ]).finally(() => clearTimeout(timer));
+  const answer = await bounded(Promise.race([once(worker, 'message').then(([result]) => ({ result })), exited]));
+  const closed = 'result' in answer ? await bounded(exited) : answer;
+  if (!('exitedWith' in closed)) await worker.terminate();
+  assert.deepEqual(
+    { answer, closed, messages },
+    { answer: { result: { nested: true, outer: 1, inner: 1 } }, closed: { exitedWith: 0 }, messages: [{ nested: true, outer: 1, inner: 1 }, 'closed'] },
+  );
 });
 
 test("key and cert given in memory (one Buffer) beside tlsCertificateKeyFile: refused, never the file's certificate in their place", async () => {
