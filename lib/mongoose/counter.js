@@ -74,8 +74,8 @@ class Counter {
     writeField(doc, this.options.inc_field, undefined);
   }
 
-  /** Forgets the number this counter gave `doc` once it is saved. */
-  settled(doc) {
+  /** Forgets the number this counter gave `doc` once `doc` is stored: the number is the stored document's now. */
+  stored(doc) {
     if (doc && typeof doc === 'object') this.numbered.delete(doc);
   }
 

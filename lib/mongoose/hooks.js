@@ -78,10 +78,10 @@ function addHooks(schema, counter) {
   // Once saved, a number is the stored document's, not this object's: the same object
   // inserted again as a new document (isNew set back, a new _id) is numbered again.
   schema.post('save', function forgetSavedDocument(doc) {
-    counter.settled(doc);
+    counter.stored(doc);
   });
   schema.post('insertMany', function forgetInsertedDocuments(docs) {
-    if (Array.isArray(docs)) for (const doc of docs) if (isDocument(doc)) counter.settled(doc);
+    if (Array.isArray(docs)) for (const doc of docs) if (isDocument(doc)) counter.stored(doc);
   });
 
   // Declared parameters: mongoose 8 passes (next, docs, options) to hooks that declare

@@ -47,11 +47,11 @@ test('a document moves EMPTY -> OURS -> STALE -> CALLERS -> EMPTY as the counter
   assert.equal(stateOf(counter, doc), EMPTY);
 });
 
-test('settled drops the record (OURS -> CALLERS); forget also clears the field (-> EMPTY)', () => {
+test('stored drops the record (OURS -> CALLERS); forget also clears the field (-> EMPTY)', () => {
   const { Model, counter } = fixture('RuleSettle');
   const saved = new Model({ shop: 'a' });
   counter.give(saved, counter.referenceOf(saved), 1);
-  counter.settled(saved);
+  counter.stored(saved);
   assert.equal(stateOf(counter, saved), CALLERS);
   const refused = new Model({ shop: 'a' });
   counter.give(refused, counter.referenceOf(refused), 2);
