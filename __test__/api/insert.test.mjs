@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { MongoClient, Int32, Long, Double, Decimal128, ObjectId } from 'mongodb';
 import * as driver6 from 'mongodb-v6';
 import { setup, seq, rejectsWithCode, external, describeDeployment, needsTransactions } from '../helpers.mjs';
+import { recordingProxy } from '../fixtures/security-lab.mjs';
 
 // The test servers here take transactions; a MONGODB_URI standalone refuses them.
 const noTransactions = external ? await needsTransactions() : false;
@@ -131,6 +132,39 @@ test('gapless: concurrent inserts are serialised without gap or duplicate', { sk
     numbers,
     Array.from({ length: 20 }, (_, i) => i + 1),
   );
+});
+
+// The driver carries a client's read preference and read concern into a transaction: a
+// read preference other than primary fails the transaction's first read (the read of a
+// configured counter's settings), and real servers refuse `available` and `linearizable`
+// there. The transaction reads on the primary with `local`, whatever the client asks.
+test('gapless reads on the primary with local, whatever read settings the client has', { skip: noTransactions, timeout: 60_000 }, async () => {
+  const proxy = await recordingProxy(env.address);
+  try {
+    for (const settings of ['readPreference=secondaryPreferred&readConcernLevel=available', 'readConcernLevel=linearizable', 'readPreference=nearest&readConcernLevel=majority']) {
+      const client = new MongoClient(`mongodb://127.0.0.1:${proxy.port}/?directConnection=true&${settings}`, { serverSelectionTimeoutMS: 5000 });
+      try {
+        const name = `gapless_reads_${settings.length}`;
+        await seq.sequence(env.db, name).init({ start: 1, step: 1 });
+        proxy.clear();
+        const doc = { settings };
+        await seq.insertOne(client.db(env.dbName), 'gapless_reads', doc, { gapless: true, field: 'no', sequence: name });
+        assert.equal(doc.no, 1, settings);
+        const opening = proxy.commands().filter((c) => c.startTransaction === true);
+        assert.equal(opening.length, 1, `${settings}: one transaction, opened once`);
+        assert.deepEqual(opening[0].readConcern, { level: 'local' }, settings);
+        const inTransaction = proxy.commands().filter((c) => c.txnNumber !== undefined && c.autocommit === false);
+        assert.ok(inTransaction.length >= 3, `${settings}: the read, the increment and the insert in the transaction`);
+        // The read concern travels with the transaction's first command only.
+        for (const command of inTransaction.slice(1)) assert.equal(command.readConcern, undefined, `${settings}: ${JSON.stringify(command)}`);
+      } finally {
+        await client.close();
+      }
+    }
+  } finally {
+    await seq.closeSharedClients();
+    await proxy.close();
+  }
 });
 
 test('gapless refuses documents it cannot convert, before any write', async () => {

@@ -17,7 +17,7 @@ use crate::engine::counter::counter_value::compact_integer;
 use crate::engine::error::{ErrorCode, SeqError, SeqResult};
 use crate::engine::store::counter_store::{CounterRef, CounterStore, NewCounter};
 use crate::engine::store::driver_counters::DriverCounters;
-use crate::engine::store::mongo_driver::SessionDriver;
+use crate::engine::store::mongo_driver::{latest, on_primary, SessionDriver};
 use crate::engine::text::format::{now_millis, Pattern};
 
 /// Most attempts at one transaction that conflicts with others.
@@ -127,7 +127,14 @@ pub async fn insert_gapless(
             ))
             .await;
         }
-        let mut start = session.start_transaction();
+        // Not the client's read settings, which the driver would carry into the
+        // transaction: a read preference other than primary fails the transaction's first
+        // read, and real servers refuse the `available` and `linearizable` read concerns
+        // in one. The transaction reads as every read that decides a counter write does.
+        let mut start = session
+            .start_transaction()
+            .selection_criteria(on_primary())
+            .read_concern(latest());
         if let Some(concern) = &write_concern {
             start = start.write_concern(concern.clone());
         }
