@@ -601,9 +601,13 @@ export interface SequenceOptions {
   /**
    * Reserve blocks of this many values per process and serve calls from them, fetching
    * the next block before the current one runs out (like PostgreSQL's `CACHE n`).
-   * Values stay unique across processes and ascend within one, but not across
-   * processes; values left unused when the process exits are lost (gaps).
-   * Batch calls larger than a block bypass the cache. From 1 to 1,000,000.
+   * Values stay unique across processes; within one they follow the counter's
+   * direction (ascending, descending for a negative step), but not across processes.
+   * The unused tail of the cached blocks is given back by `release()` or a graceful
+   * close when the counter was not moved since this process's last fetch (never for a
+   * cycling counter); otherwise, and when the process exits without a close, those
+   * values are lost (gaps). Batch calls larger than a block bypass the cache. From 1
+   * to 1,000,000. See docs/caching-and-gaps.md.
    */
   cache?: number
   /**

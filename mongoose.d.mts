@@ -3,6 +3,7 @@
 import AutoIncrementFactory from './mongoose.js';
 
 export type AutoIncrementOptions = AutoIncrementFactory.AutoIncrementOptions;
+export type CachedNumberingOptions = AutoIncrementFactory.CachedNumberingOptions;
 export type SchemaLike = AutoIncrementFactory.SchemaLike;
 export type AutoIncrementPlugin = AutoIncrementFactory.AutoIncrementPlugin;
 export type CounterResetResult = AutoIncrementFactory.CounterResetResult;

@@ -26,8 +26,8 @@
 declare function AutoIncrementFactory(mongooseOrConnection: unknown): AutoIncrementFactory.AutoIncrementPlugin;
 
 declare namespace AutoIncrementFactory {
-  /** Options of the plugin: those of mongoose-sequence 6, with the same defaults. */
-  export interface AutoIncrementOptions {
+  /** Options of the plugin: those of mongoose-sequence 6, with the same defaults, and `cache`. */
+  export interface AutoIncrementOptions extends CachedNumberingOptions {
     /** Field that receives the number. Default `'_id'`. */
     inc_field?: string;
     /** Counter id (the `id` of its counter documents). Default: `inc_field`; required with `reference_fields`. */
@@ -72,13 +72,33 @@ declare namespace AutoIncrementFactory {
      * the mongoose connection's own settings.
      */
     uri?: string;
+  }
+
+  /**
+   * The `cache` option, shared by the plugin and the three drop-ins
+   * (`mongodb-sequence/mongoose/typegoose`, `/auto-increment`, `/plugin-autoinc`), whose
+   * options extend this interface: one description for all four
+   * (docs/mongoose-cache.md).
+   */
+  export interface CachedNumberingOptions {
     /**
-     * Reserve numbers in blocks of this many per process and number documents from memory
-     * (the core's `cache`: docs/caching-and-gaps.md), so that most saves make no counter
-     * round trip. Numbers stay unique across processes but are not ordered across them;
-     * the unused numbers of a block are lost when the process exits (gaps), unless given
-     * back on a graceful close. A whole number from 1 to 1,000,000; not with `gapless`.
-     * Default: no cache.
+     * The core's `cache` option (`SequenceOptions.cache` of `mongodb-sequence`) for the
+     * counter the plugin numbers new documents from, so that most saves make no counter
+     * round trip. As the core says: Reserve blocks of this many values per process and serve calls from them, fetching
+     * the next block before the current one runs out (like PostgreSQL's `CACHE n`).
+     * Values stay unique across processes; within one they follow the counter's
+     * direction (ascending, descending for a negative step), but not across processes.
+     * The unused tail of the cached blocks is given back by `release()` or a graceful
+     * close when the counter was not moved since this process's last fetch (never for a
+     * cycling counter); otherwise, and when the process exits without a close, those
+     * values are lost (gaps). Batch calls larger than a block bypass the cache. From 1
+     * to 1,000,000. See docs/caching-and-gaps.md.
+     * In the plugins a graceful close is `mongoose.disconnect()` (the package's client
+     * closes with the mongoose connection's; not one made for the `uri` option) or
+     * `closeSharedClients()`, and a batch write (`insertMany`, `create([...])`, bulkWrite
+     * inserts) of more than `n` documents is such a batch call. Default (absent or
+     * `null`): no cache. Not with the mongoose plugin's `gapless`; not an option of the
+     * plugins the drop-ins stand in for.
      */
     cache?: number | null;
   }

@@ -1,11 +1,13 @@
 // The documentation's shape: the README stays short (what it is, install, quick start, the
-// API table, the guarantees, links), and every relative link in the top-level *.md files
+// API table, the guarantees, links), so does every users' page of docs/ (one topic each;
+// contributors' pages, in docs/contributing/, may be longer), and every relative link in the top-level *.md files
 // (README.md, ARCHITECTURE.md, CHANGELOG.md), docs/ and docs/contributing/ points at a
 // file that exists and, when it names a heading (`#anchor`), at a heading of that file.
 // Needs no server.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -70,6 +72,36 @@ function links(markdown) {
 test('README.md is at most 15 KB', () => {
   const size = statSync(join(ROOT, 'README.md')).size;
   assert.ok(size <= 15 * 1024, `README.md is ${size} bytes; the rest belongs in docs/`);
+});
+
+/** The largest users' page of docs/, in bytes: a longer one mixes topics and is split. */
+export const USERS_PAGE_LIMIT = 15_000;
+
+/** The users' pages of `dir` (its *.md files, not those of its subfolders) over `limit` bytes, as `name: size`. */
+export function oversized(dir, limit = USERS_PAGE_LIMIT) {
+  return readdirSync(dir, { withFileTypes: true })
+    .filter((e) => e.isFile() && e.name.endsWith('.md'))
+    .map((e) => [e.name, statSync(join(dir, e.name)).size])
+    .filter(([, size]) => size > limit)
+    .map(([name, size]) => `${name}: ${size} bytes`);
+}
+
+test('the check itself: a page over the limit is named, docs/contributing/ is not looked into', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'docs-size-'));
+  try {
+    writeFileSync(join(dir, 'short.md'), 'x'.repeat(USERS_PAGE_LIMIT));
+    writeFileSync(join(dir, 'long.md'), 'x'.repeat(15_353));
+    mkdirSync(join(dir, 'contributing'));
+    writeFileSync(join(dir, 'contributing', 'long.md'), 'x'.repeat(40_000));
+    assert.deepEqual(oversized(dir), ['long.md: 15353 bytes']);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test(`every users' page of docs/ is at most ${USERS_PAGE_LIMIT} bytes`, () => {
+  assert.ok(readdirSync(join(ROOT, 'docs')).filter((f) => f.endsWith('.md')).length > 10, "no users' page found");
+  assert.deepEqual(oversized(join(ROOT, 'docs')), [], 'split a page by topic (reference apart from narrative), and fix the links to its sections');
 });
 
 test('every relative link in the top-level *.md files, docs/ and docs/contributing/ resolves', () => {

@@ -1,7 +1,8 @@
 // The maps of the repository hold: every path that ARCHITECTURE.md, the testing guide
-// (docs/testing.md) and the contributors' commands (docs/contributing/README.md) name
-// exists, and every file under src/, lib/, bin/, scripts/ and __test__/ is named in
-// ARCHITECTURE.md or the testing guide, so that a newcomer finds each file's place and a
+// (docs/contributing/testing.md), the test files' map (docs/contributing/test-files.md)
+// and the contributors' commands (docs/contributing/README.md) name exists, and every
+// file under src/, lib/, bin/, scripts/ and __test__/ is named in ARCHITECTURE.md, the
+// testing guide or the test files' map, so that a newcomer finds each file's place and a
 // file added without its line fails here. Needs no server.
 //
 // What counts as a path: a word of a `code span` (or of a sh/text block) whose first
@@ -19,9 +20,9 @@ import { fileURLToPath } from 'node:url';
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
 /** The documents whose paths must exist. */
-const MAPS = ['ARCHITECTURE.md', 'docs/testing.md', 'docs/contributing/README.md'];
+const MAPS = ['ARCHITECTURE.md', 'docs/contributing/testing.md', 'docs/contributing/test-files.md', 'docs/contributing/README.md'];
 /** The documents that name the files. */
-const NAMING = ['ARCHITECTURE.md', 'docs/testing.md'];
+const NAMING = ['ARCHITECTURE.md', 'docs/contributing/testing.md', 'docs/contributing/test-files.md'];
 /** The folders whose every file must be named. */
 const NAMED_FOLDERS = ['src', 'lib', 'bin', 'scripts', '__test__'];
 
@@ -116,7 +117,7 @@ test('the check itself: a missing path, an unnamed file and a bare name outside 
   assert.deepEqual(unnamed([...files], resolved), ['src/a/y.rs']);
 });
 
-test("every path ARCHITECTURE.md, the testing guide and the contributors' commands name exists", () => {
+test("every path ARCHITECTURE.md, the testing guide, the test files' map and the contributors' commands name exists", () => {
   const top = topLevel();
   const problems = [];
   let checked = 0;
@@ -129,7 +130,7 @@ test("every path ARCHITECTURE.md, the testing guide and the contributors' comman
   assert.deepEqual(problems, []);
 });
 
-test('every file of src/, lib/, bin/, scripts/ and __test__/ is named in ARCHITECTURE.md or the testing guide', () => {
+test("every file of src/, lib/, bin/, scripts/ and __test__/ is named in ARCHITECTURE.md, the testing guide or the test files' map", () => {
   const top = topLevel();
   const resolved = new Set();
   for (const doc of NAMING) for (const p of resolvePaths(namedPaths(read(doc), top), exists).resolved) resolved.add(p);

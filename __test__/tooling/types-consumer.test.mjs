@@ -56,14 +56,18 @@ const USE = (factory) => [
   "schema.plugin(plugin, { inc_field: 'no', start_seq: 100 })",
   '// @ts-expect-error start_seq is a number',
   "schema.plugin(plugin, { start_seq: '1' })",
+  "schema.plugin(plugin, { inc_field: 'no', cache: 100 })",
+  '// @ts-expect-error cache is a number (or null)',
+  "schema.plugin(plugin, { cache: '100' })",
   `export const same: typeof ${factory} = ${factory}.AutoIncrementFactory`,
   `export const sync: Promise<unknown[]> = ${factory}.syncCounterToMax({})`,
 ];
 
 const ESM_IMPORT = [
   "import mongoose from 'mongoose'",
-  `import AutoIncrementFactory, { syncCounterToMax, takeOverCounter, type AutoIncrementOptions } from '${NAME}/mongoose'`,
+  `import AutoIncrementFactory, { syncCounterToMax, takeOverCounter, type AutoIncrementOptions, type CachedNumberingOptions } from '${NAME}/mongoose'`,
   ...USE('AutoIncrementFactory'),
+  'export const cached: CachedNumberingOptions = { cache: null }',
   "export const options: AutoIncrementOptions = { id: 'n', inc_field: 'no' }",
   'export const helpers = [syncCounterToMax, takeOverCounter]',
 ];
@@ -113,6 +117,12 @@ const MTS_ENTRIES = [
   'const schema = new mongoose.Schema({ no: Number, _id: Number })',
   "schema.plugin(AutoIncrementFactory(mongoose), { inc_field: 'no' })",
   "schema.plugin(AutoIncrementID, { field: 'no' })",
+  // The drop-ins' options take `cache` from the plugin's typings (a relative import there).
+  "schema.plugin(AutoIncrementID, { field: 'no', cache: 50 })",
+  '// @ts-expect-error cache is a number (or null)',
+  "schema.plugin(AutoIncrementID, { field: 'no', cache: true })",
+  "schema.plugin(autoIncrement.plugin, { model: 'M', field: 'no', cache: null })",
+  "schema.plugin(pluginAutoinc, { model: 'N', field: 'no', cache: 10 })",
   'schema.plugin(typegoose.AutoIncrementID, { startAt: 1 })',
   'autoIncrement.initialize(mongoose.connection)',
   "schema.plugin(autoIncrement.plugin, { model: 'M', field: 'no' })",

@@ -1,8 +1,10 @@
 // Typings of `mongodb-sequence/mongoose/auto-increment`, the drop-in for
 // mongoose-auto-increment 5.
 
-/** Options of `plugin`, with mongoose-auto-increment's defaults. */
-export interface AutoIncrementOptions {
+import type { CachedNumberingOptions } from '../../mongoose.js';
+
+/** Options of `plugin`, with mongoose-auto-increment's defaults, and `cache` (not one of its options). */
+export interface AutoIncrementOptions extends CachedNumberingOptions {
   /** The counter's model name (required). */
   model: string;
   /** The numbered field, added to the schema as a Number. Default `'_id'`. */
@@ -13,13 +15,6 @@ export interface AutoIncrementOptions {
   incrementBy?: number;
   /** A unique index on `field` (not `_id`). Default `true`. */
   unique?: boolean;
-  /**
-   * Reserve numbers in blocks of this many per process and number documents from memory
-   * (docs/caching-and-gaps.md): numbers stay unique across processes but are not ordered
-   * across them, and the unused ones of a block are lost when the process exits (gaps).
-   * A whole number from 1 to 1,000,000. Default: no cache. Not one of mongoose-auto-increment's options.
-   */
-  cache?: number | null;
 }
 
 /** `nextCount` and `resetCount`, both as methods of documents and as statics of models. */

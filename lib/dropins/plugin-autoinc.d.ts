@@ -5,10 +5,13 @@
 // import (Node gives it `module.exports`) are the plugin; `{ autoIncrement, plugin }` are
 // named imports too.
 
+import type { CachedNumberingOptions } from '../../mongoose.js';
+
 /** The plugin. Throws `INVALID_ARGUMENT` for bad options. */
 declare function autoIncrement(schema: any, options?: autoIncrement.AutoIncOptions): void;
 
 declare namespace autoIncrement {
+  /** The settings of mongoose-plugin-autoinc, and `cache` (not one of its options). */
   export type AutoIncSettings = {
     /** Number every saved document without a number too (for a migration process). Default `false`. */
     migrate?: boolean;
@@ -26,14 +29,7 @@ declare namespace autoIncrement {
     unique?: boolean;
     /** What a document receives for each number, in every write that numbers it. */
     outputFilter?: (count: number) => number;
-    /**
-     * Reserve numbers in blocks of this many per process and number documents from memory
-     * (docs/caching-and-gaps.md): numbers stay unique across processes but are not ordered
-     * across them, and the unused ones of a block are lost when the process exits (gaps).
-     * A whole number from 1 to 1,000,000. Default: no cache. Not one of mongoose-plugin-autoinc's options.
-     */
-    cache?: number | null;
-  };
+  } & CachedNumberingOptions;
 
   export type AutoIncOptions = AutoIncSettings | string;
 

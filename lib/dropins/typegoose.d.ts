@@ -1,6 +1,8 @@
 // Typings of `mongodb-sequence/mongoose/typegoose`, the drop-in for
 // @typegoose/auto-increment 5: the same names and option types as that package's.
 
+import type { CachedNumberingOptions } from '../../mongoose.js';
+
 /** Options of `AutoIncrementSimple`: one field, or several as an array. */
 export interface AutoIncrementOptionsSimple {
   /** Which field to increment on save. */
@@ -11,8 +13,8 @@ export interface AutoIncrementOptionsSimple {
 
 export type AutoIncrementSimplePluginOptions = AutoIncrementOptionsSimple | AutoIncrementOptionsSimple[];
 
-/** Options of `AutoIncrementID`, with typegoose's defaults. */
-export interface AutoIncrementIDOptions {
+/** Options of `AutoIncrementID`, with typegoose's defaults, and `cache` (not one of its options). */
+export interface AutoIncrementIDOptions extends CachedNumberingOptions {
   /** Distance between numbers (not 0). Default `1`. */
   incrementBy?: number | bigint;
   /** The numbered field, a Number or BigInt path of the schema. Default `'_id'`. */
@@ -28,14 +30,6 @@ export interface AutoIncrementIDOptions {
    * that name it), or a function of the model's name and the model. Default the model's name.
    */
   overwriteModelName?: string | OverwriteModelNameFunction;
-  /**
-   * Reserve numbers in blocks of this many per process and number documents from memory
-   * (docs/caching-and-gaps.md): numbers stay unique across processes but are not ordered
-   * across them, and the unused ones of a block are lost when the process exits (gaps).
-   * A whole number from 1 to 1,000,000. Default: no cache. Not one of @typegoose/auto-increment's
-   * options.
-   */
-  cache?: number | null;
 }
 
 /** Names the counter of a model (a non-empty string, else the save rejects with `INVALID_ARGUMENT`). */

@@ -80,7 +80,7 @@ export function makeApp(root, name) {
   const dir = mkdtempSync(join(tmpdir(), 'mseq-doctest-'));
   mkdirSync(join(dir, 'node_modules', '.bin'), { recursive: true });
   symlinkSync(root, join(dir, 'node_modules', name), 'dir');
-  // @opentelemetry: the SDK the OpenTelemetry example of docs/operations.md runs against.
+  // @opentelemetry: the SDK the OpenTelemetry example of docs/opentelemetry.md runs against.
   for (const dep of ['mongodb', 'mongoose', '@types', '@opentelemetry']) symlinkSync(join(root, 'node_modules', dep), join(dir, 'node_modules', dep), 'dir');
   const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
   for (const [bin, path] of Object.entries(pkg.bin ?? {})) symlinkSync(join(root, path), join(dir, 'node_modules', '.bin', bin));

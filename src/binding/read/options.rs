@@ -43,9 +43,13 @@ option_table! {
     coalesce "coalesce": Flag => |o, v| o.coalesce = v;
     #[doc = " Reserve blocks of this many values per process and serve calls from them, fetching"]
     #[doc = " the next block before the current one runs out (like PostgreSQL's `CACHE n`)."]
-    #[doc = " Values stay unique across processes and ascend within one, but not across"]
-    #[doc = " processes; values left unused when the process exits are lost (gaps)."]
-    #[doc = " Batch calls larger than a block bypass the cache. From 1 to 1,000,000."]
+    #[doc = " Values stay unique across processes; within one they follow the counter's"]
+    #[doc = " direction (ascending, descending for a negative step), but not across processes."]
+    #[doc = " The unused tail of the cached blocks is given back by `release()` or a graceful"]
+    #[doc = " close when the counter was not moved since this process's last fetch (never for a"]
+    #[doc = " cycling counter); otherwise, and when the process exits without a close, those"]
+    #[doc = " values are lost (gaps). Batch calls larger than a block bypass the cache. From 1"]
+    #[doc = " to 1,000,000. See docs/caching-and-gaps.md."]
     cache "cache": Number => |o, v| o.cache = Some(check_cache_size(v)?);
     #[doc = " Write concern of the counter writes, e.g. `{ w: 'majority', journal: true }`."]
     #[doc = " Default: the connection string's, else the server's (`w: 'majority'` on replica sets"]

@@ -1,23 +1,9 @@
 //! Reading a Node client's options into a [`DerivedConnection`], option by option.
 
+use super::refusal::{bad, refused};
 use super::tls::derive_tls;
 use super::*;
-use crate::engine::error::{ErrorCode, SeqError, SeqResult};
-
-pub(super) fn refused(option: &str, why: &str) -> SeqError {
-    SeqError::new(
-        ErrorCode::UnsupportedClient,
-        format!(
-            "cannot derive a connection from this MongoClient: its option '{option}' is not \
-             carried over ({why}). Pass the connection string yourself as {{ uri }} (for \
-             example from process.env.MONGODB_URI) or use connect(uri)"
-        ),
-    )
-}
-
-pub(super) fn bad(option: &str, what: &str) -> SeqError {
-    refused(option, &format!("its value is {what}"))
-}
+use crate::engine::error::SeqResult;
 
 /// The keys of `options` that the table does not know and that are set: the only ones
 /// whose driver default is needed.

@@ -14,6 +14,7 @@
 mod derive;
 mod derived;
 mod driver_options;
+mod refusal;
 mod table;
 mod tls;
 mod value;

@@ -2,8 +2,8 @@
 //! names (read here, their contents carried beside the connection), and the copies of
 //! those files the Node driver keeps in memory.
 
-use super::derive::{bad, refused};
-use super::*;
+use super::refusal::{bad, refused};
+use super::{DerivedTls, NodeOptions, NodeValue, TlsFile};
 use crate::engine::client::client_certificate::check_client_certificate;
 use crate::engine::error::SeqResult;
 
