@@ -90,7 +90,7 @@ impl PreparedCounter {
     }
 
     /// The driver of the database the counter lives in.
-    pub fn driver(&self) -> &MongoDriver {
+    fn driver(&self) -> &MongoDriver {
         &self.route.store.0
     }
 
@@ -104,11 +104,6 @@ impl PreparedCounter {
     /// The counter.
     pub fn counter(&self) -> &CounterRef {
         &self.route.counter
-    }
-
-    /// This process's state of the counter.
-    pub fn state(&self) -> &Arc<CounterState> {
-        &self.state
     }
 
     /// Whether the client of this prepared counter was closed, or belongs to a runtime
