@@ -62,6 +62,42 @@ test('drop deletes; later calls find no counter', async () => {
   await rejectsWithCode(assert, seq.getNextSequenceValue(env.db, 'temp'), 'SEQUENCE_NOT_FOUND');
 });
 
+test('every management write discards the cached block of the counter it writes', async () => {
+  // A cached handle holds 2..10 after its first value; each write, made through another
+  // handle of the same counter (and the syncToMax function), must be seen by its next call.
+  const cached = seq.sequence(env.db, 'fenced', { cache: 10 });
+  const other = seq.sequence(env.db, 'fenced', { upsert: true });
+  const refill = async () => {
+    await other.set(0);
+    assert.equal(await cached.next(), 1, 'a fresh block');
+  };
+  await refill();
+  // Without a fence the block is served on: a write the package does not make.
+  await counters.updateOne({ _id: 'fenced' }, { $set: { sequence_value: 100 } });
+  assert.equal(await cached.next(), 2, 'a write around the package leaves the block');
+  await refill();
+  await other.set(100);
+  assert.equal(await cached.next(), 101, 'set');
+  await refill();
+  await other.raiseTo(50);
+  assert.equal(await cached.next(), 51, 'raiseTo');
+  await refill();
+  await env.db.collection('fenced_source').insertOne({ n: 70 });
+  await other.syncToMax('fenced_source', 'n');
+  assert.equal(await cached.next(), 71, "a handle's syncToMax");
+  await refill();
+  await seq.syncToMax(env.db, 'fenced_source', 'n', 'fenced');
+  assert.equal(await cached.next(), 71, 'the syncToMax function');
+  await refill();
+  assert.equal(await other.reset(), 1);
+  assert.equal(await cached.next(), 1, 'reset');
+  assert.equal(await cached.next(), 2);
+  assert.equal(await other.drop(), true);
+  await rejectsWithCode(assert, cached.next(), 'SEQUENCE_NOT_FOUND');
+  assert.equal(await other.init({ start: 40 }), true);
+  assert.equal(await cached.next(), 40, 'init after drop');
+});
+
 test('listSequences lists names (strings and scopes) and values', async () => {
   await env.db.createCollection('list_counters');
   const opts = { collection: 'list_counters', upsert: true };

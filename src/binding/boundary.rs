@@ -13,7 +13,7 @@ use napi::bindgen_prelude::{Env, JsObjectValue, Object, PromiseRaw, ToNapiValue,
 use napi::{sys, JsError, JsValue, Status};
 
 use crate::binding::error::{build, to_js_error};
-use crate::binding::settled::rejected_with;
+use crate::binding::ready::rejected_with;
 use crate::engine::error::{ErrorCode, SeqError};
 
 /// Installs [`install_panic_hook`] once.

@@ -5,13 +5,15 @@
 //! each other in a circle (checked by `layer_tests`):
 //!
 //! - `exports/`: the functions and classes JavaScript calls, one file per group.
-//! - `reserve/`: the function form's fast path (values reserved on the JavaScript thread
-//!   in call order, prepared counters recalled for equal arguments).
+//! - `reserve/`: the pipeline of a call that takes values (its counter resolved: recalled
+//!   for equal arguments, its client opened, prepared; then submitted in call order or
+//!   waiting in line, and its result shaped), and the opening of a `db`'s client for
+//!   the other calls.
 //! - `read/`: reading arguments (options through one table per option set, names,
-//!   `db`, documents) into a `NamedCounter`.
+//!   `db`, documents) into a `NamedCounter`; reading opens and prepares nothing.
 //! - the root: `boundary`, the wrapper every export runs in (a panic or error becomes a
 //!   JavaScript `Error`); `error`: engine errors as JavaScript errors; `output`: results
-//!   as JavaScript values; `js`: loosely typed JavaScript values; `spawn` and `settled`:
+//!   as JavaScript values; `js`: loosely typed JavaScript values; `spawn` and `ready`:
 //!   promises; `diagnostics`: the round-trip channel; `node_close`: the Node client's
 //!   close.
 
@@ -25,6 +27,6 @@ mod layer_tests;
 pub mod node_close;
 pub mod output;
 pub mod read;
+pub mod ready;
 pub mod reserve;
-pub mod settled;
 pub mod spawn;

@@ -1,4 +1,5 @@
-//! Reserved values as JavaScript numbers or BigInts.
+//! Results as JavaScript values: reserved values as numbers, BigInts, arrays, ranges or
+//! strings, as the call asked, and the results of the other calls.
 
 use crate::engine::counter::capacity::{Capacity, StoredType};
 use napi::bindgen_prelude::{BigInt, Env, JsObjectValue, Object, ToNapiValue};
@@ -63,7 +64,7 @@ pub struct Listed {
 /// a BigInt: never an error, never rounded.
 fn exact(v: i64, bigint: bool) -> Value {
     let safe = v.unsigned_abs() <= crate::engine::text::validate::MAX_SAFE_INTEGER as u64;
-    Value::new(v, bigint || !safe)
+    Value::of(v, bigint || !safe)
 }
 
 /// One value, as a number or a BigInt.
@@ -76,13 +77,20 @@ pub enum Value {
 }
 
 impl Value {
-    /// `v` as a BigInt or, when it is safe, a number (`SEQUENCE_OVERFLOW` otherwise).
+    /// `v` as a BigInt or, when it is safe, a number (`SEQUENCE_OVERFLOW` otherwise): for
+    /// values no call reserved (a counter's value read, a start, a listing), which the
+    /// engine has not checked.
     pub fn checked(name: &str, v: i64, bigint: bool) -> SeqResult<Value> {
-        checked(name, &IdRange::contiguous(v, v), bigint)?;
-        Ok(Value::new(v, bigint))
+        if !bigint {
+            IdRange::contiguous(v, v).check_safe_for_numbers(name)?;
+        }
+        Ok(Value::of(v, bigint))
     }
 
-    fn new(v: i64, bigint: bool) -> Value {
+    /// `v` as a BigInt or a number, unchecked: for a value known to fit, such as one a
+    /// call reserved (the engine refuses a call's values past 2^53 - 1 when they are
+    /// returned as numbers).
+    pub fn of(v: i64, bigint: bool) -> Value {
         if bigint {
             Value::BigInt(v)
         } else {
@@ -91,50 +99,34 @@ impl Value {
     }
 }
 
-/// Refuses blocks beyond 2^53 - 1 unless `bigint`.
-fn checked(name: &str, range: &IdRange, bigint: bool) -> SeqResult<()> {
-    if bigint {
-        Ok(())
-    } else {
-        range.check_safe_for_numbers(name)
-    }
-}
-
 impl Output {
     /// The first (only) value of a block, formatted when the options say so.
-    pub fn single(name: &str, range: IdRange, options: &CallOptions) -> SeqResult<Output> {
+    pub fn single(range: IdRange, options: &CallOptions) -> Output {
         if let Some(pattern) = &options.format {
-            return Ok(Output::Text(pattern.format(range.first, now_millis())));
+            return Output::Text(pattern.format(range.first, now_millis()));
         }
-        checked(name, &range, options.bigint)?;
-        Ok(Output::Single(Value::new(range.first, options.bigint)))
+        Output::Single(Value::of(range.first, options.bigint))
     }
 
     /// Every value of a block, formatted when the options say so.
-    pub fn values(name: &str, range: IdRange, options: &CallOptions) -> SeqResult<Output> {
+    pub fn values(range: IdRange, options: &CallOptions) -> Output {
         if let Some(pattern) = &options.format {
             let now = now_millis();
-            return Ok(Output::Texts(
-                range.values().map(|v| pattern.format(v, now)).collect(),
-            ));
+            return Output::Texts(range.values().map(|v| pattern.format(v, now)).collect());
         }
         let bigint = options.bigint;
-        checked(name, &range, bigint)?;
-        Ok(Output::Values(
-            range.values().map(|v| Value::new(v, bigint)).collect(),
-        ))
+        Output::Values(range.values().map(|v| Value::of(v, bigint)).collect())
     }
 
     /// A block as bounds (`format` does not apply; refused before any I/O).
-    pub fn range(name: &str, range: IdRange, options: &CallOptions) -> SeqResult<Output> {
+    pub fn range(range: IdRange, options: &CallOptions) -> Output {
         let bigint = options.bigint;
-        checked(name, &range, bigint)?;
-        Ok(Output::Range {
-            first: Value::new(range.first, bigint),
-            last: Value::new(range.last, bigint),
+        Output::Range {
+            first: Value::of(range.first, bigint),
+            last: Value::of(range.last, bigint),
             count: range.count() as f64,
             step: range.step as f64,
-        })
+        }
     }
 }
 

@@ -5,7 +5,7 @@ use std::future::Future;
 use napi::bindgen_prelude::{Env, PromiseRaw, ToNapiValue};
 
 use crate::binding::error::OrThrow;
-use crate::engine::error::{SeqError, SeqResult};
+use crate::engine::error::SeqResult;
 use crate::engine::panic_safety::caught;
 
 /// A promise for `work`: resolves with its value, or rejects with an `Error` carrying the
@@ -24,19 +24,4 @@ where
             result.or_throw(env)
         },
     )
-}
-
-/// `work` spawned on the runtime, so that it completes even when the call awaiting it
-/// gives up (its deadline, its client closing); the returned future only receives the
-/// outcome.
-pub fn run_to_its_end<T, F>(work: F) -> impl Future<Output = SeqResult<T>> + Send + 'static
-where
-    T: Send + 'static,
-    F: Future<Output = SeqResult<T>> + Send + 'static,
-{
-    let task = tokio::spawn(caught("management write", work));
-    async move {
-        task.await
-            .unwrap_or_else(|_| Err(SeqError::internal("management write")))
-    }
 }

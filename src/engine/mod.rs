@@ -21,8 +21,10 @@
 //! - **range**: values reserved in one write, `first, first + step, …, last`
 //!   ([`counter::id_range`]).
 //! - **call options**: what one call runs with ([`call_options::CallOptions`]).
-//! - **prepared counter**: a counter ready for calls: its client, store, state and cache
-//!   slot ([`alloc::prepared_counter::PreparedCounter`]).
+//! - **prepared counter**: a counter ready for calls: its client, state and route (store,
+//!   lane, mode, cache slot, statistics); every call that takes values and every
+//!   management write of one counter goes through it
+//!   ([`alloc::prepared_counter::PreparedCounter`]).
 //! - **counter state**: everything this process knows about one counter of one client:
 //!   waiting calls, cached blocks ([`alloc::counter_state`]).
 //! - **coalescing**: concurrent calls for one counter merged into one round trip.

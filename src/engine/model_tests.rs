@@ -29,6 +29,7 @@ use crate::engine::error::{ErrorCode, SeqResult};
 use crate::engine::management;
 use crate::engine::store::counter_store::{CounterRef, Direction};
 use crate::engine::store::memory_store::MemoryStore;
+use crate::engine::test_support::route;
 
 /// 2^62: a step for which two values already move a counter by 2^63.
 const HUGE: i64 = 1 << 62;
@@ -499,7 +500,7 @@ impl Engine {
             .iter()
             .map(|&n| {
                 self.state
-                    .submit(&self.store, &self.counter, &self.lane, self.mode, None, n)
+                    .submit(&route(&self.store, &self.counter, &self.lane, self.mode), n)
             })
             .collect();
         let mut out = Vec::new();
@@ -520,7 +521,7 @@ impl Engine {
 
     async fn submit_and_wait(&self, n: i64) -> SeqResult<IdRange> {
         self.state
-            .submit(&self.store, &self.counter, &self.lane, self.mode, None, n)
+            .submit(&route(&self.store, &self.counter, &self.lane, self.mode), n)
             .finish()
             .await
     }

@@ -2,7 +2,9 @@
 //! counted with relaxed atomics (a handful of uncontended adds per call, nothing more).
 //!
 //! Calls, values handed out and cache hits are counted where a call is submitted and
-//! where it settles ([`crate::engine::alloc::prepared_counter::PreparedCounter`]); round
+//! where it settles ([`crate::engine::alloc::prepared_counter::PreparedCounter::submit`],
+//! also for calls refused before they reached it:
+//! [`crate::engine::alloc::prepared_counter::refused`]); round
 //! trips (one per fetch, however many server requests it took), the calls merged into
 //! them, blocks fetched, retries and round-trip latency where the fetch runs
 //! ([`crate::engine::alloc::counter_state::CounterState::fetcher`]); values discarded and
@@ -219,6 +221,11 @@ impl Recorder {
     /// Records into the process's statistics and, when given, `handle`'s.
     pub fn new(handle: Option<Arc<Stats>>) -> Self {
         Recorder { handle }
+    }
+
+    /// The handle's statistics it records into besides the process's, if any.
+    pub fn handle(&self) -> Option<&Arc<Stats>> {
+        self.handle.as_ref()
     }
 
     fn each(&self, f: impl Fn(&Stats)) {

@@ -6,7 +6,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::engine::alloc::allocate::IdRange;
+use crate::engine::alloc::counter_state::{Lane, Mode, Route, Submitted};
 use crate::engine::error::{SeqError, SeqResult};
+use crate::engine::stats::Recorder;
+use crate::engine::store::counter_store::CounterRef;
 
 /// Runs `f` on a multi-threaded tokio runtime.
 pub fn run<F: std::future::Future>(f: F) -> F::Output {
@@ -16,6 +19,27 @@ pub fn run<F: std::future::Future>(f: F) -> F::Output {
         .build()
         .unwrap()
         .block_on(f)
+}
+
+/// The route of calls to `counter` over `store` in `lane`, served as `mode` says, as a
+/// prepared counter makes it (no cache slot kept, no handle's statistics).
+pub fn route<S>(store: &Arc<S>, counter: &CounterRef, lane: &Lane, mode: Mode) -> Route<S> {
+    Route {
+        store: store.clone(),
+        counter: counter.clone(),
+        lane: lane.clone(),
+        mode,
+        slot: None,
+        recorder: Recorder::default(),
+    }
+}
+
+impl Submitted {
+    /// Starts the background work ([`Submitted::start`]) and waits for the values, as a
+    /// call awaited on the runtime does.
+    pub async fn finish(self) -> SeqResult<IdRange> {
+        self.start().values().await
+    }
 }
 
 /// xorshift64*: deterministic pseudo-random numbers for interleavings.

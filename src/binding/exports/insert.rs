@@ -22,11 +22,12 @@ use crate::binding::js::{
 };
 use crate::binding::output::Value;
 use crate::binding::read::insert_documents::{read_insert, serializes_itself, Insert};
-use crate::binding::reserve::values::reserve_in_order;
+use crate::binding::reserve::prepare::{open, prepare};
+use crate::binding::reserve::values::reserve;
 use crate::engine::alloc::allocate::IdRange;
+use crate::engine::alloc::prepared_counter::refused;
 use crate::engine::error::{SeqError, SeqResult};
 use crate::engine::gapless::{insert_gapless, NumberedInsert};
-use crate::engine::stats::Recorder;
 use crate::engine::text::format::now_millis;
 use crate::engine::text::validate::MAX_BATCH_COUNT;
 use mongodb::bson::Bson;
@@ -110,11 +111,8 @@ fn number_docs(env: &Env, target: &Object, insert: &Insert, range: IdRange) -> n
         let value = unsafe {
             let raw: sys::napi_value = match &options.format {
                 Some(pattern) => String::to_napi_value(env.raw(), pattern.format(v, now))?,
-                None => {
-                    let value =
-                        Value::checked(&insert.named.label, v, options.bigint).or_throw(env)?;
-                    Value::to_napi_value(env.raw(), value)?
-                }
+                // A reserved value: the engine refused those past 2^53 - 1 as numbers.
+                None => Value::to_napi_value(env.raw(), Value::of(v, options.bigint))?,
             };
             Unknown::from_raw_unchecked(env.raw(), raw)
         };
@@ -182,7 +180,7 @@ fn spawn_insert<'env>(
     let (insert, db, target) = match (insert, db_object, object_or_array(target)) {
         (Ok(insert), Some(db), Some(target)) => (insert, db, target),
         (Err(e), _, _) => {
-            Recorder::default().failed(e.code);
+            let e = refused(None, e);
             return env.spawn_future_with_callback(async { Ok(()) }, move |env, ()| {
                 Err::<Unknown, _>(e).or_throw(env)
             });
@@ -198,19 +196,19 @@ fn spawn_insert<'env>(
         .map(|docs| (docs, insert.collection.clone(), insert.field.clone()));
     // Submitted now, on the JavaScript thread: concurrent inserts get their numbers in
     // the order they were called.
-    let ordered = gapless.is_none().then(|| reserve_in_order(&named, count));
+    let ordered = gapless.is_none().then(|| reserve(&named, count, None));
     let work = async move {
         match (ordered, gapless) {
-            (Some(ordered), _) => ordered.await.map(|range| (range, None)),
+            (Some(ordered), _) => ordered?.values().await.map(|range| (range, None)),
             (None, None) => Err(SeqError::internal("insert without reserved values")),
             (None, Some((docs, collection, field))) => {
-                let prepared = named.clone().prepare(None).await?;
+                let prepared = prepare(named.clone(), None).await?;
                 let concern = named
                     .effective_options()
                     .write_concern
                     .as_ref()
                     .map(|w| w.to_driver());
-                let (handle, database) = named.target.resolve().await?;
+                let (handle, database) = open(named.target.clone()).await?;
                 let numbered = NumberedInsert {
                     collection: &collection,
                     field: &field,

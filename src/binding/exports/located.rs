@@ -13,8 +13,8 @@ use crate::binding::read::kinds::{read_fields, read_integer};
 use crate::binding::read::named_counter::NamedCounter;
 use crate::binding::read::option_reader::{read_located_options, read_used_options};
 use crate::binding::read::options::SetCountersTable;
-use crate::binding::spawn::{promise, run_to_its_end};
-use crate::engine::client::handle::Late;
+use crate::binding::reserve::prepare::open;
+use crate::binding::spawn::promise;
 use crate::engine::counter::locator::{FieldsLocator, Locator};
 use crate::engine::error::SeqResult;
 use crate::engine::management;
@@ -87,22 +87,14 @@ pub fn set_counters_where<'env>(
         })();
         promise(env, async move {
             let (target, options, counter, fields, value) = read?;
-            let target_concern = target
+            let concern = target
                 .write_concern(options.write_concern.as_ref())
                 .cloned();
-            let (handle, database) = target.resolve().await?;
-            let store = handle
-                .driver(&database)?
-                .with_write_concern(target_concern.map(|w| w.to_driver()))
-                // Its command is published as a round-trip event.
-                .publishing_commands();
-            let bound = handle.clone();
+            let (handle, database) = open(target).await?;
             let label = counter.label.clone();
-            // Fenced over every counter it may change: run to its end (see `managed_promise`).
-            let write = run_to_its_end(async move {
-                management::set_where(&handle, &database, &store, &counter, fields, value).await
-            });
-            let matched = bound.within(write, Late::Write).await?;
+            let matched =
+                management::set_counters_where(handle, database, concern, counter, fields, value)
+                    .await?;
             Ok(Output::Single(Value::checked(
                 &label,
                 i64::try_from(matched).unwrap_or(i64::MAX),

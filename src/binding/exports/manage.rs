@@ -10,18 +10,20 @@ use crate::binding::js::required_string;
 use crate::binding::output::{Listed, Output, Value};
 use crate::binding::read::db::read_db;
 use crate::binding::read::name::read_counter_name;
-use crate::binding::read::named_counter::{NamedCounter, PreparedSlot};
+use crate::binding::read::named_counter::NamedCounter;
 use crate::binding::read::option_reader::read_used_options;
 use crate::binding::read::options::{ListTable, SyncTable};
-use crate::binding::spawn::{promise, run_to_its_end};
+use crate::binding::reserve::prepare::{open, prepare, PreparedSlot};
+use crate::binding::spawn::promise;
 use crate::engine::alloc::prepared_counter::PreparedCounter;
 use crate::engine::client::handle::Late;
 use crate::engine::error::SeqResult;
-use crate::engine::management;
 use crate::engine::text::validate::{check_collection, check_field, check_field_name, FieldUse};
 
-/// Runs the read `op` on the prepared counter of `named`, bounded by the call timeout.
-pub fn admin_promise<'env, F, Fut>(
+/// Runs the management call `op` (a read, or a write, which the prepared counter's
+/// methods fence: `PreparedCounter::set` and siblings) on the prepared counter of
+/// `named`, kept in `slot` when given.
+pub fn counter_promise<'env, F, Fut>(
     env: &'env Env,
     named: SeqResult<NamedCounter>,
     slot: Option<&PreparedSlot>,
@@ -34,37 +36,8 @@ where
     let slot = slot.cloned();
     promise(env, async move {
         let named = named?;
-        let prepared = named.clone().prepare(slot).await?;
-        let bound = prepared.clone();
-        bound.within(op(prepared, named), Late::Read).await
-    })
-}
-
-/// Runs the management write `op` on the prepared counter of `named`, discarding this
-/// process's cached blocks and configuration hint of that counter before and after it
-/// (as PostgreSQL's `setval` discards the session's cache), from whichever function or
-/// handle the counter was used. The call is bounded by the call timeout, but the fenced
-/// write runs to its end in a task of its own: a write the server applies after the call
-/// gave up must still be followed by the discard, or this process would hand out values
-/// of a block fetched before a write that moved the counter back.
-pub fn managed_promise<'env, F, Fut>(
-    env: &'env Env,
-    named: SeqResult<NamedCounter>,
-    slot: Option<&PreparedSlot>,
-    op: F,
-) -> napi::Result<PromiseRaw<'env, Output>>
-where
-    F: FnOnce(PreparedCounter, NamedCounter) -> Fut + Send + 'static,
-    Fut: Future<Output = SeqResult<Output>> + Send + 'static,
-{
-    let slot = slot.cloned();
-    promise(env, async move {
-        let named = named?;
-        let prepared = named.clone().prepare(slot).await?;
-        let bound = prepared.clone();
-        let fence = prepared.fence();
-        let write = run_to_its_end(async move { fence.managed(op(prepared, named)).await });
-        bound.within(write, Late::Write).await
+        let prepared = prepare(named.clone(), slot).await?;
+        op(prepared, named).await
     })
 }
 
@@ -102,7 +75,7 @@ pub fn list_sequences<'env>(
         promise(env, async move {
             let (target, options) = read?;
             let reads = target.reads()?;
-            let (handle, database) = target.resolve().await?;
+            let (handle, database) = open(target).await?;
             // Its command is published as a round-trip event.
             let store = handle
                 .driver(&database)?
@@ -163,16 +136,9 @@ pub fn sync_to_max<'env>(
             Ok((named, source, field)) => (Ok(named), Some((source, field))),
             Err(e) => (Err(e), None),
         };
-        managed_promise(env, named, None, move |prepared, named| async move {
+        counter_promise(env, named, None, move |prepared, named| async move {
             let (source, field) = source.expect("read with the counter");
-            let store = prepared.managing();
-            let source = management::SourceField {
-                driver: &store.0,
-                collection: source,
-                path: field,
-                counter: &prepared.counter().label,
-            };
-            let value = management::sync_to_source(&store, prepared.counter(), &source).await?;
+            let value = prepared.sync_to(source, field).await?;
             Ok(Output::Single(Value::checked(
                 &named.label,
                 value,

@@ -8,17 +8,17 @@ use std::sync::{Arc, Mutex};
 use napi::bindgen_prelude::{Env, PromiseRaw, Unknown};
 
 use crate::binding::error::OrThrow;
-use crate::binding::exports::manage::{admin_promise, managed_promise, read_source};
+use crate::binding::exports::manage::{counter_promise, read_source};
 use crate::binding::exports::stats::{to_js, SequenceStats};
 use crate::binding::output::{Output, Value};
 use crate::binding::read::kinds::read_integer;
-use crate::binding::read::named_counter::{NamedCounter, PreparedSlot};
+use crate::binding::read::named_counter::NamedCounter;
 use crate::binding::read::option_reader::read_init;
+use crate::binding::reserve::prepare::PreparedSlot;
 use crate::binding::reserve::values::{read_count, reserve_promise, Shape};
 use crate::binding::spawn::promise;
 use crate::engine::alloc::prepared_counter::PreparedCounter;
 use crate::engine::error::SeqResult;
-use crate::engine::management;
 use crate::engine::option_rules::refuse_format;
 use crate::engine::panic_safety::lock;
 use crate::engine::text::validate::{MAX_BATCH_COUNT, MAX_RANGE_COUNT};
@@ -62,7 +62,7 @@ impl Sequence {
                 .as_ref()
                 .map(|_| self.counter.clone())
                 .map_err(Clone::clone);
-            managed_promise(env, named, Some(&self.slot), move |r, named| async move {
+            counter_promise(env, named, Some(&self.slot), move |r, named| async move {
                 let label = named.label.clone();
                 let bigint = named.options.bigint;
                 match op(r, named, arg?).await? {
@@ -79,7 +79,7 @@ impl Sequence {
         count: crate::engine::error::SeqResult<i64>,
         shape: Shape,
     ) -> napi::Result<PromiseRaw<'env, Output>> {
-        reserve_promise(env, Ok(&self.counter), count, shape, Some(&self.slot))
+        reserve_promise(env, &self.counter, count, shape, Some(&self.slot))
     }
 }
 
@@ -117,7 +117,7 @@ impl Sequence {
             let kept = lock(&self.slot).take();
             promise(env, async move {
                 let outcome = match kept.filter(|r| !r.is_closed()) {
-                    Some(reservation) => reservation.give_back().await?,
+                    Some(prepared) => prepared.give_back().await?,
                     None => Default::default(),
                 };
                 Ok(Released {
@@ -176,12 +176,12 @@ impl Sequence {
     #[napi(ts_return_type = "Promise<number | bigint>")]
     pub fn current<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, Output>> {
         promise_call(env, "Sequence.current", || {
-            admin_promise(
+            counter_promise(
                 env,
                 Ok(self.counter.clone()),
                 Some(&self.slot),
                 |r, named| async move {
-                    let value = management::current(&r.managing(), r.counter()).await?;
+                    let value = r.current().await?;
                     Ok(Output::Single(Value::checked(
                         &named.label,
                         value,
@@ -215,10 +215,9 @@ impl Sequence {
                 .as_ref()
                 .map(|_| self.counter.clone())
                 .map_err(Clone::clone);
-            managed_promise(env, named, Some(&self.slot), move |r, _| async move {
+            counter_promise(env, named, Some(&self.slot), move |r, _| async move {
                 let spec = spec?;
-                let created =
-                    management::init(&r.managing(), r.counter(), spec.start, spec.config).await?;
+                let created = r.init(spec.start, spec.config).await?;
                 Ok(Output::Flag(created))
             })
         })
@@ -242,7 +241,7 @@ impl Sequence {
             "Sequence.set",
             || read_integer("value", &value),
             |r, named, value| async move {
-                management::set(&r.managing(), r.counter(), value, named.options.upsert).await?;
+                r.set(value, named.options.upsert).await?;
                 Ok(None)
             },
         )
@@ -266,11 +265,7 @@ impl Sequence {
             env,
             "Sequence.raiseTo",
             || read_integer("value", &value),
-            |r, _, value| async move {
-                management::raise_to(&r.managing(), r.counter(), value)
-                    .await
-                    .map(Some)
-            },
+            |r, _, value| async move { r.raise_to(value).await.map(Some) },
         )
     }
 
@@ -292,18 +287,7 @@ impl Sequence {
             env,
             "Sequence.syncToMax",
             || read_source(&source, &field),
-            |r, _, (source, field)| async move {
-                let store = r.managing();
-                let source = management::SourceField {
-                    driver: &store.0,
-                    collection: source,
-                    path: field,
-                    counter: &r.counter().label,
-                };
-                management::sync_to_source(&store, r.counter(), &source)
-                    .await
-                    .map(Some)
-            },
+            |r, _, (source, field)| async move { r.sync_to(source, field).await.map(Some) },
         )
     }
 
@@ -312,13 +296,12 @@ impl Sequence {
     #[napi(ts_return_type = "Promise<number | bigint>")]
     pub fn reset<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, Output>> {
         promise_call(env, "Sequence.reset", || {
-            managed_promise(
+            counter_promise(
                 env,
                 Ok(self.counter.clone()),
                 Some(&self.slot),
                 |r, named| async move {
-                    let start =
-                        management::reset(&r.managing(), r.counter(), named.options.start).await?;
+                    let start = r.reset(named.options.start).await?;
                     Ok(Output::Single(Value::checked(
                         &named.label,
                         start,
@@ -333,12 +316,12 @@ impl Sequence {
     #[napi(ts_return_type = "Promise<boolean>")]
     pub fn drop<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, Output>> {
         promise_call(env, "Sequence.drop", || {
-            managed_promise(
+            counter_promise(
                 env,
                 Ok(self.counter.clone()),
                 Some(&self.slot),
                 |r, _| async move {
-                    let existed = management::drop_counter(&r.managing(), r.counter()).await?;
+                    let existed = r.drop_counter().await?;
                     Ok(Output::Flag(existed))
                 },
             )

@@ -30,6 +30,12 @@ pub fn read_db(env: &Env, value: &Unknown, uri: Option<&str>) -> SeqResult<DbTar
             return Ok(known);
         }
     }
+    read_unremembered_db(env, value, uri)
+}
+
+/// [`read_db`] for a `db` the caller already looked up in `db_memo` and did not find
+/// there (or with `uri`): read from its properties, then remembered.
+pub fn read_unremembered_db(env: &Env, value: &Unknown, uri: Option<&str>) -> SeqResult<DbTarget> {
     if SequenceDb::instance_of(env, value).unwrap_or(false) {
         // SAFETY: instance_of checked that the value wraps a SequenceDb.
         let db = unsafe { ClassInstance::<SequenceDb>::from_napi_value(env.raw(), value.raw()) }

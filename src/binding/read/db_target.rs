@@ -1,12 +1,12 @@
 //! Where a call goes (`DbTarget`): a client and a database name, as read from the `db`
-//! argument (`read::db`).
+//! argument (`read::db`). Reading it opens nothing: `reserve/prepare.rs` opens a shared
+//! client on first use.
 
 use std::sync::Arc;
 
 use crate::engine::client::connection::ConnectionTarget;
 use crate::engine::client::db_reads::DbReads;
 use crate::engine::client::handle::ClientHandle;
-use crate::engine::client::registry::SHARED_CLIENTS;
 use crate::engine::client::write_concern::WriteConcernSpec;
 use crate::engine::error::{SeqError, SeqResult};
 
@@ -33,17 +33,6 @@ pub struct DbSettings {
 }
 
 impl DbTarget {
-    /// The client and database when no waiting is needed (own client, or a shared client
-    /// already open).
-    pub fn resolve_now(&self) -> Option<(Arc<ClientHandle>, &str)> {
-        match self {
-            DbTarget::Own(handle, db) => Some((handle.clone(), db)),
-            DbTarget::Shared(target, db, _) => {
-                SHARED_CLIENTS.try_get(target).map(|h| (h, db.as_str()))
-            }
-        }
-    }
-
     /// Which client's line of waiting calls a call stands in (see `reserve::order`):
     /// one per own client, one per shared connection.
     pub fn line(&self) -> u64 {
@@ -55,14 +44,6 @@ impl DbTarget {
                 target.hash(&mut hasher);
                 hasher.finish()
             }
-        }
-    }
-
-    /// The client and database, opening the shared client on first use.
-    pub async fn resolve(self) -> SeqResult<(Arc<ClientHandle>, String)> {
-        match self {
-            DbTarget::Own(handle, db) => Ok((handle, db)),
-            DbTarget::Shared(target, db, _) => Ok((SHARED_CLIENTS.get(&target).await?, db)),
         }
     }
 

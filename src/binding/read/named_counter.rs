@@ -1,8 +1,8 @@
 //! A counter named by JavaScript arguments: the `db`, `name` and `options` of a call,
-//! read and checked, and prepared on demand (kept in a slot by a `sequence()` handle or
-//! the function form's recent counters).
+//! read, and its counter made from them and checked, once (`reserve/prepare.rs` opens
+//! its client and prepares it).
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use napi::bindgen_prelude::{Env, Unknown};
 
@@ -10,23 +10,20 @@ use crate::binding::read::db::read_db;
 use crate::binding::read::db_target::DbTarget;
 use crate::binding::read::name::read_counter_name;
 use crate::binding::read::option_reader::read_options;
-use crate::engine::alloc::prepared_counter::PreparedCounter;
 use crate::engine::call_options::CallOptions;
 use crate::engine::counter::counter_name::CounterName;
 use crate::engine::error::SeqResult;
-use crate::engine::panic_safety::lock;
 use crate::engine::stats::Stats;
-
-/// A counter prepared by an earlier call, kept to skip the preparation next time.
-pub type PreparedSlot = Arc<Mutex<Option<PreparedCounter>>>;
+use crate::engine::store::counter_store::CounterRef;
 
 /// A counter named by JavaScript arguments, read and checked.
 #[derive(Clone)]
 pub struct NamedCounter {
     /// Where the counter lives.
     pub target: DbTarget,
-    /// The sequence name.
-    pub name: CounterName,
+    /// The counter the name and options make (`CallOptions::counter`: checked here,
+    /// and only here).
+    pub counter: CounterRef,
     /// The name as shown in messages.
     pub label: String,
     /// The call's options.
@@ -55,9 +52,9 @@ impl NamedCounter {
         name: CounterName,
         options: CallOptions,
     ) -> SeqResult<NamedCounter> {
-        options.counter(&name)?;
+        let counter = options.counter(&name)?;
         let target = read_db(env, db, options.uri.as_deref())?;
-        Ok(NamedCounter::checked(target, name, options))
+        Ok(NamedCounter::checked(target, counter, options))
     }
 
     /// A counter of a `db` already read.
@@ -66,16 +63,16 @@ impl NamedCounter {
         name: CounterName,
         options: CallOptions,
     ) -> SeqResult<NamedCounter> {
-        options.counter(&name)?;
-        Ok(NamedCounter::checked(target, name, options))
+        let counter = options.counter(&name)?;
+        Ok(NamedCounter::checked(target, counter, options))
     }
 
     /// A counter whose `name` and `options` were checked together.
-    fn checked(target: DbTarget, name: CounterName, options: CallOptions) -> NamedCounter {
+    fn checked(target: DbTarget, counter: CounterRef, options: CallOptions) -> NamedCounter {
         NamedCounter {
             target,
-            label: name.label(),
-            name,
+            label: counter.label.clone(),
+            counter,
             options,
             stats: None,
         }
@@ -92,27 +89,4 @@ impl NamedCounter {
             _ => std::borrow::Cow::Borrowed(&self.options),
         }
     }
-
-    /// The prepared counter: the one kept in `slot` when it holds one, otherwise one
-    /// prepared now (and kept in `slot`, when given).
-    pub async fn prepare(self, slot: Option<PreparedSlot>) -> SeqResult<PreparedCounter> {
-        if let Some(prepared) = slot.as_ref().and_then(|s| kept(s, Clone::clone)) {
-            return Ok(prepared);
-        }
-        let options = self.effective_options();
-        let (handle, database) = self.target.clone().resolve().await?;
-        let prepared = PreparedCounter::new(&handle, &database, &self.name, &options)?
-            .recording(self.stats.clone());
-        if let Some(slot) = slot {
-            *lock(&slot) = Some(prepared.clone());
-        }
-        Ok(prepared)
-    }
-}
-
-/// `use_it` applied to the prepared counter kept in `slot`, when it holds one for an open
-/// client.
-pub fn kept<T>(slot: &PreparedSlot, use_it: impl FnOnce(&PreparedCounter) -> T) -> Option<T> {
-    let kept = lock(slot);
-    kept.as_ref().filter(|r| !r.is_closed()).map(use_it)
 }

@@ -1,7 +1,9 @@
-//! The function form's fast path: values reserved on the JavaScript thread in the order
-//! the calls were made, settled at once when the block cache holds them, and counters
-//! prepared by an earlier call recalled for equal arguments.
+//! The pipeline of a call that takes values, on the JavaScript thread: its counter
+//! resolved (recalled for equal arguments, its client opened, prepared), the call
+//! submitted in the order JavaScript made it (or waiting in line while its client
+//! opens), and its result shaped.
 
 pub mod order;
+pub mod prepare;
 pub mod recent;
 pub mod values;

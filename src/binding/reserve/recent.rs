@@ -1,15 +1,20 @@
 //! The counters the function form (`getNextSequenceValue(db, name, options)` and its
 //! batch and range siblings) used last, per JavaScript thread, so that a repeated call
-//! skips preparing its counter again: it reuses the reservation a `sequence()` handle
-//! would keep. The arguments are still read and checked on every call; only what follows
-//! from equal arguments is reused.
+//! skips preparing its counter again: it reuses the prepared counter a `sequence()`
+//! handle would keep. The arguments are still read and checked on every call; only what
+//! follows from equal arguments is reused.
 
 use std::cell::RefCell;
 use std::rc::Rc;
 use std::sync::{Arc, Mutex};
 
+use napi::bindgen_prelude::{Env, Unknown};
+
+use crate::binding::read::db::read_unremembered_db;
+use crate::binding::read::db_memo;
 use crate::binding::read::db_target::DbTarget;
-use crate::binding::read::named_counter::{NamedCounter, PreparedSlot};
+use crate::binding::read::named_counter::NamedCounter;
+use crate::binding::reserve::prepare::PreparedSlot;
 use crate::engine::call_options::CallOptions;
 use crate::engine::counter::counter_name::CounterName;
 use crate::engine::error::SeqResult;
@@ -37,7 +42,7 @@ fn same_target(a: &DbTarget, b: &DbTarget) -> bool {
 }
 
 /// The counter prepared earlier for these arguments, if any.
-pub fn find(target: &DbTarget, name: &CounterName, options: &CallOptions) -> Option<Prepared> {
+fn find(target: &DbTarget, name: &CounterName, options: &CallOptions) -> Option<Prepared> {
     RECENT.with(|recent| {
         let recent = recent.borrow();
         recent
@@ -45,7 +50,7 @@ pub fn find(target: &DbTarget, name: &CounterName, options: &CallOptions) -> Opt
             .iter()
             .find(|p| {
                 let named = &p.0;
-                named.name == *name
+                named.counter.name == *name
                     && named.options == *options
                     && same_target(&named.target, target)
             })
@@ -53,11 +58,8 @@ pub fn find(target: &DbTarget, name: &CounterName, options: &CallOptions) -> Opt
     })
 }
 
-/// The counter prepared for these arguments, from the last ones used or made now.
-pub fn prepared(target: DbTarget, name: CounterName, options: CallOptions) -> SeqResult<Prepared> {
-    if let Some(found) = find(&target, &name, &options) {
-        return Ok(found);
-    }
+/// A counter of these arguments made now (its options checked), and remembered.
+fn remember(target: DbTarget, name: CounterName, options: CallOptions) -> SeqResult<Prepared> {
     let made: Prepared = Rc::new((
         NamedCounter::with_target(target, name, options)?,
         Arc::new(Mutex::new(None)),
@@ -73,4 +75,36 @@ pub fn prepared(target: DbTarget, name: CounterName, options: CallOptions) -> Se
         }
     });
     Ok(made)
+}
+
+/// The counter of a function-form call's `db` argument and its `name` and `options`
+/// (already read): the one prepared for equal arguments by an earlier call, otherwise one
+/// made now. Each memo is looked up once: the `Db` object's target (without `uri`), then
+/// the counters of this list; the options are checked once, when a counter is made.
+pub fn counter(
+    env: &Env,
+    db: &Unknown,
+    name: CounterName,
+    options: CallOptions,
+) -> SeqResult<Prepared> {
+    let target = match options.uri.as_deref() {
+        Some(uri) => read_unremembered_db(env, db, Some(uri))?,
+        None => {
+            // The target is copied only when no counter of this list has it.
+            let known = db_memo::recall_with(env, db, |target| {
+                find(target, &name, &options).ok_or_else(|| target.clone())
+            });
+            match known {
+                Some(Ok(prepared)) => return Ok(prepared),
+                Some(Err(target)) => return remember(target, name, options),
+                None => read_unremembered_db(env, db, None)?,
+            }
+        }
+    };
+    // A `Db` object not seen before may stand for a target seen before (code that calls
+    // `client.db(name)` for every call).
+    match find(&target, &name, &options) {
+        Some(prepared) => Ok(prepared),
+        None => remember(target, name, options),
+    }
 }

@@ -1,35 +1,29 @@
-//! What every sequence call does: read `db`, `name` and options, then reserve values,
-//! from the block cache at once when possible, otherwise on the tokio runtime.
-
-use std::future::Future;
-use std::pin::Pin;
-use std::sync::Arc;
+//! The pipeline of every call that takes values, in its order: read the arguments, resolve
+//! the counter, submit the call or wait in line, shape the result. The function form
+//! (`getNextSequenceValue` and its siblings), `sequence()` handles and inserts all go
+//! through [`reserve`]; the first two through [`reserve_promise`].
 
 use napi::bindgen_prelude::{within_runtime_if_available, Env, PromiseRaw, Unknown};
 
 use crate::binding::js::{describe, number};
 use crate::binding::output::Output;
-use crate::binding::read::db::read_db;
-use crate::binding::read::db_memo;
-use crate::binding::read::db_target::DbTarget;
 use crate::binding::read::name::read_counter_name;
-use crate::binding::read::named_counter::{kept, NamedCounter, PreparedSlot};
+use crate::binding::read::named_counter::NamedCounter;
 use crate::binding::read::option_reader::read_options;
+use crate::binding::ready::resolved_now;
 use crate::binding::reserve::order::{nobody_waiting, Ticket};
+use crate::binding::reserve::prepare::{kept, open_now, prepare, prepare_in, PreparedSlot};
 use crate::binding::reserve::recent;
-use crate::binding::settled::settled;
 use crate::binding::spawn::promise;
 use crate::engine::alloc::allocate::IdRange;
-use crate::engine::alloc::counter_state::{Outcome, Submitted};
-use crate::engine::alloc::prepared_counter::PreparedCounter;
+use crate::engine::alloc::counter_state::Outcome;
+use crate::engine::alloc::prepared_counter::refused;
 use crate::engine::call_options::CallOptions;
 use crate::engine::error::{SeqError, SeqResult};
-use crate::engine::panic_safety::lock;
-use crate::engine::stats::{Recorder, Stats};
 use crate::engine::text::validate::check_count;
 
 /// How a block of values is returned to JavaScript.
-pub type Shape = fn(&str, IdRange, &CallOptions) -> SeqResult<Output>;
+pub type Shape = fn(IdRange, &CallOptions) -> Output;
 
 /// The promise of a function-form call (`getNextSequenceValue` and siblings): reads
 /// `db`, `name` and `options` on every call, then reuses the counter prepared for equal
@@ -42,56 +36,17 @@ pub fn function_promise<'env>(
     count: impl FnOnce(&NamedCounter) -> SeqResult<i64>,
     shape: Shape,
 ) -> napi::Result<PromiseRaw<'env, Output>> {
-    let prepared = read_options(options).and_then(|options| {
+    let counter = read_options(options).and_then(|options| {
         let name = read_counter_name(name)?;
-        if options.uri.is_none() {
-            let find = |target: &DbTarget| recent::find(target, &name, &options);
-            if let Some(found) = db_memo::recall_with(env, db, find).flatten() {
-                return Ok(found);
-            }
-        }
-        let target = read_db(env, db, options.uri.as_deref())?;
-        recent::prepared(target, name, options)
+        recent::counter(env, db, name, options)
     });
-    match prepared {
-        Ok(prepared) => {
-            let (named, slot) = &*prepared;
-            reserve_promise(env, Ok(named), count(named), shape, Some(slot))
+    match counter {
+        Ok(counter) => {
+            let (named, slot) = &*counter;
+            reserve_promise(env, named, count(named), shape, Some(slot))
         }
-        Err(error) => reserve_promise(env, Err(&error), Ok(1), shape, None),
+        Err(error) => refused_promise(env, None, error),
     }
-}
-
-/// Submits the call at once when its counter is prepared (kept in `slot`, or for a
-/// client already open), so that calls keep the order in which JavaScript made them;
-/// `None` when the client must be opened first.
-fn submit_now(
-    named: &NamedCounter,
-    count: i64,
-    slot: Option<&PreparedSlot>,
-) -> Option<SeqResult<Submitted>> {
-    if let Some(submitted) = slot.and_then(|s| kept(s, |r| r.submit(count))) {
-        return Some(submitted);
-    }
-    let (handle, database) = named.target.resolve_now()?;
-    let prepared =
-        match PreparedCounter::new(&handle, database, &named.name, &named.effective_options()) {
-            Ok(prepared) => prepared.recording(named.stats.clone()),
-            Err(error) => return Some(Err(counted_in(named.stats.clone(), error))),
-        };
-    let submitted = prepared.submit(count);
-    if let Some(slot) = slot {
-        *lock(slot) = Some(prepared);
-    }
-    Some(submitted)
-}
-
-/// `error`, counted as a failed call in the process's statistics and in `stats` (a
-/// handle's): for calls that fail before the engine sees them (a client that could not
-/// open), which the engine does not count.
-fn counted_in(stats: Option<Arc<Stats>>, error: SeqError) -> SeqError {
-    Recorder::new(stats).failed(error.code);
-    error
 }
 
 /// Reads a count argument: a whole number from 1 to `max`.
@@ -102,95 +57,96 @@ pub fn read_count(value: &Unknown, max: i64) -> SeqResult<i64> {
     check_count(n, max)
 }
 
-/// A promise for `count` values of `counter`, shaped by `shape`. Argument errors reject
-/// it too (and count as failed calls in the statistics, as every rejection does); a call
-/// the block cache can serve settles it at once, without leaving the JavaScript thread.
+/// A call refused before it was submitted (its arguments), counted (in the handle's
+/// statistics too, for a handle's call): its promise rejects.
+fn refused_promise<'env>(
+    env: &'env Env,
+    named: Option<&NamedCounter>,
+    error: SeqError,
+) -> napi::Result<PromiseRaw<'env, Output>> {
+    let error = refused(named.and_then(|n| n.stats.as_ref()), error);
+    promise(env, async move { Err(error) })
+}
+
+/// A promise for `count` values of `named`, shaped by `shape` ([`reserve`]). A count
+/// that could not be read rejects it; a call the block cache serves resolves it at once,
+/// without leaving the JavaScript thread.
 pub fn reserve_promise<'env>(
     env: &'env Env,
-    counter: Result<&NamedCounter, &SeqError>,
+    named: &NamedCounter,
     count: SeqResult<i64>,
     shape: Shape,
     slot: Option<&PreparedSlot>,
 ) -> napi::Result<PromiseRaw<'env, Output>> {
-    match (counter, &count) {
-        (Err(error), _) => Recorder::default().failed(error.code),
-        (Ok(named), Err(error)) => Recorder::new(named.stats.clone()).failed(error.code),
-        _ => {}
-    }
+    let count = match count {
+        Ok(count) => count,
+        Err(error) => return refused_promise(env, Some(named), error),
+    };
     // Before anything is submitted: the round trip may end before this thread runs on. Not
     // for a cached counter, whose calls are mostly served at once from memory (a look per
     // call would cost that hot path; a fill's call looks in `promise`).
-    if counter.is_ok_and(|named| named.options.cache.is_none()) {
+    if named.options.cache.is_none() {
         crate::binding::diagnostics::before_call(env);
     }
-    let line = || counter.map_or(0, |named| named.target.line());
-    if let (Ok(named), Ok(count), true) = (counter, &count, nobody_waiting(line)) {
-        // In the runtime's context, so that a client of an ended runtime is recognised.
-        if let Some(submitted) = within_runtime_if_available(|| submit_now(named, *count, slot)) {
-            let Submitted {
-                outcome,
-                background,
-            } = match submitted {
-                Ok(submitted) => submitted,
-                Err(error) => return settled(env, Err(error)),
-            };
-            if let Some(background) = background {
-                napi::bindgen_prelude::spawn(background);
-            }
-            return match outcome {
-                Outcome::Now(range) => {
-                    crate::binding::diagnostics::after_quick_settle(env);
-                    settled(env, shape(&named.label, range, &named.options))
-                }
-                Outcome::Later(pending) => {
-                    let (label, options) = (named.label.clone(), named.options.clone());
-                    promise(env, async move { shape(&label, pending.await?, &options) })
-                }
-            };
+    match reserve(named, count, slot) {
+        Err(error) => resolved_now(env, Err(error)),
+        Ok(Outcome::Now(range)) => {
+            crate::binding::diagnostics::after_quick_settle(env);
+            resolved_now(env, Ok(shape(range, &named.options)))
+        }
+        Ok(Outcome::Later(pending)) => {
+            let options = named.options.clone();
+            promise(env, async move { Ok(shape(pending.await?, &options)) })
         }
     }
-    // The client is still opening (or earlier calls wait for it): submit in call order.
-    let ticket = Ticket::take(line());
-    let counter = counter.cloned().map_err(Clone::clone);
-    let slot = slot.cloned();
-    promise(env, async move {
-        let (named, count) = (counter?, count?);
-        let (label, options) = (named.label.clone(), named.options.clone());
-        let stats = named.stats.clone();
-        let prepared = named.prepare(slot).await;
-        ticket.front_of_line().await;
-        let submitted = prepared.map_err(|e| counted_in(stats, e))?.submit(count);
-        drop(ticket);
-        shape(&label, submitted?.finish().await?, &options)
-    })
 }
 
-/// A call's values, still to come.
-pub type Reserved = Pin<Box<dyn Future<Output = SeqResult<IdRange>> + Send + 'static>>;
-
-/// `count` values of `named`, submitted now, on the JavaScript thread, when its client
-/// is at hand (so that concurrent calls are served in the order they were made, as
-/// `reserve_promise` does), otherwise in call order once the client is open. The future must
-/// be awaited on the runtime.
-pub fn reserve_in_order(named: &NamedCounter, count: i64) -> Reserved {
+/// Submits a call for `count` values of `named`: at once, on the JavaScript thread, when
+/// its counter is prepared (kept in `slot`, or for a client already open) and no earlier
+/// call of its client waits in line, so that calls keep the order in which JavaScript
+/// made them; otherwise it takes a ticket now and submits in ticket order once its client
+/// is open. A later outcome must be awaited on the runtime. A call refused before it
+/// reaches its prepared counter (a client that could not open, a counter that could not
+/// be prepared) is counted here; the engine counts the others.
+pub fn reserve(
+    named: &NamedCounter,
+    count: i64,
+    slot: Option<&PreparedSlot>,
+) -> SeqResult<Outcome> {
     if nobody_waiting(|| named.target.line()) {
-        if let Some(submitted) = within_runtime_if_available(|| submit_now(named, count, None)) {
-            return match submitted {
-                Ok(submitted) => Box::pin(submitted.finish()),
-                Err(error) => Box::pin(async move { Err(error) }),
-            };
+        // In the runtime's context, so that a client of an ended runtime is recognised
+        // and the work the call starts is spawned on the runtime.
+        if let Some(submitted) = within_runtime_if_available(|| submit_now(named, count, slot)) {
+            return submitted;
         }
     }
     let ticket = Ticket::take(named.target.line());
-    let named = named.clone();
-    Box::pin(async move {
+    let (named, slot) = (named.clone(), slot.cloned());
+    Ok(Outcome::Later(Box::pin(async move {
         let stats = named.stats.clone();
-        let prepared = named.prepare(None).await;
+        let prepared = prepare(named, slot).await;
         ticket.front_of_line().await;
         let submitted = prepared
-            .map_err(|e| counted_in(stats, e))
-            .and_then(|r| r.submit(count));
+            .map_err(|e| refused(stats.as_ref(), e))
+            .and_then(|prepared| prepared.submit(count));
         drop(ticket);
-        submitted?.finish().await
+        submitted?.values().await
+    })))
+}
+
+/// [`reserve`]'s submission at once, when the counter needs no waiting; `None` when its
+/// client must be opened first.
+fn submit_now(
+    named: &NamedCounter,
+    count: i64,
+    slot: Option<&PreparedSlot>,
+) -> Option<SeqResult<Outcome>> {
+    if let Some(submitted) = slot.and_then(|s| kept(s, |prepared| prepared.submit(count))) {
+        return Some(submitted);
+    }
+    let (handle, database) = open_now(&named.target)?;
+    Some(match prepare_in(named, &handle, database, slot) {
+        Ok(prepared) => prepared.submit(count),
+        Err(error) => Err(refused(named.stats.as_ref(), error)),
     })
 }

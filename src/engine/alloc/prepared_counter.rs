@@ -1,54 +1,64 @@
-//! The entry point of the engine: a counter prepared for calls ([`PreparedCounter`]),
-//! which submits each call to the counter's one state in its client, directly, through
-//! the coalescer, or from the block cache, as the options say.
+//! The entry point of the engine: a counter prepared for calls ([`PreparedCounter`]).
+//! Every call that takes values goes through [`PreparedCounter::submit`], which submits
+//! it to the counter's one state in its client (directly, through the coalescer, or from
+//! the block cache, as the options say), starts the work it needs, refuses values the
+//! caller cannot receive and counts it; every management write of one counter goes
+//! through a method of it that fences the counter's states around the write.
 
+use std::future::Future;
 use std::sync::Arc;
 
 use crate::engine::alloc::allocate::IdRange;
-use crate::engine::alloc::block_cache::CacheSlot;
 use crate::engine::alloc::counter_state::{
-    Call, CounterState, GivenBack, Lane, Mode, Outcome, Submitted,
+    CounterState, GivenBack, Lane, Mode, Outcome, Route, Submitted,
 };
 use crate::engine::call_options::CallOptions;
 use crate::engine::client::handle::{ClientHandle, Late};
-use crate::engine::counter::counter_name::CounterName;
 use crate::engine::counter::locator::Locator;
-use crate::engine::error::SeqResult;
+use crate::engine::counter::sequence_config::SequenceConfig;
+use crate::engine::error::{SeqError, SeqResult};
+use crate::engine::management;
 use crate::engine::stats::{Recorder, Stats};
 use crate::engine::store::counter_store::CounterRef;
 use crate::engine::store::driver_counters::DriverCounters;
 use crate::engine::store::mongo_driver::MongoDriver;
 
-/// A counter ready to reserve from: its client, store, state and cache slot. Reusable
-/// for many calls.
+/// A counter ready to take calls: its client, state and route (store, lane, mode, cache
+/// slot, statistics). Reusable for many calls.
 #[derive(Clone)]
 pub struct PreparedCounter {
     handle: Arc<ClientHandle>,
-    store: Arc<DriverCounters<MongoDriver>>,
-    counter: CounterRef,
     state: Arc<CounterState>,
-    lane: Lane,
-    mode: Mode,
-    cache: Option<Arc<CacheSlot>>,
-    recorder: Recorder,
+    route: Arc<Route<DriverCounters<MongoDriver>>>,
     /// The counter's name as shown in messages, when its calls return JavaScript
     /// numbers (no `bigint`, no `format`): values past 2^53 - 1 then fail the call.
     numbers_for: Option<Arc<str>>,
 }
 
+/// `error`, counted as a failed call in the process's statistics and in `stats` (a
+/// handle's): for a call refused before it reached a prepared counter (its arguments,
+/// a client that could not open, a counter that could not be prepared), so that every
+/// call is counted where the others are.
+pub fn refused(stats: Option<&Arc<Stats>>, error: SeqError) -> SeqError {
+    Recorder::new(stats.cloned()).failed(error.code);
+    error
+}
+
 impl PreparedCounter {
-    /// Prepares the counter `name` in `database` for calls.
+    /// Prepares `counter` (made and checked by [`CallOptions::counter`]) in `database`
+    /// for calls with `options`; they are counted in `stats` too (a handle's
+    /// statistics), when given.
     pub fn new(
         handle: &Arc<ClientHandle>,
         database: &str,
-        name: &CounterName,
+        counter: &CounterRef,
         options: &CallOptions,
+        stats: Option<Arc<Stats>>,
     ) -> SeqResult<PreparedCounter> {
-        let counter = options.counter(name)?;
         let driver = handle
             .driver(database)?
             .with_write_concern(options.write_concern.as_ref().map(|w| w.to_driver()));
-        let state = handle.counter_state(database, &counter);
+        let state = handle.counter_state(database, counter);
         let lane = Lane {
             policy: options.policy(),
             write_concern: options.write_concern.clone(),
@@ -58,116 +68,72 @@ impl PreparedCounter {
             (None, true) => Mode::Coalesce,
             (None, false) => Mode::Direct,
         };
-        let cache = options
+        let slot = options
             .cache
-            .map(|size| state.cache_slot(&lane, &counter, size));
-        let numbers_for = options.returns_numbers().then(|| Arc::from(name.label()));
+            .map(|size| state.cache_slot(&lane, counter, size));
+        let numbers_for = options
+            .returns_numbers()
+            .then(|| Arc::from(counter.label.as_str()));
         Ok(PreparedCounter {
             handle: handle.clone(),
-            store: Arc::new(DriverCounters(driver)),
-            counter,
             state,
-            lane,
-            mode,
-            cache,
-            recorder: Recorder::default(),
+            route: Arc::new(Route {
+                store: Arc::new(DriverCounters(driver)),
+                counter: counter.clone(),
+                lane,
+                mode,
+                slot,
+                recorder: Recorder::new(stats),
+            }),
             numbers_for,
         })
     }
 
-    /// The same counter, its calls also counted in `stats` (a handle's statistics).
-    pub fn recording(mut self, stats: Option<Arc<Stats>>) -> Self {
-        self.recorder = Recorder::new(stats);
-        self
-    }
-
     /// The driver of the database the counter lives in.
-    pub fn driver(&self) -> &MongoDriver {
-        &self.store.0
+    fn driver(&self) -> &MongoDriver {
+        &self.route.store.0
     }
 
     /// The store of this counter's management calls, which publishes each command it
     /// sends as a round-trip event. Not the store of its fetches: a fetch publishes one
     /// event of its own however many commands it took, and must not publish them twice.
-    pub fn managing(&self) -> DriverCounters<MongoDriver> {
-        DriverCounters(self.store.0.clone().publishing_commands())
+    fn managing(&self) -> DriverCounters<MongoDriver> {
+        DriverCounters(self.driver().clone().publishing_commands())
     }
 
     /// The counter.
     pub fn counter(&self) -> &CounterRef {
-        &self.counter
+        &self.route.counter
     }
 
-    /// What a management write on this counter must fence ([`Fence::managed`]).
-    pub fn fence(&self) -> Fence {
-        match self.counter.locator {
-            Locator::ById => Fence::Counter(self.state.clone()),
-            // Other fields (another plugin's locator) may find the same document, each with
-            // a state of its own: every located counter that may find it is fenced too.
-            Locator::ByFields(_) => Fence::Collection(Box::new(CollectionFence {
-                handle: self.handle.clone(),
-                database: self.driver().database().name().to_string(),
-                counter: self.counter.clone(),
-                own: self.state.clone(),
-            })),
-        }
-    }
-
-    /// `work` bounded as this counter's value-taking calls are ([`ClientHandle::within`]).
-    pub fn within<T, F>(
-        &self,
-        work: F,
-        late: Late,
-    ) -> impl std::future::Future<Output = SeqResult<T>> + Send + 'static
-    where
-        T: Send + 'static,
-        F: std::future::Future<Output = SeqResult<T>> + Send + 'static,
-    {
-        self.handle.within(work, late)
-    }
-
-    /// This process's state of the counter.
-    pub fn state(&self) -> &Arc<CounterState> {
-        &self.state
-    }
-
-    /// Whether the client of this reservation was closed, or belongs to a runtime that
-    /// has ended: prepare a new reservation instead.
+    /// Whether the client of this prepared counter was closed, or belongs to a runtime
+    /// that has ended: prepare the counter again instead.
     pub fn is_closed(&self) -> bool {
         !self.handle.is_usable()
     }
 
-    /// Submits a call for `count` values at once (it keeps its place in line); the
-    /// caller spawns `background` and awaits a later outcome, which settles within the
-    /// client's call timeout from now, and at once with `CLIENT_CLOSED` if the client
-    /// closes. `CLIENT_CLOSED` once the client is closed.
-    pub fn submit(&self, count: i64) -> SeqResult<Submitted> {
+    /// Submits a call for `count` values at once (it keeps its place in line) and starts
+    /// the work it needs on the current runtime (a round trip, a cache fill or
+    /// prefetch); a later outcome settles within the client's call timeout from now,
+    /// and at once with `CLIENT_CLOSED` if the client closes. `CLIENT_CLOSED` once the
+    /// client is closed. Values past 2^53 - 1 fail a call that returns numbers with
+    /// `SEQUENCE_OVERFLOW`. The call is counted in the statistics, however it ends.
+    pub fn submit(&self, count: i64) -> SeqResult<Outcome> {
         if let Err(error) = self.handle.ensure_open() {
-            self.recorder.failed(error.code);
-            return Err(error);
+            return Err(refused(self.route.recorder.handle(), error));
         }
-        let call = Call {
-            mode: self.mode,
-            slot: self.cache.as_ref(),
-            count,
-        };
         let Submitted {
             outcome,
             background,
-        } = self.state.submit_recorded(
-            &self.store,
-            &self.counter,
-            &self.lane,
-            call,
-            &self.recorder,
-        );
+        } = self.state.submit(&self.route, count);
+        let recorder = &self.route.recorder;
         // Values the caller cannot receive (past 2^53 - 1 as numbers) fail the call here,
         // before they are counted: the statistics count the values callers receive.
         let outcome = match outcome {
             Outcome::Later(pending) => {
-                self.recorder.call();
+                recorder.call();
                 let bounded = self.handle.bounded(pending);
-                let recorder = self.recorder.clone();
+                let recorder = recorder.clone();
                 let numbers_for = self.numbers_for.clone();
                 Outcome::Later(Box::pin(async move {
                     let outcome = bounded
@@ -179,12 +145,11 @@ impl PreparedCounter {
             }
             Outcome::Now(range) => match receivable(self.numbers_for.as_deref(), range) {
                 Ok(range) => {
-                    self.recorder.cache_hit(range.count());
+                    recorder.cache_hit(range.count());
                     Outcome::Now(range)
                 }
                 Err(error) => {
-                    // Still `Later`, so that `background` (a prefetch) is spawned.
-                    self.recorder.failed(error.code);
+                    recorder.failed(error.code);
                     Outcome::Later(Box::pin(std::future::ready(Err(error))))
                 }
             },
@@ -192,7 +157,8 @@ impl PreparedCounter {
         Ok(Submitted {
             outcome,
             background,
-        })
+        }
+        .start())
     }
 
     /// Gives back the unused tails of this counter's cached blocks in this client
@@ -200,24 +166,115 @@ impl PreparedCounter {
     /// again). `CLIENT_CLOSED` once the client is closed (its close gave them back).
     pub async fn give_back(&self) -> SeqResult<GivenBack> {
         self.handle.ensure_open()?;
-        // The client's driver of this database, with each lane's write concern; its
-        // commands are published as events (no fetch's event covers them).
-        let store_of = |lane: &Lane| {
-            let concern = lane.write_concern.as_ref().map(|w| w.to_driver());
-            Arc::new(DriverCounters(
-                self.store
-                    .0
-                    .clone()
-                    .with_write_concern(concern)
-                    .publishing_commands(),
-            ))
-        };
-        Ok(self.state.give_back(store_of).await)
+        Ok(self.state.give_back(Lane::store_of(self.driver())).await)
     }
 
-    /// Reserves `count` values, spawning background work on the current runtime.
-    pub async fn run(self, count: i64) -> SeqResult<IdRange> {
-        self.submit(count)?.finish().await
+    /// The counter's value, the last value handed out, without advancing it: a read,
+    /// bounded as calls are.
+    pub fn current(&self) -> impl Future<Output = SeqResult<i64>> + Send + 'static {
+        let (store, counter) = (self.managing(), self.counter().clone());
+        let read = async move { management::current(&store, &counter).await };
+        self.handle.within(read, Late::Read)
+    }
+
+    /// Creates the counter ([`management::init`]); `true` when this call created it.
+    pub fn init(
+        &self,
+        start: Option<i64>,
+        config: Option<SequenceConfig>,
+    ) -> impl Future<Output = SeqResult<bool>> + Send + 'static {
+        self.fenced(move |store, counter| async move {
+            management::init(&store, &counter, start, config).await
+        })
+    }
+
+    /// Sets the counter so that the next value is `value + step` ([`management::set`]).
+    pub fn set(
+        &self,
+        value: i64,
+        upsert: bool,
+    ) -> impl Future<Output = SeqResult<()>> + Send + 'static {
+        self.fenced(move |store, counter| async move {
+            management::set(&store, &counter, value, upsert).await
+        })
+    }
+
+    /// Puts the counter back to its start ([`management::reset`]); returns that start.
+    pub fn reset(
+        &self,
+        default_start: i64,
+    ) -> impl Future<Output = SeqResult<i64>> + Send + 'static {
+        self.fenced(move |store, counter| async move {
+            management::reset(&store, &counter, default_start).await
+        })
+    }
+
+    /// Deletes the counter; `true` when it existed.
+    pub fn drop_counter(&self) -> impl Future<Output = SeqResult<bool>> + Send + 'static {
+        self.fenced(
+            |store, counter| async move { management::drop_counter(&store, &counter).await },
+        )
+    }
+
+    /// Moves the counter on to `value` at least, in its direction
+    /// ([`management::raise_to`]); returns its value afterwards.
+    pub fn raise_to(&self, value: i64) -> impl Future<Output = SeqResult<i64>> + Send + 'static {
+        self.fenced(move |store, counter| async move {
+            management::raise_to(&store, &counter, value).await
+        })
+    }
+
+    /// Moves the counter on to the furthest value `path` reaches in collection `source`
+    /// of its database ([`management::sync_to_source`]); returns its value afterwards.
+    pub fn sync_to(
+        &self,
+        source: String,
+        path: String,
+    ) -> impl Future<Output = SeqResult<i64>> + Send + 'static {
+        self.fenced(move |store, counter| async move {
+            let source = management::SourceField {
+                driver: &store.0,
+                collection: source,
+                path,
+                counter: &counter.label,
+            };
+            management::sync_to_source(&store, &counter, &source).await
+        })
+    }
+
+    /// The management write `write` (given this counter's management store and the
+    /// counter), fenced ([`Fence::managed`]): what this process holds of the counter, and
+    /// of the located counters that may find the same document, is forgotten before and
+    /// after it, as PostgreSQL's `setval` discards the session's cache. The call is
+    /// bounded by the call timeout, but the fenced write runs to its end in a task of its
+    /// own: a write the server applies after the call gave up must still be followed by
+    /// the discard, or this process would hand out values of a block fetched before a
+    /// write that moved the counter back.
+    fn fenced<T, F, Fut>(&self, write: F) -> impl Future<Output = SeqResult<T>> + Send + 'static
+    where
+        T: Send + 'static,
+        F: FnOnce(DriverCounters<MongoDriver>, CounterRef) -> Fut,
+        Fut: Future<Output = SeqResult<T>> + Send + 'static,
+    {
+        let fence = self.fence();
+        let write = write(self.managing(), self.counter().clone());
+        let write = management::to_its_end(async move { fence.managed(write).await });
+        self.handle.within(write, Late::Write)
+    }
+
+    /// What a management write on this counter must fence ([`Fence::managed`]).
+    fn fence(&self) -> Fence {
+        match self.counter().locator {
+            Locator::ById => Fence::Counter(self.state.clone()),
+            // Other fields (another plugin's locator) may find the same document, each with
+            // a state of its own: every located counter that may find it is fenced too.
+            Locator::ByFields(_) => Fence::Collection(Box::new(CollectionFence {
+                handle: self.handle.clone(),
+                database: self.driver().database().name().to_string(),
+                counter: self.counter().clone(),
+                own: self.state.clone(),
+            })),
+        }
     }
 }
 
@@ -238,7 +295,7 @@ fn receivable(numbers_for: Option<&str>, range: IdRange) -> SeqResult<IdRange> {
 
 /// The counter states a management write forgets around it (cached blocks, configuration
 /// hint), so that no value cached before the write is handed out after it.
-pub enum Fence {
+enum Fence {
     /// The counter's own state: a counter named by `_id` is one document, one state.
     Counter(Arc<CounterState>),
     /// The counter's state and those of the located counters of its collection and
@@ -247,7 +304,7 @@ pub enum Fence {
 }
 
 /// The client, database and counter (with its own state) whose twins a [`Fence`] covers.
-pub struct CollectionFence {
+struct CollectionFence {
     handle: Arc<ClientHandle>,
     database: String,
     counter: CounterRef,
@@ -256,7 +313,7 @@ pub struct CollectionFence {
 
 impl Fence {
     /// Runs the management write `op` with the states fenced.
-    pub async fn managed<T>(self, op: impl std::future::Future<Output = T>) -> T {
+    async fn managed<T>(self, op: impl std::future::Future<Output = T>) -> T {
         match self {
             Fence::Counter(state) => state.managed(op).await,
             Fence::Collection(fence) => {

@@ -24,7 +24,6 @@ use crate::engine::client::driver_error::from_driver;
 use crate::engine::client::writable::WritableServer;
 use crate::engine::error::{ErrorCode, SeqError, SeqResult};
 use crate::engine::store::counter_store::{CounterRef, DocumentKey};
-use crate::engine::store::driver_counters::DriverCounters;
 use crate::engine::store::mongo_driver::{IndexMemo, MongoDriver};
 use crate::engine::text::redact::redact;
 use crate::engine::text::validate::check_database;
@@ -224,7 +223,7 @@ impl ClientHandle {
         self.call_bound.setting
     }
 
-    /// Calls submitted through [`ClientHandle::guard`] and not settled yet.
+    /// Calls bounded by [`ClientHandle::within`] and not settled yet.
     pub fn busy(&self) -> usize {
         self.busy.load(Ordering::SeqCst)
     }
@@ -258,16 +257,8 @@ impl ClientHandle {
         let giving = states.into_iter().map(|((database, _), state)| {
             let database = self.client.database(&database);
             async move {
-                // Its commands are published as events (no fetch's event covers them).
-                let store_of = |lane: &Lane| {
-                    let concern = lane.write_concern.as_ref().map(|w| w.to_driver());
-                    Arc::new(DriverCounters(
-                        self.driver_of(database.clone())
-                            .with_write_concern(concern)
-                            .publishing_commands(),
-                    ))
-                };
-                state.give_back(store_of).await
+                let driver = self.driver_of(database);
+                state.give_back(Lane::store_of(&driver)).await
             }
         });
         futures_util::future::join_all(giving)

@@ -22,12 +22,18 @@ mod raise;
 mod source;
 mod writes;
 
-pub use raise::{raise_to, sync_to_source, SourceValues};
+// The writes of one counter are reached through the prepared counter's methods, which
+// fence them (`PreparedCounter::set` and siblings): outside the engine nothing can run
+// one unfenced.
+pub(in crate::engine) use raise::{raise_to, sync_to_source, SourceValues};
 /// For the model test's source of values.
 #[cfg(test)]
 pub use source::extreme_of;
-pub use source::SourceField;
-pub use writes::{current, drop_counter, init, reset, set, set_where};
+pub(in crate::engine) use source::SourceField;
+pub use writes::set_counters_where;
+pub(in crate::engine) use writes::{current, drop_counter, init, reset, set};
+
+use std::future::Future;
 
 use mongodb::bson::Bson;
 
@@ -35,6 +41,26 @@ use crate::engine::counter::counter_value::{counted_value, integer_after_increme
 use crate::engine::counter::sequence_config::SequenceConfig;
 use crate::engine::error::{SeqError, SeqResult};
 use crate::engine::store::counter_store::CounterRef;
+
+/// `write` spawned on the runtime, so that it completes even when the call awaiting it
+/// gives up (its deadline, its client closing): a fenced write must reach the discard
+/// that follows it. The returned future only receives the outcome.
+pub(in crate::engine) fn to_its_end<T, F>(
+    write: F,
+) -> impl Future<Output = SeqResult<T>> + Send + 'static
+where
+    T: Send + 'static,
+    F: Future<Output = SeqResult<T>> + Send + 'static,
+{
+    let task = tokio::spawn(crate::engine::panic_safety::caught(
+        "management write",
+        write,
+    ));
+    async move {
+        task.await
+            .unwrap_or_else(|_| Err(SeqError::internal("management write")))
+    }
+}
 
 /// The counter's value read from `value` (its counter field); a value that is not a
 /// usable integer fails as an invalid counter.

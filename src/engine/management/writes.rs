@@ -4,12 +4,14 @@
 
 use crate::engine::alloc::allocate::{contention, MAX_ATTEMPTS};
 use crate::engine::alloc::counter_state::CounterState;
-use crate::engine::client::handle::ClientHandle;
+use std::sync::Arc;
+
+use crate::engine::client::handle::{ClientHandle, Late};
+use crate::engine::client::write_concern::WriteConcernSpec;
 use crate::engine::counter::sequence_config::SequenceConfig;
 use crate::engine::error::{SeqError, SeqResult};
-use crate::engine::management::{counter_value_of, value_of};
+use crate::engine::management::{counter_value_of, to_its_end, value_of};
 use crate::engine::store::counter_store::{CounterRef, CounterStore, NewCounter};
-use crate::engine::store::mongo_driver::MongoDriver;
 use mongodb::bson::Document;
 
 /// The value a plain counter stores so that its next value is `start`: one step
@@ -144,21 +146,32 @@ pub async fn drop_counter<S: CounterStore>(store: &S, counter: &CounterRef) -> S
 }
 
 /// Sets the field of every plain counter of `counter`'s collection in `database` matching
-/// `fields` to `value` (mongoose-sequence's `counterReset`); how many matched. Any counter
-/// of that collection and field may match, so what this process holds of each is
-/// forgotten around the write, as a `set` of one counter forgets its own: no cached block
-/// from before the write is handed out after it.
-pub async fn set_where(
-    handle: &ClientHandle,
-    database: &str,
-    store: &MongoDriver,
-    counter: &CounterRef,
+/// `fields` to `value` (mongoose-sequence's `counterReset`), with `concern` (the call's
+/// write concern, else its `Db`'s); how many matched. Any counter of that collection and
+/// field may match, so what this process holds of each is forgotten around the write, as
+/// a `set` of one counter forgets its own: no cached block from before the write is
+/// handed out after it. Bounded by the call timeout; the fenced write runs to its end
+/// (see `PreparedCounter::set`).
+pub async fn set_counters_where(
+    handle: Arc<ClientHandle>,
+    database: String,
+    concern: Option<WriteConcernSpec>,
+    counter: CounterRef,
     fields: Document,
     value: i64,
 ) -> SeqResult<u64> {
-    CounterState::managed_all(
-        || handle.counter_states_in(database, &counter.collection, &counter.field),
-        store.set_where(counter, fields, value),
-    )
-    .await
+    let store = handle
+        .driver(&database)?
+        .with_write_concern(concern.map(|w| w.to_driver()))
+        // Its command is published as a round-trip event.
+        .publishing_commands();
+    let bound = handle.clone();
+    let write = to_its_end(async move {
+        CounterState::managed_all(
+            || handle.counter_states_in(&database, &counter.collection, &counter.field),
+            store.set_where(&counter, fields, value),
+        )
+        .await
+    });
+    bound.within(write, Late::Write).await
 }

@@ -13,6 +13,27 @@ use crate::engine::counter::sequence_config::SequenceConfig;
 use crate::engine::error::SeqResult;
 use crate::engine::stats::{self};
 use crate::engine::store::counter_store::{CounterRef, CounterStore, FetchToken};
+use crate::engine::store::driver_counters::DriverCounters;
+use crate::engine::store::mongo_driver::MongoDriver;
+
+impl Lane {
+    /// The stores of a give-back's writes through `driver` (a database of a client), one
+    /// per lane with the lane's write concern: its commands are published as round-trip
+    /// events (no fetch's event covers them).
+    pub fn store_of(
+        driver: &MongoDriver,
+    ) -> impl Fn(&Lane) -> Arc<DriverCounters<MongoDriver>> + '_ {
+        move |lane| {
+            let concern = lane.write_concern.as_ref().map(|w| w.to_driver());
+            Arc::new(DriverCounters(
+                driver
+                    .clone()
+                    .with_write_concern(concern)
+                    .publishing_commands(),
+            ))
+        }
+    }
+}
 
 impl CounterState {
     /// Gives back the unused tail of every cached block of this counter: each tail is

@@ -15,7 +15,7 @@ mod submit;
 
 pub use give_back::GivenBack;
 pub use states::CounterStates;
-pub use submit::{Call, Mode, Outcome, Pending, Submitted};
+pub use submit::{Mode, Outcome, Pending, Route, Submitted};
 
 use crate::engine::panic_safety::lock;
 use std::collections::HashMap;

@@ -33,15 +33,22 @@ pub enum Mode {
     Cached(i64),
 }
 
-/// One call as submitted: how it is served, the cache slot of its mode when the caller
-/// kept it, and how many values it takes.
-pub struct Call<'a> {
-    /// How it is served.
+/// How the calls of one prepared counter reach its state: the store and the naming of
+/// the counter, its lane, how its calls are served, the cache slot of that mode when the
+/// caller keeps one, and where their figures go. Made once, used by every call.
+pub struct Route<S> {
+    /// Where the counter document lives.
+    pub store: Arc<S>,
+    /// The naming of the counter.
+    pub counter: CounterRef,
+    /// Which calls may share round trips and blocks.
+    pub lane: Lane,
+    /// How a call is served.
     pub mode: Mode,
-    /// The cache slot of `mode`, when the caller kept it.
-    pub slot: Option<&'a Arc<CacheSlot>>,
-    /// Values it takes.
-    pub count: i64,
+    /// The cache slot of `mode`, when the caller keeps it.
+    pub slot: Option<Arc<CacheSlot>>,
+    /// Where the round trips are counted.
+    pub recorder: Recorder,
 }
 
 /// A submitted call: its outcome, and work to spawn (a round trip it started, or the
@@ -62,12 +69,20 @@ pub enum Outcome {
 }
 
 impl Submitted {
-    /// Spawns the background work on the current runtime and waits for the values.
-    pub async fn finish(self) -> SeqResult<IdRange> {
+    /// Starts the background work on the current runtime and returns the outcome: the one
+    /// place a call's round trip or prefetch is started.
+    pub fn start(self) -> Outcome {
         if let Some(background) = self.background {
             tokio::spawn(background);
         }
-        match self.outcome {
+        self.outcome
+    }
+}
+
+impl Outcome {
+    /// The values, once they are there.
+    pub async fn values(self) -> SeqResult<IdRange> {
+        match self {
             Outcome::Now(range) => Ok(range),
             Outcome::Later(pending) => pending.await,
         }
@@ -142,38 +157,22 @@ impl CounterState {
         Ok(served.grants)
     }
 
-    /// Submits a call for `count` values, served as `mode` says. Queues it at once, so
-    /// calls submitted one after another are served in that order (coalesced and
-    /// cached calls). `slot` is the cache slot of `mode` when the caller kept it.
-    pub fn submit<S>(
-        self: &Arc<Self>,
-        store: &Arc<S>,
-        counter: &CounterRef,
-        lane: &Lane,
-        mode: Mode,
-        slot: Option<&Arc<CacheSlot>>,
-        count: i64,
-    ) -> Submitted
+    /// Submits a call for `count` values, served as `route` says. Queues it at once, so
+    /// calls submitted one after another are served in that order (coalesced and cached
+    /// calls). The caller starts the background work ([`Submitted::start`]).
+    pub fn submit<S>(self: &Arc<Self>, route: &Route<S>, count: i64) -> Submitted
     where
         S: CounterStore + 'static,
     {
-        let call = Call { mode, slot, count };
-        self.submit_recorded(store, counter, lane, call, &Recorder::default())
-    }
-
-    /// [`CounterState::submit`], its round trips recorded by `recorder`.
-    pub fn submit_recorded<S>(
-        self: &Arc<Self>,
-        store: &Arc<S>,
-        counter: &CounterRef,
-        lane: &Lane,
-        call: Call<'_>,
-        recorder: &Recorder,
-    ) -> Submitted
-    where
-        S: CounterStore + 'static,
-    {
-        let Call { mode, slot, count } = call;
+        let Route {
+            store,
+            counter,
+            lane,
+            mode,
+            slot,
+            recorder,
+        } = route;
+        let (mode, slot) = (*mode, slot.as_ref());
         // Every mode's round trips go through the same round trip, made when one is
         // needed; a cache's fetches flag the counter with their tokens (see `CacheMarks`).
         let fetcher = || {

@@ -17,7 +17,7 @@ use crate::engine::counter::counter_name::CounterName;
 use crate::engine::management;
 use crate::engine::store::counter_store::{CounterStore, FetchToken};
 use crate::engine::store::memory_store::MemoryStore;
-use crate::engine::test_support::{run, Rng};
+use crate::engine::test_support::{route, run, Rng};
 use std::collections::VecDeque;
 
 fn lane() -> Lane {
@@ -63,7 +63,7 @@ fn distinct_names_through_coalesced_and_cached_calls_stay_within_a_bound() {
                         };
                         let state = states.get(&name);
                         let submitted =
-                            state.submit(&store, &counter(&name), &lane(), mode, None, 1);
+                            state.submit(&route(&store, &counter(&name), &lane(), mode), 1);
                         drop(state);
                         let range = submitted.finish().await.unwrap();
                         assert_eq!(range.first, 1, "{name}: its own counter");
@@ -110,7 +110,7 @@ fn rss_per_distinct_name() {
                 for i in offset..offset + NAMES {
                     let name = format!("n-{i}");
                     let state = states.get(&name);
-                    let call = state.submit(&store, &counter(&name), &lane(), mode, None, 1);
+                    let call = state.submit(&route(&store, &counter(&name), &lane(), mode), 1);
                     drop(state);
                     call.finish().await.unwrap();
                 }
@@ -189,7 +189,7 @@ fn pruning_never_leaves_two_live_states_for_one_counter() {
                                 }
                             }
                             let submitted =
-                                state.submit(&store, &counter(&name), &lane(), mode, None, count);
+                                state.submit(&route(&store, &counter(&name), &lane(), mode), count);
                             drop(state);
                             let range = submitted.finish().await.unwrap();
                             assert!(
@@ -245,7 +245,7 @@ fn pruning_never_leaves_two_live_states_for_one_counter() {
                             };
                             let state = states.get(&name);
                             let submitted =
-                                state.submit(&store, &counter(&name), &lane(), mode, None, 1);
+                                state.submit(&route(&store, &counter(&name), &lane(), mode), 1);
                             drop(state);
                             submitted.finish().await.unwrap();
                         }
@@ -308,11 +308,7 @@ fn processes_racing_a_give_back_never_hand_out_a_value_twice() {
                             let calls: Vec<_> = (0..1 + rng.below(4))
                                 .map(|_| {
                                     state.submit(
-                                        &store,
-                                        &c,
-                                        &lane(),
-                                        Mode::Cached(size),
-                                        None,
+                                        &route(&store, &c, &lane(), Mode::Cached(size)),
                                         count,
                                     )
                                 })
@@ -392,7 +388,7 @@ fn processes_racing_a_give_back_never_hand_out_a_value_twice() {
             let state = Arc::new(CounterState::default());
             for _ in 0..(size + 2) {
                 let range = state
-                    .submit(&store, &c, &lane(), Mode::Cached(size), None, 1)
+                    .submit(&route(&store, &c, &lane(), Mode::Cached(size)), 1)
                     .finish()
                     .await
                     .unwrap();
@@ -434,7 +430,7 @@ fn sequential_cached_calls_get_each_value_in_order_whenever_fills_land() {
             let mut got = Vec::new();
             // One more call than there are values: on a bounded counter it fails.
             while (got.len() as i64) <= limit {
-                let call = state.submit(&store, &c, &lane(), Mode::Cached(size), None, 1);
+                let call = state.submit(&route(&store, &c, &lane(), Mode::Cached(size)), 1);
                 got.push(call.finish().await.map(|r| r.first).map_err(|e| e.code));
                 for _ in 0..rng.below(3) {
                     tokio::task::yield_now().await;
@@ -623,7 +619,7 @@ fn a_set_or_reset_clears_the_marks_of_numbers_given_before_it() {
 
 /// One value of `c` through `state` without a cache (another process numbering).
 async fn uncached_call(state: &Arc<CounterState>, store: &Arc<MemoryStore>, c: &CounterRef) -> i64 {
-    let submitted = state.submit(store, c, &lane(), Mode::Coalesce, None, 1);
+    let submitted = state.submit(&route(store, c, &lane(), Mode::Coalesce), 1);
     submitted.finish().await.unwrap().first
 }
 
@@ -899,18 +895,17 @@ fn round_trips_are_recorded_with_their_calls_and_fills() {
     let recorder = Recorder::new(Some(stats.clone()));
     run(async {
         let state = Arc::new(CounterState::default());
-        let call = |mode, count| Call {
-            mode,
-            slot: None,
-            count,
+        let recorded = |mode| Route {
+            recorder: recorder.clone(),
+            ..route(&store, &c, &lane(), mode)
         };
         state
-            .submit_recorded(&store, &c, &lane(), call(Mode::Direct, 3), &recorder)
+            .submit(&recorded(Mode::Direct), 3)
             .finish()
             .await
             .unwrap();
         state
-            .submit_recorded(&store, &c, &lane(), call(Mode::Cached(5), 1), &recorder)
+            .submit(&recorded(Mode::Cached(5)), 1)
             .finish()
             .await
             .unwrap();
@@ -936,7 +931,7 @@ fn a_direct_call_starts_its_round_trip_before_its_outcome_is_awaited() {
         let Submitted {
             outcome,
             background,
-        } = state.submit(&store, &c, &lane(), Mode::Direct, None, 3);
+        } = state.submit(&route(&store, &c, &lane(), Mode::Direct), 3);
         if let Some(background) = background {
             tokio::spawn(background);
         }
@@ -961,7 +956,7 @@ fn a_direct_call_starts_its_round_trip_before_its_outcome_is_awaited() {
         let trips_before = store.round_trips.load(Ordering::SeqCst);
         let calls: Vec<_> = (1..=40i64)
             .map(|count| {
-                let submitted = state.submit(&store, &c, &lane(), Mode::Direct, None, count);
+                let submitted = state.submit(&route(&store, &c, &lane(), Mode::Direct), count);
                 tokio::spawn(async move { (count, submitted.finish().await.unwrap()) })
             })
             .collect();
@@ -996,7 +991,7 @@ fn a_failed_direct_round_trip_fails_its_call_with_the_error() {
         let state = Arc::new(CounterState::default());
         store.fail_next.store(1, Ordering::SeqCst);
         let failed = state
-            .submit(&store, &c, &lane(), Mode::Direct, None, 2)
+            .submit(&route(&store, &c, &lane(), Mode::Direct), 2)
             .finish()
             .await
             .unwrap_err();
@@ -1006,7 +1001,7 @@ fn a_failed_direct_round_trip_fails_its_call_with_the_error() {
             "{failed:?}"
         );
         let next = state
-            .submit(&store, &c, &lane(), Mode::Direct, None, 2)
+            .submit(&route(&store, &c, &lane(), Mode::Direct), 2)
             .finish()
             .await
             .unwrap();
@@ -1026,7 +1021,7 @@ fn a_direct_round_trip_stops_when_its_caller_gives_up() {
         let Submitted {
             outcome,
             background,
-        } = state.submit(&store, &c, &lane(), Mode::Direct, None, 5);
+        } = state.submit(&route(&store, &c, &lane(), Mode::Direct), 5);
         drop(outcome);
         background.expect("a direct call's round trip").await;
         assert_eq!(store.round_trips.load(Ordering::SeqCst), 0);
@@ -1054,7 +1049,7 @@ fn cached_call(
     c: &CounterRef,
 ) -> impl Future<Output = SeqResult<IdRange>> {
     state
-        .submit(store, c, &lane(), Mode::Cached(10), None, 1)
+        .submit(&route(store, c, &lane(), Mode::Cached(10)), 1)
         .finish()
 }
 

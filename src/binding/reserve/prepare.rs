@@ -1,0 +1,77 @@
+//! Resolving a counter read from a call's arguments: its client opened (a shared client
+//! on first use) or found open, and the counter prepared, or the one kept in a slot by
+//! an earlier call.
+
+use std::sync::{Arc, Mutex};
+
+use crate::binding::read::db_target::DbTarget;
+use crate::binding::read::named_counter::NamedCounter;
+use crate::engine::alloc::prepared_counter::PreparedCounter;
+use crate::engine::client::handle::ClientHandle;
+use crate::engine::client::registry::SHARED_CLIENTS;
+use crate::engine::error::SeqResult;
+use crate::engine::panic_safety::lock;
+
+/// A counter prepared by an earlier call, kept to skip the preparation next time.
+pub type PreparedSlot = Arc<Mutex<Option<PreparedCounter>>>;
+
+/// `use_it` applied to the prepared counter kept in `slot`, when it holds one for an open
+/// client.
+pub fn kept<T>(slot: &PreparedSlot, use_it: impl FnOnce(&PreparedCounter) -> T) -> Option<T> {
+    let kept = lock(slot);
+    kept.as_ref().filter(|r| !r.is_closed()).map(use_it)
+}
+
+/// The client and database of `target` when no waiting is needed (own client, or a
+/// shared client already open).
+pub fn open_now(target: &DbTarget) -> Option<(Arc<ClientHandle>, &str)> {
+    match target {
+        DbTarget::Own(handle, db) => Some((handle.clone(), db)),
+        DbTarget::Shared(connection, db, _) => {
+            SHARED_CLIENTS.try_get(connection).map(|h| (h, db.as_str()))
+        }
+    }
+}
+
+/// The client and database of `target`, opening the shared client on first use.
+pub async fn open(target: DbTarget) -> SeqResult<(Arc<ClientHandle>, String)> {
+    match target {
+        DbTarget::Own(handle, db) => Ok((handle, db)),
+        DbTarget::Shared(connection, db, _) => Ok((SHARED_CLIENTS.get(&connection).await?, db)),
+    }
+}
+
+/// `named` prepared in `handle`'s `database` (a client at hand), and kept in `slot` when
+/// given.
+pub fn prepare_in(
+    named: &NamedCounter,
+    handle: &Arc<ClientHandle>,
+    database: &str,
+    slot: Option<&PreparedSlot>,
+) -> SeqResult<PreparedCounter> {
+    let options = named.effective_options();
+    let prepared = PreparedCounter::new(
+        handle,
+        database,
+        &named.counter,
+        &options,
+        named.stats.clone(),
+    )?;
+    if let Some(slot) = slot {
+        *lock(slot) = Some(prepared.clone());
+    }
+    Ok(prepared)
+}
+
+/// The prepared counter of `named`: the one kept in `slot` when it holds one, otherwise
+/// one prepared now, its client opened first if need be (and kept in `slot`, when given).
+pub async fn prepare(
+    named: NamedCounter,
+    slot: Option<PreparedSlot>,
+) -> SeqResult<PreparedCounter> {
+    if let Some(prepared) = slot.as_ref().and_then(|s| kept(s, Clone::clone)) {
+        return Ok(prepared);
+    }
+    let (handle, database) = open(named.target.clone()).await?;
+    prepare_in(&named, &handle, &database, slot.as_ref())
+}
