@@ -34,7 +34,10 @@
 //!   [`store::driver_counters::DriverCounters`] makes a store of a driver.
 //! - **client**: one driver client ([`client::handle`]); a **shared client** is the one
 //!   client per connection target that calls share ([`client::registry`]), opened into the
-//!   target's **client slot** ([`client::slot`]).
+//!   target's **client slot** ([`client::slot`]). A client's **phase** is open, retiring
+//!   (no new calls; those pending go on) or closed (those pending reject), and only moves
+//!   forward ([`client::lifecycle`]); a client replaced or released is **leaving** until
+//!   its give-back and shutdown are done.
 //! - **lane**: the calls of one counter state that may share round trips and blocks: same
 //!   creation policy, write concern and naming of the counter
 //!   ([`alloc::counter_state::Lane`]); a **cache slot** holds one lane's blocks of one size
