@@ -36,7 +36,10 @@
 //!   [`store::driver_counters::DriverCounters`] makes a store of a driver.
 //! - **client**: one driver client ([`client::handle`]); a **shared client** is the one
 //!   client per connection target that calls share ([`client::registry`]), opened into the
-//!   target's **client slot** ([`client::slot`]).
+//!   target's **client slot** ([`client::slot`]). A client's **phase** is open, retiring
+//!   (no new calls; those pending go on) or closed (those pending reject), and only moves
+//!   forward ([`client::lifecycle`]); a client replaced or released is **leaving** until
+//!   its give-back and shutdown are done.
 //! - **lane**: the calls of one counter state that may share round trips and blocks: same
 //!   creation policy, write concern and naming of the counter
 //!   ([`alloc::counter_state::Lane`]); a **cache slot** holds one lane's blocks of one size
@@ -48,9 +51,12 @@
 //! - **bounded call**: a call that gives up with its client: `CONNECTION` after the call
 //!   timeout, `CLIENT_CLOSED` when the client closes
 //!   ([`client::handle::ClientHandle::bounded`]).
-//! - **settled**: a call is settled once its outcome (values or an error) is known; a
-//!   fetch in flight settles when it lands or fails. Options are not settled but have
-//!   their rules **applied** ([`option_rules`]).
+//! - **settled**: a call is settled once its outcome (values or an error) is known.
+//!   Options are not settled but have their rules **applied** ([`option_rules`]).
+//! - **fetch state**: whether a cache slot's block fetch is under way (`Idle` or
+//!   `Fetching`, with the calls waiting for it), changed only by its named transitions
+//!   ([`alloc::block_cache`]). To **drain** the fetches of a counter is to wait, within a
+//!   deadline, until none of its cache slots is fetching, woken when a fetch ends.
 //! - **early stop**: a task dropped before its end (a panic, a runtime shutting down)
 //!   runs its clean-up ([`panic_safety::OnEarlyStop`]): its waiting calls fail with
 //!   `INTERNAL`.
@@ -58,8 +64,8 @@
 //!   read-then-write of configured counters, management writes and give-backs, gapless
 //!   transactions.
 //! - **fencing**: a management write forgets what this process holds for the counter
-//!   (blocks, configuration hint) before and after it, after letting block fetches in
-//!   flight **settle** ([`alloc::counter_state`]).
+//!   (blocks, configuration hint) before and after it, after **draining** its block
+//!   fetches in flight ([`alloc::counter_state`]).
 //! - **management**: operations that read or move a counter other than by taking values
 //!   (current, set, reset, init, drop, raise, sync) ([`management`]).
 //! - **give-back**: at close (or a handle's `release()`), the unused tail of a cache's

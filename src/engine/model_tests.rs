@@ -527,13 +527,13 @@ impl Engine {
     }
 
     /// Waits until no background fetch is left running.
-    async fn settle(&self) {
+    async fn drain(&self) {
         for _ in 0..50 {
             tokio::task::yield_now().await;
         }
         // With worker threads, a fetch (or a coalesced round trip that has answered
         // its calls) may still be running: wait for it, as the single-threaded runs do.
-        while !self.state.settled() {
+        while !self.state.nothing_in_flight() {
             tokio::time::sleep(std::time::Duration::from_micros(50)).await;
         }
     }
@@ -649,7 +649,7 @@ fn check_racy_history(
                         true => engine.calls_one_by_one(counts).await,
                         false => engine.calls(counts).await,
                     };
-                    engine.settle().await;
+                    engine.drain().await;
                     if !model.config.is_some_and(|c| c.cycle) {
                         for v in results.iter().flatten().flat_map(|r| r.values()) {
                             assert!(handed.insert(v), "{v} handed out twice");
@@ -1165,7 +1165,7 @@ fn check_located_history(mode: Mode, policy: CreatePolicy, step: i64, ops: &[Loc
             match op {
                 LocatedOp::Calls(counts) => {
                     let results = engine.calls(counts).await;
-                    engine.settle().await;
+                    engine.drain().await;
                     for (n, result) in counts.iter().zip(&results) {
                         let expected = located_model(&mut stored, *n, policy, step);
                         assert_eq!(answer(result), expected, "call of {n}");

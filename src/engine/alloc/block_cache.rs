@@ -11,13 +11,36 @@
 //! reserves several blocks at once, doubling up to [`MAX_BLOCKS_PER_FETCH`]; it halves
 //! again when a fetch is not needed within a second.
 
+//! # Who touches what
+//!
+//! `size` and `generation` never change here (the counter state moves `generation` on at
+//! each management write). Everything else of a slot is in [`SlotContents`], behind the
+//! slot's one lock, which no one holds across an `await`: calls take and queue on the
+//! JavaScript thread ([`CacheSlot::try_take`], [`CacheSlot::enqueue`]), the slot's fetch
+//! task fills it on a runtime thread, management writes and give-backs empty it on a
+//! runtime thread ([`CacheSlot::discard`], [`CacheSlot::take_tail`]). The lock is taken
+//! after the counter state's map of slots, never before.
+//!
+//! Whether a fetch is under way is one [`FetchState`], which holds the calls waiting for
+//! it; its transitions are the only way to change it:
+//!
+//! - `Idle` → `Fetching`: by a call, through [`FetchState::start`] (a prefetch) or
+//!   [`FetchState::queue`] (a call that must wait). The call that made the transition
+//!   spawns the fetch, so there is at most one fetch per slot.
+//! - `Fetching` → `Idle`: only by that fetch, through [`FetchState::finish`] once every
+//!   waiting call is served or failed, or by its early-stop guard through
+//!   [`FetchState::abandon`] (a panic, a dropped task), which fails the waiting calls.
+//!
+//! After either move to `Idle` the slot's `fetch_ended` is notified, waking whoever waits
+//! for the fetches to drain ([`CacheSlot::wait_idle_until`]) without polling.
+
 use std::collections::VecDeque;
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use tokio::sync::oneshot;
+use tokio::sync::{oneshot, Notify};
 
 use crate::engine::alloc::coalesce::Grants;
 use crate::engine::alloc::demand::Demand;
@@ -35,14 +58,94 @@ pub const MAX_BLOCKS_PER_FETCH: i64 = 64;
 /// A fetch not needed for this long halves the blocks per fetch.
 const SLOW_DEMAND: Duration = Duration::from_secs(1);
 
+/// Whether a block fetch of a slot is under way, with the calls waiting for it (see the
+/// transitions at the top of this module).
+enum FetchState {
+    /// No fetch under way, and so no call waiting: a call the blocks cannot serve starts
+    /// one.
+    Idle,
+    /// A fetch is under way (spawned, or about to be, by the call that started it).
+    Fetching {
+        /// Calls waiting for the blocks being fetched, in call order.
+        waiters: VecDeque<Waiter>,
+    },
+}
+
+/// The waiters of a slot with no fetch under way.
+const NO_WAITERS: &VecDeque<Waiter> = &VecDeque::new();
+
+impl FetchState {
+    /// Whether a fetch is under way.
+    fn is_fetching(&self) -> bool {
+        matches!(self, FetchState::Fetching { .. })
+    }
+
+    /// The calls waiting for the fetch under way, in call order (none when idle).
+    fn waiters(&self) -> &VecDeque<Waiter> {
+        match self {
+            FetchState::Idle => NO_WAITERS,
+            FetchState::Fetching { waiters } => waiters,
+        }
+    }
+
+    /// Takes out the first waiting call.
+    fn next_waiter(&mut self) -> Option<Waiter> {
+        match self {
+            FetchState::Idle => None,
+            FetchState::Fetching { waiters } => waiters.pop_front(),
+        }
+    }
+
+    /// `Idle` → `Fetching`, with no call waiting yet (a prefetch). True when this made
+    /// the transition: the caller must then start the fetch; false when one is under
+    /// way already.
+    fn start(&mut self) -> bool {
+        match self {
+            FetchState::Idle => {
+                *self = FetchState::Fetching {
+                    waiters: VecDeque::new(),
+                };
+                true
+            }
+            FetchState::Fetching { .. } => false,
+        }
+    }
+
+    /// Queues `waiter` for the fetch under way, starting one when idle
+    /// ([`FetchState::start`]: true when the caller must start it).
+    fn queue(&mut self, waiter: Waiter) -> bool {
+        let started = self.start();
+        if let FetchState::Fetching { waiters } = self {
+            waiters.push_back(waiter);
+        }
+        started
+    }
+
+    /// `Fetching` → `Idle`: the fetch ends, every call it carried answered.
+    fn finish(&mut self) {
+        debug_assert!(
+            self.waiters().is_empty(),
+            "a fetch ended with calls waiting"
+        );
+        *self = FetchState::Idle;
+    }
+
+    /// `Fetching` → `Idle` for a fetch that stopped early: returns the calls that were
+    /// waiting for it, which the caller fails.
+    fn abandon(&mut self) -> VecDeque<Waiter> {
+        match std::mem::replace(self, FetchState::Idle) {
+            FetchState::Idle => VecDeque::new(),
+            FetchState::Fetching { waiters } => waiters,
+        }
+    }
+}
+
 /// What a [`CacheSlot`] holds, behind its lock.
 struct SlotContents {
     /// Reserved values not handed out yet, oldest block first.
     blocks: VecDeque<IdRange>,
-    /// A block fetch is under way.
-    fetching: bool,
-    /// Calls waiting for the block being fetched, in call order.
-    waiters: VecDeque<Waiter>,
+    /// Whether a block fetch is under way, and the calls waiting for it.
+    fetch: FetchState,
     /// Blocks reserved by the next fetch.
     blocks_per_fetch: i64,
     /// When the last fetch completed.
@@ -81,11 +184,11 @@ impl SlotContents {
 
     /// Hands cached values to the waiters in order; true when all are served.
     fn serve_waiters(&mut self) -> bool {
-        while let Some(waiter) = self.waiters.front() {
-            let Some(range) = self.take(waiter.count) else {
+        while let Some(count) = self.fetch.waiters().front().map(|waiter| waiter.count) {
+            let Some(range) = self.take(count) else {
                 return false;
             };
-            let waiter = self.waiters.pop_front().expect("front exists");
+            let waiter = self.fetch.next_waiter().expect("front exists");
             waiter.answer(Ok(range));
         }
         true
@@ -118,6 +221,8 @@ pub struct CacheSlot {
     /// a fill fetched in an older generation is thrown away.
     generation: Arc<AtomicU64>,
     contents: Mutex<SlotContents>,
+    /// Notified after each fetch ends (`Fetching` → `Idle`).
+    fetch_ended: Notify,
     _live: LiveToken,
 }
 
@@ -135,12 +240,12 @@ impl CacheSlot {
             generation,
             contents: Mutex::new(SlotContents {
                 blocks: VecDeque::new(),
-                fetching: false,
-                waiters: VecDeque::new(),
+                fetch: FetchState::Idle,
                 blocks_per_fetch: 1,
                 last_fetch: None,
                 token: None,
             }),
+            fetch_ended: Notify::new(),
         }
     }
 
@@ -166,7 +271,7 @@ impl CacheSlot {
     /// half of a fetch is left and none is under way: the caller should start one.
     pub fn try_take(&self, count: i64) -> Option<Taken> {
         let mut contents = self.lock();
-        if !contents.waiters.is_empty() {
+        if !contents.fetch.waiters().is_empty() {
             return None;
         }
         let range = contents.take(count)?;
@@ -175,14 +280,10 @@ impl CacheSlot {
     }
 
     /// After a take: whether less than half of a fetch is left and no fetch is under way,
-    /// in which case the caller must start one (`fetching` is set for it).
+    /// in which case the caller must start one (the slot is `Fetching` for it).
     fn prefetch_due(&self, contents: &mut SlotContents) -> bool {
-        let due =
-            !contents.fetching && contents.available() * 2 < self.size * contents.blocks_per_fetch;
-        if due {
-            contents.fetching = true;
-        }
-        due
+        let low = contents.available() * 2 < self.size * contents.blocks_per_fetch;
+        low && contents.fetch.start()
     }
 
     /// Queues a call for `count` values (at most the block size) that [`try_take`] could
@@ -214,7 +315,7 @@ impl CacheSlot {
         let (waiter, answer) = Waiter::new(count);
         let start_fetch = {
             let mut contents = self.lock();
-            let landed = match contents.waiters.is_empty() {
+            let landed = match contents.fetch.waiters().is_empty() {
                 true => contents.take(count),
                 false => None,
             };
@@ -223,10 +324,7 @@ impl CacheSlot {
                     waiter.answer(Ok(range));
                     self.prefetch_due(&mut contents)
                 }
-                None => {
-                    contents.waiters.push_back(waiter);
-                    !std::mem::replace(&mut contents.fetching, true)
-                }
+                None => contents.fetch.queue(waiter),
             }
         };
         (
@@ -238,8 +336,8 @@ impl CacheSlot {
     /// The fetch to spawn: it fetches until the waiters are served; each round trip serves the waiting calls
     /// (each as its own demand, so a bounded counter treats them as it would alone) and
     /// fills the cache with what is left before the counter's limit, at most one fetch's
-    /// worth. The caller has set `fetching` (through [`CacheSlot::try_take`] or
-    /// [`CacheSlot::enqueue`]). Each round trip gets a fresh [`FetchToken`], which its
+    /// worth. The caller made the slot `Fetching` (through [`CacheSlot::try_take`] or
+    /// [`CacheSlot::enqueue`]); the fetch alone makes it `Idle` again. Each round trip gets a fresh [`FetchToken`], which its
     /// writes leave in the counter.
     pub fn start_fetching<F, Fut>(
         self: Arc<Self>,
@@ -269,12 +367,12 @@ impl CacheSlot {
                 let idle = contents
                     .last_fetch
                     .is_some_and(|t| t.elapsed() > SLOW_DEMAND);
-                if idle && contents.waiters.is_empty() {
+                if idle && contents.fetch.waiters().is_empty() {
                     contents.blocks_per_fetch = (contents.blocks_per_fetch / 2).max(1);
                 }
                 let mut demands: Vec<Demand> = Vec::new();
                 let mut total = 0;
-                for waiter in &contents.waiters {
+                for waiter in contents.fetch.waiters() {
                     if total + waiter.count > MAX_RANGE_COUNT {
                         break;
                     }
@@ -306,7 +404,7 @@ impl CacheSlot {
                     }
                     let fill = (grants.len() > served).then(|| grants.pop()).flatten();
                     for grant in grants {
-                        if let Some(waiter) = contents.waiters.pop_front() {
+                        if let Some(waiter) = contents.fetch.next_waiter() {
                             waiter.answer(grant);
                         }
                     }
@@ -319,7 +417,7 @@ impl CacheSlot {
                         }
                         _ => {}
                     }
-                    let ran_dry = primed && (served > 0 || !contents.waiters.is_empty());
+                    let ran_dry = primed && (served > 0 || !contents.fetch.waiters().is_empty());
                     let done = contents.serve_waiters();
                     if done && ran_dry {
                         contents.blocks_per_fetch =
@@ -331,18 +429,19 @@ impl CacheSlot {
                     // Exactly the calls this round trip carried: those queued while it
                     // was under way get a round trip of their own.
                     for _ in 0..served {
-                        if let Some(waiter) = contents.waiters.pop_front() {
+                        if let Some(waiter) = contents.fetch.next_waiter() {
                             waiter.answer(Err(error.clone()));
                         }
                     }
-                    contents.waiters.is_empty()
+                    contents.fetch.waiters().is_empty()
                 }
             };
             if done {
-                contents.fetching = false;
+                contents.fetch.finish();
                 drop(contents);
                 // The next fetch may already be under way: the release must not touch it.
                 release.disarm();
+                self.fetch_ended.notify_waiters();
                 return;
             }
         }
@@ -353,9 +452,32 @@ impl CacheSlot {
     /// forever, and the next call starts a new fetch.
     fn fail_fetch(&self) {
         let mut contents = self.lock();
-        contents.fetching = false;
-        for waiter in contents.waiters.drain(..) {
+        for waiter in contents.fetch.abandon() {
             waiter.answer(Err(SeqError::internal("cache block fetch")));
+        }
+        drop(contents);
+        self.fetch_ended.notify_waiters();
+    }
+
+    /// Waits until no block fetch of this slot is under way; false when `deadline` came
+    /// first (and at once when it has passed). Woken when the fetch ends, not polled:
+    /// interest is registered before the state is looked at, so an end in between is
+    /// not missed.
+    pub async fn wait_idle_until(&self, deadline: tokio::time::Instant) -> bool {
+        loop {
+            let ended = self.fetch_ended.notified();
+            tokio::pin!(ended);
+            ended.as_mut().enable();
+            if !self.is_fetching() {
+                return true;
+            }
+            if tokio::time::Instant::now() >= deadline {
+                return false;
+            }
+            if tokio::time::timeout_at(deadline, ended).await.is_err() {
+                return false;
+            }
+            // The fetch ended; another may have started since: look again.
         }
     }
 
@@ -380,7 +502,7 @@ impl CacheSlot {
 
     /// Whether a block fetch is under way.
     pub fn is_fetching(&self) -> bool {
-        self.lock().fetching
+        self.lock().fetch.is_fetching()
     }
 
     /// Values reserved and not yet handed out.
@@ -637,8 +759,7 @@ mod tests {
                 IdRange::contiguous(1, SHORT),
                 IdRange::contiguous(SHORT + 1, 3 * SHORT),
             ]),
-            fetching: false,
-            waiters: VecDeque::new(),
+            fetch: FetchState::Idle,
             blocks_per_fetch: 1,
             last_fetch: None,
             token: None,
@@ -1103,5 +1224,112 @@ mod tests {
             values.windows(2).all(|w| w[0] < w[1]),
             "ascending in call order"
         );
+    }
+
+    #[test]
+    fn a_fetch_state_moves_only_through_its_transitions() {
+        let mut state = FetchState::Idle;
+        assert!(!state.is_fetching());
+        assert!(state.waiters().is_empty());
+        assert!(state.next_waiter().is_none());
+        // A prefetch: idle → fetching, once.
+        assert!(state.start(), "the caller that starts it spawns the fetch");
+        assert!(state.is_fetching());
+        assert!(!state.start(), "one fetch at a time");
+        // Calls queue behind the fetch under way, in order.
+        let (first, _first) = Waiter::new(1);
+        let (second, _second) = Waiter::new(2);
+        assert!(!state.queue(first), "queued behind the fetch under way");
+        assert!(!state.queue(second));
+        let counts: Vec<i64> = state.waiters().iter().map(|w| w.count).collect();
+        assert_eq!(counts, vec![1, 2]);
+        assert_eq!(state.next_waiter().map(|w| w.count), Some(1));
+        // Stopped early: idle again, its waiting calls handed over to be failed.
+        let left = state.abandon();
+        assert_eq!(left.iter().map(|w| w.count).collect::<Vec<_>>(), vec![2]);
+        assert!(!state.is_fetching());
+        assert!(state.abandon().is_empty(), "nothing left to fail");
+        // A call that must wait starts the fetch when none is under way.
+        let (third, _third) = Waiter::new(3);
+        assert!(state.queue(third), "the waiting call starts the fetch");
+        assert!(state.is_fetching());
+        assert_eq!(state.next_waiter().map(|w| w.count), Some(3));
+        state.finish();
+        assert!(!state.is_fetching());
+        assert!(state.start(), "the next fetch may start");
+    }
+
+    #[test]
+    fn a_wait_for_the_fetches_is_woken_when_the_fetch_ends_not_at_its_deadline() {
+        use std::time::Duration;
+        let cache = slot(10);
+        let counter = Arc::new(FakeCounter::default());
+        let gate = Gate::default();
+        run(async {
+            // Far beyond the test's own bound: only a wake-up ends the wait in time.
+            let far = tokio::time::Instant::now() + Duration::from_secs(600);
+            let bound = Duration::from_secs(10);
+            let (answer, fetching) = cache.enqueue(1, by_total(gated(&counter, &gate)));
+            tokio::spawn(fetching.expect("the first call fetches"));
+            gate.reached(1).await;
+            let waiting = {
+                let cache = cache.clone();
+                tokio::spawn(async move { cache.wait_idle_until(far).await })
+            };
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            assert!(!waiting.is_finished(), "the fetch is under way");
+            gate.open();
+            let idle = tokio::time::timeout(bound, waiting)
+                .await
+                .expect("woken when the fetch ended")
+                .unwrap();
+            assert!(idle);
+            assert!(!cache.is_fetching());
+            assert_eq!(receive(answer).await.unwrap().first, 1);
+            // A fetch dropped before it ran ends too, and wakes the wait.
+            assert!(cache.discard() > 0);
+            let (answer, fetching) = cache.enqueue(1, by_total(gated(&counter, &gate)));
+            let fetching = fetching.expect("the cache is empty: this call fetches");
+            let waiting = {
+                let cache = cache.clone();
+                tokio::spawn(async move { cache.wait_idle_until(far).await })
+            };
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            assert!(!waiting.is_finished(), "the fetch is under way");
+            drop(fetching);
+            let idle = tokio::time::timeout(bound, waiting)
+                .await
+                .expect("woken when the dropped fetch ended")
+                .unwrap();
+            assert!(idle);
+            assert!(receive(answer).await.is_err(), "its waiting call failed");
+        });
+    }
+
+    #[test]
+    fn a_wait_for_a_fetch_that_never_ends_stops_at_its_deadline() {
+        use std::time::Duration;
+        let cache = slot(10);
+        run(async {
+            let (_answer, fetching) = cache.enqueue(1, |_, _| std::future::pending::<Grants>());
+            let _never_run = fetching.expect("the first call fetches");
+            let started = std::time::Instant::now();
+            let deadline = tokio::time::Instant::now() + Duration::from_millis(50);
+            assert!(
+                !cache.wait_idle_until(deadline).await,
+                "the deadline came first"
+            );
+            assert!(started.elapsed() >= Duration::from_millis(50));
+            assert!(cache.is_fetching());
+            // A deadline already past: no wait at all.
+            let passed = tokio::time::Instant::now();
+            assert!(!cache.wait_idle_until(passed).await);
+        });
+        // An idle slot is idle whatever the deadline.
+        let idle = slot(10);
+        run(async {
+            let passed = tokio::time::Instant::now();
+            assert!(idle.wait_idle_until(passed).await);
+        });
     }
 }

@@ -6,21 +6,32 @@
 //! (napi-rs shuts it down when the last JavaScript thread that loaded the addon ends, and
 //! starts a new one for the next), so each client remembers its runtime: a client of
 //! another runtime is stale, and the registry replaces it.
+//!
+//! # Who touches what
+//!
+//! A handle is shared (`Arc`) by every call and by the registry, on the JavaScript
+//! thread and the runtime's threads; nothing in it needs `&mut`. Its life (open,
+//! retiring, closed) and its count of pending calls are its [`Lifecycle`], changed only
+//! through its transitions: [`ClientHandle::retire`] and [`ClientHandle::mark_closed`]
+//! move it on, [`ClientHandle::within`] counts a call from its submission to its end.
+//! The first call to close it takes its counter states out (`counters`, behind their
+//! own lock) to give their tails back; `last_used` is a relaxed clock for the
+//! registry's sweeps. The rest is set when it opens and never changes.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, LazyLock};
 use std::time::{Duration, Instant};
 
 use mongodb::bson::doc;
 use mongodb::Client;
 use tokio::runtime::{Handle, Id as RuntimeId};
-use tokio::sync::watch;
 
 use crate::engine::alloc::counter_state::{CounterState, CounterStates, GivenBack, Lane, Pending};
 use crate::engine::client::call_bound::CallBound;
 use crate::engine::client::client_certificate::check_client_certificate;
 use crate::engine::client::connection::ConnectionTarget;
 use crate::engine::client::driver_error::from_driver;
+use crate::engine::client::lifecycle::{Lifecycle, Phase};
 use crate::engine::client::writable::WritableServer;
 use crate::engine::error::{ErrorCode, SeqError, SeqResult};
 use crate::engine::store::counter_store::{CounterRef, DocumentKey};
@@ -31,8 +42,6 @@ use crate::engine::text::validate::check_database;
 /// How long closing waits for the driver to shut down before leaving it to finish in the
 /// background (pending calls are rejected at once either way).
 pub const DEFAULT_CLOSE_TIMEOUT: Duration = Duration::from_secs(5);
-/// How often a retiring client looks whether its pending calls have settled.
-const RETIRE_POLL: Duration = Duration::from_millis(5);
 
 /// The runtime whose context the current thread is in, if any.
 pub(super) fn current_runtime() -> Option<RuntimeId> {
@@ -54,11 +63,8 @@ type HeldStates = Vec<((String, DocumentKey), Arc<CounterState>)>;
 pub struct ClientHandle {
     client: Client,
     secrets: Arc<Vec<String>>,
-    pub(super) closed: AtomicBool,
-    /// Takes no more calls, while those pending settle ([`ClientHandle::retire`]).
-    retiring: AtomicBool,
-    /// Becomes `true` when the client closes: pending calls reject at once.
-    closing: watch::Sender<bool>,
+    /// Open, retiring or closed, and the calls submitted and not settled.
+    lifecycle: Lifecycle,
     /// Each noted with the naming that created it.
     counters: CounterStates<(String, DocumentKey), CounterRef>,
     indexes: IndexMemo,
@@ -66,8 +72,6 @@ pub struct ClientHandle {
     pub(super) runtime: Option<RuntimeId>,
     /// Longest wait of a call, from its submission, and the setting that decided it.
     call_bound: CallBound,
-    /// Calls submitted and not settled.
-    busy: AtomicUsize,
     /// When a call last used this client ([`now_millis`]).
     last_used: AtomicU64,
     /// The server this client writes to, for round-trip events.
@@ -111,14 +115,11 @@ impl ClientHandle {
             client,
             writable,
             secrets,
-            closed: AtomicBool::new(false),
-            retiring: AtomicBool::new(false),
-            closing: watch::Sender::new(false),
+            lifecycle: Lifecycle::default(),
             counters: CounterStates::default(),
             indexes: IndexMemo::default(),
             runtime: current_runtime(),
             call_bound,
-            busy: AtomicUsize::new(0),
             last_used: AtomicU64::new(now_millis()),
         })
     }
@@ -196,7 +197,12 @@ impl ClientHandle {
     /// Whether [`ClientHandle::close`] or [`ClientHandle::retire`] was called: it takes
     /// no more calls.
     pub fn is_closed(&self) -> bool {
-        self.closed.load(Ordering::SeqCst) || self.retiring.load(Ordering::SeqCst)
+        self.lifecycle.phase() != Phase::Open
+    }
+
+    /// Where the client is in its life.
+    pub fn phase(&self) -> Phase {
+        self.lifecycle.phase()
     }
 
     /// Whether this client belongs to another runtime than the one the current thread is
@@ -223,9 +229,9 @@ impl ClientHandle {
         self.call_bound.setting
     }
 
-    /// Calls bounded by [`ClientHandle::within`] and not settled yet.
+    /// Calls bounded by [`ClientHandle::within`] and not ended yet.
     pub fn busy(&self) -> usize {
-        self.busy.load(Ordering::SeqCst)
+        self.lifecycle.pending()
     }
 
     pub(super) fn idle_for(&self) -> Duration {
@@ -240,11 +246,9 @@ impl ClientHandle {
     /// down. For the caller that closed it, the counter states it held (to give back
     /// their cached tails before the driver shuts down).
     pub(super) fn mark_closed(&self) -> Option<HeldStates> {
-        self.retiring.store(true, Ordering::SeqCst);
-        if self.closed.swap(true, Ordering::SeqCst) {
+        if !self.lifecycle.close() {
             return None;
         }
-        self.closing.send_replace(true);
         Some(self.counters.drain())
     }
 
@@ -314,15 +318,13 @@ impl ClientHandle {
     /// from now on the client takes no call (holders of its counters prepare them again),
     /// then it gives its cached tails back and shuts down. For a client replaced by
     /// another of the same connection, which must not serve a counter beside it.
+    ///
+    /// It waits until its last pending call ends (woken then, not polling), or it is
+    /// closed meanwhile, or the call timeout has passed.
     pub async fn retire(&self) {
-        self.retiring.store(true, Ordering::SeqCst);
+        self.lifecycle.retire();
         let deadline = tokio::time::Instant::now() + self.call_bound.timeout;
-        while self.busy() > 0
-            && !self.closed.load(Ordering::SeqCst)
-            && tokio::time::Instant::now() < deadline
-        {
-            tokio::time::sleep(RETIRE_POLL).await;
-        }
+        self.lifecycle.until_idle_or_closed(deadline).await;
         self.close().await;
     }
 
@@ -398,8 +400,7 @@ impl ClientHandle {
     {
         let CallBound { timeout, setting } = self.call_bound;
         let deadline = tokio::time::Instant::now() + timeout;
-        let mut closing = self.closing.subscribe();
-        self.busy.fetch_add(1, Ordering::SeqCst);
+        self.lifecycle.call_started();
         let busy = Busy(self.clone());
         let handle = self.clone();
         async move {
@@ -407,7 +408,7 @@ impl ClientHandle {
             tokio::select! {
                 biased;
                 outcome = work => outcome,
-                _ = closing.wait_for(|closed| *closed) => Err(SeqError::new(
+                () = handle.lifecycle.closed() => Err(SeqError::new(
                     ErrorCode::ClientClosed,
                     "the client was closed while this call was waiting; its values, if \
                      reserved, are left unused",
@@ -455,7 +456,7 @@ struct Busy(Arc<ClientHandle>);
 
 impl Drop for Busy {
     fn drop(&mut self) {
-        self.0.busy.fetch_sub(1, Ordering::SeqCst);
+        self.0.lifecycle.call_ended();
         self.0.touch();
     }
 }

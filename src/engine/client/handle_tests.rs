@@ -1,5 +1,6 @@
 use super::*;
 use crate::engine::client::connection::ConnectionTarget;
+use crate::engine::client::lifecycle::Phase;
 use crate::engine::counter::counter_name::CounterName;
 use crate::engine::test_support::run;
 
@@ -148,5 +149,85 @@ fn a_client_certificate_rotated_to_version_1_is_refused_when_the_client_opens() 
         assert_eq!(e.code, ErrorCode::UnsupportedClient);
         assert!(e.message.contains("X.509 version 1"), "{}", e.message);
         std::fs::remove_dir_all(&dir).unwrap();
+    });
+}
+
+/// A client of this call timeout, which no test waits for.
+async fn never_timing_out() -> Arc<ClientHandle> {
+    let target =
+        ConnectionTarget::from_uri("mongodb://127.0.0.1:1/?serverSelectionTimeoutMS=600000")
+            .unwrap();
+    Arc::new(ClientHandle::open(&target).await.unwrap())
+}
+
+#[test]
+fn a_retiring_client_closes_when_its_last_pending_call_ends_not_at_its_timeout() {
+    use crate::engine::counter::id_range::IdRange;
+    run(async {
+        let handle = never_timing_out().await;
+        let (finish, finished) = tokio::sync::oneshot::channel();
+        let pending =
+            tokio::spawn(handle.bounded(Box::pin(async move { finished.await.unwrap() })));
+        let retiring = handle.retire();
+        tokio::pin!(retiring);
+        assert!(
+            futures_util::poll!(&mut retiring).is_pending(),
+            "a call is pending"
+        );
+        assert_eq!(handle.phase(), Phase::Retiring);
+        assert!(handle.is_closed(), "it takes no more calls");
+        assert_eq!(handle.busy(), 1);
+        finish.send(Ok(IdRange::contiguous(7, 7))).unwrap();
+        let outcome = pending.await.unwrap().unwrap();
+        assert_eq!((outcome.first, outcome.last), (7, 7), "not rejected");
+        tokio::time::timeout(Duration::from_secs(20), retiring)
+            .await
+            .expect("woken when its last call ended, long before its call timeout");
+        assert_eq!(handle.phase(), Phase::Closed);
+    });
+}
+
+#[test]
+fn a_retiring_client_whose_call_never_ends_closes_at_its_call_timeout() {
+    run(async {
+        let target =
+            ConnectionTarget::from_uri("mongodb://127.0.0.1:1/?serverSelectionTimeoutMS=300")
+                .unwrap();
+        let handle = Arc::new(ClientHandle::open(&target).await.unwrap());
+        // Counted as pending from now on; not polled, so its own bound never fires.
+        let pending = handle.bounded(Box::pin(std::future::pending()));
+        let started = Instant::now();
+        tokio::time::timeout(Duration::from_secs(20), handle.retire())
+            .await
+            .expect("retired at its deadline");
+        assert!(
+            started.elapsed() >= Duration::from_millis(300),
+            "{:?}",
+            started.elapsed()
+        );
+        assert_eq!(handle.phase(), Phase::Closed);
+        // The close rejects the call still pending.
+        let e = pending.await.unwrap_err();
+        assert_eq!(e.code, ErrorCode::ClientClosed);
+        assert_eq!(handle.busy(), 0);
+    });
+}
+
+#[test]
+fn a_client_closed_while_it_retires_stops_waiting_for_its_calls() {
+    run(async {
+        let handle = never_timing_out().await;
+        let pending = handle.bounded(Box::pin(std::future::pending()));
+        let retiring = handle.retire();
+        tokio::pin!(retiring);
+        assert!(
+            futures_util::poll!(&mut retiring).is_pending(),
+            "a call is pending"
+        );
+        handle.close().await;
+        tokio::time::timeout(Duration::from_secs(20), retiring)
+            .await
+            .expect("woken by the close");
+        assert_eq!(pending.await.unwrap_err().code, ErrorCode::ClientClosed);
     });
 }

@@ -7,6 +7,7 @@ pub mod connection;
 pub(crate) mod db_reads;
 pub(crate) mod driver_error;
 pub(crate) mod handle;
+pub(crate) mod lifecycle;
 pub(crate) mod node_options;
 pub(crate) mod registry;
 mod slot;

@@ -33,7 +33,7 @@ use tokio::runtime::Id as RuntimeId;
 
 use crate::engine::client::connection::ConnectionTarget;
 use crate::engine::client::handle::{current_runtime, ClientHandle, DEFAULT_CLOSE_TIMEOUT};
-use crate::engine::client::slot::{Opened, Retiring, Slot, SlotCell};
+use crate::engine::client::slot::{Leaving, Opened, Slot, SlotCell};
 use crate::engine::error::{ErrorCode, SeqError, SeqResult};
 
 /// When shared clients are released for lack of use.
@@ -124,7 +124,7 @@ impl ClientRegistry {
                     if let Some(taken) = slots.remove(target) {
                         taken.rotated.store(true, Ordering::SeqCst);
                     }
-                    let slot = SlotCell::after(Retiring::start(old));
+                    let slot = SlotCell::after(Leaving::retire(old));
                     slots.insert(target.clone(), slot.clone());
                     slot
                 }
@@ -236,14 +236,14 @@ impl ClientRegistry {
     pub async fn close_all(&self, timeout: Duration) -> bool {
         // Each client leaves a slot that a call made meanwhile opens its next client into
         // only once this one has given its cached tails back.
-        let slots: Vec<(Option<Retiring>, Option<Retiring>)> = {
+        let slots: Vec<(Option<Leaving>, Option<Leaving>)> = {
             let mut slots = lock(&self.slots);
             let mut taken = Vec::new();
             for (_, slot) in slots.iter_mut() {
                 let closing = slot
                     .handle()
                     .filter(|handle| !handle.is_stale())
-                    .map(|handle| Retiring::closing(handle.clone(), timeout));
+                    .map(|handle| Leaving::close(handle.clone(), timeout));
                 if let Some(stale) = slot.handle().filter(|handle| handle.is_stale()) {
                     stale.mark_closed();
                 }
@@ -311,7 +311,7 @@ impl ClientRegistry {
             let handle = slots.get(target).and_then(|slot| slot.handle()).cloned();
             match handle {
                 Some(handle) if !handle.is_stale() => {
-                    let closing = Retiring::closing(handle, DEFAULT_CLOSE_TIMEOUT);
+                    let closing = Leaving::close(handle, DEFAULT_CLOSE_TIMEOUT);
                     slots.insert(target.clone(), SlotCell::after(closing.clone()));
                     Some(closing)
                 }
@@ -382,7 +382,7 @@ impl ClientRegistry {
                 handle.mark_closed();
                 slots.remove(&target);
             } else {
-                let closing = Retiring::closing(handle.clone(), DEFAULT_CLOSE_TIMEOUT);
+                let closing = Leaving::close(handle.clone(), DEFAULT_CLOSE_TIMEOUT);
                 slots.insert(target, SlotCell::after(closing));
             }
             taken.push(handle);

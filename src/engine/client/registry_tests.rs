@@ -154,12 +154,12 @@ fn a_call_on_an_open_client_is_not_failed_by_the_release_of_unused_clients() {
 fn a_slot_is_spent_once_its_predecessor_has_left_and_no_call_holds_it() {
     run(async {
         let handle = Arc::new(ClientHandle::open(&target(70)).await.unwrap());
-        let leaving = SlotCell::after(Retiring::leaving(handle.clone(), std::future::pending()));
+        let leaving = SlotCell::after(Leaving::spawn(handle.clone(), std::future::pending()));
         assert!(
             !leaving.is_spent(),
             "the next client waits for one still leaving"
         );
-        let left = SlotCell::after(Retiring::leaving(handle.clone(), async {}));
+        let left = SlotCell::after(Leaving::spawn(handle.clone(), async {}));
         let waited = Instant::now();
         while !left.replaces.as_ref().unwrap().is_finished() {
             assert!(
@@ -189,7 +189,7 @@ fn a_client_whose_runtime_ended_has_left() {
     let ended = runtime();
     let abandoned = ended.block_on(async {
         let handle = Arc::new(ClientHandle::open(&target(71)).await.unwrap());
-        Retiring::leaving(handle, std::future::pending())
+        Leaving::spawn(handle, std::future::pending())
     });
     assert!(
         !abandoned.is_finished(),
@@ -275,7 +275,7 @@ fn a_tls_file_rotated_in_place_replaces_the_client_once_it_has_retired() {
             let second = replacing.await.unwrap().unwrap();
             assert!(!Arc::ptr_eq(&second, &first));
             assert!(
-                first.closed.load(Ordering::SeqCst),
+                first.phase() == crate::engine::client::lifecycle::Phase::Closed,
                 "closed before the new one opened"
             );
             assert_eq!(registry.len(), 1);
@@ -536,7 +536,7 @@ fn closing_all_says_whether_every_leaving_client_left_in_time() {
         // never finishes leaving: the close cannot say it finished.
         let registry = leaked(Limits::default());
         let handle = Arc::new(ClientHandle::open(&target(80)).await.unwrap());
-        let never = SlotCell::after(Retiring::leaving(handle, std::future::pending()));
+        let never = SlotCell::after(Leaving::spawn(handle, std::future::pending()));
         lock(&registry.slots).insert(target(80), never);
         assert!(!registry.close_all(Duration::from_millis(50)).await);
     });

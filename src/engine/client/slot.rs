@@ -1,6 +1,13 @@
 //! A target's client slot: where its shared client opens, once, and the client it
 //! replaces, which must have left first. The registry keeps one slot per target and prunes
 //! the ones that are spent.
+//!
+//! # Who touches what
+//!
+//! A slot is made and replaced only under the registry's lock on its map; calls take a
+//! copy (`Arc`) there and open their client into its `cell` outside the lock (the
+//! `OnceCell` lets one of them open it). `replaces` never changes once the slot is made;
+//! `rotated` is set, under the registry's lock, by the rotation that takes the slot out.
 
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
@@ -23,41 +30,46 @@ pub(super) struct Opened {
 /// clients were closed: it closes, [`ClientHandle::close_within`]). The next client opens
 /// only once it has given its cached tails back, so that a counter never has two states
 /// in one process at a time, not even one that only gives back.
+///
+/// The client's own phase says whether it still takes calls; this says when it has left
+/// (its give-back and shutdown done), which comes later. The task that makes it leave
+/// is its only writer; it says so through `done`, a `watch` every waiter reads.
 #[derive(Clone)]
-pub(super) struct Retiring {
+pub(super) struct Leaving {
     pub(super) handle: Arc<ClientHandle>,
     done: watch::Receiver<bool>,
 }
 
-impl Retiring {
+impl Leaving {
     /// Retires `handle` in the background.
-    pub(super) fn start(handle: Arc<ClientHandle>) -> Retiring {
+    pub(super) fn retire(handle: Arc<ClientHandle>) -> Leaving {
         let retiring = handle.clone();
-        Retiring::leaving(handle, async move { retiring.retire().await })
+        Leaving::spawn(handle, async move { retiring.retire().await })
     }
 
     /// Closes `handle` (pending calls reject at once) in the background, waiting at most
     /// `timeout` for its give-back and shutdown. Its calls are refused from now on.
-    pub(super) fn closing(handle: Arc<ClientHandle>, timeout: Duration) -> Retiring {
+    pub(super) fn close(handle: Arc<ClientHandle>, timeout: Duration) -> Leaving {
         let states = handle.mark_closed();
         let closing = handle.clone();
-        Retiring::leaving(handle, async move {
+        Leaving::spawn(handle, async move {
             if let Some(states) = states {
                 closing.give_back_and_shut_down(states, timeout).await;
             }
         })
     }
 
-    pub(super) fn leaving(
+    /// `handle`, leaving by `leave`, run in the background.
+    pub(super) fn spawn(
         handle: Arc<ClientHandle>,
         leave: impl std::future::Future<Output = ()> + Send + 'static,
-    ) -> Retiring {
+    ) -> Leaving {
         let (finished, done) = watch::channel(false);
         tokio::spawn(async move {
             leave.await;
             finished.send_replace(true);
         });
-        Retiring { handle, done }
+        Leaving { handle, done }
     }
 
     /// Whether the client has closed.
@@ -79,7 +91,7 @@ pub(super) struct SlotCell {
     pub(super) cell: OnceCell<Opened>,
     /// The client this one replaces: this one opens only once that one has closed, so
     /// that a connection never has two clients, two states of one counter, at a time.
-    pub(super) replaces: Option<Retiring>,
+    pub(super) replaces: Option<Leaving>,
     /// Set when a rotation of the TLS files took this slot out: a call that opened a
     /// client into it asks again.
     pub(super) rotated: AtomicBool,
@@ -92,7 +104,7 @@ impl SlotCell {
 
     /// The slot that takes the place of one whose client `leaving` is leaving: the next
     /// client opens into it once that one has closed.
-    pub(super) fn after(leaving: Retiring) -> Slot {
+    pub(super) fn after(leaving: Leaving) -> Slot {
         Arc::new(SlotCell {
             replaces: Some(leaving),
             ..SlotCell::default()
@@ -107,7 +119,7 @@ impl SlotCell {
     pub(super) fn is_spent(self: &Arc<Self>) -> bool {
         Arc::strong_count(self) == 1
             && !self.cell.initialized()
-            && self.replaces.as_ref().is_none_or(Retiring::is_finished)
+            && self.replaces.as_ref().is_none_or(Leaving::is_finished)
     }
 }
 

@@ -1,19 +1,29 @@
 //! Management writes fence what this process holds for a counter: its cached blocks and
-//! hint are forgotten before and after the write, and block fetches in flight settle first.
+//! hint are forgotten before and after the write, and the block fetches in flight are
+//! drained first (waited for, within [`FETCH_DRAIN_LIMIT`]).
+//!
+//! # Who touches what
+//!
+//! A management write (or give-back) holds the state's `management_turn` for its whole
+//! length, so two of them never interleave; calls never take that turn and go on
+//! meanwhile. `generation` is moved on (an atomic, any thread) before the fills are
+//! discarded, so that a fill landing in between is thrown away by its fetch. The drain
+//! looks at each cache slot's fetch state under the slot's lock and waits on the slot's
+//! wake-up for the end of its fetch ([`CacheSlot::wait_idle_until`]), never polling.
 
 use super::*;
 use crate::engine::panic_safety::lock;
 use std::future::Future;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::Instant;
+use tokio::time::Instant;
 
 use crate::engine::alloc::block_cache::CacheSlot;
 use crate::engine::stats::{self};
 
 /// Longest wait of a management write for the block fetches in flight (of all the states
-/// it fences together).
-const SETTLE_LIMIT: std::time::Duration = std::time::Duration::from_secs(5);
+/// it fences together) to drain.
+const FETCH_DRAIN_LIMIT: std::time::Duration = std::time::Duration::from_secs(5);
 
 impl CounterState {
     /// Forgets the cached blocks and the configuration hint: the counter was changed by
@@ -33,7 +43,7 @@ impl CounterState {
     pub async fn managed<T>(&self, op: impl Future<Output = T>) -> T {
         let _turn = self.management_turn.lock().await;
         self.invalidate();
-        self.settle_fetches().await;
+        self.drain_fetches().await;
         let outcome = op.await;
         self.invalidate();
         outcome
@@ -65,11 +75,11 @@ impl CounterState {
         for state in &ordered {
             state.invalidate();
         }
-        // One deadline for all: the write waits at most [`SETTLE_LIMIT`], however many
-        // states it fences.
-        let deadline = Instant::now() + SETTLE_LIMIT;
+        // One deadline for all: the write waits at most [`FETCH_DRAIN_LIMIT`], however
+        // many states it fences.
+        let deadline = Instant::now() + FETCH_DRAIN_LIMIT;
         for state in &ordered {
-            state.settle_fetches_by(deadline).await;
+            state.drain_fetches_by(deadline).await;
         }
         let outcome = op.await;
         for state in ordered.iter().chain(select().iter()) {
@@ -78,23 +88,28 @@ impl CounterState {
         outcome
     }
 
-    /// Waits (up to [`SETTLE_LIMIT`]) until no block fetch of this counter is in flight,
-    /// so that a fill sent before a management write cannot land after it and take the
-    /// first values of the counter's new state only to be thrown away (a gap right
-    /// after `set` or `reset`).
-    pub(super) async fn settle_fetches(&self) {
-        self.settle_fetches_by(Instant::now() + SETTLE_LIMIT).await;
+    /// Waits (up to [`FETCH_DRAIN_LIMIT`]) until no block fetch of this counter is in
+    /// flight, so that a fill sent before a management write cannot land after it and
+    /// take the first values of the counter's new state only to be thrown away (a gap
+    /// right after `set` or `reset`).
+    pub(super) async fn drain_fetches(&self) {
+        self.drain_fetches_by(Instant::now() + FETCH_DRAIN_LIMIT)
+            .await;
     }
 
-    /// [`CounterState::settle_fetches`] until `deadline` at the latest: past it, returns
-    /// at once.
-    pub(super) async fn settle_fetches_by(&self, deadline: Instant) {
+    /// [`CounterState::drain_fetches`] until `deadline` at the latest: past it, returns
+    /// at once. Waits for one fetching slot at a time, woken when its fetch ends, then
+    /// looks at all of them again (a fetch may have started meanwhile, in a slot made
+    /// since too): it returns once one look finds none fetching.
+    pub(super) async fn drain_fetches_by(&self, deadline: Instant) {
         loop {
             let slots: Vec<Arc<CacheSlot>> = lock(&self.caches).values().cloned().collect();
-            if !slots.iter().any(|slot| slot.is_fetching()) || Instant::now() > deadline {
+            let Some(fetching) = slots.into_iter().find(|slot| slot.is_fetching()) else {
+                return;
+            };
+            if !fetching.wait_idle_until(deadline).await {
                 return;
             }
-            tokio::time::sleep(std::time::Duration::from_millis(1)).await;
         }
     }
 }

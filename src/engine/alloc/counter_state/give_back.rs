@@ -45,8 +45,8 @@ impl CounterState {
     /// means the counter moved on (another process, a `set`), was put anywhere since
     /// (a `set` or `reset`, even if numbering brought it back to the same value) or a
     /// value of the tail was given explicitly, and the tail is abandoned (a gap, as
-    /// without a give-back). Waits first (bounded) for block fetches in flight, so that their
-    /// fills are given back too. `store_of` gives the store of a lane's writes; each tail
+    /// without a give-back). Drains the block fetches in flight first (bounded), so that
+    /// their fills are given back too. `store_of` gives the store of a lane's writes; each tail
     /// goes back to the counter as the calls that fetched it named it.
     pub async fn give_back<S, F>(&self, store_of: F) -> GivenBack
     where
@@ -54,7 +54,7 @@ impl CounterState {
         F: Fn(&Lane) -> Arc<S>,
     {
         let _turn = self.management_turn.lock().await;
-        self.settle_fetches().await;
+        self.drain_fetches().await;
         let config = self.hint();
         let mut outcome = GivenBack::default();
         // One slot at a time: a give-back cut short leaves the tails it did not reach

@@ -7,6 +7,19 @@
 //! The state's roles, one file each: serving calls (`submit`), management writes fencing
 //! what the process holds (`fencing`), giving cached values back (`give_back`), and the
 //! states of one client (`states`).
+//!
+//! # Who touches what
+//!
+//! Every field is reached through `&self` from any thread: calls on the JavaScript
+//! thread, round trips and fetches on runtime threads. `hint` and `caches` are behind
+//! plain locks held for a look or an insert only (never across an `await`; `caches`
+//! before a slot's own lock, never after). `generation` is an atomic moved on only by
+//! management writes ([`CounterState::invalidate`]) and read by fetches. The `turn`s
+//! are async locks held across round trips: `turn` by the read-then-write path of a
+//! configured counter, `management_turn` by management writes and give-backs (which
+//! also drain the fetches in flight first), `gapless_turn` by a gapless transaction.
+//! Each cache slot guards its own contents and fetch state ([`CacheSlot`]); the
+//! coalescer its own queues.
 
 mod fencing;
 mod give_back;
@@ -129,7 +142,7 @@ impl CounterState {
     /// Whether no round trip or block fetch of this state is in flight (tests wait for
     /// it between steps).
     #[cfg(test)]
-    pub fn settled(&self) -> bool {
+    pub fn nothing_in_flight(&self) -> bool {
         self.lanes.in_flight() == 0 && !lock(&self.caches).values().any(|s| s.is_fetching())
     }
 

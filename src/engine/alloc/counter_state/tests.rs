@@ -322,7 +322,12 @@ fn processes_racing_a_give_back_never_hand_out_a_value_twice() {
                                 // A number given explicitly by another process (which
                                 // discards none of this one's cache): the counter may be
                                 // past it already, maybe inside a cached tail.
-                                let given = store_value(&store, &c) - rng.below(12) as i64;
+                                // At least 1, a value the counter hands out: a raise of a
+                                // counter not created yet creates it at the number given,
+                                // and one below 0 would put it under the floor of 0 that
+                                // `highest_given` starts from (the counter may then end
+                                // below 0 with no value given twice).
+                                let given = (store_value(&store, &c) - rng.below(12) as i64).max(1);
                                 management::raise_to(&*store, &c, given).await.unwrap();
                                 highest_given.fetch_max(given, Ordering::SeqCst);
                             }
@@ -462,7 +467,7 @@ fn a_give_back_counts_what_it_returns_and_what_it_abandons() {
         let state = Arc::new(CounterState::default());
         assert_eq!(cached(&state).await.unwrap().first, 1);
         assert_eq!(cached(&state).await.unwrap().first, 2);
-        state.settle_fetches().await;
+        state.drain_fetches().await;
         let reserved = store_value(&store, &c);
         let give = store.clone();
         let outcome = state.give_back(|_| give.clone()).await;
@@ -474,7 +479,7 @@ fn a_give_back_counts_what_it_returns_and_what_it_abandons() {
         assert_eq!(store_value(&store, &c), 2);
         let state = Arc::new(CounterState::default());
         assert_eq!(cached(&state).await.unwrap().first, 3);
-        state.settle_fetches().await;
+        state.drain_fetches().await;
         let reserved = store_value(&store, &c);
         // Another process moves the counter on.
         store.put(&c, Some(mongodb::bson::Bson::Int64(reserved + 100)));
@@ -520,7 +525,7 @@ fn a_raise_inside_a_cached_tail_stops_its_give_back() {
             let c = counter(name);
             let state = Arc::new(CounterState::default());
             assert_eq!(cached_call(&state, &store, &c).await.unwrap().first, 1);
-            state.settle_fetches().await;
+            state.drain_fetches().await;
             assert_eq!(store_value(&store, &c), 11, "{name}");
             // Another process: its raise leaves this process's cache alone.
             assert_eq!(management::raise_to(&*store, &c, given).await.unwrap(), 11);
@@ -551,7 +556,7 @@ fn a_raise_inside_a_cached_tail_stops_its_give_back() {
         store.put_configured(&c, 0, config);
         let state = Arc::new(CounterState::default());
         assert_eq!(cached_call(&state, &store, &c).await.unwrap().first, -1);
-        state.settle_fetches().await;
+        state.drain_fetches().await;
         assert_eq!(store_value(&store, &c), -11);
         assert_eq!(management::raise_to(&*store, &c, -4).await.unwrap(), -11);
         let give = store.clone();
@@ -567,7 +572,7 @@ fn a_raise_inside_a_cached_tail_stops_its_give_back() {
         // A raise before the cache fetched leaves the next process's give-back alone.
         let state = Arc::new(CounterState::default());
         assert_eq!(cached_call(&state, &store, &c).await.unwrap().first, -12);
-        state.settle_fetches().await;
+        state.drain_fetches().await;
         let give = store.clone();
         let outcome = state.give_back(|_| give.clone()).await;
         assert_eq!(
@@ -591,7 +596,7 @@ fn a_set_or_reset_clears_the_marks_of_numbers_given_before_it() {
         let c = counter("reset-after-raise");
         let first = Arc::new(CounterState::default());
         assert_eq!(cached_call(&first, &store, &c).await.unwrap().first, 1);
-        first.settle_fetches().await;
+        first.drain_fetches().await;
         assert_eq!(management::raise_to(&*store, &c, 1000).await.unwrap(), 1000);
         drop(first);
         for put_back in ["reset", "set"] {
@@ -601,7 +606,7 @@ fn a_set_or_reset_clears_the_marks_of_numbers_given_before_it() {
             }
             let fresh = Arc::new(CounterState::default());
             assert_eq!(cached_call(&fresh, &store, &c).await.unwrap().first, 1);
-            fresh.settle_fetches().await;
+            fresh.drain_fetches().await;
             let give = store.clone();
             let outcome = fresh.give_back(|_| give.clone()).await;
             assert_eq!(
@@ -635,7 +640,7 @@ fn a_give_back_held_past_a_reset_and_uncached_numbering_to_its_value_returns_not
     run(async {
         let a = Arc::new(CounterState::default());
         assert_eq!(cached_call(&a, &store, &c).await.unwrap().first, 1);
-        a.settle_fetches().await;
+        a.drain_fetches().await;
         assert_eq!(store_value(&store, &c), 11);
         let give = store.clone();
         let held = a.give_back_later(move |_| give.clone());
@@ -675,7 +680,7 @@ fn a_give_back_held_past_a_reset_and_the_processs_own_refetch_returns_nothing() 
     run(async {
         let a = Arc::new(CounterState::default());
         assert_eq!(cached_call(&a, &store, &c).await.unwrap().first, 1);
-        a.settle_fetches().await;
+        a.drain_fetches().await;
         let give = store.clone();
         let held = a.give_back_later(move |_| give.clone());
         let operator = Arc::new(CounterState::default());
@@ -684,7 +689,7 @@ fn a_give_back_held_past_a_reset_and_the_processs_own_refetch_returns_nothing() 
             .await
             .unwrap();
         let mut handed = vec![cached_call(&a, &store, &c).await.unwrap().first];
-        a.settle_fetches().await;
+        a.drain_fetches().await;
         assert_eq!(
             store_value(&store, &c),
             11,
@@ -695,7 +700,7 @@ fn a_give_back_held_past_a_reset_and_the_processs_own_refetch_returns_nothing() 
         for _ in 0..3 {
             handed.push(cached_call(&a, &store, &c).await.unwrap().first);
         }
-        a.settle_fetches().await;
+        a.drain_fetches().await;
         let give = store.clone();
         let own = a.give_back(move |_| give.clone()).await;
         assert!(own.returned > 0, "{own:?}");
@@ -719,7 +724,7 @@ fn a_set_or_reset_removes_the_cache_flag() {
         let state = Arc::new(CounterState::default());
         for write in ["set", "reset"] {
             cached_call(&state, &store, &c).await.unwrap();
-            state.settle_fetches().await;
+            state.drain_fetches().await;
             assert!(store.is_flagged(&c), "{write}: flagged by the fetch");
             match write {
                 "set" => state
@@ -737,7 +742,7 @@ fn a_set_or_reset_removes_the_cache_flag() {
         }
         // A raise and a fetch without a cache leave the flag as it is.
         cached_call(&state, &store, &c).await.unwrap();
-        state.settle_fetches().await;
+        state.drain_fetches().await;
         uncached_call(&state, &store, &c).await;
         management::raise_to(&*store, &c, 100).await.unwrap();
         assert!(store.is_flagged(&c));
@@ -785,7 +790,7 @@ fn a_give_back_cut_short_counts_its_tail_as_abandoned_never_as_returned() {
         let state = Arc::new(CounterState::default());
         assert_eq!(cached(&state).await.unwrap().first, 1);
         assert_eq!(cached(&state).await.unwrap().first, 2);
-        state.settle_fetches().await;
+        state.drain_fetches().await;
         let reserved = store_value(&store, &c);
         assert!(reserved > 2);
         // The server stops answering: the update never returns, and a close's time
@@ -818,7 +823,7 @@ fn abandoning_the_cache_counts_every_value_and_serves_none_of_them() {
     run(async {
         let state = Arc::new(CounterState::default());
         assert_eq!(cached(&state).await.unwrap().first, 1);
-        state.settle_fetches().await;
+        state.drain_fetches().await;
         let reserved = store_value(&store, &c);
         let before = stats::PROCESS.snapshot();
         assert_eq!(state.abandon_cached(), reserved - 1);
@@ -837,7 +842,7 @@ fn abandoning_the_cache_counts_older_blocks_besides_the_tail() {
     run(async {
         let state = Arc::new(CounterState::default());
         assert_eq!(cached(&state).await.unwrap().first, 1);
-        state.settle_fetches().await;
+        state.drain_fetches().await;
         // Another process moves the counter on: the next fill does not adjoin.
         let moved = store_value(&store, &c) + 100;
         store.put(&c, Some(mongodb::bson::Bson::Int64(moved)));
@@ -846,7 +851,7 @@ fn abandoning_the_cache_counts_older_blocks_besides_the_tail() {
         // moment after it finished, which looks the same.
         while store_value(&store, &c) <= moved {
             cached(&state).await.unwrap();
-            state.settle_fetches().await;
+            state.drain_fetches().await;
         }
         let held: i64 = lock(&state.caches).values().map(|s| s.available()).sum();
         assert!(
@@ -869,21 +874,68 @@ fn stuck_fetching(name: &str) -> (Arc<CounterState>, impl Future<Output = ()>) {
 }
 
 #[test]
-fn past_the_shared_deadline_a_settle_does_not_wait_for_fetches_under_way() {
+fn past_the_shared_deadline_a_drain_does_not_wait_for_fetches_under_way() {
     use futures_util::FutureExt;
-    use std::time::{Duration, Instant};
+    use std::time::Duration;
+    use tokio::time::Instant;
     run(async {
-        let (first, _first_fetch) = stuck_fetching("settle-first");
-        let (second, _second_fetch) = stuck_fetching("settle-second");
+        let (first, _first_fetch) = stuck_fetching("drain-first");
+        let (second, _second_fetch) = stuck_fetching("drain-second");
         // Before the deadline, a fetch under way is waited for.
         let ahead = Instant::now() + Duration::from_secs(60);
-        assert!(first.settle_fetches_by(ahead).now_or_never().is_none());
+        assert!(first.drain_fetches_by(ahead).now_or_never().is_none());
         // A management write fencing several states computes one deadline: once it has
         // passed (the first state took it all), the next state is not waited for at
         // all, with no bound of its own.
         let passed = Instant::now() - Duration::from_millis(1);
-        assert!(first.settle_fetches_by(passed).now_or_never().is_some());
-        assert!(second.settle_fetches_by(passed).now_or_never().is_some());
+        assert!(first.drain_fetches_by(passed).now_or_never().is_some());
+        assert!(second.drain_fetches_by(passed).now_or_never().is_some());
+    });
+}
+
+/// A drain waits for every fetch of the state, one slot after another, and is woken
+/// when the last one ends: not polled, and not at its deadline.
+#[test]
+fn a_drain_is_woken_when_the_last_fetch_ends() {
+    use crate::engine::alloc::coalesce::Grants;
+    use std::time::Duration;
+    run(async {
+        let state = Arc::new(CounterState::default());
+        let mut releases = Vec::new();
+        for name in ["drain-a", "drain-b"] {
+            let slot = Arc::new(CacheSlot::new(10, Default::default()));
+            lock(&state.caches).insert((lane(), counter(name), 10), slot.clone());
+            let (release, released) = tokio::sync::oneshot::channel::<()>();
+            let released = Arc::new(std::sync::Mutex::new(Some(released)));
+            let (_answer, fetch) = slot.enqueue(1, move |_, _| {
+                let released = released.lock().unwrap().take();
+                async move {
+                    if let Some(released) = released {
+                        let _ = released.await;
+                    }
+                    let failed: Grants = Err(crate::engine::error::SeqError::internal("released"));
+                    failed
+                }
+            });
+            tokio::spawn(fetch.expect("the first call fetches"));
+            releases.push(release);
+        }
+        // Far beyond the test's own bound: only a wake-up ends the drain in time.
+        let far = tokio::time::Instant::now() + Duration::from_secs(600);
+        let draining = {
+            let state = state.clone();
+            tokio::spawn(async move { state.drain_fetches_by(far).await })
+        };
+        let second = releases.pop().unwrap();
+        releases.pop().unwrap().send(()).unwrap();
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        assert!(!draining.is_finished(), "one fetch is still in flight");
+        second.send(()).unwrap();
+        tokio::time::timeout(Duration::from_secs(10), draining)
+            .await
+            .expect("woken when the last fetch ended")
+            .unwrap();
+        assert!(state.nothing_in_flight());
     });
 }
 

@@ -1,0 +1,276 @@
+//! A client's life, which only moves forward: open (it takes calls), retiring (it takes
+//! none; those pending go on), closed (those pending reject) — and its pending calls.
+//!
+//! # Who touches what
+//!
+//! The phase is one atomic: it is read on every call, from the JavaScript thread and
+//! the runtime's threads, so a lock there would make every call take it. Only the
+//! transitions below write it, each a compare-and-swap or a swap that never moves back,
+//! so two of them racing (a retirement and a close) end in the later phase. `pending`
+//! is counted up by [`Lifecycle::call_started`] when a call is submitted and down by
+//! [`Lifecycle::call_ended`] when it ends, on any thread.
+//!
+//! Waits are woken, never polled: `closed` is notified by the move to `Closed` (a pending
+//! call rejects at once), `idle` when the last pending call ends (a retiring client
+//! closes once its calls are done). Each wait asks for its wake-up before it looks at the
+//! state, so a change in between is not missed.
+
+use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
+
+use tokio::sync::Notify;
+
+/// Where a client is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    /// It takes calls.
+    Open,
+    /// It takes no more calls; those pending go on ([`super::handle::ClientHandle::retire`]).
+    Retiring,
+    /// Calls still pending reject with `CLIENT_CLOSED`; its cached tails are given back and
+    /// its driver shut down.
+    Closed,
+}
+
+impl Phase {
+    fn of(raw: u8) -> Phase {
+        match raw {
+            0 => Phase::Open,
+            1 => Phase::Retiring,
+            _ => Phase::Closed,
+        }
+    }
+}
+
+/// A client's phase and pending calls, with the wake-ups of those who wait on them.
+pub struct Lifecycle {
+    phase: AtomicU8,
+    pending: AtomicUsize,
+    /// Notified by the move to [`Phase::Closed`].
+    closed: Notify,
+    /// Notified when the last pending call ends.
+    idle: Notify,
+}
+
+impl Default for Lifecycle {
+    fn default() -> Self {
+        Lifecycle {
+            phase: AtomicU8::new(Phase::Open as u8),
+            pending: AtomicUsize::new(0),
+            closed: Notify::new(),
+            idle: Notify::new(),
+        }
+    }
+}
+
+impl Lifecycle {
+    /// The phase now.
+    pub fn phase(&self) -> Phase {
+        Phase::of(self.phase.load(Ordering::SeqCst))
+    }
+
+    /// `Open` → `Retiring`. False when it was not open (retiring or closed already).
+    pub fn retire(&self) -> bool {
+        let (open, retiring) = (Phase::Open as u8, Phase::Retiring as u8);
+        self.phase
+            .compare_exchange(open, retiring, Ordering::SeqCst, Ordering::SeqCst)
+            .is_ok()
+    }
+
+    /// `Open` or `Retiring` → `Closed`, waking the calls waiting for it. True for the one
+    /// call that made the move (it gives back and shuts down); false when it was closed
+    /// already.
+    pub fn close(&self) -> bool {
+        let before = self.phase.swap(Phase::Closed as u8, Ordering::SeqCst);
+        if Phase::of(before) == Phase::Closed {
+            return false;
+        }
+        self.closed.notify_waiters();
+        true
+    }
+
+    /// Calls started and not ended.
+    pub fn pending(&self) -> usize {
+        self.pending.load(Ordering::SeqCst)
+    }
+
+    /// A call was submitted: it counts as pending until [`Lifecycle::call_ended`].
+    pub fn call_started(&self) {
+        self.pending.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// A call started by [`Lifecycle::call_started`] ended; the last one wakes
+    /// [`Lifecycle::until_idle_or_closed`].
+    pub fn call_ended(&self) {
+        if self.pending.fetch_sub(1, Ordering::SeqCst) == 1 {
+            self.idle.notify_waiters();
+        }
+    }
+
+    /// Waits until the client is closed.
+    pub async fn closed(&self) {
+        let closed = self.closed.notified();
+        tokio::pin!(closed);
+        closed.as_mut().enable();
+        if self.phase() == Phase::Closed {
+            return;
+        }
+        // Only the move to `Closed` notifies, and it never moves back.
+        closed.await;
+    }
+
+    /// Waits until no call is pending, or the client is closed, or `deadline` (what a
+    /// retiring client waits for before it closes).
+    pub async fn until_idle_or_closed(&self, deadline: tokio::time::Instant) {
+        loop {
+            let idle = self.idle.notified();
+            tokio::pin!(idle);
+            idle.as_mut().enable();
+            if self.pending() == 0 || self.phase() == Phase::Closed {
+                return;
+            }
+            tokio::select! {
+                // A call started since may be pending again: look again.
+                () = &mut idle => {}
+                () = self.closed() => return,
+                () = tokio::time::sleep_until(deadline) => return,
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use super::*;
+    use crate::engine::test_support::run;
+
+    /// Far beyond the tests' own bounds: only a wake-up ends such a wait in time.
+    const FAR: Duration = Duration::from_secs(600);
+    /// How long a test waits for a wake-up before it fails.
+    const BOUND: Duration = Duration::from_secs(10);
+
+    #[test]
+    fn the_phase_only_moves_forward_through_its_transitions() {
+        let life = Lifecycle::default();
+        assert_eq!(life.phase(), Phase::Open);
+        assert!(life.retire(), "open → retiring");
+        assert_eq!(life.phase(), Phase::Retiring);
+        assert!(!life.retire(), "once");
+        assert!(life.close(), "retiring → closed, by this call");
+        assert_eq!(life.phase(), Phase::Closed);
+        assert!(!life.close(), "closed already: not this call's to finish");
+        assert!(!life.retire(), "never back");
+        assert_eq!(life.phase(), Phase::Closed);
+        // Closed straight from open.
+        let life = Lifecycle::default();
+        assert!(life.close());
+        assert!(!life.retire());
+        assert_eq!(life.phase(), Phase::Closed);
+    }
+
+    #[test]
+    fn pending_calls_are_counted_until_they_end() {
+        let life = Lifecycle::default();
+        life.call_started();
+        life.call_started();
+        assert_eq!(life.pending(), 2);
+        life.call_ended();
+        life.call_ended();
+        assert_eq!(life.pending(), 0);
+    }
+
+    #[test]
+    fn a_wait_for_the_close_is_woken_by_it() {
+        run(async {
+            let life = Arc::new(Lifecycle::default());
+            let waiting = {
+                let life = life.clone();
+                tokio::spawn(async move { life.closed().await })
+            };
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            assert!(!waiting.is_finished(), "still open");
+            assert!(life.retire());
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            assert!(!waiting.is_finished(), "retiring is not closed");
+            life.close();
+            tokio::time::timeout(BOUND, waiting)
+                .await
+                .expect("woken by the close")
+                .unwrap();
+            // Closed already: no wait.
+            tokio::time::timeout(BOUND, life.closed())
+                .await
+                .expect("closed");
+        });
+    }
+
+    #[test]
+    fn a_retiring_wait_is_woken_when_the_last_pending_call_ends() {
+        run(async {
+            let life = Arc::new(Lifecycle::default());
+            life.call_started();
+            life.call_started();
+            assert!(life.retire());
+            let far = tokio::time::Instant::now() + FAR;
+            let waiting = {
+                let life = life.clone();
+                tokio::spawn(async move { life.until_idle_or_closed(far).await })
+            };
+            life.call_ended();
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            assert!(!waiting.is_finished(), "one call is still pending");
+            life.call_ended();
+            tokio::time::timeout(BOUND, waiting)
+                .await
+                .expect("woken when the last call ended")
+                .unwrap();
+            assert_eq!(life.phase(), Phase::Retiring, "the wait changes nothing");
+        });
+    }
+
+    #[test]
+    fn a_retiring_wait_is_woken_by_a_close() {
+        run(async {
+            let life = Arc::new(Lifecycle::default());
+            life.call_started();
+            let far = tokio::time::Instant::now() + FAR;
+            let waiting = {
+                let life = life.clone();
+                tokio::spawn(async move { life.until_idle_or_closed(far).await })
+            };
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            assert!(!waiting.is_finished(), "a call is pending");
+            life.close();
+            tokio::time::timeout(BOUND, waiting)
+                .await
+                .expect("woken by the close")
+                .unwrap();
+            assert_eq!(life.pending(), 1, "the call is still pending");
+        });
+    }
+
+    #[test]
+    fn a_retiring_wait_for_a_call_that_never_ends_stops_at_its_deadline() {
+        run(async {
+            let life = Lifecycle::default();
+            life.call_started();
+            let started = std::time::Instant::now();
+            let deadline = tokio::time::Instant::now() + Duration::from_millis(50);
+            tokio::time::timeout(BOUND, life.until_idle_or_closed(deadline))
+                .await
+                .expect("ended at its deadline");
+            assert!(started.elapsed() >= Duration::from_millis(50));
+            assert_eq!(life.pending(), 1);
+            // No call pending: no wait, whatever the deadline.
+            life.call_ended();
+            tokio::time::timeout(
+                BOUND,
+                life.until_idle_or_closed(tokio::time::Instant::now() + FAR),
+            )
+            .await
+            .expect("idle");
+        });
+    }
+}
