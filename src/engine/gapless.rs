@@ -16,7 +16,7 @@ use crate::engine::client::handle::ClientHandle;
 use crate::engine::counter::counter_value::compact_integer;
 use crate::engine::error::{ErrorCode, SeqError, SeqResult};
 use crate::engine::store::counter_store::{CounterRef, CounterStore, NewCounter};
-use crate::engine::store::driver_counters::DriverCounters;
+use crate::engine::store::driver_store::DriverStore;
 use crate::engine::store::mongo_driver::{latest, on_primary, SessionDriver};
 use crate::engine::text::format::{now_millis, Pattern};
 
@@ -106,7 +106,7 @@ pub async fn insert_gapless(
         let start_before = policy.start.checked_sub(counter.step).ok_or_else(|| {
             SeqError::overflow("cannot start one step before the 64-bit range".to_string())
         })?;
-        DriverCounters(driver.clone())
+        DriverStore(driver.clone())
             .create(counter, NewCounter::plain(start_before))
             .await?;
     }
@@ -143,7 +143,7 @@ pub async fn insert_gapless(
             .map_err(|e| unsupported(from_driver(&e, secrets)))?;
         let outcome = async {
             let range = {
-                let in_session = DriverCounters(SessionDriver::new(&driver, &mut session));
+                let in_session = DriverStore(SessionDriver::new(&driver, &mut session));
                 let no_create = CreatePolicy {
                     upsert: false,
                     ..policy

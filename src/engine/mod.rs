@@ -22,7 +22,7 @@
 //!   ([`counter::id_range`]).
 //! - **call options**: what one call runs with ([`call_options::CallOptions`]).
 //! - **prepared counter**: a counter ready for calls: its client, state and route (store,
-//!   lane, mode, cache slot, statistics); every call that takes values and every
+//!   lane, mode, block cache, statistics); every call that takes values and every
 //!   management write of one counter goes through it
 //!   ([`alloc::prepared_counter::PreparedCounter`]).
 //! - **counter state**: everything this process knows about one counter of one client:
@@ -33,17 +33,19 @@
 //! - **store**: the storage operations a sequence needs
 //!   ([`store::counter_store::CounterStore`]); a **driver** gives the primitive writes on
 //!   MongoDB ([`store::mongo_driver::MongoDriver`]), and
-//!   [`store::driver_counters::DriverCounters`] makes a store of a driver.
+//!   [`store::driver_store::DriverStore`] makes a store of a driver.
 //! - **client**: one driver client ([`client::handle`]); a **shared client** is the one
 //!   client per connection target that calls share ([`client::registry`]), opened into the
 //!   target's **client slot** ([`client::slot`]). A client's **phase** is open, retiring
 //!   (no new calls; those pending go on) or closed (those pending reject), and only moves
 //!   forward ([`client::lifecycle`]); a client replaced or released is **leaving** until
 //!   its give-back and shutdown are done.
-//! - **lane**: the calls of one counter state that may share round trips and blocks: same
-//!   creation policy, write concern and naming of the counter
-//!   ([`alloc::counter_state::Lane`]); a **cache slot** holds one lane's blocks of one size
-//!   ([`alloc::block_cache::CacheSlot`]).
+//! - **lane**: what calls of one counter state must agree on to share round trips and
+//!   blocks: the creation policy and the write concern ([`alloc::counter_state::Lane`]).
+//!   Calls share a coalescing queue when they agree on the lane and on the counter
+//!   reference (the naming: collection, field, locator); a **block cache** holds the blocks
+//!   of one lane, counter reference and block size ([`alloc::block_cache::BlockCache`]).
+//!   "Slot" is used for one thing only: a target's client slot.
 //! - **guarded write**: a write whose filter also holds a condition on what was read (the
 //!   value, the configuration), so that it lands only if nobody changed the counter
 //!   meanwhile ([`store::counter_store::FieldGuard`]); a **guard** in the engine is that
@@ -53,10 +55,10 @@
 //!   ([`client::handle::ClientHandle::bounded`]).
 //! - **settled**: a call is settled once its outcome (values or an error) is known.
 //!   Options are not settled but have their rules **applied** ([`option_rules`]).
-//! - **fetch state**: whether a cache slot's block fetch is under way (`Idle` or
+//! - **fetch state**: whether a block cache's block fetch is under way (`Idle` or
 //!   `Fetching`, with the calls waiting for it), changed only by its named transitions
 //!   ([`alloc::block_cache`]). To **drain** the fetches of a counter is to wait, within a
-//!   deadline, until none of its cache slots is fetching, woken when a fetch ends.
+//!   deadline, until none of its block caches is fetching, woken when a fetch ends.
 //! - **early stop**: a task dropped before its end (a panic, a runtime shutting down)
 //!   runs its clean-up ([`panic_safety::OnEarlyStop`]): its waiting calls fail with
 //!   `INTERNAL`.
@@ -65,7 +67,10 @@
 //!   transactions.
 //! - **fencing**: a management write forgets what this process holds for the counter
 //!   (blocks, configuration hint) before and after it, after **draining** its block
-//!   fetches in flight ([`alloc::counter_state`]).
+//!   fetches in flight ([`alloc::counter_state::CounterState::fenced`]). Forgetting is
+//!   **invalidating** ([`alloc::counter_state::CounterState::invalidate`]); the values of
+//!   forgotten blocks are counted as **discarded** ([`stats`]). One mechanism, these
+//!   three words for its parts, and no other.
 //! - **management**: operations that read or move a counter other than by taking values
 //!   (current, set, reset, init, drop, raise, sync) ([`management`]).
 //! - **give-back**: at close (or a handle's `release()`), the unused tail of a cache's

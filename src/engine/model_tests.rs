@@ -607,7 +607,7 @@ fn check_racy_history(
         let c = &engine.counter;
         let created = engine
             .state
-            .managed(management::init(
+            .fenced(management::init(
                 &*engine.store,
                 c,
                 None,
@@ -700,7 +700,7 @@ fn check_racy_history(
                 Op::Set(v) => {
                     let got = engine
                         .state
-                        .managed(management::set(&*engine.store, c, *v, policy.upsert))
+                        .fenced(management::set(&*engine.store, c, *v, policy.upsert))
                         .await
                         .map_err(|e| e.code);
                     assert_eq!(got, model.set(*v, policy.upsert), "set {v}");
@@ -710,7 +710,7 @@ fn check_racy_history(
                 Op::Reset => {
                     let got = engine
                         .state
-                        .managed(management::reset(&*engine.store, c, policy.start))
+                        .fenced(management::reset(&*engine.store, c, policy.start))
                         .await
                         .map_err(|e| e.code);
                     assert_eq!(got, model.reset(policy.start, step), "reset");
@@ -720,7 +720,7 @@ fn check_racy_history(
                 Op::Init(config, start) => {
                     let got = engine
                         .state
-                        .managed(management::init(
+                        .fenced(management::init(
                             &*engine.store,
                             c,
                             *start,
@@ -735,7 +735,7 @@ fn check_racy_history(
                 Op::Drop => {
                     let got = engine
                         .state
-                        .managed(management::drop_counter(&*engine.store, c))
+                        .fenced(management::drop_counter(&*engine.store, c))
                         .await
                         .map_err(|e| e.code);
                     assert_eq!(got, Ok(model.exists), "drop");
@@ -746,7 +746,7 @@ fn check_racy_history(
                 Op::RaiseTo(v) => {
                     let got = engine
                         .state
-                        .managed(management::raise_to(&*engine.store, c, *v))
+                        .fenced(management::raise_to(&*engine.store, c, *v))
                         .await
                         .map_err(|e| e.code);
                     assert_eq!(got, model.raise(*v, step), "raiseTo {v}");
@@ -843,7 +843,7 @@ fn check_racy_history(
                     let source = Source(docs.iter().map(SourceDoc::document).collect());
                     let got = engine
                         .state
-                        .managed(management::sync_to_source(&*engine.store, c, &source))
+                        .fenced(management::sync_to_source(&*engine.store, c, &source))
                         .await
                         .map_err(|e| e.code);
                     assert_eq!(got, model.sync(docs, step), "syncToMax {docs:?}");

@@ -246,7 +246,7 @@ impl Recorder {
     /// that could not open, values it could not receive).
     pub fn failed(&self, code: ErrorCode) {
         self.call();
-        self.settled(Err(code));
+        self.ended(Err(code));
     }
 
     /// A call was served from the cache at once with `values` values.
@@ -257,8 +257,8 @@ impl Recorder {
         });
     }
 
-    /// A call settled later: with `values` values, or failed with `code`.
-    pub fn settled(&self, outcome: Result<i64, ErrorCode>) {
+    /// A call ended later: with `values` values, or failed with `code`.
+    pub fn ended(&self, outcome: Result<i64, ErrorCode>) {
         self.each(|s| match outcome {
             Ok(values) => {
                 s.values.fetch_add(values as u64, Relaxed);
@@ -707,9 +707,9 @@ mod tests {
         let recorder = Recorder::new(Some(stats.clone()));
         recorder.cache_hit(1);
         recorder.call();
-        recorder.settled(Ok(5));
+        recorder.ended(Ok(5));
         recorder.call();
-        recorder.settled(Err(ErrorCode::Contention));
+        recorder.ended(Err(ErrorCode::Contention));
         recorder.failed(ErrorCode::SequenceOverflow);
         let s = stats.snapshot();
         assert_eq!((s.calls, s.values, s.cache_hits), (4, 6, 1));

@@ -22,14 +22,14 @@ pub fn run<F: std::future::Future>(f: F) -> F::Output {
 }
 
 /// The route of calls to `counter` over `store` in `lane`, served as `mode` says, as a
-/// prepared counter makes it (no cache slot kept, no handle's statistics).
+/// prepared counter makes it (no block cache kept, no handle's statistics).
 pub fn route<S>(store: &Arc<S>, counter: &CounterRef, lane: &Lane, mode: Mode) -> Route<S> {
     Route {
         store: store.clone(),
         counter: counter.clone(),
         lane: lane.clone(),
         mode,
-        slot: None,
+        cache: None,
         recorder: Recorder::default(),
     }
 }

@@ -13,7 +13,7 @@ use crate::binding::read::name::read_counter_name;
 use crate::binding::read::named_counter::NamedCounter;
 use crate::binding::read::option_reader::read_used_options;
 use crate::binding::read::options::{ListTable, SyncTable};
-use crate::binding::reserve::prepare::{open, prepare, PreparedSlot};
+use crate::binding::reserve::prepare::{open, prepare, KeptCounter};
 use crate::binding::spawn::promise;
 use crate::engine::alloc::prepared_counter::PreparedCounter;
 use crate::engine::client::handle::Late;
@@ -22,21 +22,21 @@ use crate::engine::text::validate::{check_collection, check_field, check_field_n
 
 /// Runs the management call `op` (a read, or a write, which the prepared counter's
 /// methods fence: `PreparedCounter::set` and siblings) on the prepared counter of
-/// `named`, kept in `slot` when given.
+/// `named`, kept in `keep` when given.
 pub fn counter_promise<'env, F, Fut>(
     env: &'env Env,
     named: SeqResult<NamedCounter>,
-    slot: Option<&PreparedSlot>,
+    keep: Option<&KeptCounter>,
     op: F,
 ) -> napi::Result<PromiseRaw<'env, Output>>
 where
     F: FnOnce(PreparedCounter, NamedCounter) -> Fut + Send + 'static,
     Fut: Future<Output = SeqResult<Output>> + Send + 'static,
 {
-    let slot = slot.cloned();
+    let keep = keep.cloned();
     promise(env, async move {
         let named = named?;
-        let prepared = prepare(named.clone(), slot).await?;
+        let prepared = prepare(named.clone(), keep).await?;
         op(prepared, named).await
     })
 }

@@ -14,7 +14,7 @@ use crate::binding::output::{Output, Value};
 use crate::binding::read::kinds::read_integer;
 use crate::binding::read::named_counter::NamedCounter;
 use crate::binding::read::option_reader::read_init;
-use crate::binding::reserve::prepare::PreparedSlot;
+use crate::binding::reserve::prepare::KeptCounter;
 use crate::binding::reserve::values::{read_count, reserve_promise, Shape};
 use crate::binding::spawn::promise;
 use crate::engine::alloc::prepared_counter::PreparedCounter;
@@ -28,7 +28,7 @@ use crate::engine::text::validate::{MAX_BATCH_COUNT, MAX_RANGE_COUNT};
 #[napi]
 pub struct Sequence {
     counter: NamedCounter,
-    slot: PreparedSlot,
+    keep: KeptCounter,
 }
 
 impl Sequence {
@@ -37,7 +37,7 @@ impl Sequence {
         counter.stats = Some(Arc::default());
         Sequence {
             counter,
-            slot: Arc::new(Mutex::new(None)),
+            keep: Arc::new(Mutex::new(None)),
         }
     }
 
@@ -62,7 +62,7 @@ impl Sequence {
                 .as_ref()
                 .map(|_| self.counter.clone())
                 .map_err(Clone::clone);
-            counter_promise(env, named, Some(&self.slot), move |r, named| async move {
+            counter_promise(env, named, Some(&self.keep), move |r, named| async move {
                 let label = named.label.clone();
                 let bigint = named.options.bigint;
                 match op(r, named, arg?).await? {
@@ -79,7 +79,7 @@ impl Sequence {
         count: crate::engine::error::SeqResult<i64>,
         shape: Shape,
     ) -> napi::Result<PromiseRaw<'env, Output>> {
-        reserve_promise(env, &self.counter, count, shape, Some(&self.slot))
+        reserve_promise(env, &self.counter, count, shape, Some(&self.keep))
     }
 }
 
@@ -114,7 +114,7 @@ impl Sequence {
     #[napi(ts_return_type = "Promise<{ returned: number; abandoned: number }>")]
     pub fn release<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, Released>> {
         promise_call(env, "Sequence.release", || {
-            let kept = lock(&self.slot).take();
+            let kept = lock(&self.keep).take();
             promise(env, async move {
                 let outcome = match kept.filter(|r| !r.is_closed()) {
                     Some(prepared) => prepared.give_back().await?,
@@ -179,7 +179,7 @@ impl Sequence {
             counter_promise(
                 env,
                 Ok(self.counter.clone()),
-                Some(&self.slot),
+                Some(&self.keep),
                 |r, named| async move {
                     let value = r.current().await?;
                     Ok(Output::Single(Value::checked(
@@ -215,7 +215,7 @@ impl Sequence {
                 .as_ref()
                 .map(|_| self.counter.clone())
                 .map_err(Clone::clone);
-            counter_promise(env, named, Some(&self.slot), move |r, _| async move {
+            counter_promise(env, named, Some(&self.keep), move |r, _| async move {
                 let spec = spec?;
                 let created = r.init(spec.start, spec.config).await?;
                 Ok(Output::Flag(created))
@@ -299,7 +299,7 @@ impl Sequence {
             counter_promise(
                 env,
                 Ok(self.counter.clone()),
-                Some(&self.slot),
+                Some(&self.keep),
                 |r, named| async move {
                     let start = r.reset(named.options.start).await?;
                     Ok(Output::Single(Value::checked(
@@ -319,7 +319,7 @@ impl Sequence {
             counter_promise(
                 env,
                 Ok(self.counter.clone()),
-                Some(&self.slot),
+                Some(&self.keep),
                 |r, _| async move {
                     let existed = r.drop_counter().await?;
                     Ok(Output::Flag(existed))

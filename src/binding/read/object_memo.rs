@@ -76,9 +76,9 @@ impl<T> ObjectMemo<T> {
             self.entries.push(entry);
             return;
         }
-        let slot = self.next % self.capacity;
+        let at = self.next % self.capacity;
         self.next = self.next.wrapping_add(1);
-        let old = std::mem::replace(&mut self.entries[slot], entry);
+        let old = std::mem::replace(&mut self.entries[at], entry);
         if old.env == env.raw() {
             // SAFETY: the reference belongs to this env, which is alive (we are in a call).
             unsafe { sys::napi_delete_reference(env.raw(), old.object) };

@@ -1,5 +1,5 @@
 //! Resolving a counter read from a call's arguments: its client opened (a shared client
-//! on first use) or found open, and the counter prepared, or the one kept in a slot by
+//! on first use) or found open, and the counter prepared, or the one a handle keeps (a [`KeptCounter`]) by
 //! an earlier call.
 
 use std::sync::{Arc, Mutex};
@@ -13,12 +13,12 @@ use crate::engine::error::SeqResult;
 use crate::engine::panic_safety::lock;
 
 /// A counter prepared by an earlier call, kept to skip the preparation next time.
-pub type PreparedSlot = Arc<Mutex<Option<PreparedCounter>>>;
+pub type KeptCounter = Arc<Mutex<Option<PreparedCounter>>>;
 
-/// `use_it` applied to the prepared counter kept in `slot`, when it holds one for an open
+/// `use_it` applied to the prepared counter kept in `keep`, when it holds one for an open
 /// client.
-pub fn kept<T>(slot: &PreparedSlot, use_it: impl FnOnce(&PreparedCounter) -> T) -> Option<T> {
-    let kept = lock(slot);
+pub fn kept<T>(keep: &KeptCounter, use_it: impl FnOnce(&PreparedCounter) -> T) -> Option<T> {
+    let kept = lock(keep);
     kept.as_ref().filter(|r| !r.is_closed()).map(use_it)
 }
 
@@ -41,13 +41,13 @@ pub async fn open(target: DbTarget) -> SeqResult<(Arc<ClientHandle>, String)> {
     }
 }
 
-/// `named` prepared in `handle`'s `database` (a client at hand), and kept in `slot` when
+/// `named` prepared in `handle`'s `database` (a client at hand), and kept in `keep` when
 /// given.
 pub fn prepare_in(
     named: &NamedCounter,
     handle: &Arc<ClientHandle>,
     database: &str,
-    slot: Option<&PreparedSlot>,
+    keep: Option<&KeptCounter>,
 ) -> SeqResult<PreparedCounter> {
     let options = named.effective_options();
     let prepared = PreparedCounter::new(
@@ -57,21 +57,18 @@ pub fn prepare_in(
         &options,
         named.stats.clone(),
     )?;
-    if let Some(slot) = slot {
-        *lock(slot) = Some(prepared.clone());
+    if let Some(keep) = keep {
+        *lock(keep) = Some(prepared.clone());
     }
     Ok(prepared)
 }
 
-/// The prepared counter of `named`: the one kept in `slot` when it holds one, otherwise
-/// one prepared now, its client opened first if need be (and kept in `slot`, when given).
-pub async fn prepare(
-    named: NamedCounter,
-    slot: Option<PreparedSlot>,
-) -> SeqResult<PreparedCounter> {
-    if let Some(prepared) = slot.as_ref().and_then(|s| kept(s, Clone::clone)) {
+/// The prepared counter of `named`: the one kept in `keep` when it holds one, otherwise
+/// one prepared now, its client opened first if need be (and kept in `keep`, when given).
+pub async fn prepare(named: NamedCounter, keep: Option<KeptCounter>) -> SeqResult<PreparedCounter> {
+    if let Some(prepared) = keep.as_ref().and_then(|s| kept(s, Clone::clone)) {
         return Ok(prepared);
     }
     let (handle, database) = open(named.target.clone()).await?;
-    prepare_in(&named, &handle, &database, slot.as_ref())
+    prepare_in(&named, &handle, &database, keep.as_ref())
 }

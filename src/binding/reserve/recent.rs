@@ -14,7 +14,7 @@ use crate::binding::read::db::read_unremembered_db;
 use crate::binding::read::db_memo;
 use crate::binding::read::db_target::DbTarget;
 use crate::binding::read::named_counter::NamedCounter;
-use crate::binding::reserve::prepare::PreparedSlot;
+use crate::binding::reserve::prepare::KeptCounter;
 use crate::engine::call_options::CallOptions;
 use crate::engine::counter::counter_name::CounterName;
 use crate::engine::error::SeqResult;
@@ -23,7 +23,7 @@ use crate::engine::error::SeqResult;
 const CAPACITY: usize = 32;
 
 /// A counter prepared for the function form.
-pub type Prepared = Rc<(NamedCounter, PreparedSlot)>;
+pub type Prepared = Rc<(NamedCounter, KeptCounter)>;
 
 thread_local! {
     static RECENT: RefCell<(Vec<Prepared>, usize)> = const { RefCell::new((Vec::new(), 0)) };

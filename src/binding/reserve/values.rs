@@ -12,7 +12,7 @@ use crate::binding::read::named_counter::NamedCounter;
 use crate::binding::read::option_reader::read_options;
 use crate::binding::ready::resolved_now;
 use crate::binding::reserve::order::{nobody_waiting, Ticket};
-use crate::binding::reserve::prepare::{kept, open_now, prepare, prepare_in, PreparedSlot};
+use crate::binding::reserve::prepare::{kept, open_now, prepare, prepare_in, KeptCounter};
 use crate::binding::reserve::recent;
 use crate::binding::spawn::promise;
 use crate::engine::alloc::allocate::IdRange;
@@ -42,8 +42,8 @@ pub fn function_promise<'env>(
     });
     match counter {
         Ok(counter) => {
-            let (named, slot) = &*counter;
-            reserve_promise(env, named, count(named), shape, Some(slot))
+            let (named, keep) = &*counter;
+            reserve_promise(env, named, count(named), shape, Some(keep))
         }
         Err(error) => refused_promise(env, None, error),
     }
@@ -76,7 +76,7 @@ pub fn reserve_promise<'env>(
     named: &NamedCounter,
     count: SeqResult<i64>,
     shape: Shape,
-    slot: Option<&PreparedSlot>,
+    keep: Option<&KeptCounter>,
 ) -> napi::Result<PromiseRaw<'env, Output>> {
     let count = match count {
         Ok(count) => count,
@@ -88,7 +88,7 @@ pub fn reserve_promise<'env>(
     if named.options.cache.is_none() {
         crate::binding::diagnostics::before_call(env);
     }
-    match reserve(named, count, slot) {
+    match reserve(named, count, keep) {
         Err(error) => resolved_now(env, Err(error)),
         Ok(Outcome::Now(range)) => {
             crate::binding::diagnostics::after_quick_settle(env);
@@ -102,29 +102,25 @@ pub fn reserve_promise<'env>(
 }
 
 /// Submits a call for `count` values of `named`: at once, on the JavaScript thread, when
-/// its counter is prepared (kept in `slot`, or for a client already open) and no earlier
+/// its counter is prepared (kept in `keep`, or for a client already open) and no earlier
 /// call of its client waits in line, so that calls keep the order in which JavaScript
 /// made them; otherwise it takes a ticket now and submits in ticket order once its client
 /// is open. A later outcome must be awaited on the runtime. A call refused before it
 /// reaches its prepared counter (a client that could not open, a counter that could not
 /// be prepared) is counted here; the engine counts the others.
-pub fn reserve(
-    named: &NamedCounter,
-    count: i64,
-    slot: Option<&PreparedSlot>,
-) -> SeqResult<Outcome> {
+pub fn reserve(named: &NamedCounter, count: i64, keep: Option<&KeptCounter>) -> SeqResult<Outcome> {
     if nobody_waiting(|| named.target.line()) {
         // In the runtime's context, so that a client of an ended runtime is recognised
         // and the work the call starts is spawned on the runtime.
-        if let Some(submitted) = within_runtime_if_available(|| submit_now(named, count, slot)) {
+        if let Some(submitted) = within_runtime_if_available(|| submit_now(named, count, keep)) {
             return submitted;
         }
     }
     let ticket = Ticket::take(named.target.line());
-    let (named, slot) = (named.clone(), slot.cloned());
+    let (named, keep) = (named.clone(), keep.cloned());
     Ok(Outcome::Later(Box::pin(async move {
         let stats = named.stats.clone();
-        let prepared = prepare(named, slot).await;
+        let prepared = prepare(named, keep).await;
         ticket.front_of_line().await;
         let submitted = prepared
             .map_err(|e| refused(stats.as_ref(), e))
@@ -139,13 +135,13 @@ pub fn reserve(
 fn submit_now(
     named: &NamedCounter,
     count: i64,
-    slot: Option<&PreparedSlot>,
+    keep: Option<&KeptCounter>,
 ) -> Option<SeqResult<Outcome>> {
-    if let Some(submitted) = slot.and_then(|s| kept(s, |prepared| prepared.submit(count))) {
+    if let Some(submitted) = keep.and_then(|s| kept(s, |prepared| prepared.submit(count))) {
         return Some(submitted);
     }
     let (handle, database) = open_now(&named.target)?;
-    Some(match prepare_in(named, &handle, database, slot) {
+    Some(match prepare_in(named, &handle, database, keep) {
         Ok(prepared) => prepared.submit(count),
         Err(error) => Err(refused(named.stats.as_ref(), error)),
     })

@@ -14,25 +14,25 @@
 //! # Who touches what
 //!
 //! `size` and `generation` never change here (the counter state moves `generation` on at
-//! each management write). Everything else of a slot is in [`SlotContents`], behind the
-//! slot's one lock, which no one holds across an `await`: calls take and queue on the
-//! JavaScript thread ([`CacheSlot::try_take`], [`CacheSlot::enqueue`]), the slot's fetch
+//! each management write). Everything else of a cache is in [`CacheContents`], behind the
+//! cache's one lock, which no one holds across an `await`: calls take and queue on the
+//! JavaScript thread ([`BlockCache::try_take`], [`BlockCache::enqueue`]), the cache's fetch
 //! task fills it on a runtime thread, management writes and give-backs empty it on a
-//! runtime thread ([`CacheSlot::discard`], [`CacheSlot::take_tail`]). The lock is taken
-//! after the counter state's map of slots, never before.
+//! runtime thread ([`BlockCache::discard`], [`BlockCache::take_tail`]). The lock is taken
+//! after the counter state's map of caches, never before.
 //!
 //! Whether a fetch is under way is one [`FetchState`], which holds the calls waiting for
 //! it; its transitions are the only way to change it:
 //!
 //! - `Idle` → `Fetching`: by a call, through [`FetchState::start`] (a prefetch) or
 //!   [`FetchState::queue`] (a call that must wait). The call that made the transition
-//!   spawns the fetch, so there is at most one fetch per slot.
+//!   spawns the fetch, so there is at most one fetch per cache.
 //! - `Fetching` → `Idle`: only by that fetch, through [`FetchState::finish`] once every
 //!   waiting call is served or failed, or by its early-stop guard through
 //!   [`FetchState::abandon`] (a panic, a dropped task), which fails the waiting calls.
 //!
-//! After either move to `Idle` the slot's `fetch_ended` is notified, waking whoever waits
-//! for the fetches to drain ([`CacheSlot::wait_idle_until`]) without polling.
+//! After either move to `Idle` the cache's `fetch_ended` is notified, waking whoever waits
+//! for the fetches to drain ([`BlockCache::wait_idle_until`]) without polling.
 
 use std::collections::VecDeque;
 use std::future::Future;
@@ -58,7 +58,7 @@ pub const MAX_BLOCKS_PER_FETCH: i64 = 64;
 /// A fetch not needed for this long halves the blocks per fetch.
 const SLOW_DEMAND: Duration = Duration::from_secs(1);
 
-/// Whether a block fetch of a slot is under way, with the calls waiting for it (see the
+/// Whether a block fetch of a cache is under way, with the calls waiting for it (see the
 /// transitions at the top of this module).
 enum FetchState {
     /// No fetch under way, and so no call waiting: a call the blocks cannot serve starts
@@ -71,7 +71,7 @@ enum FetchState {
     },
 }
 
-/// The waiters of a slot with no fetch under way.
+/// The waiters of a cache with no fetch under way.
 const NO_WAITERS: &VecDeque<Waiter> = &VecDeque::new();
 
 impl FetchState {
@@ -140,8 +140,8 @@ impl FetchState {
     }
 }
 
-/// What a [`CacheSlot`] holds, behind its lock.
-struct SlotContents {
+/// What a [`BlockCache`] holds, behind its lock.
+struct CacheContents {
     /// Reserved values not handed out yet, oldest block first.
     blocks: VecDeque<IdRange>,
     /// Whether a block fetch is under way, and the calls waiting for it.
@@ -156,7 +156,7 @@ struct SlotContents {
     token: Option<FetchToken>,
 }
 
-impl SlotContents {
+impl CacheContents {
     fn available(&self) -> i64 {
         self.blocks.iter().map(IdRange::count).sum()
     }
@@ -210,35 +210,35 @@ impl SlotContents {
 pub struct Taken {
     /// The values served.
     pub range: IdRange,
-    /// Whether the caller should start a prefetch ([`CacheSlot::start_fetching`]).
+    /// Whether the caller should start a prefetch ([`BlockCache::start_fetching`]).
     pub prefetch: bool,
 }
 
 /// The cached blocks of one counter, with block size `size`.
-pub struct CacheSlot {
+pub struct BlockCache {
     size: i64,
     /// The counter's generation, moved on by every management write of this process:
     /// a fill fetched in an older generation is thrown away.
     generation: Arc<AtomicU64>,
-    contents: Mutex<SlotContents>,
+    contents: Mutex<CacheContents>,
     /// Notified after each fetch ends (`Fetching` → `Idle`).
     fetch_ended: Notify,
     _live: LiveToken,
 }
 
-impl CacheSlot {
-    /// An empty slot of blocks of `size`, following the counter's `generation`.
+impl BlockCache {
+    /// An empty cache of blocks of `size`, following the counter's `generation`.
     pub fn new(size: i64, generation: Arc<AtomicU64>) -> Self {
-        CacheSlot::tracked(size, generation, LiveToken::default())
+        BlockCache::tracked(size, generation, LiveToken::default())
     }
 
-    /// [`CacheSlot::new`], counted by `live` while it exists.
+    /// [`BlockCache::new`], counted by `live` while it exists.
     pub fn tracked(size: i64, generation: Arc<AtomicU64>, live: LiveToken) -> Self {
-        CacheSlot {
+        BlockCache {
             _live: live,
             size,
             generation,
-            contents: Mutex::new(SlotContents {
+            contents: Mutex::new(CacheContents {
                 blocks: VecDeque::new(),
                 fetch: FetchState::Idle,
                 blocks_per_fetch: 1,
@@ -249,7 +249,7 @@ impl CacheSlot {
         }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, SlotContents> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, CacheContents> {
         lock(&self.contents)
     }
 
@@ -280,8 +280,8 @@ impl CacheSlot {
     }
 
     /// After a take: whether less than half of a fetch is left and no fetch is under way,
-    /// in which case the caller must start one (the slot is `Fetching` for it).
-    fn prefetch_due(&self, contents: &mut SlotContents) -> bool {
+    /// in which case the caller must start one (the cache is `Fetching` for it).
+    fn prefetch_due(&self, contents: &mut CacheContents) -> bool {
         let low = contents.available() * 2 < self.size * contents.blocks_per_fetch;
         low && contents.fetch.start()
     }
@@ -299,7 +299,7 @@ impl CacheSlot {
     /// after the one that landed and hands this call a value beyond the cached ones,
     /// which later calls then get: values out of order.
     ///
-    /// [`try_take`]: CacheSlot::try_take
+    /// [`try_take`]: BlockCache::try_take
     pub fn enqueue<F, Fut>(
         self: &Arc<Self>,
         count: i64,
@@ -336,8 +336,8 @@ impl CacheSlot {
     /// The fetch to spawn: it fetches until the waiters are served; each round trip serves the waiting calls
     /// (each as its own demand, so a bounded counter treats them as it would alone) and
     /// fills the cache with what is left before the counter's limit, at most one fetch's
-    /// worth. The caller made the slot `Fetching` (through [`CacheSlot::try_take`] or
-    /// [`CacheSlot::enqueue`]); the fetch alone makes it `Idle` again. Each round trip gets a fresh [`FetchToken`], which its
+    /// worth. The caller made the cache `Fetching` (through [`BlockCache::try_take`] or
+    /// [`BlockCache::enqueue`]); the fetch alone makes it `Idle` again. Each round trip gets a fresh [`FetchToken`], which its
     /// writes leave in the counter.
     pub fn start_fetching<F, Fut>(
         self: Arc<Self>,
@@ -348,8 +348,8 @@ impl CacheSlot {
         Fut: Future<Output = Grants> + Send + 'static,
     {
         // Armed before the fetch is first polled: a fetch dropped unstarted still ends.
-        let slot = self.clone();
-        let release = OnEarlyStop::new(move || slot.fail_fetch());
+        let cache = self.clone();
+        let release = OnEarlyStop::new(move || cache.fail_fetch());
         self.fetch_until_served(fetch, release)
     }
 
@@ -459,7 +459,7 @@ impl CacheSlot {
         self.fetch_ended.notify_waiters();
     }
 
-    /// Waits until no block fetch of this slot is under way; false when `deadline` came
+    /// Waits until no block fetch of this cache is under way; false when `deadline` came
     /// first (and at once when it has passed). Woken when the fetch ends, not polled:
     /// interest is registered before the state is looked at, so an end in between is
     /// not missed.
@@ -481,7 +481,7 @@ impl CacheSlot {
         }
     }
 
-    /// Takes every cached value out of the slot (none is handed out from them any more)
+    /// Takes every cached value out of the cache (none is handed out from them any more)
     /// and returns its tail: the run of values at the end that continues, value after
     /// value, up to the last value fetched (the one the fetch left in the counter), with
     /// the token of that fetch. Older blocks not adjoining it are dropped (a gap).
@@ -516,8 +516,8 @@ impl CacheSlot {
     }
 }
 
-impl Drop for CacheSlot {
-    /// Values still cached when the slot goes (its counter state was pruned, or its
+impl Drop for BlockCache {
+    /// Values still cached when the cache goes (its counter state was pruned, or its
     /// client ended without a close) are counted as dropped.
     fn drop(&mut self) {
         let left = self.lock().available();
@@ -527,7 +527,7 @@ impl Drop for CacheSlot {
     }
 }
 
-/// The unused tail of a slot's blocks ([`CacheSlot::take_tail`]).
+/// The unused tail of a cache's blocks ([`BlockCache::take_tail`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Tail {
     /// The run of values that ends at the last value fetched.
@@ -562,7 +562,7 @@ mod tests {
     use crate::engine::alloc::waiter::receive;
     use crate::engine::test_support::{gated, run, values_of, FakeCounter, Gate, Rng};
 
-    /// [`crate::engine::test_support::by_total`] for a slot, whose fetches also take a
+    /// [`crate::engine::test_support::by_total`] for a cache, whose fetches also take a
     /// token (left unused: these tests count values).
     fn by_total<F, Fut>(
         fetch: F,
@@ -578,11 +578,11 @@ mod tests {
         move |demands, _token| by_total(demands)
     }
 
-    fn slot(size: i64) -> Arc<CacheSlot> {
-        Arc::new(CacheSlot::new(size, Default::default()))
+    fn new_cache(size: i64) -> Arc<BlockCache> {
+        Arc::new(BlockCache::new(size, Default::default()))
     }
 
-    impl CacheSlot {
+    impl BlockCache {
         /// Takes or waits, spawning what must run, as the engine does; fetches by totals.
         async fn reserve<F, Fut>(self: Arc<Self>, count: i64, fetch: F) -> SeqResult<IdRange>
         where
@@ -592,7 +592,7 @@ mod tests {
             self.reserve_with(count, by_total(fetch)).await
         }
 
-        /// [`CacheSlot::reserve`] with a fetch as the engine makes it.
+        /// [`BlockCache::reserve`] with a fetch as the engine makes it.
         async fn reserve_with<F, Fut>(self: Arc<Self>, count: i64, fetch: F) -> SeqResult<IdRange>
         where
             F: Fn(Vec<Demand>, FetchToken) -> Fut + Send + Sync + 'static,
@@ -619,7 +619,7 @@ mod tests {
     /// prefetch and hands it a value beyond the cached ones.
     #[test]
     fn a_call_queued_just_after_a_prefetch_landed_is_served_from_it_in_order() {
-        let cache = slot(10);
+        let cache = new_cache(10);
         let counter = Arc::new(FakeCounter::default());
         let fetch = {
             let counter = counter.clone();
@@ -662,7 +662,7 @@ mod tests {
     /// after the cache was discarded.
     #[test]
     fn a_tail_carries_the_token_of_the_last_fetch_that_took_values() {
-        let cache = slot(10);
+        let cache = new_cache(10);
         let counter = Arc::new(FakeCounter::default());
         let seen = Arc::new(Mutex::new(Vec::<FetchToken>::new()));
         let fetch = || {
@@ -717,7 +717,7 @@ mod tests {
                 }
             }
         };
-        let cache = slot(10);
+        let cache = new_cache(10);
         run(async {
             let (answer, fetching) = cache.enqueue(1, by_total(fetch.clone()));
             fetching.expect("the first call fetches").await;
@@ -754,7 +754,7 @@ mod tests {
     fn a_block_too_short_for_a_batch_is_skipped_and_counted_as_short() {
         // Large: no other test's values can make up for a missed count.
         const SHORT: i64 = 876_543_211;
-        let mut contents = SlotContents {
+        let mut contents = CacheContents {
             blocks: VecDeque::from([
                 IdRange::contiguous(1, SHORT),
                 IdRange::contiguous(SHORT + 1, 3 * SHORT),
@@ -776,8 +776,8 @@ mod tests {
     }
 
     #[test]
-    fn a_slot_dropped_with_values_counts_them_as_dropped() {
-        let cache = slot(10);
+    fn a_cache_dropped_with_values_counts_them_as_dropped() {
+        let cache = new_cache(10);
         let counter = Arc::new(FakeCounter::default());
         run(async {
             let c = counter.clone();
@@ -793,17 +793,17 @@ mod tests {
         drop(cache);
         let after = crate::engine::stats::PROCESS.snapshot().discarded_dropped;
         assert!(after >= before + held as u64, "{before} + {held} > {after}");
-        let empty = slot(10);
+        let empty = new_cache(10);
         let before = crate::engine::stats::PROCESS.snapshot().discarded_dropped;
         assert_eq!(empty.discard(), 0);
         drop(empty);
-        // Other tests may drop slots meanwhile: only a lower bound holds across threads.
+        // Other tests may drop caches meanwhile: only a lower bound holds across threads.
         assert!(crate::engine::stats::PROCESS.snapshot().discarded_dropped >= before);
     }
 
     #[test]
     fn a_panicking_fetch_fails_its_waiters_and_the_next_call_fetches_again() {
-        let cache = slot(10);
+        let cache = new_cache(10);
         let counter = Arc::new(FakeCounter::default());
         counter.panic_on.store(1, Ordering::SeqCst);
         let (first, second) = run(async {
@@ -829,7 +829,7 @@ mod tests {
     #[test]
     fn serves_from_blocks_with_few_round_trips_and_no_duplicate() {
         for seed in 1..=6u64 {
-            let cache = slot(100);
+            let cache = new_cache(100);
             let counter = Arc::new(FakeCounter::default());
             let results = run(async {
                 let mut rng = Rng::new(seed);
@@ -873,7 +873,7 @@ mod tests {
 
     #[test]
     fn sequential_calls_ascend_and_prefetch_keeps_a_block_ready() {
-        let cache = slot(100);
+        let cache = new_cache(100);
         let counter = Arc::new(FakeCounter::default());
         let values = run(async {
             let mut out = Vec::new();
@@ -896,7 +896,7 @@ mod tests {
 
     #[test]
     fn try_take_is_empty_until_a_block_arrives_and_asks_for_prefetch() {
-        let cache = slot(10);
+        let cache = new_cache(10);
         assert!(cache.try_take(1).is_none());
         let counter = Arc::new(FakeCounter::default());
         run(async {
@@ -924,7 +924,7 @@ mod tests {
 
     #[test]
     fn a_failed_fetch_fails_the_waiters_and_the_next_call_retries() {
-        let cache = slot(10);
+        let cache = new_cache(10);
         let counter = Arc::new(FakeCounter::default());
         counter.fail_every.store(1, Ordering::SeqCst);
         run(async {
@@ -946,7 +946,7 @@ mod tests {
 
     #[test]
     fn a_failed_fetch_fails_exactly_the_calls_it_carried() {
-        let cache = slot(10);
+        let cache = new_cache(10);
         let counter = Arc::new(FakeCounter::default());
         let trips = Arc::new(std::sync::atomic::AtomicUsize::new(0));
         let gate = Gate::default();
@@ -1006,9 +1006,9 @@ mod tests {
     }
 
     /// After a fetch that never completed: its waiter `answer` failed with `INTERNAL`, the
-    /// slot is free, and the next call starts at 1 (nothing was consumed).
+    /// cache is free, and the next call starts at 1 (nothing was consumed).
     async fn failed_internal_then_fetch_ended(
-        cache: &Arc<CacheSlot>,
+        cache: &Arc<BlockCache>,
         counter: &Arc<FakeCounter>,
         answer: tokio::sync::oneshot::Receiver<SeqResult<IdRange>>,
     ) {
@@ -1028,7 +1028,7 @@ mod tests {
 
     #[test]
     fn a_fetch_dropped_midway_fails_its_waiters_and_the_next_call_fetches_again() {
-        let cache = slot(10);
+        let cache = new_cache(10);
         let counter = Arc::new(FakeCounter::default());
         // Never opened: the fetch stays under way until its task is dropped.
         let gate = Gate::default();
@@ -1044,9 +1044,9 @@ mod tests {
 
     #[test]
     fn a_fetch_dropped_before_it_ran_fails_its_waiters_and_ends_the_fetch() {
-        // A runtime shutting down drops spawned tasks without polling them: the slot
+        // A runtime shutting down drops spawned tasks without polling them: the cache
         // must not stay "fetching" for a fetch that never starts.
-        let cache = slot(10);
+        let cache = new_cache(10);
         let counter = Arc::new(FakeCounter::default());
         run(async {
             let c = counter.clone();
@@ -1058,7 +1058,7 @@ mod tests {
 
     #[test]
     fn a_prefetch_dropped_before_it_ran_ends_the_fetch() {
-        let cache = slot(4);
+        let cache = new_cache(4);
         let counter = Arc::new(FakeCounter::default());
         run(async {
             let limit = std::time::Duration::from_secs(5);
@@ -1102,9 +1102,9 @@ mod tests {
 
     #[test]
     fn the_first_fill_of_an_empty_cache_does_not_raise_the_blocks_per_fetch() {
-        let cache = slot(10);
+        let cache = new_cache(10);
         let counter = Arc::new(FakeCounter::default());
-        let take = |cache: &Arc<CacheSlot>| {
+        let take = |cache: &Arc<BlockCache>| {
             let c = counter.clone();
             run(cache.clone().reserve(1, move |t| c.clone().fetch(t, 0))).unwrap()
         };
@@ -1127,7 +1127,7 @@ mod tests {
 
     #[test]
     fn one_call_waiting_on_a_filled_cache_run_dry_raises_the_blocks_per_fetch() {
-        let cache = slot(10);
+        let cache = new_cache(10);
         let counter = Arc::new(FakeCounter::default());
         let c = counter.clone();
         let fetch = move |t| c.clone().fetch(t, 0);
@@ -1160,7 +1160,7 @@ mod tests {
     /// first take (9 left of 10) once a fetch takes two blocks.
     #[test]
     fn a_prefetch_comes_due_below_half_a_fetch_and_not_before() {
-        let cache = slot(10);
+        let cache = new_cache(10);
         let counter = Arc::new(FakeCounter::default());
         let c = counter.clone();
         let fetch = move |t| c.clone().fetch(t, 0);
@@ -1196,7 +1196,7 @@ mod tests {
 
     #[test]
     fn running_dry_fetches_more_blocks_at_once_in_ascending_blocks() {
-        let cache = slot(10);
+        let cache = new_cache(10);
         let counter = Arc::new(FakeCounter::default());
         let values = run(async {
             let mut out = Vec::new();
@@ -1262,7 +1262,7 @@ mod tests {
     #[test]
     fn a_wait_for_the_fetches_is_woken_when_the_fetch_ends_not_at_its_deadline() {
         use std::time::Duration;
-        let cache = slot(10);
+        let cache = new_cache(10);
         let counter = Arc::new(FakeCounter::default());
         let gate = Gate::default();
         run(async {
@@ -1309,7 +1309,7 @@ mod tests {
     #[test]
     fn a_wait_for_a_fetch_that_never_ends_stops_at_its_deadline() {
         use std::time::Duration;
-        let cache = slot(10);
+        let cache = new_cache(10);
         run(async {
             let (_answer, fetching) = cache.enqueue(1, |_, _| std::future::pending::<Grants>());
             let _never_run = fetching.expect("the first call fetches");
@@ -1325,8 +1325,8 @@ mod tests {
             let passed = tokio::time::Instant::now();
             assert!(!cache.wait_idle_until(passed).await);
         });
-        // An idle slot is idle whatever the deadline.
-        let idle = slot(10);
+        // An idle cache is idle whatever the deadline.
+        let idle = new_cache(10);
         run(async {
             let passed = tokio::time::Instant::now();
             assert!(idle.wait_idle_until(passed).await);

@@ -20,16 +20,16 @@ use crate::engine::error::{SeqError, SeqResult};
 use crate::engine::management;
 use crate::engine::stats::{Recorder, Stats};
 use crate::engine::store::counter_store::CounterRef;
-use crate::engine::store::driver_counters::DriverCounters;
+use crate::engine::store::driver_store::DriverStore;
 use crate::engine::store::mongo_driver::MongoDriver;
 
 /// A counter ready to take calls: its client, state and route (store, lane, mode, cache
-/// slot, statistics). Reusable for many calls.
+/// cache, statistics). Reusable for many calls.
 #[derive(Clone)]
 pub struct PreparedCounter {
     handle: Arc<ClientHandle>,
     state: Arc<CounterState>,
-    route: Arc<Route<DriverCounters<MongoDriver>>>,
+    route: Arc<Route<DriverStore<MongoDriver>>>,
     /// The counter's name as shown in messages, when its calls return JavaScript
     /// numbers (no `bigint`, no `format`): values past 2^53 - 1 then fail the call.
     numbers_for: Option<Arc<str>>,
@@ -68,9 +68,9 @@ impl PreparedCounter {
             (None, true) => Mode::Coalesce,
             (None, false) => Mode::Direct,
         };
-        let slot = options
+        let cache = options
             .cache
-            .map(|size| state.cache_slot(&lane, counter, size));
+            .map(|size| state.block_cache(&lane, counter, size));
         let numbers_for = options
             .returns_numbers()
             .then(|| Arc::from(counter.label.as_str()));
@@ -78,11 +78,11 @@ impl PreparedCounter {
             handle: handle.clone(),
             state,
             route: Arc::new(Route {
-                store: Arc::new(DriverCounters(driver)),
+                store: Arc::new(DriverStore(driver)),
                 counter: counter.clone(),
                 lane,
                 mode,
-                slot,
+                cache,
                 recorder: Recorder::new(stats),
             }),
             numbers_for,
@@ -97,8 +97,8 @@ impl PreparedCounter {
     /// The store of this counter's management calls, which publishes each command it
     /// sends as a round-trip event. Not the store of its fetches: a fetch publishes one
     /// event of its own however many commands it took, and must not publish them twice.
-    fn managing(&self) -> DriverCounters<MongoDriver> {
-        DriverCounters(self.driver().clone().publishing_commands())
+    fn managing(&self) -> DriverStore<MongoDriver> {
+        DriverStore(self.driver().clone().publishing_commands())
     }
 
     /// The counter.
@@ -139,7 +139,7 @@ impl PreparedCounter {
                     let outcome = bounded
                         .await
                         .and_then(|range| receivable(numbers_for.as_deref(), range));
-                    recorder.settled(outcome.as_ref().map(IdRange::count).map_err(|e| e.code));
+                    recorder.ended(outcome.as_ref().map(IdRange::count).map_err(|e| e.code));
                     outcome
                 }))
             }
@@ -243,7 +243,7 @@ impl PreparedCounter {
     }
 
     /// The management write `write` (given this counter's management store and the
-    /// counter), fenced ([`Fence::managed`]): what this process holds of the counter, and
+    /// counter), fenced ([`Fence::fenced`]): what this process holds of the counter, and
     /// of the located counters that may find the same document, is forgotten before and
     /// after it, as PostgreSQL's `setval` discards the session's cache. The call is
     /// bounded by the call timeout, but the fenced write runs to its end in a task of its
@@ -253,16 +253,16 @@ impl PreparedCounter {
     fn fenced<T, F, Fut>(&self, write: F) -> impl Future<Output = SeqResult<T>> + Send + 'static
     where
         T: Send + 'static,
-        F: FnOnce(DriverCounters<MongoDriver>, CounterRef) -> Fut,
+        F: FnOnce(DriverStore<MongoDriver>, CounterRef) -> Fut,
         Fut: Future<Output = SeqResult<T>> + Send + 'static,
     {
         let fence = self.fence();
         let write = write(self.managing(), self.counter().clone());
-        let write = management::to_its_end(async move { fence.managed(write).await });
+        let write = management::to_its_end(async move { fence.fenced(write).await });
         self.handle.within(write, Late::Write)
     }
 
-    /// What a management write on this counter must fence ([`Fence::managed`]).
+    /// What a management write on this counter must fence ([`Fence::fenced`]).
     fn fence(&self) -> Fence {
         match self.counter().locator {
             Locator::ById => Fence::Counter(self.state.clone()),
@@ -313,9 +313,9 @@ struct CollectionFence {
 
 impl Fence {
     /// Runs the management write `op` with the states fenced.
-    async fn managed<T>(self, op: impl std::future::Future<Output = T>) -> T {
+    async fn fenced<T>(self, op: impl std::future::Future<Output = T>) -> T {
         match self {
-            Fence::Counter(state) => state.managed(op).await,
+            Fence::Counter(state) => state.fenced(op).await,
             Fence::Collection(fence) => {
                 let CollectionFence {
                     handle,
@@ -328,7 +328,7 @@ impl Fence {
                     states.push(own.clone());
                     states
                 };
-                CounterState::managed_all(select, op).await
+                CounterState::fenced_all(select, op).await
             }
         }
     }

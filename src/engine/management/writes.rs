@@ -167,7 +167,7 @@ pub async fn set_counters_where(
         .publishing_commands();
     let bound = handle.clone();
     let write = to_its_end(async move {
-        CounterState::managed_all(
+        CounterState::fenced_all(
             || handle.counter_states_in(&database, &counter.collection, &counter.field),
             store.set_where(&counter, fields, value),
         )

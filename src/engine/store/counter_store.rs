@@ -1,5 +1,5 @@
 //! The storage operations a sequence needs, as a trait: MongoDB implements it for real
-//! use (`driver_counters` over `mongo_driver`), and unit tests implement it in memory.
+//! use (`driver_store` over `mongo_driver`), and unit tests implement it in memory.
 
 use std::future::Future;
 

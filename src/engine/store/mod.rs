@@ -3,7 +3,7 @@
 //! located counter relies on), and an in-memory one for tests.
 
 pub(crate) mod counter_store;
-pub(crate) mod driver_counters;
+pub(crate) mod driver_store;
 pub(crate) mod filters;
 #[cfg(test)]
 pub(crate) mod memory_store;

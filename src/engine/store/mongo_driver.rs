@@ -16,7 +16,7 @@ use crate::engine::error::SeqError;
 use crate::engine::error::SeqResult;
 use crate::engine::stats::{self, Trip};
 use crate::engine::store::counter_store::{CounterRef, Endpoint};
-use crate::engine::store::driver_counters::CounterDriver;
+use crate::engine::store::driver_store::CounterDriver;
 use crate::engine::store::filters;
 
 /// Where a read that decides a counter write goes, whatever the client's read
@@ -467,7 +467,7 @@ mod tests {
     use crate::engine::error::ErrorCode;
     use crate::engine::panic_safety::lock;
     use crate::engine::store::counter_store::{CounterStore, Direction, FetchToken};
-    use crate::engine::store::driver_counters::DriverCounters;
+    use crate::engine::store::driver_store::DriverStore;
     use crate::engine::test_support::run;
     use mongodb::bson::doc;
 
@@ -486,9 +486,8 @@ mod tests {
             let handle = ClientHandle::open(&target).await.unwrap();
             let name = "mongodb://carol:s3cr3t-pw@h/published";
             let counter = CounterRef::new("ids", "seq", CounterName::Text(name.into()));
-            let fetches = DriverCounters(handle.driver("events_db").unwrap());
-            let managing =
-                DriverCounters(handle.driver("events_db").unwrap().publishing_commands());
+            let fetches = DriverStore(handle.driver("events_db").unwrap());
+            let managing = DriverStore(handle.driver("events_db").unwrap().publishing_commands());
             stats::thread_listening(true);
             let ours =
                 |events: Vec<stats::RoundTripEvent>| -> Vec<(&'static str, Option<ErrorCode>)> {

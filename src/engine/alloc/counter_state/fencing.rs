@@ -8,8 +8,8 @@
 //! length, so two of them never interleave; calls never take that turn and go on
 //! meanwhile. `generation` is moved on (an atomic, any thread) before the fills are
 //! discarded, so that a fill landing in between is thrown away by its fetch. The drain
-//! looks at each cache slot's fetch state under the slot's lock and waits on the slot's
-//! wake-up for the end of its fetch ([`CacheSlot::wait_idle_until`]), never polling.
+//! looks at each block cache's fetch state under the cache's lock and waits on the cache's
+//! wake-up for the end of its fetch ([`BlockCache::wait_idle_until`]), never polling.
 
 use super::*;
 use crate::engine::panic_safety::lock;
@@ -18,7 +18,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use tokio::time::Instant;
 
-use crate::engine::alloc::block_cache::CacheSlot;
+use crate::engine::alloc::block_cache::BlockCache;
 use crate::engine::stats::{self};
 
 /// Longest wait of a management write for the block fetches in flight (of all the states
@@ -31,16 +31,16 @@ impl CounterState {
     pub fn invalidate(&self) {
         self.generation.fetch_add(1, Ordering::SeqCst);
         self.remember(None);
-        let slots: Vec<Arc<CacheSlot>> = lock(&self.caches).values().cloned().collect();
-        for slot in slots {
-            stats::discarded_by_writes(slot.discard());
+        let caches: Vec<Arc<BlockCache>> = lock(&self.caches).values().cloned().collect();
+        for cache in caches {
+            stats::discarded_by_writes(cache.discard());
         }
     }
 
     /// Runs the management write `op`, forgetting what this process holds for the counter
     /// before and after it (as PostgreSQL's `setval` discards the session's cache): a
     /// call made after it resolves sees the counter as `op` left it.
-    pub async fn managed<T>(&self, op: impl Future<Output = T>) -> T {
+    pub async fn fenced<T>(&self, op: impl Future<Output = T>) -> T {
         let _turn = self.management_turn.lock().await;
         self.invalidate();
         self.drain_fetches().await;
@@ -49,13 +49,13 @@ impl CounterState {
         outcome
     }
 
-    /// [`CounterState::managed`] for a write that may change any of the states `select`
+    /// [`CounterState::fenced`] for a write that may change any of the states `select`
     /// lists (and no other counter of this process): it takes their management turns, in
     /// one order so that two such writes never wait for each other, until `select` lists
     /// no state it does not hold (a counter first used meanwhile); forgets what they hold
     /// before and after `op`, and after it also what the states `select` lists then hold
     /// (a counter first used while `op` ran may have fetched before it).
-    pub async fn managed_all<T>(
+    pub async fn fenced_all<T>(
         select: impl Fn() -> Vec<Arc<CounterState>>,
         op: impl Future<Output = T>,
     ) -> T {
@@ -98,13 +98,13 @@ impl CounterState {
     }
 
     /// [`CounterState::drain_fetches`] until `deadline` at the latest: past it, returns
-    /// at once. Waits for one fetching slot at a time, woken when its fetch ends, then
-    /// looks at all of them again (a fetch may have started meanwhile, in a slot made
+    /// at once. Waits for one fetching cache at a time, woken when its fetch ends, then
+    /// looks at all of them again (a fetch may have started meanwhile, in a cache made
     /// since too): it returns once one look finds none fetching.
     pub(super) async fn drain_fetches_by(&self, deadline: Instant) {
         loop {
-            let slots: Vec<Arc<CacheSlot>> = lock(&self.caches).values().cloned().collect();
-            let Some(fetching) = slots.into_iter().find(|slot| slot.is_fetching()) else {
+            let caches: Vec<Arc<BlockCache>> = lock(&self.caches).values().cloned().collect();
+            let Some(fetching) = caches.into_iter().find(|cache| cache.is_fetching()) else {
                 return;
             };
             if !fetching.wait_idle_until(deadline).await {

@@ -8,24 +8,22 @@ use std::future::Future;
 use std::sync::Arc;
 
 use crate::engine::alloc::allocate::IdRange;
-use crate::engine::alloc::block_cache::{CacheSlot, Tail};
+use crate::engine::alloc::block_cache::{BlockCache, Tail};
 use crate::engine::counter::sequence_config::SequenceConfig;
 use crate::engine::error::SeqResult;
 use crate::engine::stats::{self};
 use crate::engine::store::counter_store::{CounterRef, CounterStore, FetchToken};
-use crate::engine::store::driver_counters::DriverCounters;
+use crate::engine::store::driver_store::DriverStore;
 use crate::engine::store::mongo_driver::MongoDriver;
 
 impl Lane {
     /// The stores of a give-back's writes through `driver` (a database of a client), one
     /// per lane with the lane's write concern: its commands are published as round-trip
     /// events (no fetch's event covers them).
-    pub fn store_of(
-        driver: &MongoDriver,
-    ) -> impl Fn(&Lane) -> Arc<DriverCounters<MongoDriver>> + '_ {
+    pub fn store_of(driver: &MongoDriver) -> impl Fn(&Lane) -> Arc<DriverStore<MongoDriver>> + '_ {
         move |lane| {
             let concern = lane.write_concern.as_ref().map(|w| w.to_driver());
-            Arc::new(DriverCounters(
+            Arc::new(DriverStore(
                 driver
                     .clone()
                     .with_write_concern(concern)
@@ -57,10 +55,10 @@ impl CounterState {
         self.drain_fetches().await;
         let config = self.hint();
         let mut outcome = GivenBack::default();
-        // One slot at a time: a give-back cut short leaves the tails it did not reach
+        // One cache at a time: a give-back cut short leaves the tails it did not reach
         // in their caches, for `abandon_cached` to count.
-        for (lane, counter, slot) in self.slots() {
-            let Some(tail) = slot.take_tail() else {
+        for (lane, counter, cache) in self.caches() {
+            let Some(tail) = cache.take_tail() else {
                 continue;
             };
             let part = return_tail(&*store_of(&lane), &counter, config, tail).await;
@@ -80,9 +78,11 @@ impl CounterState {
     {
         let config = self.hint();
         let tails: Vec<(Arc<S>, CounterRef, Tail)> = self
-            .slots()
+            .caches()
             .into_iter()
-            .filter_map(|(lane, counter, slot)| Some((store_of(&lane), counter, slot.take_tail()?)))
+            .filter_map(|(lane, counter, cache)| {
+                Some((store_of(&lane), counter, cache.take_tail()?))
+            })
             .collect();
         async move {
             let mut outcome = GivenBack::default();
@@ -93,11 +93,11 @@ impl CounterState {
         }
     }
 
-    /// Every cache slot of this counter, with its lane and naming.
-    fn slots(&self) -> Vec<(Lane, CounterRef, Arc<CacheSlot>)> {
+    /// Every block cache of this counter, with its lane and naming.
+    fn caches(&self) -> Vec<(Lane, CounterRef, Arc<BlockCache>)> {
         lock(&self.caches)
             .iter()
-            .map(|((lane, counter, _), slot)| (lane.clone(), counter.clone(), slot.clone()))
+            .map(|((lane, counter, _), cache)| (lane.clone(), counter.clone(), cache.clone()))
             .collect()
     }
 
@@ -105,10 +105,10 @@ impl CounterState {
     /// abandoned at close: for the counters a close had no time left to give back.
     /// Returns how many.
     pub fn abandon_cached(&self) -> i64 {
-        let slots: Vec<Arc<CacheSlot>> = lock(&self.caches).values().cloned().collect();
-        let abandoned = slots
+        let caches: Vec<Arc<BlockCache>> = lock(&self.caches).values().cloned().collect();
+        let abandoned = caches
             .iter()
-            .filter_map(|slot| slot.take_tail())
+            .filter_map(|cache| cache.take_tail())
             .map(|tail| tail.values.count() + tail.dropped)
             .sum();
         stats::gave_back(0, abandoned);

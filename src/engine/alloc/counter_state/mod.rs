@@ -13,12 +13,12 @@
 //! Every field is reached through `&self` from any thread: calls on the JavaScript
 //! thread, round trips and fetches on runtime threads. `hint` and `caches` are behind
 //! plain locks held for a look or an insert only (never across an `await`; `caches`
-//! before a slot's own lock, never after). `generation` is an atomic moved on only by
+//! before a cache's own lock, never after). `generation` is an atomic moved on only by
 //! management writes ([`CounterState::invalidate`]) and read by fetches. The `turn`s
 //! are async locks held across round trips: `turn` by the read-then-write path of a
 //! configured counter, `management_turn` by management writes and give-backs (which
 //! also drain the fetches in flight first), `gapless_turn` by a gapless transaction.
-//! Each cache slot guards its own contents and fetch state ([`CacheSlot`]); the
+//! Each block cache guards its own contents and fetch state ([`BlockCache`]); the
 //! coalescer its own queues.
 
 mod fencing;
@@ -37,7 +37,7 @@ use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex};
 
 use crate::engine::alloc::allocate::CreatePolicy;
-use crate::engine::alloc::block_cache::CacheSlot;
+use crate::engine::alloc::block_cache::BlockCache;
 use crate::engine::alloc::coalesce::Coalescer;
 use crate::engine::alloc::live::{LiveGroup, LiveToken};
 use crate::engine::client::write_concern::WriteConcernSpec;
@@ -72,7 +72,7 @@ pub struct CounterState {
     /// One gapless transaction at a time per counter in this process.
     gapless_turn: Arc<tokio::sync::Mutex<()>>,
     lanes: Arc<Coalescer<(Lane, CounterRef)>>,
-    caches: Mutex<HashMap<(Lane, CounterRef, i64), Arc<CacheSlot>>>,
+    caches: Mutex<HashMap<(Lane, CounterRef, i64), Arc<BlockCache>>>,
     /// Counts this state and its parts among the live ones of its client.
     group: LiveGroup,
     _live: LiveToken,
@@ -115,20 +115,20 @@ impl CounterState {
         self.gapless_turn.clone()
     }
 
-    /// The cache slot of `lane` and `counter` with blocks of `size`, created on first use.
-    pub fn cache_slot(&self, lane: &Lane, counter: &CounterRef, size: i64) -> Arc<CacheSlot> {
+    /// The block cache of `lane` and `counter` with blocks of `size`, created on first use.
+    pub fn block_cache(&self, lane: &Lane, counter: &CounterRef, size: i64) -> Arc<BlockCache> {
         let mut caches = lock(&self.caches);
         caches
             .entry((lane.clone(), counter.clone(), size))
             .or_insert_with(|| {
                 let live = self.group.token();
-                Arc::new(CacheSlot::tracked(size, self.generation.clone(), live))
+                Arc::new(BlockCache::tracked(size, self.generation.clone(), live))
             })
             .clone()
     }
 
     /// Whether something of this state is in use besides the state itself: a round
-    /// trip or block fetch in flight, a caller holding one of its cache slots, or a
+    /// trip or block fetch in flight, a caller holding one of its block caches, or a
     /// gapless transaction holding its turn. (A caller holding the state itself shows
     /// in the state's own count.)
     fn in_use(&self) -> bool {
@@ -136,7 +136,7 @@ impl CounterState {
             || self.lanes.in_flight() > 0
             || lock(&self.caches)
                 .values()
-                .any(|slot| Arc::strong_count(slot) > 1 || slot.is_fetching())
+                .any(|cache| Arc::strong_count(cache) > 1 || cache.is_fetching())
     }
 
     /// Whether no round trip or block fetch of this state is in flight (tests wait for
@@ -146,9 +146,11 @@ impl CounterState {
         self.lanes.in_flight() == 0 && !lock(&self.caches).values().any(|s| s.is_fetching())
     }
 
-    /// Whether its cache slots hold values not handed out yet.
+    /// Whether its block caches hold values not handed out yet.
     fn holds_values(&self) -> bool {
-        lock(&self.caches).values().any(|slot| slot.available() > 0)
+        lock(&self.caches)
+            .values()
+            .any(|cache| cache.available() > 0)
     }
 }
 

@@ -7,7 +7,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 
 use crate::engine::alloc::allocate::{allocate_demands, Allocation, CreatePolicy, IdRange};
-use crate::engine::alloc::block_cache::CacheSlot;
+use crate::engine::alloc::block_cache::BlockCache;
 use crate::engine::alloc::coalesce::Grants;
 use crate::engine::alloc::demand::Demand;
 use crate::engine::alloc::waiter::{receive, Waiter};
@@ -34,7 +34,7 @@ pub enum Mode {
 }
 
 /// How the calls of one prepared counter reach its state: the store and the naming of
-/// the counter, its lane, how its calls are served, the cache slot of that mode when the
+/// the counter, its lane, how its calls are served, the block cache of that mode when the
 /// caller keeps one, and where their figures go. Made once, used by every call.
 pub struct Route<S> {
     /// Where the counter document lives.
@@ -45,8 +45,8 @@ pub struct Route<S> {
     pub lane: Lane,
     /// How a call is served.
     pub mode: Mode,
-    /// The cache slot of `mode`, when the caller keeps it.
-    pub slot: Option<Arc<CacheSlot>>,
+    /// The block cache of `mode`, when the caller keeps it.
+    pub cache: Option<Arc<BlockCache>>,
     /// Where the round trips are counted.
     pub recorder: Recorder,
 }
@@ -110,8 +110,8 @@ impl CounterState {
         }
     }
 
-    /// [`CounterState::fetcher`] for a cache slot: each fetch flags the counter with the
-    /// token the slot gives it ([`CounterRef::through_cache`]).
+    /// [`CounterState::fetcher`] for a block cache: each fetch flags the counter with the
+    /// token the cache gives it ([`CounterRef::through_cache`]).
     fn cache_fetcher<S>(
         self: &Arc<Self>,
         store: Arc<S>,
@@ -169,10 +169,10 @@ impl CounterState {
             counter,
             lane,
             mode,
-            slot,
+            cache,
             recorder,
         } = route;
-        let (mode, slot) = (*mode, slot.as_ref());
+        let (mode, cache) = (*mode, cache.as_ref());
         // Every mode's round trips go through the same round trip, made when one is
         // needed; a cache's fetches flag the counter with their tokens (see `CacheMarks`).
         let fetcher = || {
@@ -194,17 +194,17 @@ impl CounterState {
         match mode {
             Mode::Cached(size) if count <= size => {
                 let owned;
-                let slot = match slot {
-                    Some(slot) => slot,
+                let cache = match cache {
+                    Some(cache) => cache,
                     None => {
-                        owned = self.cache_slot(lane, counter, size);
+                        owned = self.block_cache(lane, counter, size);
                         &owned
                     }
                 };
-                if let Some(taken) = slot.try_take(count) {
+                if let Some(taken) = cache.try_take(count) {
                     let background = taken.prefetch.then(|| {
                         let fetch = cache_fetcher();
-                        Box::pin(slot.clone().start_fetching(fetch)) as Background
+                        Box::pin(cache.clone().start_fetching(fetch)) as Background
                     });
                     return Submitted {
                         outcome: Outcome::Now(taken.range),
@@ -212,7 +212,7 @@ impl CounterState {
                     };
                 }
                 let fetch = cache_fetcher();
-                let (mut answer, fetching) = slot.enqueue(count, fetch);
+                let (mut answer, fetching) = cache.enqueue(count, fetch);
                 // A fill that landed since `try_take` served the call at once.
                 let outcome = match answer.try_recv() {
                     Ok(Ok(range)) => Outcome::Now(range),

@@ -36,7 +36,7 @@ fn counter(name: &str) -> CounterRef {
 
 /// Bound on the live objects of a client once calls are over: at most twice
 /// [`IDLE_STATES_KEPT`] kept states (half of them may hold cached values when a prune
-/// leaves them), each with its call queue and one cache slot, and room for the calls
+/// leaves them), each with its call queue and one block cache, and room for the calls
 /// still holding one. Independent of how many names were used.
 const LIVE_BOUND: usize = 3 * (2 * IDLE_STATES_KEPT + 64);
 
@@ -223,7 +223,7 @@ fn pruning_never_leaves_two_live_states_for_one_counter() {
                         let raised = round * 10_000_000;
                         let state = states.get(&name);
                         state
-                            .managed(management::set(&*store, &counter(&name), raised, true))
+                            .fenced(management::set(&*store, &counter(&name), raised, true))
                             .await
                             .unwrap();
                         drop(state);
@@ -350,7 +350,7 @@ fn processes_racing_a_give_back_never_hand_out_a_value_twice() {
                                 // Moves the counter on, as another process's set may.
                                 let floor = store_value(&store, &c) + 1_000;
                                 state
-                                    .managed(management::raise_to(&*store, &c, floor))
+                                    .fenced(management::raise_to(&*store, &c, floor))
                                     .await
                                     .unwrap();
                             }
@@ -645,7 +645,7 @@ fn a_give_back_held_past_a_reset_and_uncached_numbering_to_its_value_returns_not
         let give = store.clone();
         let held = a.give_back_later(move |_| give.clone());
         let b = Arc::new(CounterState::default());
-        b.managed(management::reset(&*store, &c, 1)).await.unwrap();
+        b.fenced(management::reset(&*store, &c, 1)).await.unwrap();
         let mut handed = Vec::new();
         for _ in 0..11 {
             handed.push(uncached_call(&b, &store, &c).await);
@@ -685,7 +685,7 @@ fn a_give_back_held_past_a_reset_and_the_processs_own_refetch_returns_nothing() 
         let held = a.give_back_later(move |_| give.clone());
         let operator = Arc::new(CounterState::default());
         operator
-            .managed(management::reset(&*store, &c, 1))
+            .fenced(management::reset(&*store, &c, 1))
             .await
             .unwrap();
         let mut handed = vec![cached_call(&a, &store, &c).await.unwrap().first];
@@ -728,12 +728,12 @@ fn a_set_or_reset_removes_the_cache_flag() {
             assert!(store.is_flagged(&c), "{write}: flagged by the fetch");
             match write {
                 "set" => state
-                    .managed(management::set(&*store, &c, 20, false))
+                    .fenced(management::set(&*store, &c, 20, false))
                     .await
                     .unwrap(),
                 _ => {
                     state
-                        .managed(management::reset(&*store, &c, 1))
+                        .fenced(management::reset(&*store, &c, 1))
                         .await
                         .unwrap();
                 }
@@ -847,7 +847,7 @@ fn abandoning_the_cache_counts_older_blocks_besides_the_tail() {
         let moved = store_value(&store, &c) + 100;
         store.put(&c, Some(mongodb::bson::Bson::Int64(moved)));
         // Take values until a fill comes due and lands (after the move). Not "until
-        // the state is in use": the first fill's task may still hold the slot for a
+        // the state is in use": the first fill's task may still hold the cache for a
         // moment after it finished, which looks the same.
         while store_value(&store, &c) <= moved {
             cached(&state).await.unwrap();
@@ -866,10 +866,10 @@ fn abandoning_the_cache_counts_older_blocks_besides_the_tail() {
 fn stuck_fetching(name: &str) -> (Arc<CounterState>, impl Future<Output = ()>) {
     use crate::engine::alloc::coalesce::Grants;
     let state = Arc::new(CounterState::default());
-    let slot = Arc::new(CacheSlot::new(10, Default::default()));
-    lock(&state.caches).insert((lane(), counter(name), 10), slot.clone());
-    let (_answer, fetch) = slot.enqueue(1, |_, _| std::future::pending::<Grants>());
-    assert!(slot.is_fetching());
+    let cache = Arc::new(BlockCache::new(10, Default::default()));
+    lock(&state.caches).insert((lane(), counter(name), 10), cache.clone());
+    let (_answer, fetch) = cache.enqueue(1, |_, _| std::future::pending::<Grants>());
+    assert!(cache.is_fetching());
     (state, fetch.expect("the first call fetches"))
 }
 
@@ -893,7 +893,7 @@ fn past_the_shared_deadline_a_drain_does_not_wait_for_fetches_under_way() {
     });
 }
 
-/// A drain waits for every fetch of the state, one slot after another, and is woken
+/// A drain waits for every fetch of the state, one cache after another, and is woken
 /// when the last one ends: not polled, and not at its deadline.
 #[test]
 fn a_drain_is_woken_when_the_last_fetch_ends() {
@@ -903,11 +903,11 @@ fn a_drain_is_woken_when_the_last_fetch_ends() {
         let state = Arc::new(CounterState::default());
         let mut releases = Vec::new();
         for name in ["drain-a", "drain-b"] {
-            let slot = Arc::new(CacheSlot::new(10, Default::default()));
-            lock(&state.caches).insert((lane(), counter(name), 10), slot.clone());
+            let cache = Arc::new(BlockCache::new(10, Default::default()));
+            lock(&state.caches).insert((lane(), counter(name), 10), cache.clone());
             let (release, released) = tokio::sync::oneshot::channel::<()>();
             let released = Arc::new(std::sync::Mutex::new(Some(released)));
-            let (_answer, fetch) = slot.enqueue(1, move |_, _| {
+            let (_answer, fetch) = cache.enqueue(1, move |_, _| {
                 let released = released.lock().unwrap().take();
                 async move {
                     if let Some(released) = released {

@@ -60,9 +60,9 @@ pub trait CounterDriver: Send + Sync {
 
 /// The counter operations over a [`CounterDriver`].
 #[derive(Clone)]
-pub struct DriverCounters<D>(pub D);
+pub struct DriverStore<D>(pub D);
 
-impl<D: CounterDriver> DriverCounters<D> {
+impl<D: CounterDriver> DriverStore<D> {
     /// One conditional update without upsert: whether it matched the counter.
     async fn matched(
         &self,
@@ -78,7 +78,7 @@ impl<D: CounterDriver> DriverCounters<D> {
     }
 }
 
-impl<D: CounterDriver> CounterStore for DriverCounters<D> {
+impl<D: CounterDriver> CounterStore for DriverStore<D> {
     fn endpoint(&self) -> Endpoint {
         self.0.endpoint()
     }
@@ -295,7 +295,7 @@ mod tests {
     /// nests its flag under the marks' field.
     #[test]
     fn a_cached_fetch_creating_its_counter_nests_its_flag() {
-        let store = DriverCounters(Inserts::default());
+        let store = DriverStore(Inserts::default());
         let token = FetchToken::fresh();
         let counter = CounterRef::new("counters", "seq", CounterName::text("a").unwrap());
         run(async {
