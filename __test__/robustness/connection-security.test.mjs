@@ -389,7 +389,7 @@ test('4. another network path: proxy, lookup, family and other options the deriv
     }
     await rejectsWithCode(assert, next(client), 'UNSUPPORTED_CLIENT', new RegExp(`'${name}'`));
   }
-  // srvServiceName and srvMaxHosts are carried over (unit tests in node_options/tests.rs: no
+  // srvServiceName and srvMaxHosts are carried over (unit tests in node_options/node_options_tests.rs: no
   // DNS here to resolve them).
 });
 

@@ -85,4 +85,5 @@ fn counter_value_of(
 }
 
 #[cfg(test)]
+#[path = "management_tests.rs"]
 mod tests;

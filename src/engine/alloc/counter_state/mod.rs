@@ -155,4 +155,5 @@ impl CounterState {
 }
 
 #[cfg(test)]
+#[path = "counter_state_tests.rs"]
 mod tests;

@@ -26,4 +26,5 @@ pub use tls::*;
 pub use value::*;
 
 #[cfg(test)]
+#[path = "node_options_tests.rs"]
 mod tests;
