@@ -141,10 +141,11 @@ test('gapless: concurrent inserts are serialised without gap or duplicate', { sk
 test('gapless reads on the primary with local, whatever read settings the client has', { skip: noTransactions, timeout: 60_000 }, async () => {
   const proxy = await recordingProxy(env.address);
   try {
-    for (const settings of ['readPreference=secondaryPreferred&readConcernLevel=available', 'readConcernLevel=linearizable', 'readPreference=nearest&readConcernLevel=majority']) {
+    const clientSettings = ['readPreference=secondaryPreferred&readConcernLevel=available', 'readConcernLevel=linearizable', 'readPreference=nearest&readConcernLevel=majority'];
+    for (const [index, settings] of clientSettings.entries()) {
       const client = new MongoClient(`mongodb://127.0.0.1:${proxy.port}/?directConnection=true&${settings}`, { serverSelectionTimeoutMS: 5000 });
       try {
-        const name = `gapless_reads_${settings.length}`;
+        const name = `gapless_reads_${index}`;
         await seq.sequence(env.db, name).init({ start: 1, step: 1 });
         proxy.clear();
         const doc = { settings };
