@@ -119,9 +119,10 @@ impl PreparedCounter {
     /// client is closed. Values past 2^53 - 1 fail a call that returns numbers with
     /// `SEQUENCE_OVERFLOW`. The call is counted in the statistics, however it ends.
     pub fn submit(&self, count: i64) -> SeqResult<Outcome> {
-        if let Err(error) = self.handle.ensure_open() {
-            return Err(refused(self.route.recorder.handle(), error));
-        }
+        let admission = match self.handle.admit() {
+            Ok(admission) => admission,
+            Err(error) => return Err(refused(self.route.recorder.handle(), error)),
+        };
         let Submitted {
             outcome,
             background,
@@ -132,7 +133,7 @@ impl PreparedCounter {
         let outcome = match outcome {
             Outcome::Later(pending) => {
                 recorder.call();
-                let bounded = self.handle.bounded(pending);
+                let bounded = admission.within(pending, Late::Values);
                 let recorder = recorder.clone();
                 let numbers_for = self.numbers_for.clone();
                 Outcome::Later(Box::pin(async move {
@@ -256,10 +257,15 @@ impl PreparedCounter {
         F: FnOnce(DriverStore<MongoDriver>, CounterRef) -> Fut,
         Fut: Future<Output = SeqResult<T>> + Send + 'static,
     {
-        let fence = self.fence();
-        let write = write(self.managing(), self.counter().clone());
-        let write = management::to_its_end(async move { fence.fenced(write).await });
-        self.handle.within(write, Late::Write)
+        // Admitted before anything is sent: a write on a client closed (or retiring) by
+        // now is refused and never sent, rather than sent under a `CLIENT_CLOSED`.
+        let started = self.handle.admit().map(|admission| {
+            let fence = self.fence();
+            let write = write(self.managing(), self.counter().clone());
+            let write = management::to_its_end(async move { fence.fenced(write).await });
+            admission.within(write, Late::Write)
+        });
+        async move { started?.await }
     }
 
     /// What a management write on this counter must fence ([`Fence::fenced`]).
@@ -336,9 +342,70 @@ impl Fence {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::atomic::{AtomicBool, Ordering};
+
     use super::*;
+    use crate::engine::client::connection::ConnectionTarget;
+    use crate::engine::counter::counter_name::CounterName;
     use crate::engine::error::ErrorCode;
+    use crate::engine::test_support::run;
     use crate::engine::text::validate::MAX_SAFE_INTEGER;
+
+    /// A counter prepared in a client of a closed port, which no test lets time out.
+    async fn prepared() -> PreparedCounter {
+        let target =
+            ConnectionTarget::from_uri("mongodb://127.0.0.1:1/?serverSelectionTimeoutMS=600000")
+                .unwrap();
+        let handle = Arc::new(ClientHandle::open(&target).await.unwrap());
+        let counter = CounterRef::new("counters", "seq", CounterName::text("c").unwrap());
+        PreparedCounter::new(&handle, "db", &counter, &CallOptions::default(), None).unwrap()
+    }
+
+    #[test]
+    fn a_management_write_on_a_client_closed_or_retiring_is_refused_and_never_sent() {
+        run(async {
+            for close in [true, false] {
+                let counter = prepared().await;
+                let handle = counter.handle.clone();
+                // A retiring client with no call pending closes at once: a read held
+                // pending keeps it retiring.
+                let _read = handle.within(std::future::pending::<SeqResult<()>>(), Late::Read);
+                let retiring = handle.retire();
+                tokio::pin!(retiring);
+                assert!(futures_util::poll!(&mut retiring).is_pending());
+                if close {
+                    handle.close().await;
+                }
+                let sent = Arc::new(AtomicBool::new(false));
+                let write = counter.fenced({
+                    let sent = sent.clone();
+                    move |_, _| {
+                        sent.store(true, Ordering::SeqCst);
+                        async { Ok(()) }
+                    }
+                });
+                let e = write.await.unwrap_err();
+                assert_eq!(e.code, ErrorCode::ClientClosed, "{}", e.message);
+                assert!(!sent.load(Ordering::SeqCst), "the write was never made");
+                assert_eq!(handle.busy(), 1, "only the read is pending");
+            }
+        });
+    }
+
+    #[test]
+    fn a_value_call_on_a_retiring_client_is_refused_and_not_counted_as_pending() {
+        run(async {
+            let counter = prepared().await;
+            let handle = counter.handle.clone();
+            let _read = handle.within(std::future::pending::<SeqResult<()>>(), Late::Read);
+            let retiring = handle.retire();
+            tokio::pin!(retiring);
+            assert!(futures_util::poll!(&mut retiring).is_pending());
+            let e = counter.submit(1).err().expect("refused");
+            assert_eq!(e.code, ErrorCode::ClientClosed);
+            assert_eq!(handle.busy(), 1, "only the read");
+        });
+    }
 
     #[test]
     fn values_past_2_53_fail_a_call_that_returns_numbers_only() {

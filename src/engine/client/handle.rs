@@ -13,7 +13,8 @@
 //! thread and the runtime's threads; nothing in it needs `&mut`. Its life (open,
 //! retiring, closed) and its count of pending calls are its [`Lifecycle`], changed only
 //! through its transitions: [`ClientHandle::retire`] and [`ClientHandle::mark_closed`]
-//! move it on, [`ClientHandle::within`] counts a call from its submission to its end.
+//! move it on, [`ClientHandle::admit`] and [`ClientHandle::within`] count a call from its
+//! submission to its end.
 //! The first call to close it takes its counter states out (`counters`, behind their
 //! own lock) to give their tails back; `last_used` is a relaxed clock for the
 //! registry's sweeps. The rest is set when it opens and never changes.
@@ -54,6 +55,14 @@ static EPOCH: LazyLock<Instant> = LazyLock::new(Instant::now);
 /// last-use times).
 fn now_millis() -> u64 {
     EPOCH.elapsed().as_millis() as u64
+}
+
+/// `CLIENT_CLOSED` for a call made after its client was closed or began to retire.
+fn closed() -> SeqError {
+    SeqError::new(
+        ErrorCode::ClientClosed,
+        "this client was closed; open a new one with connect(uri)",
+    )
 }
 
 /// The counter states a client held, by database and counter document.
@@ -344,10 +353,7 @@ impl ClientHandle {
     /// to a runtime that has ended.
     pub fn ensure_open(&self) -> SeqResult<()> {
         if self.is_closed() {
-            return Err(SeqError::new(
-                ErrorCode::ClientClosed,
-                "this client was closed; open a new one with connect(uri)",
-            ));
+            return Err(closed());
         }
         if self.is_stale() {
             return Err(SeqError::new(
@@ -385,6 +391,19 @@ impl ClientHandle {
         Box::pin(self.within(pending, Late::Values))
     }
 
+    /// Admits a call that takes values or writes: counted as pending from now until the
+    /// [`Admission`] is dropped, so a retirement that begins meanwhile waits for it.
+    /// `CLIENT_CLOSED` once the client is retiring or closed (nothing of the call has
+    /// started), or stale; see [`Lifecycle::admit`] for why the order of its steps
+    /// matters.
+    pub fn admit(self: &Arc<Self>) -> SeqResult<Admission> {
+        self.ensure_open()?;
+        if !self.lifecycle.admit() {
+            return Err(closed());
+        }
+        Ok(Admission(self.clone()))
+    }
+
     /// `work` under the rule of [`ClientHandle::bounded`], for calls of any result: reads
     /// and management writes are bounded as value-taking calls are, so no call waits
     /// longer than its client's call timeout on a server that stopped answering. `late`
@@ -398,20 +417,41 @@ impl ClientHandle {
         T: Send + 'static,
         F: std::future::Future<Output = SeqResult<T>> + Send + 'static,
     {
-        let CallBound { timeout, setting } = self.call_bound;
-        let deadline = tokio::time::Instant::now() + timeout;
         self.lifecycle.call_started();
-        let busy = Busy(self.clone());
-        let handle = self.clone();
+        Admission(self.clone()).within(work, late)
+    }
+}
+
+/// A call admitted to its client ([`ClientHandle::admit`]), counted as pending until
+/// dropped.
+pub struct Admission(Arc<ClientHandle>);
+
+impl Admission {
+    /// `work` under the rule of [`ClientHandle::within`], this admission held until it
+    /// ends.
+    pub fn within<T, F>(
+        self,
+        work: F,
+        late: Late,
+    ) -> impl std::future::Future<Output = SeqResult<T>> + Send + 'static
+    where
+        T: Send + 'static,
+        F: std::future::Future<Output = SeqResult<T>> + Send + 'static,
+    {
+        let handle = self.0.clone();
+        let CallBound { timeout, setting } = handle.call_bound;
+        let deadline = tokio::time::Instant::now() + timeout;
         async move {
-            let _busy = busy;
+            let _admission = self;
             tokio::select! {
                 biased;
                 outcome = work => outcome,
                 () = handle.lifecycle.closed() => Err(SeqError::new(
                     ErrorCode::ClientClosed,
-                    "the client was closed while this call was waiting; its values, if \
-                     reserved, are left unused",
+                    format!(
+                        "the client was closed while this call was waiting; {}",
+                        late.closed_note()
+                    ),
                 )),
                 _ = tokio::time::sleep_until(deadline) => Err(SeqError::new(
                     ErrorCode::Connection,
@@ -440,6 +480,18 @@ pub enum Late {
 }
 
 impl Late {
+    /// What the call did, for a client closed while it waited.
+    fn closed_note(self) -> &'static str {
+        match self {
+            Late::Values => "its values, if reserved, are left unused",
+            Late::Read => "nothing was changed",
+            Late::Write => {
+                "the write was sent and may still be applied: read the counter before \
+                 trying it again"
+            }
+        }
+    }
+
     fn note(self) -> &'static str {
         match self {
             Late::Values => "if the server applies it later, its values are left unused",
@@ -451,10 +503,7 @@ impl Late {
     }
 }
 
-/// Counts a call as pending on its client until dropped.
-struct Busy(Arc<ClientHandle>);
-
-impl Drop for Busy {
+impl Drop for Admission {
     fn drop(&mut self) {
         self.0.lifecycle.call_ended();
         self.0.touch();

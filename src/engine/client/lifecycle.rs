@@ -7,8 +7,15 @@
 //! the runtime's threads, so a lock there would make every call take it. Only the
 //! transitions below write it, each a compare-and-swap or a swap that never moves back,
 //! so two of them racing (a retirement and a close) end in the later phase. `pending`
-//! is counted up by [`Lifecycle::call_started`] when a call is submitted and down by
-//! [`Lifecycle::call_ended`] when it ends, on any thread.
+//! is counted up by [`Lifecycle::admit`] or [`Lifecycle::call_started`] when a call is
+//! submitted and down by [`Lifecycle::call_ended`] when it ends, on any thread.
+//!
+//! Admission counts the call before it looks at the phase, and a retirement moves the
+//! phase before it looks at the count (all sequentially consistent): of a call admitted
+//! in the instant a retirement begins, either the call sees `Retiring` and is refused
+//! before it reserves anything, or the retirement sees it pending and waits for it.
+//! Looking first and counting after would let the retirement close the client under a
+//! call that had already reserved values (a gap).
 //!
 //! Waits are woken, never polled: `closed` is notified by the move to `Closed` (a pending
 //! call rejects at once), `idle` when the last pending call ends (a retiring client
@@ -93,7 +100,20 @@ impl Lifecycle {
         self.pending.load(Ordering::SeqCst)
     }
 
-    /// A call was submitted: it counts as pending until [`Lifecycle::call_ended`].
+    /// A call that needs the client open (it takes values, or writes) is admitted: true,
+    /// and it counts as pending until [`Lifecycle::call_ended`], when the client is open;
+    /// false, and it is not counted, once it is retiring or closed.
+    pub fn admit(&self) -> bool {
+        self.pending.fetch_add(1, Ordering::SeqCst);
+        if self.phase() == Phase::Open {
+            return true;
+        }
+        self.call_ended();
+        false
+    }
+
+    /// A call was submitted, whatever the phase (a read, which a retiring client still
+    /// serves): it counts as pending until [`Lifecycle::call_ended`].
     pub fn call_started(&self) {
         self.pending.fetch_add(1, Ordering::SeqCst);
     }
@@ -179,6 +199,56 @@ mod tests {
         life.call_ended();
         life.call_ended();
         assert_eq!(life.pending(), 0);
+    }
+
+    #[test]
+    fn a_call_is_admitted_only_while_open_and_counted_from_then() {
+        let life = Lifecycle::default();
+        assert!(life.admit());
+        assert_eq!(life.pending(), 1);
+        assert!(life.retire());
+        assert!(!life.admit(), "retiring");
+        assert_eq!(life.pending(), 1, "a refused call is not counted");
+        life.call_ended();
+        life.close();
+        assert!(!life.admit(), "closed");
+        assert_eq!(life.pending(), 0);
+    }
+
+    #[test]
+    fn a_call_admitted_as_a_retirement_begins_is_refused_or_waited_for() {
+        use std::sync::atomic::AtomicBool;
+        use std::sync::Barrier;
+        run(async {
+            for _ in 0..2000 {
+                let life = Arc::new(Lifecycle::default());
+                let ended = Arc::new(AtomicBool::new(false));
+                let start = Arc::new(Barrier::new(2));
+                let call = std::thread::spawn({
+                    let (life, ended, start) = (life.clone(), ended.clone(), start.clone());
+                    move || {
+                        start.wait();
+                        if !life.admit() {
+                            return false;
+                        }
+                        std::hint::spin_loop();
+                        ended.store(true, Ordering::SeqCst);
+                        life.call_ended();
+                        true
+                    }
+                });
+                start.wait();
+                life.retire();
+                let far = tokio::time::Instant::now() + FAR;
+                tokio::time::timeout(BOUND, life.until_idle_or_closed(far))
+                    .await
+                    .expect("the call ends");
+                let ended_before_idle = ended.load(Ordering::SeqCst);
+                if call.join().unwrap() {
+                    assert!(ended_before_idle, "an admitted call was not waited for");
+                }
+            }
+        });
     }
 
     #[test]

@@ -165,7 +165,8 @@ pub async fn set_counters_where(
         .with_write_concern(concern.map(|w| w.to_driver()))
         // Its command is published as a round-trip event.
         .publishing_commands();
-    let bound = handle.clone();
+    // Admitted before anything is sent, as a write of one counter is.
+    let admission = handle.admit()?;
     let write = to_its_end(async move {
         CounterState::fenced_all(
             || handle.counter_states_in(&database, &counter.collection, &counter.field),
@@ -173,5 +174,5 @@ pub async fn set_counters_where(
         )
         .await
     });
-    bound.within(write, Late::Write).await
+    admission.within(write, Late::Write).await
 }
