@@ -352,6 +352,13 @@ impl ClientHandle {
     /// `CLIENT_CLOSED` once [`ClientHandle::close`] was called, or when the client belongs
     /// to a runtime that has ended.
     pub fn ensure_open(&self) -> SeqResult<()> {
+        self.check_open()?;
+        self.touch();
+        Ok(())
+    }
+
+    /// [`ClientHandle::ensure_open`] without marking the client used.
+    fn check_open(&self) -> SeqResult<()> {
         if self.is_closed() {
             return Err(closed());
         }
@@ -362,7 +369,6 @@ impl ClientHandle {
                  connections ended with it); open a new one with connect(uri)",
             ));
         }
-        self.touch();
         Ok(())
     }
 
@@ -397,7 +403,8 @@ impl ClientHandle {
     /// started), or stale; see [`Lifecycle::admit`] for why the order of its steps
     /// matters.
     pub fn admit(self: &Arc<Self>) -> SeqResult<Admission> {
-        self.ensure_open()?;
+        // Not touched here: the admission touches the client when it ends.
+        self.check_open()?;
         if !self.lifecycle.admit() {
             return Err(closed());
         }

@@ -42,7 +42,14 @@ impl IdRange {
     /// `last - first` alone may lie outside 64 bits.
     pub fn count(&self) -> i64 {
         let span = i128::from(self.last) - i128::from(self.first);
-        saturated(span / i128::from(self.step) + 1)
+        // Nearly every block steps by one: counted on every cached call, without a
+        // 128-bit division for those.
+        let steps = match self.step {
+            1 => span,
+            -1 => -span,
+            step => span / i128::from(step),
+        };
+        saturated(steps + 1)
     }
 
     /// The value at position `index` (0-based) of this block (or just past it).
