@@ -72,6 +72,7 @@ const ORIGINS = Symbol.for('mongodb-sequence.origins');
  */
 function traced(fn, operation, describe) {
   if (channel === null) return fn;
+  const root = fn[ORIGINAL] ?? fn;
   const wrapper = {
     [fn.name]() {
       if (!(ownGetter ? channel.hasSubscribers : anySubscribed())) return fn.apply(this, arguments);
@@ -86,8 +87,52 @@ function traced(fn, operation, describe) {
     },
   }[fn.name];
   Object.defineProperty(wrapper, 'length', { value: fn.length });
-  Object.defineProperty(wrapper, ORIGINAL, { value: fn });
+  Object.defineProperty(wrapper, ORIGINAL, { value: root });
   return wrapper;
+}
+
+/** On a handle: what `Sequence.takeCached` takes its values through (`taker()`). */
+const TAKER = Symbol.for('mongodb-sequence.taker');
+
+/**
+ * A handle's `next()` (`nativeNext`) that takes a value its block cache holds through the
+ * addon's synchronous `Sequence.takeCached(taker)` and returns it in a promise made here:
+ * a promise made by the addon, and a method call on a native handle, each cost more than
+ * the rest of a cached call. The addon decides everything (which value, its order behind
+ * waiting calls, statistics, the prefetch); a call it cannot serve at once, and a `this`
+ * that is not a handle, go to `nativeNext` untouched (`takeCached` did nothing then).
+ */
+function servedNow(nativeNext, Class) {
+  const takerMethod = Class.prototype.taker;
+  const takeCached = Class.takeCached;
+  if (typeof takerMethod !== 'function' || typeof takeCached !== 'function') return nativeNext;
+  const takerOf = (handle) => {
+    const made = takerMethod.call(handle);
+    Object.defineProperty(handle, TAKER, { value: made });
+    return made;
+  };
+  const next = {
+    next() {
+      let taker;
+      try {
+        taker = this[TAKER] ?? takerOf(this);
+      } catch {
+        return nativeNext.call(this);
+      }
+      let now;
+      try {
+        now = takeCached(taker);
+      } catch (error) {
+        // A panic in the addon (INTERNAL): next() rejects, it never throws.
+        return Promise.reject(error);
+      }
+      if (now === undefined) return nativeNext.call(this);
+      return now instanceof Error ? Promise.reject(now) : Promise.resolve(now);
+    },
+  }.next;
+  Object.defineProperty(next, 'length', { value: nativeNext.length });
+  Object.defineProperty(next, ORIGINAL, { value: nativeNext });
+  return next;
 }
 
 const byName = ([db, name, ...rest], at = 1) => {
@@ -121,18 +166,21 @@ for (const [key, describe] of Object.entries(fns)) {
 }
 
 /**
- * Wraps the asynchronous methods of a native class in place. Idempotent: a method
- * already wrapped (by an earlier evaluation of this file) is wrapped again from its
- * native function, never on top of the earlier wrapper.
+ * Wraps the asynchronous methods of a native class in place, a handle's `next()` first
+ * served through `servedNow` (traced or not). Idempotent: a method already wrapped (by an
+ * earlier evaluation of this file) is wrapped again from its native function, never on
+ * top of the earlier wrapper.
  */
 function wrapMethods(Class, methods, describe) {
-  if (channel === null || typeof Class !== 'function') return;
+  if (typeof Class !== 'function') return;
   const proto = Class.prototype;
   for (const method of methods) {
     const own = Object.getOwnPropertyDescriptor(proto, method);
     if (!own || typeof own.value !== 'function') continue;
     const original = own.value[ORIGINAL] ?? own.value;
-    Object.defineProperty(proto, method, { ...own, value: traced(original, method, describe) });
+    const base = Class === native.Sequence && method === 'next' ? servedNow(original, Class) : original;
+    if (base === original && channel === null) continue;
+    Object.defineProperty(proto, method, { ...own, value: traced(base, method, describe) });
   }
 }
 

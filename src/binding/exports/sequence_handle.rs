@@ -5,9 +5,10 @@ use crate::binding::boundary::promise_call;
 use crate::binding::boundary::sync_call;
 use std::sync::{Arc, Mutex};
 
-use napi::bindgen_prelude::{Env, PromiseRaw, Unknown};
+use napi::bindgen_prelude::{Env, External, PromiseRaw, ToNapiValue, Unknown};
+use napi::JsValue;
 
-use crate::binding::error::OrThrow;
+use crate::binding::error::{build, OrThrow};
 use crate::binding::exports::manage::{counter_promise, read_source};
 use crate::binding::exports::stats::{to_js, SequenceStats};
 use crate::binding::output::{Output, Value};
@@ -15,7 +16,7 @@ use crate::binding::read::kinds::read_integer;
 use crate::binding::read::named_counter::NamedCounter;
 use crate::binding::read::option_reader::read_init;
 use crate::binding::reserve::prepare::KeptCounter;
-use crate::binding::reserve::values::{read_count, reserve_promise, Shape};
+use crate::binding::reserve::values::{read_count, reserve_now, reserve_promise, Shape};
 use crate::binding::spawn::promise;
 use crate::engine::alloc::prepared_counter::PreparedCounter;
 use crate::engine::error::SeqResult;
@@ -83,6 +84,14 @@ impl Sequence {
     }
 }
 
+/// A handle's counter and kept preparation, shared with it ([`Sequence::taker`]): the
+/// same statistics and the same kept counter, so a value taken through it is the one
+/// `next()` would have served.
+pub struct Taker {
+    counter: NamedCounter,
+    keep: KeptCounter,
+}
+
 /// What `release()` did with the handle's cached values.
 #[napi(object)]
 pub struct Released {
@@ -133,6 +142,48 @@ impl Sequence {
     pub fn next<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, Output>> {
         promise_call(env, "Sequence.next", || {
             self.reserve(env, Ok(1), Output::single)
+        })
+    }
+
+    /// What `Sequence.takeCached` needs of this handle, in a value JavaScript keeps with
+    /// it. The package's entry serves a handle's `next()` through the two in a promise
+    /// made in JavaScript: a native promise, and a native method call on the handle, each
+    /// cost more than the rest of a cached call. Not part of the typed API.
+    #[napi(skip_typescript)]
+    pub fn taker(&self, env: &Env) -> napi::Result<External<Taker>> {
+        sync_call(env, "Sequence.next", || {
+            Ok(External::new(Taker {
+                counter: self.counter.clone(),
+                keep: self.keep.clone(),
+            }))
+        })
+    }
+
+    /// `next()` of the handle whose `taker()` this is, for a call its block cache serves
+    /// at once, and only then: the value; `undefined`, with nothing done, when the call
+    /// would wait (or is refused: `next()` then says why); an `Error`, returned rather
+    /// than thrown, when the value cannot be received as a number (`SEQUENCE_OVERFLOW`).
+    /// A static method, so that no handle is unwrapped on the way. Not part of the typed
+    /// API.
+    #[napi(skip_typescript)]
+    pub fn take_cached<'env>(
+        env: &'env Env,
+        taker: &External<Taker>,
+    ) -> napi::Result<Unknown<'env>> {
+        sync_call(env, "Sequence.next", || {
+            let raw = match reserve_now(&taker.counter, 1, &taker.keep) {
+                // SAFETY: converting on the JavaScript thread of `env`.
+                None => unsafe { <() as ToNapiValue>::to_napi_value(env.raw(), ())? },
+                Some(Ok(range)) => {
+                    crate::binding::diagnostics::after_quick_settle(env);
+                    let value = Output::single(range, &taker.counter.options);
+                    // SAFETY: converting on the JavaScript thread of `env`.
+                    unsafe { Output::to_napi_value(env.raw(), value)? }
+                }
+                Some(Err(error)) => build(env, &error)?.raw(),
+            };
+            // SAFETY: a value just made on the JavaScript thread of `env`.
+            Ok(unsafe { Unknown::from_raw_unchecked(env.raw(), raw) })
         })
     }
 

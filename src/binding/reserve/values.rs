@@ -130,6 +130,21 @@ pub fn reserve(named: &NamedCounter, count: i64, keep: Option<&KeptCounter>) -> 
     })))
 }
 
+/// [`reserve`] for a call that the block cache of the counter kept in `keep` serves at
+/// once, and only then (a cached counter, no earlier call of its client waiting in line):
+/// its values, or the overflow that fails it. `None`, with nothing done, otherwise:
+/// [`reserve`] then serves the call.
+pub fn reserve_now(
+    named: &NamedCounter,
+    count: i64,
+    keep: &KeptCounter,
+) -> Option<SeqResult<IdRange>> {
+    if named.options.cache.is_none() || !nobody_waiting(|| named.target.line()) {
+        return None;
+    }
+    within_runtime_if_available(|| kept(keep, |prepared| prepared.submit_now(count))).flatten()
+}
+
 /// [`reserve`]'s submission at once, when the counter needs no waiting; `None` when its
 /// client must be opened first.
 fn submit_now(

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use crate::engine::alloc::allocate::IdRange;
 use crate::engine::alloc::counter_state::{
-    CounterState, GivenBack, Lane, Mode, Outcome, Route, Submitted,
+    spawn_background, CounterState, GivenBack, Lane, Mode, Outcome, Route, Submitted,
 };
 use crate::engine::call_options::CallOptions;
 use crate::engine::client::handle::{ClientHandle, Late};
@@ -144,15 +144,9 @@ impl PreparedCounter {
                     outcome
                 }))
             }
-            Outcome::Now(range) => match receivable(self.numbers_for.as_deref(), range) {
-                Ok(range) => {
-                    recorder.cache_hit(range.count());
-                    Outcome::Now(range)
-                }
-                Err(error) => {
-                    recorder.failed(error.code);
-                    Outcome::Later(Box::pin(std::future::ready(Err(error))))
-                }
+            Outcome::Now(range) => match self.served_now(range) {
+                Ok(range) => Outcome::Now(range),
+                Err(error) => Outcome::Later(Box::pin(std::future::ready(Err(error)))),
             },
         };
         Ok(Submitted {
@@ -160,6 +154,34 @@ impl PreparedCounter {
             background,
         }
         .start())
+    }
+
+    /// [`PreparedCounter::submit`] for a call its block cache serves at once, and only
+    /// then: the call's values (or the overflow that fails it), counted, with the
+    /// prefetch it makes due started. `None`, with nothing done, when it is not a cached
+    /// call the cache can serve now, or its client is not open: `submit` then serves the
+    /// call (or refuses it).
+    pub fn submit_now(&self, count: i64) -> Option<SeqResult<IdRange>> {
+        let _admission = self.handle.admit().ok()?;
+        let (range, background) = self.state.submit_now(&self.route, count)?;
+        spawn_background(background);
+        Some(self.served_now(range))
+    }
+
+    /// Values served at once from the cache: counted, unless the caller cannot receive
+    /// them ([`receivable`]), which fails the call.
+    fn served_now(&self, range: IdRange) -> SeqResult<IdRange> {
+        let recorder = &self.route.recorder;
+        match receivable(self.numbers_for.as_deref(), range) {
+            Ok(range) => {
+                recorder.cache_hit(range.count());
+                Ok(range)
+            }
+            Err(error) => {
+                recorder.failed(error.code);
+                Err(error)
+            }
+        }
     }
 
     /// Gives back the unused tails of this counter's cached blocks in this client

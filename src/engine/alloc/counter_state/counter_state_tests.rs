@@ -459,6 +459,88 @@ fn sequential_cached_calls_get_each_value_in_order_whenever_fills_land() {
 }
 
 #[test]
+fn calls_served_at_once_beside_submitted_ones_get_each_value_in_order() {
+    let mut failures = Vec::new();
+    for seed in 1..=64u64 {
+        let store = Arc::new(MemoryStore::default());
+        let c = counter(&format!("served-now-{seed}"));
+        let mut rng = Rng::new(seed);
+        let size = 1 + rng.below(6) as i64;
+        store.max_spin_us.store(1 + rng.below(40), Ordering::SeqCst);
+        let (mut got, at_once) = run(async {
+            let state = Arc::new(CounterState::default());
+            let mut route = route(&store, &c, &lane(), Mode::Cached(size));
+            route.cache = Some(state.block_cache(&route.lane, &c, size));
+            // (the call's place in the order of calls, its value)
+            let (mut got, mut pending, mut at_once) = (Vec::new(), Vec::new(), 0);
+            for place in 0..300 {
+                // As the binding does: served at once when the cache can, else submitted;
+                // some calls are left pending, so that later ones may find calls waiting.
+                match state.submit_now(&route, 1) {
+                    Some((range, background)) => {
+                        spawn_background(background);
+                        got.push((place, range.first));
+                        at_once += 1;
+                    }
+                    None => {
+                        let call = tokio::spawn(state.submit(&route, 1).finish());
+                        pending.push((place, call));
+                        if rng.below(3) != 0 {
+                            for (place, call) in pending.drain(..) {
+                                got.push((place, call.await.unwrap().unwrap().first));
+                            }
+                        }
+                    }
+                }
+                for _ in 0..rng.below(3) {
+                    tokio::task::yield_now().await;
+                }
+            }
+            for (place, call) in pending {
+                got.push((place, call.await.unwrap().unwrap().first));
+            }
+            (got, at_once)
+        });
+        got.sort();
+        let values: Vec<i64> = got.into_iter().map(|(_, v)| v).collect();
+        if values != (1..=300).collect::<Vec<_>>() || at_once == 0 {
+            failures.push(format!(
+                "seed {seed} (size {size}): {at_once} at once, {values:?}"
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "out of order: {failures:#?}");
+}
+
+#[test]
+fn a_call_the_cache_cannot_serve_at_once_is_left_untouched() {
+    run(async {
+        let store = Arc::new(MemoryStore::default());
+        let c = counter("not-now");
+        let state = Arc::new(CounterState::default());
+        let mut cached = route(&store, &c, &lane(), Mode::Cached(4));
+        assert!(
+            state.submit_now(&cached, 1).is_none(),
+            "a route without its block cache"
+        );
+        cached.cache = Some(state.block_cache(&cached.lane, &c, 4));
+        assert!(state.submit_now(&cached, 1).is_none(), "an empty cache");
+        assert!(store.get(&c).is_none(), "no fetch was started");
+        assert_eq!(state.submit(&cached, 1).finish().await.unwrap().first, 1);
+        assert!(
+            state.submit_now(&cached, 5).is_none(),
+            "beyond the block size"
+        );
+        let (range, _) = state.submit_now(&cached, 3).expect("the rest of the block");
+        assert_eq!((range.first, range.last), (2, 4));
+        for mode in [Mode::Coalesce, Mode::Direct] {
+            let other = route(&store, &c, &lane(), mode);
+            assert!(state.submit_now(&other, 1).is_none(), "{mode:?}");
+        }
+    });
+}
+
+#[test]
 fn a_give_back_counts_what_it_returns_and_what_it_abandons() {
     let store = Arc::new(MemoryStore::default());
     let c = counter("counted");

@@ -28,7 +28,7 @@ mod submit;
 
 pub use give_back::GivenBack;
 pub use states::CounterStates;
-pub use submit::{Mode, Outcome, Pending, Route, Submitted};
+pub use submit::{spawn_background, Mode, Outcome, Pending, Route, Submitted};
 
 use crate::engine::panic_safety::lock;
 use std::collections::HashMap;

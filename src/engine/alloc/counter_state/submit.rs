@@ -72,10 +72,17 @@ impl Submitted {
     /// Starts the background work on the current runtime and returns the outcome: the one
     /// place a call's round trip or prefetch is started.
     pub fn start(self) -> Outcome {
-        if let Some(background) = self.background {
-            tokio::spawn(background);
-        }
+        spawn_background(self.background);
         self.outcome
+    }
+}
+
+/// Spawns a call's background work, when it has any, on the current runtime: where every
+/// round trip and prefetch a call needs is started ([`Submitted::start`], and calls served
+/// at once by [`CounterState::submit_now`]).
+pub fn spawn_background(background: Option<Background>) {
+    if let Some(background) = background {
+        tokio::spawn(background);
     }
 }
 
@@ -157,6 +164,50 @@ impl CounterState {
         Ok(served.grants)
     }
 
+    /// A cached call for `count` values served at once from `route`'s block cache: its
+    /// values and the prefetch to spawn when one is due; `None`, with nothing done, when the cache cannot serve
+    /// it now (not a cached route, a count beyond its blocks, too few values, calls
+    /// waiting): [`CounterState::submit`] then queues it.
+    pub fn submit_now<S>(
+        self: &Arc<Self>,
+        route: &Route<S>,
+        count: i64,
+    ) -> Option<(IdRange, Option<Background>)>
+    where
+        S: CounterStore + 'static,
+    {
+        match (route.mode, &route.cache) {
+            (Mode::Cached(size), Some(cache)) if count <= size => {
+                self.served_from(route, cache, count)
+            }
+            _ => None,
+        }
+    }
+
+    /// `count` values taken from `cache` ([`BlockCache::try_take`]), and the prefetch
+    /// to spawn when one is due.
+    fn served_from<S>(
+        self: &Arc<Self>,
+        route: &Route<S>,
+        cache: &Arc<BlockCache>,
+        count: i64,
+    ) -> Option<(IdRange, Option<Background>)>
+    where
+        S: CounterStore + 'static,
+    {
+        let taken = cache.try_take(count)?;
+        let background = taken.prefetch.then(|| {
+            let fetch = self.cache_fetcher(
+                route.store.clone(),
+                route.counter.clone(),
+                route.lane.policy,
+                route.recorder.clone(),
+            );
+            Box::pin(cache.clone().start_fetching(fetch)) as Background
+        });
+        Some((taken.range, background))
+    }
+
     /// Submits a call for `count` values, served as `route` says. Queues it at once, so
     /// calls submitted one after another are served in that order (coalesced and cached
     /// calls). The caller starts the background work ([`Submitted::start`]).
@@ -201,13 +252,9 @@ impl CounterState {
                         &owned
                     }
                 };
-                if let Some(taken) = cache.try_take(count) {
-                    let background = taken.prefetch.then(|| {
-                        let fetch = cache_fetcher();
-                        Box::pin(cache.clone().start_fetching(fetch)) as Background
-                    });
+                if let Some((range, background)) = self.served_from(route, cache, count) {
                     return Submitted {
-                        outcome: Outcome::Now(taken.range),
+                        outcome: Outcome::Now(range),
                         background,
                     };
                 }
