@@ -3,11 +3,13 @@
 //
 //   node benches/call-cost.mjs
 //       this checkout's addon, all three forms.
-//   node benches/call-cost.mjs --sides A.node B.node [--rounds R] [--calls N]
-//       two builds of the addon (e.g. before and after a change) compared on cached
-//       handle calls: each round runs each side in a fresh process against one server,
-//       in the order A, B, B, A, … (both servers slow down as a run goes on), and each
-//       side's best round is kept.
+//   node benches/call-cost.mjs --sides A B [--rounds R] [--calls N]
+//       two builds compared on cached handle calls, each side an addon (`x.node`) or a
+//       package entry (`<checkout>/lib/entry.js`, as users load it): each round runs
+//       each side in a fresh process against one server, in the order A, B, B, A, …
+//       (both servers slow down as a run goes on), and each side's best round is kept.
+//       The handles are made on `connect(uri)` databases, which every build takes (an
+//       older build refuses a newer driver's MongoClient whose options it does not know).
 //   node benches/call-cost.mjs --entry [--rounds R] [--calls N] [--subscribed]
 //       the package entry's tracing wrapper (lib/entry.js) against the addon's own
 //       method, in one process on one handle: rounds of N cached next() calls, native and
@@ -30,7 +32,7 @@ const arg = (name, fallback) => {
 
 /** One side's run in this process: ns per cached handle call over `calls` calls. */
 async function handleCost(seq, uri, name, calls) {
-  const client = await new MongoClient(uri).connect();
+  const client = await seq.connect(uri);
   const db = client.db('cost');
   const h = seq.sequence(db, name, { cache: 1000, upsert: true });
   for (let i = 0; i < 2000; i++) await h.next(); // warm-up

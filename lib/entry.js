@@ -91,8 +91,8 @@ function traced(fn, operation, describe) {
   return wrapper;
 }
 
-/** On a handle: what `Sequence.takeCached` takes its values through (`taker()`). */
-const TAKER = Symbol.for('mongodb-sequence.taker');
+/** On the native `Sequence` class: the WeakMap of each handle's taker (`taker()`). */
+const TAKERS = Symbol.for('mongodb-sequence.takers');
 
 /**
  * A handle's `next()` (`nativeNext`) that takes a value its block cache holds through the
@@ -101,23 +101,26 @@ const TAKER = Symbol.for('mongodb-sequence.taker');
  * the rest of a cached call. The addon decides everything (which value, its order behind
  * waiting calls, statistics, the prefetch); a call it cannot serve at once, and a `this`
  * that is not a handle, go to `nativeNext` untouched (`takeCached` did nothing then).
+ * The takers are kept in a WeakMap on the native class, as `origins` are: a frozen
+ * handle is served too, an object made from a handle (`Object.create(h)`) is not one, and
+ * every evaluation of this file finds the takers the others made.
  */
 function servedNow(nativeNext, Class) {
   const takerMethod = Class.prototype.taker;
   const takeCached = Class.takeCached;
   if (typeof takerMethod !== 'function' || typeof takeCached !== 'function') return nativeNext;
-  const takerOf = (handle) => {
-    const made = takerMethod.call(handle);
-    Object.defineProperty(handle, TAKER, { value: made });
-    return made;
-  };
+  if (!Object.prototype.hasOwnProperty.call(Class, TAKERS)) Object.defineProperty(Class, TAKERS, { value: new WeakMap() });
+  const takers = Class[TAKERS];
   const next = {
     next() {
-      let taker;
-      try {
-        taker = this[TAKER] ?? takerOf(this);
-      } catch {
-        return nativeNext.call(this);
+      let taker = takers.get(this);
+      if (taker === undefined) {
+        try {
+          taker = takerMethod.call(this);
+        } catch {
+          return nativeNext.call(this);
+        }
+        takers.set(this, taker);
       }
       let now;
       try {
@@ -127,7 +130,10 @@ function servedNow(nativeNext, Class) {
         return Promise.reject(error);
       }
       if (now === undefined) return nativeNext.call(this);
-      return now instanceof Error ? Promise.reject(now) : Promise.resolve(now);
+      // A value is a number, a BigInt or a string; an object is the call's error, made by
+      // the addon in its own realm (so not `instanceof Error` of a Jest file or `vm`
+      // context that evaluated this file).
+      return typeof now === 'object' && now !== null ? Promise.reject(now) : Promise.resolve(now);
     },
   }.next;
   Object.defineProperty(next, 'length', { value: nativeNext.length });

@@ -132,7 +132,9 @@ test('a handle that cannot keep what the entry needs, and a this that is no hand
       (e) => ['rejected', e.code, e.message],
     );
   };
-  for (const self of [{}, null, undefined, 42, Object.create(seq.Sequence.prototype)]) {
+  const made = seq.sequence(env.db, 'made-from', { cache: 3, upsert: true });
+  await made.next();
+  for (const self of [{}, null, undefined, 42, Object.create(seq.Sequence.prototype), Object.create(made)]) {
     assert.deepEqual(await outcome(seq.Sequence.prototype.next, self), await outcome(nativeNext, self), String(self));
   }
 });

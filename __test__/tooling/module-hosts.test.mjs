@@ -164,4 +164,11 @@ test('the entry evaluated again in vm contexts, and values of another realm', as
     const locator = vm.runInContext(`({ id: /x/ })`, context);
     assert.throws(() => exports.counterAt(db, locator), { code: 'INVALID_ARGUMENT' });
   }
+  // A handle's next() is now the last evaluation's, in its realm: a cached value and the
+  // error of one past 2^53 - 1 (made in the addon's realm) still resolve and reject.
+  const h = seq.sequence(db, 'vm_limit', { cache: 4, upsert: true });
+  await h.set(Number.MAX_SAFE_INTEGER - 2);
+  assert.equal(await h.next(), Number.MAX_SAFE_INTEGER - 1);
+  assert.equal(await h.next(), Number.MAX_SAFE_INTEGER, 'from the cache');
+  await assert.rejects(h.next(), { code: 'SEQUENCE_OVERFLOW' });
 });

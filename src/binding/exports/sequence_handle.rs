@@ -180,7 +180,11 @@ impl Sequence {
                     // SAFETY: converting on the JavaScript thread of `env`.
                     unsafe { Output::to_napi_value(env.raw(), value)? }
                 }
-                Some(Err(error)) => build(env, &error)?.raw(),
+                Some(Err(error)) => {
+                    // As the native next() does where its promise rejects.
+                    crate::binding::diagnostics::after_settle(env);
+                    build(env, &error)?.raw()
+                }
             };
             // SAFETY: a value just made on the JavaScript thread of `env`.
             Ok(unsafe { Unknown::from_raw_unchecked(env.raw(), raw) })

@@ -280,11 +280,18 @@ impl PreparedCounter {
         Fut: Future<Output = SeqResult<T>> + Send + 'static,
     {
         // Admitted before anything is sent: a write on a client closed (or retiring) by
-        // now is refused and never sent, rather than sent under a `CLIENT_CLOSED`.
+        // now is refused and never sent, rather than sent under a `CLIENT_CLOSED`. Once
+        // its fence is taken (it may wait for an earlier write or for fetches), it looks
+        // again, so a client closed while it waited sends nothing either.
         let started = self.handle.admit().map(|admission| {
             let fence = self.fence();
+            let handle = self.handle.clone();
             let write = write(self.managing(), self.counter().clone());
-            let write = management::to_its_end(async move { fence.fenced(write).await });
+            let gated = async move {
+                handle.ensure_open()?;
+                write.await
+            };
+            let write = management::to_its_end(async move { fence.fenced(gated).await });
             admission.within(write, Late::Write)
         });
         async move { started?.await }
@@ -411,6 +418,50 @@ mod tests {
                 assert!(!sent.load(Ordering::SeqCst), "the write was never made");
                 assert_eq!(handle.busy(), 1, "only the read is pending");
             }
+        });
+    }
+
+    #[test]
+    fn a_write_waiting_for_its_fence_when_the_client_closes_is_never_sent() {
+        run(async {
+            let counter = prepared().await;
+            let handle = counter.handle.clone();
+            // An earlier management write holds the counter's turn until told to end.
+            let (taken, turn_taken) = tokio::sync::oneshot::channel::<()>();
+            let (end, ended) = tokio::sync::oneshot::channel::<()>();
+            let earlier = tokio::spawn({
+                let state = counter.state.clone();
+                async move {
+                    state
+                        .fenced(async move {
+                            taken.send(()).unwrap();
+                            let _ = ended.await;
+                        })
+                        .await
+                }
+            });
+            turn_taken.await.unwrap();
+            let sent = Arc::new(AtomicBool::new(false));
+            let write = tokio::spawn(counter.fenced({
+                let sent = sent.clone();
+                move |_, _| async move {
+                    sent.store(true, Ordering::SeqCst);
+                    Ok(())
+                }
+            }));
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+            assert!(!write.is_finished(), "the write waits for its turn");
+            // The close's give-back waits for the turns too: it runs on its own.
+            let closing = tokio::spawn(async move { handle.close().await });
+            let e = write.await.unwrap().unwrap_err();
+            assert_eq!(e.code, ErrorCode::ClientClosed, "{}", e.message);
+            assert!(e.message.contains("none is sent after"), "{}", e.message);
+            end.send(()).unwrap();
+            earlier.await.unwrap();
+            closing.await.unwrap();
+            // The write's task took its turn before the close's give-back (a fair lock):
+            // by now it has looked at the client, and sent nothing.
+            assert!(!sent.load(Ordering::SeqCst), "a write sent after the close");
         });
     }
 

@@ -27,7 +27,7 @@ use mongodb::bson::doc;
 use mongodb::Client;
 use tokio::runtime::{Handle, Id as RuntimeId};
 
-use crate::engine::alloc::counter_state::{CounterState, CounterStates, GivenBack, Lane, Pending};
+use crate::engine::alloc::counter_state::{CounterState, CounterStates, GivenBack, Lane};
 use crate::engine::client::call_bound::CallBound;
 use crate::engine::client::client_certificate::check_client_certificate;
 use crate::engine::client::connection::ConnectionTarget;
@@ -331,8 +331,21 @@ impl ClientHandle {
     /// It waits until its last pending call ends (woken then, not polling), or it is
     /// closed meanwhile, or the call timeout has passed.
     pub async fn retire(&self) {
+        let deadline = self.begin_retiring();
+        self.finish_retiring(deadline).await;
+    }
+
+    /// The first half of [`ClientHandle::retire`], at once: from now on the client takes
+    /// no call. Returns how long [`ClientHandle::finish_retiring`] waits for the calls
+    /// pending.
+    pub(super) fn begin_retiring(&self) -> tokio::time::Instant {
         self.lifecycle.retire();
-        let deadline = tokio::time::Instant::now() + self.call_bound.timeout;
+        tokio::time::Instant::now() + self.call_bound.timeout
+    }
+
+    /// The second half of [`ClientHandle::retire`]: waits for the pending calls (until
+    /// `deadline` at most), then closes.
+    pub(super) async fn finish_retiring(&self, deadline: tokio::time::Instant) {
         self.lifecycle.until_idle_or_closed(deadline).await;
         self.close().await;
     }
@@ -389,11 +402,13 @@ impl ClientHandle {
         }
     }
 
-    /// `pending`, bounded: it rejects with `CONNECTION` once the call timeout has passed
-    /// since now (the call's submission), and with `CLIENT_CLOSED` as soon as the client
-    /// closes. A round trip it started may still complete afterwards; its values are then
-    /// lost (a gap, never a duplicate).
-    pub fn bounded(self: &Arc<Self>, pending: Pending) -> Pending {
+    /// `pending` taking values, under the rule of [`ClientHandle::within`], for tests (calls
+    /// are admitted first: [`ClientHandle::admit`]).
+    #[cfg(test)]
+    pub fn bounded(
+        self: &Arc<Self>,
+        pending: crate::engine::alloc::counter_state::Pending,
+    ) -> crate::engine::alloc::counter_state::Pending {
         Box::pin(self.within(pending, Late::Values))
     }
 
@@ -411,10 +426,13 @@ impl ClientHandle {
         Ok(Admission(self.clone()))
     }
 
-    /// `work` under the rule of [`ClientHandle::bounded`], for calls of any result: reads
-    /// and management writes are bounded as value-taking calls are, so no call waits
-    /// longer than its client's call timeout on a server that stopped answering. `late`
-    /// says in the message what a late answer still does.
+    /// `work`, bounded: it rejects with `CONNECTION` once the call timeout has passed
+    /// since now (the call's submission), and with `CLIENT_CLOSED` as soon as the client
+    /// closes, so no call waits longer than its client's call timeout on a server that
+    /// stopped answering. Work it started may still complete afterwards: `late` says in
+    /// the message what that does (values left unused, a gap, never a duplicate; a write
+    /// applied). Counted as pending whatever the phase: calls that take values or write
+    /// are admitted first ([`ClientHandle::admit`], [`Admission::within`]).
     pub fn within<T, F>(
         self: &Arc<Self>,
         work: F,
@@ -493,8 +511,8 @@ impl Late {
             Late::Values => "its values, if reserved, are left unused",
             Late::Read => "nothing was changed",
             Late::Write => {
-                "the write was sent and may still be applied: read the counter before \
-                 trying it again"
+                "a write sent before the close may still be applied (none is sent after \
+                 it): read the counter before trying it again"
             }
         }
     }

@@ -382,8 +382,11 @@ impl ClientRegistry {
                 handle.mark_closed();
                 slots.remove(&target);
             } else {
-                let closing = Leaving::close(handle.clone(), DEFAULT_CLOSE_TIMEOUT);
-                slots.insert(target, SlotCell::after(closing));
+                // Retired, not closed: no call was pending when it was chosen, but one
+                // may have been admitted since (calls of a handle's kept counter reach
+                // the client without the registry); it is waited for, never cut off.
+                let leaving = Leaving::retire(handle.clone());
+                slots.insert(target, SlotCell::after(leaving));
             }
             taken.push(handle);
         }

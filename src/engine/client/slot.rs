@@ -41,10 +41,15 @@ pub(super) struct Leaving {
 }
 
 impl Leaving {
-    /// Retires `handle` in the background.
+    /// Retires `handle`: it takes no call from now on; its pending calls are waited for,
+    /// and it closes, in the background.
     pub(super) fn retire(handle: Arc<ClientHandle>) -> Leaving {
+        let deadline = handle.begin_retiring();
         let retiring = handle.clone();
-        Leaving::spawn(handle, async move { retiring.retire().await })
+        Leaving::spawn(
+            handle,
+            async move { retiring.finish_retiring(deadline).await },
+        )
     }
 
     /// Closes `handle` (pending calls reject at once) in the background, waiting at most

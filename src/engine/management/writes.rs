@@ -165,12 +165,17 @@ pub async fn set_counters_where(
         .with_write_concern(concern.map(|w| w.to_driver()))
         // Its command is published as a round-trip event.
         .publishing_commands();
-    // Admitted before anything is sent, as a write of one counter is.
+    // Admitted before anything is sent, and looked at again once fenced, as a write of
+    // one counter is (`PreparedCounter::set`).
     let admission = handle.admit()?;
     let write = to_its_end(async move {
+        let gated = async {
+            handle.ensure_open()?;
+            store.set_where(&counter, fields, value).await
+        };
         CounterState::fenced_all(
             || handle.counter_states_in(&database, &counter.collection, &counter.field),
-            store.set_where(&counter, fields, value),
+            gated,
         )
         .await
     });

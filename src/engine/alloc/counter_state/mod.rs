@@ -28,7 +28,9 @@ mod submit;
 
 pub use give_back::GivenBack;
 pub use states::CounterStates;
-pub use submit::{spawn_background, Mode, Outcome, Pending, Route, Submitted};
+#[cfg(test)]
+pub use submit::Pending;
+pub use submit::{spawn_background, Mode, Outcome, Route, Submitted};
 
 use crate::engine::panic_safety::lock;
 use std::collections::HashMap;
