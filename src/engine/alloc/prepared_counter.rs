@@ -390,18 +390,27 @@ mod tests {
         PreparedCounter::new(&handle, "db", &counter, &CallOptions::default(), None).unwrap()
     }
 
+    /// `handle` made to retire, and kept retiring by a read held pending (a retiring client
+    /// with no call pending closes at once): the read and the retirement, to hold.
+    async fn retiring(
+        handle: &Arc<ClientHandle>,
+    ) -> (
+        impl Future<Output = SeqResult<()>>,
+        std::pin::Pin<Box<dyn Future<Output = ()> + '_>>,
+    ) {
+        let read = handle.within(std::future::pending::<SeqResult<()>>(), Late::Read);
+        let mut retiring: std::pin::Pin<Box<dyn Future<Output = ()>>> = Box::pin(handle.retire());
+        assert!(futures_util::poll!(&mut retiring).is_pending());
+        (read, retiring)
+    }
+
     #[test]
     fn a_management_write_on_a_client_closed_or_retiring_is_refused_and_never_sent() {
         run(async {
             for close in [true, false] {
                 let counter = prepared().await;
                 let handle = counter.handle.clone();
-                // A retiring client with no call pending closes at once: a read held
-                // pending keeps it retiring.
-                let _read = handle.within(std::future::pending::<SeqResult<()>>(), Late::Read);
-                let retiring = handle.retire();
-                tokio::pin!(retiring);
-                assert!(futures_util::poll!(&mut retiring).is_pending());
+                let _held = retiring(&handle).await;
                 if close {
                     handle.close().await;
                 }
@@ -470,10 +479,7 @@ mod tests {
         run(async {
             let counter = prepared().await;
             let handle = counter.handle.clone();
-            let _read = handle.within(std::future::pending::<SeqResult<()>>(), Late::Read);
-            let retiring = handle.retire();
-            tokio::pin!(retiring);
-            assert!(futures_util::poll!(&mut retiring).is_pending());
+            let _held = retiring(&handle).await;
             let e = counter.submit(1).err().expect("refused");
             assert_eq!(e.code, ErrorCode::ClientClosed);
             assert_eq!(handle.busy(), 1, "only the read");
