@@ -39,7 +39,9 @@
 //!   target's **client slot** ([`client::slot`]). A client's **phase** is open, retiring
 //!   (no new calls; those pending go on) or closed (those pending reject), and only moves
 //!   forward ([`client::lifecycle`]); a client replaced or released is **leaving** until
-//!   its give-back and shutdown are done.
+//!   its give-back and shutdown are done. A call that takes values or writes is
+//!   **admitted** before it starts: counted as pending, then refused unless the client is
+//!   open ([`client::handle::ClientHandle::admit`]), so a retirement waits for it.
 //! - **lane**: what calls of one counter state must agree on to share round trips and
 //!   blocks: the creation policy and the write concern ([`alloc::counter_state::Lane`]).
 //!   Calls share a coalescing queue when they agree on the lane and on the counter
@@ -52,7 +54,7 @@
 //!   condition. (The wrapper every export runs in is the binding's **boundary**.)
 //! - **bounded call**: a call that gives up with its client: `CONNECTION` after the call
 //!   timeout, `CLIENT_CLOSED` when the client closes
-//!   ([`client::handle::ClientHandle::bounded`]).
+//!   ([`client::handle::ClientHandle::within`]).
 //! - **settled**: a call is settled once its outcome (values or an error) is known.
 //!   Options are not settled but have their rules **applied** ([`option_rules`]).
 //! - **fetch state**: whether a block cache's block fetch is under way (`Idle` or
