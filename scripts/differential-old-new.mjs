@@ -4,7 +4,7 @@
 // objects (valid and invalid keys, types and values), comparing resolved values, error
 // `code`s and the stored documents after each call.
 //
-//   [DIFF_DRIVER=mongodb-v6] node scripts/differential-old-new.mjs <dir of the old build> [runs] [seed]
+//   [DIFF_DRIVER=mongodb-v6] [DIFF_ENTRY=1] node scripts/differential-old-new.mjs <dir of the old build> [runs] [seed]
 //
 // The old build's folder holds its generated `index.js` and its `.node` file. Differences
 // listed in KNOWN are accepted (documented changes); every other one is printed with the
@@ -25,8 +25,11 @@ if (!oldDir) {
 }
 const RUNS = Number(process.argv[3] ?? 150);
 const SEED = process.argv[4] !== undefined ? Number(process.argv[4]) : Date.now() % 2 ** 31;
-const OLD = createRequire(resolve(oldDir) + '/')('./index.js');
-const NEW = createRequire(new URL('../', import.meta.url).pathname)('./index.js');
+// DIFF_ENTRY=1: each side through its package entry (lib/entry.js), as users load it
+// (a handle's next() then takes cached values as the entry does), else its generated loader.
+const LOAD = process.env.DIFF_ENTRY === '1' ? './lib/entry.js' : './index.js';
+const OLD = createRequire(resolve(oldDir) + '/')(LOAD);
+const NEW = createRequire(new URL('../', import.meta.url).pathname)(LOAD);
 
 const server = await startServer({ kind: process.env.MONGO_SEQUENCE_SERVER || 'mongoeco' });
 const client = new MongoClient(server.uri);
