@@ -209,6 +209,12 @@ impl ClientHandle {
         self.lifecycle.phase() != Phase::Open
     }
 
+    /// Waits until its phase is `phase` or later (tests wait for a release or a rotation).
+    #[cfg(test)]
+    pub async fn reached(&self, phase: Phase) {
+        self.lifecycle.reached(phase).await;
+    }
+
     /// Where the client is in its life.
     pub fn phase(&self) -> Phase {
         self.lifecycle.phase()

@@ -17,8 +17,9 @@
 //! Looking first and counting after would let the retirement close the client under a
 //! call that had already reserved values (a gap).
 //!
-//! Waits are woken, never polled: `closed` is notified by the move to `Closed` (a pending
-//! call rejects at once), `idle` when the last pending call ends (a retiring client
+//! Waits are woken, never polled: `moved` is notified by every move of the phase (a
+//! pending call rejects at once on the move to `Closed`), `idle` when the last pending
+//! call ends (a retiring client
 //! closes once its calls are done). Each wait asks for its wake-up before it looks at the
 //! state, so a change in between is not missed.
 
@@ -52,8 +53,8 @@ impl Phase {
 pub struct Lifecycle {
     phase: AtomicU8,
     pending: AtomicUsize,
-    /// Notified by the move to [`Phase::Closed`].
-    closed: Notify,
+    /// Notified by every move of the phase.
+    moved: Notify,
     /// Notified when the last pending call ends.
     idle: Notify,
 }
@@ -63,7 +64,7 @@ impl Default for Lifecycle {
         Lifecycle {
             phase: AtomicU8::new(Phase::Open as u8),
             pending: AtomicUsize::new(0),
-            closed: Notify::new(),
+            moved: Notify::new(),
             idle: Notify::new(),
         }
     }
@@ -78,9 +79,14 @@ impl Lifecycle {
     /// `Open` → `Retiring`. False when it was not open (retiring or closed already).
     pub fn retire(&self) -> bool {
         let (open, retiring) = (Phase::Open as u8, Phase::Retiring as u8);
-        self.phase
+        let moved = self
+            .phase
             .compare_exchange(open, retiring, Ordering::SeqCst, Ordering::SeqCst)
-            .is_ok()
+            .is_ok();
+        if moved {
+            self.moved.notify_waiters();
+        }
+        moved
     }
 
     /// `Open` or `Retiring` → `Closed`, waking the calls waiting for it. True for the one
@@ -91,7 +97,7 @@ impl Lifecycle {
         if Phase::of(before) == Phase::Closed {
             return false;
         }
-        self.closed.notify_waiters();
+        self.moved.notify_waiters();
         true
     }
 
@@ -128,14 +134,20 @@ impl Lifecycle {
 
     /// Waits until the client is closed.
     pub async fn closed(&self) {
-        let closed = self.closed.notified();
-        tokio::pin!(closed);
-        closed.as_mut().enable();
-        if self.phase() == Phase::Closed {
-            return;
+        self.reached(Phase::Closed).await;
+    }
+
+    /// Waits until the phase is `phase` or a later one (it never moves back).
+    pub async fn reached(&self, phase: Phase) {
+        loop {
+            let moved = self.moved.notified();
+            tokio::pin!(moved);
+            moved.as_mut().enable();
+            if self.phase() as u8 >= phase as u8 {
+                return;
+            }
+            moved.await;
         }
-        // Only the move to `Closed` notifies, and it never moves back.
-        closed.await;
     }
 
     /// Waits until no call is pending, or the client is closed, or `deadline` (what a
@@ -188,6 +200,43 @@ mod tests {
         assert!(life.close());
         assert!(!life.retire());
         assert_eq!(life.phase(), Phase::Closed);
+    }
+
+    #[test]
+    fn a_wait_for_a_phase_is_woken_by_the_move_to_it_or_past_it() {
+        run(async {
+            let life = Arc::new(Lifecycle::default());
+            let waits = |phase| {
+                let life = life.clone();
+                tokio::spawn(async move { life.reached(phase).await })
+            };
+            let (retiring, closed) = (waits(Phase::Retiring), waits(Phase::Closed));
+            tokio::task::yield_now().await;
+            assert!(!retiring.is_finished() && !closed.is_finished());
+            life.retire();
+            tokio::time::timeout(BOUND, retiring)
+                .await
+                .expect("woken")
+                .unwrap();
+            tokio::task::yield_now().await;
+            assert!(!closed.is_finished(), "retiring is not closed");
+            life.close();
+            tokio::time::timeout(BOUND, closed)
+                .await
+                .expect("woken")
+                .unwrap();
+            // A client closed without retiring first has passed retiring too.
+            let skipped = Arc::new(Lifecycle::default());
+            let waiting = {
+                let skipped = skipped.clone();
+                tokio::spawn(async move { skipped.reached(Phase::Retiring).await })
+            };
+            skipped.close();
+            tokio::time::timeout(BOUND, waiting)
+                .await
+                .expect("woken")
+                .unwrap();
+        });
     }
 
     #[test]

@@ -71,10 +71,19 @@ pub struct ClientRegistry {
     /// once before it completes, so that a test can act while a client is opening.
     #[cfg(test)]
     opening_gate: Option<Arc<tokio::sync::Barrier>>,
-    /// Tests only: a barrier that every call waits at once its client is open, before it
-    /// checks that the registry still tracks it.
+    /// Tests only: where every call waits once its client is open, before it checks that
+    /// the registry still tracks it.
     #[cfg(test)]
-    checked_gate: Option<Arc<tokio::sync::Barrier>>,
+    checked_gate: Option<CheckedGate>,
+}
+
+/// Tests only: how calls wait at the registry's `checked_gate`.
+#[cfg(test)]
+pub(super) enum CheckedGate {
+    /// In pairs with the test, at a barrier of two.
+    Pairs(Arc<tokio::sync::Barrier>),
+    /// Until the test opens it, counted as they arrive.
+    Held(crate::engine::test_support::Gate),
 }
 
 impl ClientRegistry {
@@ -178,8 +187,12 @@ impl ClientRegistry {
         // (nothing used it yet), and the call rejects like those the close found pending.
         // Taken out by a rotation, it is retiring already: the call asks again.
         #[cfg(test)]
-        if let Some(gate) = &self.checked_gate {
-            gate.wait().await;
+        match &self.checked_gate {
+            Some(CheckedGate::Pairs(barrier)) => {
+                barrier.wait().await;
+            }
+            Some(CheckedGate::Held(gate)) => gate.pass().await,
+            None => {}
         }
         let tracked = lock(&self.slots)
             .get(target)

@@ -14,14 +14,13 @@ fn run<F: std::future::Future>(f: F) -> F::Output {
     runtime().block_on(f)
 }
 
-/// Waits until `done` holds, looking every millisecond; fails with `what` past a
-/// generous bound.
-async fn until(what: &str, done: impl Fn() -> bool) {
-    let waited = Instant::now();
-    while !done() {
-        assert!(waited.elapsed() < Duration::from_secs(10), "{what}");
-        tokio::time::sleep(Duration::from_millis(1)).await;
-    }
+/// Waits until `handle` takes no more calls (retiring or closed), woken by the move;
+/// fails with `what` past a generous bound.
+async fn left_open(what: &str, handle: &ClientHandle) {
+    let moved = handle.reached(crate::engine::client::lifecycle::Phase::Retiring);
+    tokio::time::timeout(Duration::from_secs(10), moved)
+        .await
+        .unwrap_or_else(|_| panic!("{what}"));
 }
 
 /// A call timeout (serverSelectionTimeoutMS) that no test waits for: a client's pending
@@ -121,7 +120,7 @@ fn a_call_on_an_open_client_is_not_failed_by_the_release_of_unused_clients() {
     run(async {
         let gate = Arc::new(tokio::sync::Barrier::new(2));
         let registry: &'static ClientRegistry = Box::leak(Box::new(ClientRegistry {
-            checked_gate: Some(gate.clone()),
+            checked_gate: Some(CheckedGate::Pairs(gate.clone())),
             limits: Limits {
                 max_clients: 1,
                 ..Limits::default()
@@ -262,7 +261,7 @@ fn a_tls_file_rotated_in_place_replaces_the_client_once_it_has_retired() {
                 let renewed = renewed.clone();
                 tokio::spawn(async move { registry.get(&renewed).await })
             };
-            until("the old client takes no more calls", || first.is_closed()).await;
+            left_open("the old client takes no more calls", &first).await;
             // Time for a replacement that does not wait to open (it would at once).
             tokio::time::sleep(Duration::from_millis(50)).await;
             assert!(
@@ -289,10 +288,7 @@ fn a_tls_file_rotated_in_place_replaces_the_client_once_it_has_retired() {
             let pending = second.bounded(Box::pin(std::future::pending()));
             let third = make();
             let replacing = tokio::spawn(async move { registry.get(&third).await });
-            until("the rotation retires the second client", || {
-                second.is_closed()
-            })
-            .await;
+            left_open("the rotation retires the second client", &second).await;
             assert!(registry.close_all(DEFAULT_CLOSE_TIMEOUT).await);
             assert_eq!(pending.await.unwrap_err().code, ErrorCode::ClientClosed);
             let e = replacing.await.unwrap().err().expect("rejected");
@@ -320,9 +316,9 @@ fn a_call_whose_new_client_a_rotation_replaced_asks_again() {
     );
     let before = ConnectionTarget::from_uri(&uri).unwrap();
     run(async {
-        let gate = Arc::new(tokio::sync::Barrier::new(2));
+        let gate = crate::engine::test_support::Gate::default();
         let registry: &'static ClientRegistry = Box::leak(Box::new(ClientRegistry {
-            checked_gate: Some(gate.clone()),
+            checked_gate: Some(CheckedGate::Held(gate.clone())),
             ..ClientRegistry::default()
         }));
         let call = {
@@ -330,11 +326,8 @@ fn a_call_whose_new_client_a_rotation_replaced_asks_again() {
             tokio::spawn(async move { registry.get(&before).await })
         };
         // Its client is open; the call has not checked it yet.
-        until("the first client opens", || {
-            registry.try_get(&before).is_some()
-        })
-        .await;
-        let opened = registry.try_get(&before).unwrap();
+        gate.reached(1).await;
+        let opened = registry.try_get(&before).expect("the first client is open");
         // A call that read the rotated file replaces it meanwhile.
         std::fs::write(&path, b"alice's renewed CA").unwrap();
         let renewed = ConnectionTarget::from_uri(&uri).unwrap();
@@ -342,13 +335,13 @@ fn a_call_whose_new_client_a_rotation_replaced_asks_again() {
             let renewed = renewed.clone();
             tokio::spawn(async move { registry.get(&renewed).await })
         };
-        until("the replacement opens", || {
-            registry.try_get(&renewed).is_some()
-        })
-        .await;
-        // Four arrivals at the gate: both calls' checks, the first call's second one,
-        // and this (bounded: a call that did not ask again never arrives).
-        let _ = tokio::time::timeout(Duration::from_secs(10), gate.wait()).await;
+        // The replacement is open once its call reaches the gate too.
+        gate.reached(2).await;
+        assert!(
+            opened.is_closed(),
+            "the first client retired for the replacement"
+        );
+        gate.open();
         let first = call.await.unwrap().expect("asked again, not refused");
         let second = replacing.await.unwrap().expect("opened");
         assert!(Arc::ptr_eq(&first, &second), "the replacement");
@@ -456,14 +449,8 @@ fn a_client_with_a_pending_call_is_not_released() {
         assert_eq!(outcome.unwrap_err().code, ErrorCode::Connection);
         // Released by a sweep to come: on a loaded machine the sweeper's tick may
         // come after any fixed sleep of this test, so wait for it (bounded).
-        let waited = Instant::now();
-        while !(busy.is_closed() && other.is_closed()) {
-            assert!(
-                waited.elapsed() < Duration::from_secs(10),
-                "idle ones are released"
-            );
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
+        left_open("the idle busy one is released", &busy).await;
+        left_open("the idle other one is released", &other).await;
         assert!(registry.is_empty());
     });
 }
@@ -614,14 +601,7 @@ fn idle_clients_are_released_by_the_sweeper_without_another_call() {
             ..Limits::default()
         });
         let handle = registry.get(&target(110)).await.unwrap();
-        let waited = Instant::now();
-        while !handle.is_closed() {
-            assert!(
-                waited.elapsed() < Duration::from_secs(10),
-                "the sweeper released the idle client"
-            );
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
+        left_open("the sweeper released the idle client", &handle).await;
         assert!(registry.is_empty());
     });
 }

@@ -51,6 +51,19 @@ pub struct Route<S> {
     pub recorder: Recorder,
 }
 
+impl<S> Route<S> {
+    /// What a round trip of this route needs, owned: its fetches outlive the call.
+    fn round_trip_parts(&self) -> (Arc<S>, CounterRef, CreatePolicy, Recorder) {
+        let policy = self.lane.policy;
+        (
+            self.store.clone(),
+            self.counter.clone(),
+            policy,
+            self.recorder.clone(),
+        )
+    }
+}
+
 /// A submitted call: its outcome, and work to spawn (a round trip it started, or the
 /// prefetch of the next block).
 pub struct Submitted {
@@ -100,17 +113,15 @@ impl CounterState {
     /// The demand-serving round trip for `counter` over `store`, remembering the
     /// configuration it finds.
     /// Each round trip is recorded by `recorder` (and as an event while someone listens).
-    pub fn fetcher<S>(
+    fn fetcher<S>(
         self: &Arc<Self>,
-        store: Arc<S>,
-        counter: CounterRef,
-        policy: CreatePolicy,
-        recorder: Recorder,
+        route: &Route<S>,
     ) -> impl Fn(Vec<Demand>) -> Pin<Box<dyn Future<Output = Grants> + Send>> + Send + Sync + 'static
     where
         S: CounterStore + 'static,
     {
         let state = self.clone();
+        let (store, counter, policy, recorder) = route.round_trip_parts();
         move |demands| {
             let (state, store) = (state.clone(), store.clone());
             Box::pin(state.round_trip(store, counter.clone(), policy, recorder.clone(), demands))
@@ -121,10 +132,7 @@ impl CounterState {
     /// token the cache gives it ([`CounterRef::through_cache`]).
     fn cache_fetcher<S>(
         self: &Arc<Self>,
-        store: Arc<S>,
-        counter: CounterRef,
-        policy: CreatePolicy,
-        recorder: Recorder,
+        route: &Route<S>,
     ) -> impl Fn(Vec<Demand>, FetchToken) -> Pin<Box<dyn Future<Output = Grants> + Send>>
            + Send
            + Sync
@@ -133,6 +141,7 @@ impl CounterState {
         S: CounterStore + 'static,
     {
         let state = self.clone();
+        let (store, counter, policy, recorder) = route.round_trip_parts();
         move |demands, token| {
             let (state, store) = (state.clone(), store.clone());
             let counter = counter.clone().through_cache(token);
@@ -197,12 +206,7 @@ impl CounterState {
     {
         let taken = cache.try_take(count)?;
         let background = taken.prefetch.then(|| {
-            let fetch = self.cache_fetcher(
-                route.store.clone(),
-                route.counter.clone(),
-                route.lane.policy,
-                route.recorder.clone(),
-            );
+            let fetch = self.cache_fetcher(route);
             Box::pin(cache.clone().start_fetching(fetch)) as Background
         });
         Some((taken.range, background))
@@ -215,40 +219,16 @@ impl CounterState {
     where
         S: CounterStore + 'static,
     {
-        let Route {
-            store,
-            counter,
-            lane,
-            mode,
-            cache,
-            recorder,
-        } = route;
-        let (mode, cache) = (*mode, cache.as_ref());
+        let (mode, cache) = (route.mode, route.cache.as_ref());
         // Every mode's round trips go through the same round trip, made when one is
         // needed; a cache's fetches flag the counter with their tokens (see `CacheMarks`).
-        let fetcher = || {
-            self.fetcher(
-                store.clone(),
-                counter.clone(),
-                lane.policy,
-                recorder.clone(),
-            )
-        };
-        let cache_fetcher = || {
-            self.cache_fetcher(
-                store.clone(),
-                counter.clone(),
-                lane.policy,
-                recorder.clone(),
-            )
-        };
         match mode {
             Mode::Cached(size) if count <= size => {
                 let owned;
                 let cache = match cache {
                     Some(cache) => cache,
                     None => {
-                        owned = self.block_cache(lane, counter, size);
+                        owned = self.block_cache(&route.lane, &route.counter, size);
                         &owned
                     }
                 };
@@ -258,7 +238,7 @@ impl CounterState {
                         background,
                     };
                 }
-                let fetch = cache_fetcher();
+                let fetch = self.cache_fetcher(route);
                 let (mut answer, fetching) = cache.enqueue(count, fetch);
                 // A fill that landed since `try_take` served the call at once.
                 let outcome = match answer.try_recv() {
@@ -275,7 +255,7 @@ impl CounterState {
             // spawns it before it sets up the promise, so the request does not wait for
             // that, and the outcome only receives the answer (as a coalesced call does).
             Mode::Direct => {
-                let fetch = fetcher();
+                let fetch = self.fetcher(route);
                 let (mut waiter, answer) = Waiter::new(count);
                 let round_trip = async move {
                     let served = tokio::select! {
@@ -299,10 +279,10 @@ impl CounterState {
             }
             // Coalesced, or a batch larger than the cache's blocks.
             _ => {
-                let fetch = fetcher();
+                let fetch = self.fetcher(route);
                 let (answer, driver) =
                     self.lanes
-                        .submit((lane.clone(), counter.clone()), count, fetch);
+                        .submit((route.lane.clone(), route.counter.clone()), count, fetch);
                 Submitted {
                     outcome: Outcome::Later(Box::pin(receive(answer))),
                     background: driver.map(|d| Box::pin(d) as Background),
