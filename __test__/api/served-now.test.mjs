@@ -148,3 +148,19 @@ test('a handle closed with its client: next() rejects with CLIENT_CLOSED, as nat
   await rejectsWithCode(assert, h.next(), 'CLIENT_CLOSED');
   await rejectsWithCode(assert, nativeNext.call(h), 'CLIENT_CLOSED');
 });
+
+test('takeCached given anything but a taker throws INVALID_ARGUMENT, never crashes', async () => {
+  const h = seq.sequence(env.db, 'taker-check', { cache: 5, upsert: true });
+  assert.equal(await h.next(), 1);
+  const taker = h.taker();
+  assert.equal(seq.Sequence.takeCached(taker), 2, 'a taker is served');
+  const notTakers = { object: {}, null: null, undefined, number: 42, string: 'taker', handle: h, 'array of a taker': [taker] };
+  for (const [what, value] of Object.entries(notTakers)) {
+    assert.throws(
+      () => seq.Sequence.takeCached(value),
+      (e) => e instanceof Error && e.code === 'INVALID_ARGUMENT',
+      what,
+    );
+  }
+  assert.equal(await h.next(), 3, 'nothing was taken by the refused calls');
+});

@@ -533,9 +533,10 @@ impl Engine {
         }
         // With worker threads, a fetch (or a coalesced round trip that has answered
         // its calls) may still be running: wait for it, as the single-threaded runs do.
-        while !self.state.nothing_in_flight() {
-            tokio::time::sleep(std::time::Duration::from_micros(50)).await;
-        }
+        let waited = self.state.until_nothing_in_flight();
+        tokio::time::timeout(std::time::Duration::from_secs(10), waited)
+            .await
+            .expect("the round trips and fetches in flight end");
     }
 
     fn stored(&self) -> Option<i64> {

@@ -5,7 +5,7 @@ use crate::binding::boundary::promise_call;
 use crate::binding::boundary::sync_call;
 use std::sync::{Arc, Mutex};
 
-use napi::bindgen_prelude::{Env, External, PromiseRaw, ToNapiValue, Unknown};
+use napi::bindgen_prelude::{Env, External, FromNapiRef, PromiseRaw, ToNapiValue, Unknown};
 use napi::JsValue;
 
 use crate::binding::error::{build, OrThrow};
@@ -166,11 +166,12 @@ impl Sequence {
     /// A static method, so that no handle is unwrapped on the way. Not part of the typed
     /// API.
     #[napi(skip_typescript)]
-    pub fn take_cached<'env>(
-        env: &'env Env,
-        taker: &External<Taker>,
-    ) -> napi::Result<Unknown<'env>> {
+    pub fn take_cached<'env>(env: &'env Env, taker: Unknown<'env>) -> napi::Result<Unknown<'env>> {
         sync_call(env, "Sequence.next", || {
+            // Read here rather than by napi-rs before the call: a value that is no taker
+            // then throws like any argument of ours (`INVALID_ARGUMENT`).
+            // SAFETY: a value of this call, on the JavaScript thread of `env`.
+            let taker = unsafe { External::<Taker>::from_napi_ref(env.raw(), taker.raw()) }?;
             let raw = match reserve_now(&taker.counter, 1, &taker.keep) {
                 // SAFETY: converting on the JavaScript thread of `env`.
                 None => unsafe { <() as ToNapiValue>::to_napi_value(env.raw(), ())? },

@@ -144,6 +144,9 @@ impl FetchState {
 struct CacheContents {
     /// Reserved values not handed out yet, oldest block first.
     blocks: VecDeque<IdRange>,
+    /// How many values `blocks` hold: kept as they change, since a cached call asks on
+    /// every take (summing up to 64 blocks each time cost more than the take).
+    held: i64,
     /// Whether a block fetch is under way, and the calls waiting for it.
     fetch: FetchState,
     /// Blocks reserved by the next fetch.
@@ -158,7 +161,19 @@ struct CacheContents {
 
 impl CacheContents {
     fn available(&self) -> i64 {
-        self.blocks.iter().map(IdRange::count).sum()
+        #[cfg(test)]
+        assert_eq!(
+            self.held,
+            self.blocks.iter().map(IdRange::count).sum::<i64>(),
+            "the count of held values follows the blocks"
+        );
+        self.held
+    }
+
+    /// Takes every block out.
+    fn take_blocks(&mut self) -> VecDeque<IdRange> {
+        self.held = 0;
+        std::mem::take(&mut self.blocks)
     }
 
     /// Takes `count` contiguous values from the oldest block that has them, dropping
@@ -173,9 +188,11 @@ impl CacheContents {
                         self.blocks.pop_front();
                     }
                 }
+                self.held -= taken.count();
                 return Some(taken);
             }
             if let Some(short) = self.blocks.pop_front() {
+                self.held -= short.count();
                 crate::engine::stats::discarded_short(short.count());
             }
         }
@@ -200,7 +217,9 @@ impl CacheContents {
         let mut offset = 0;
         while offset < total {
             let length = size.min(total - offset);
-            self.blocks.push_back(values.slice(offset, length));
+            let block = values.slice(offset, length);
+            self.held += block.count();
+            self.blocks.push_back(block);
             offset += length;
         }
     }
@@ -240,6 +259,7 @@ impl BlockCache {
             generation,
             contents: Mutex::new(CacheContents {
                 blocks: VecDeque::new(),
+                held: 0,
                 fetch: FetchState::Idle,
                 blocks_per_fetch: 1,
                 last_fetch: None,
@@ -259,7 +279,7 @@ impl BlockCache {
     pub fn discard(&self) -> i64 {
         let mut contents = self.lock();
         let thrown = contents.available();
-        contents.blocks.clear();
+        contents.take_blocks();
         contents.blocks_per_fetch = 1;
         contents.last_fetch = None;
         contents.token = None;
@@ -490,7 +510,7 @@ impl BlockCache {
         let mut contents = self.lock();
         contents.blocks_per_fetch = 1;
         let held = contents.available();
-        let blocks = std::mem::take(&mut contents.blocks);
+        let blocks = contents.take_blocks();
         let token = contents.token.take();
         drop(contents);
         tail_of(&blocks).map(|values| Tail {
@@ -759,6 +779,7 @@ mod tests {
                 IdRange::contiguous(1, SHORT),
                 IdRange::contiguous(SHORT + 1, 3 * SHORT),
             ]),
+            held: 3 * SHORT,
             fetch: FetchState::Idle,
             blocks_per_fetch: 1,
             last_fetch: None,

@@ -29,6 +29,9 @@ pub type Grants = SeqResult<Vec<SeqResult<IdRange>>>;
 /// it is in flight.
 pub struct Coalescer<K> {
     lanes: Mutex<HashMap<K, VecDeque<Waiter>>>,
+    /// Tests only: notified whenever a key is released (its round trips are over).
+    #[cfg(test)]
+    released: tokio::sync::Notify,
     _live: LiveToken,
 }
 
@@ -43,6 +46,8 @@ impl<K> Coalescer<K> {
     pub fn tracked(live: LiveToken) -> Self {
         Coalescer {
             lanes: Mutex::new(HashMap::new()),
+            #[cfg(test)]
+            released: tokio::sync::Notify::new(),
             _live: live,
         }
     }
@@ -139,6 +144,8 @@ impl<K: Eq + Hash + Clone + Send + 'static> Coalescer<K> {
         queue.retain(|waiter| !waiter.reply.is_closed());
         if queue.is_empty() {
             lanes.remove(key);
+            #[cfg(test)]
+            self.released.notify_waiters();
             return None;
         }
         let mut batch = Vec::new();
@@ -166,6 +173,8 @@ impl<K: Eq + Hash + Clone + Send + 'static> Coalescer<K> {
     /// `INTERNAL`, and later calls start a new round trip.
     fn fail_lane(&self, key: &K) {
         let queue = lock(&self.lanes).remove(key);
+        #[cfg(test)]
+        self.released.notify_waiters();
         for waiter in queue.into_iter().flatten() {
             waiter.answer(Err(SeqError::internal("merged round trip")));
         }
@@ -174,6 +183,20 @@ impl<K: Eq + Hash + Clone + Send + 'static> Coalescer<K> {
     /// Number of counters with a round trip in flight.
     pub fn in_flight(&self) -> usize {
         lock(&self.lanes).len()
+    }
+
+    /// Waits until no round trip is in flight, woken as keys are released.
+    #[cfg(test)]
+    pub async fn until_none_in_flight(&self) {
+        loop {
+            let released = self.released.notified();
+            tokio::pin!(released);
+            released.as_mut().enable();
+            if self.in_flight() == 0 {
+                return;
+            }
+            released.await;
+        }
     }
 }
 

@@ -127,7 +127,11 @@ impl Lifecycle {
     /// A call started by [`Lifecycle::call_started`] ended; the last one wakes
     /// [`Lifecycle::until_idle_or_closed`].
     pub fn call_ended(&self) {
-        if self.pending.fetch_sub(1, Ordering::SeqCst) == 1 {
+        // Only a retiring (or closed) client is waited on for idleness, and the retirement
+        // moves the phase before it looks at the count: a call that still sees `Open` here
+        // ended before that look, which then finds it gone. An open client's calls (every
+        // cached call) skip the notification's lock.
+        if self.pending.fetch_sub(1, Ordering::SeqCst) == 1 && self.phase() != Phase::Open {
             self.idle.notify_waiters();
         }
     }
@@ -151,7 +155,8 @@ impl Lifecycle {
     }
 
     /// Waits until no call is pending, or the client is closed, or `deadline` (what a
-    /// retiring client waits for before it closes).
+    /// retiring client waits for before it closes). The end of the last pending call
+    /// wakes it only once the client is no longer open ([`Lifecycle::call_ended`]).
     pub async fn until_idle_or_closed(&self, deadline: tokio::time::Instant) {
         loop {
             let idle = self.idle.notified();

@@ -148,6 +148,17 @@ impl CounterState {
         self.lanes.in_flight() == 0 && !lock(&self.caches).values().any(|s| s.is_fetching())
     }
 
+    /// Waits until [`CounterState::nothing_in_flight`], woken as round trips and fetches
+    /// end (a fetch's end may let a queued round trip go, so both are looked at again).
+    #[cfg(test)]
+    pub async fn until_nothing_in_flight(&self) {
+        let far = tokio::time::Instant::now() + std::time::Duration::from_secs(600);
+        while !self.nothing_in_flight() {
+            self.lanes.until_none_in_flight().await;
+            self.drain_fetches_by(far).await;
+        }
+    }
+
     /// Whether its block caches hold values not handed out yet.
     fn holds_values(&self) -> bool {
         lock(&self.caches)
