@@ -107,7 +107,9 @@ pub fn reserve_promise<'env>(
 /// made them; otherwise it takes a ticket now and submits in ticket order once its client
 /// is open. A later outcome must be awaited on the runtime. A call refused before it
 /// reaches its prepared counter (a client that could not open, a counter that could not
-/// be prepared) is counted here; the engine counts the others.
+/// be prepared) is counted here; the engine counts the others. A call whose client the
+/// registry let go after it was found open asks the registry again
+/// ([`PreparedCounter::try_submit`]), as a call made a moment later would.
 pub fn reserve(named: &NamedCounter, count: i64, keep: Option<&KeptCounter>) -> SeqResult<Outcome> {
     if nobody_waiting(|| named.target.line()) {
         // In the runtime's context, so that a client of an ended runtime is recognised
@@ -120,15 +122,29 @@ pub fn reserve(named: &NamedCounter, count: i64, keep: Option<&KeptCounter>) -> 
     let (named, keep) = (named.clone(), keep.cloned());
     Ok(Outcome::Later(Box::pin(async move {
         let stats = named.stats.clone();
-        let prepared = prepare(named, keep).await;
-        ticket.front_of_line().await;
-        let submitted = prepared
-            .map_err(|e| refused(stats.as_ref(), e))
-            .and_then(|prepared| prepared.submit(count));
+        let mut let_go = 0;
+        let submitted = loop {
+            let prepared = prepare(named.clone(), keep.clone()).await;
+            ticket.front_of_line().await;
+            let prepared = match prepared {
+                Ok(prepared) => prepared,
+                Err(error) => break Err(refused(stats.as_ref(), error)),
+            };
+            match prepared.try_submit(count) {
+                Some(submitted) => break submitted,
+                // Let go again as soon as it was handed out: refused as a closed client's
+                // call would be, rather than asking without end.
+                None if let_go == LET_GO_RETRIES => break prepared.submit(count),
+                None => let_go += 1,
+            }
+        };
         drop(ticket);
         submitted?.values().await
     })))
 }
+
+/// How many times a call asks the registry again for a client it let go.
+const LET_GO_RETRIES: u32 = 3;
 
 /// [`reserve`] for a call that the block cache of the counter kept in `keep` serves at
 /// once, and only then (a cached counter, no earlier call of its client waiting in line):
@@ -152,12 +168,16 @@ fn submit_now(
     count: i64,
     keep: Option<&KeptCounter>,
 ) -> Option<SeqResult<Outcome>> {
-    if let Some(submitted) = keep.and_then(|s| kept(s, |prepared| prepared.submit(count))) {
+    // A client let go since it was found open: on to the client open now, if any.
+    if let Some(submitted) = keep
+        .and_then(|s| kept(s, |prepared| prepared.try_submit(count)))
+        .flatten()
+    {
         return Some(submitted);
     }
     let (handle, database) = open_now(&named.target)?;
-    Some(match prepare_in(named, &handle, database, keep) {
-        Ok(prepared) => prepared.submit(count),
-        Err(error) => Err(refused(named.stats.as_ref(), error)),
-    })
+    match prepare_in(named, &handle, database, keep) {
+        Ok(prepared) => prepared.try_submit(count),
+        Err(error) => Some(Err(refused(named.stats.as_ref(), error))),
+    }
 }

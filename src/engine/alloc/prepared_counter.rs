@@ -13,7 +13,7 @@ use crate::engine::alloc::counter_state::{
     spawn_background, CounterState, GivenBack, Lane, Mode, Outcome, Route, Submitted,
 };
 use crate::engine::call_options::CallOptions;
-use crate::engine::client::handle::{ClientHandle, Late};
+use crate::engine::client::handle::{Admission, ClientHandle, Late};
 use crate::engine::counter::locator::Locator;
 use crate::engine::counter::sequence_config::SequenceConfig;
 use crate::engine::error::{SeqError, SeqResult};
@@ -119,10 +119,27 @@ impl PreparedCounter {
     /// client is closed. Values past 2^53 - 1 fail a call that returns numbers with
     /// `SEQUENCE_OVERFLOW`. The call is counted in the statistics, however it ends.
     pub fn submit(&self, count: i64) -> SeqResult<Outcome> {
-        let admission = match self.handle.admit() {
-            Ok(admission) => admission,
-            Err(error) => return Err(refused(self.route.recorder.handle(), error)),
-        };
+        match self.handle.admit() {
+            Ok(admission) => Ok(self.submit_admitted(admission, count)),
+            Err(error) => Err(refused(self.route.recorder.handle(), error)),
+        }
+    }
+
+    /// [`PreparedCounter::submit`], or `None`, with nothing done and nothing counted, when
+    /// the registry let the client go ([`ClientHandle::was_let_go`]) after the caller
+    /// found it open: the caller then asks the registry for the connection's client
+    /// again, as a call made a moment later would, instead of failing a call whose user
+    /// closed nothing.
+    pub fn try_submit(&self, count: i64) -> Option<SeqResult<Outcome>> {
+        match self.handle.admit() {
+            Ok(admission) => Some(Ok(self.submit_admitted(admission, count))),
+            Err(_) if self.handle.was_let_go() => None,
+            Err(error) => Some(Err(refused(self.route.recorder.handle(), error))),
+        }
+    }
+
+    /// [`PreparedCounter::submit`] once the call is admitted.
+    fn submit_admitted(&self, admission: Admission, count: i64) -> Outcome {
         let Submitted {
             outcome,
             background,
@@ -149,11 +166,11 @@ impl PreparedCounter {
                 Err(error) => Outcome::Later(Box::pin(std::future::ready(Err(error)))),
             },
         };
-        Ok(Submitted {
+        Submitted {
             outcome,
             background,
         }
-        .start())
+        .start()
     }
 
     /// [`PreparedCounter::submit`] for a call its block cache serves at once, and only
@@ -483,6 +500,47 @@ mod tests {
             let e = counter.submit(1).err().expect("refused");
             assert_eq!(e.code, ErrorCode::ClientClosed);
             assert_eq!(handle.busy(), 1, "only the read");
+        });
+    }
+
+    /// A call that found its client open, refused because the registry let the client
+    /// go since (it retired), is handed back with nothing done and nothing counted, for
+    /// its caller to ask the registry again; one whose client its user closed is refused
+    /// and counted, as `submit` refuses it.
+    #[test]
+    fn a_call_on_a_client_let_go_is_handed_back_uncounted_and_on_a_closed_one_refused() {
+        run(async {
+            for let_go in [true, false] {
+                let stats = Arc::new(Stats::default());
+                let handle = prepared().await.handle;
+                let counter = CounterRef::new("counters", "seq", CounterName::text("c").unwrap());
+                let options = CallOptions::default();
+                let counter =
+                    PreparedCounter::new(&handle, "db", &counter, &options, Some(stats.clone()))
+                        .unwrap();
+                let _held = if let_go {
+                    Some(retiring(&handle).await)
+                } else {
+                    handle.close().await;
+                    None
+                };
+                assert_eq!(handle.was_let_go(), let_go);
+                let outcome = counter.try_submit(1);
+                let failed = stats.snapshot().errors_of(ErrorCode::ClientClosed);
+                if let_go {
+                    assert!(outcome.is_none(), "handed back to ask again");
+                    assert_eq!(failed, 0, "not counted");
+                    assert_eq!(handle.busy(), 1, "only the read: nothing was submitted");
+                    // `submit` (the caller's last word) refuses it, counted.
+                    let e = counter.submit(1).err().expect("refused");
+                    assert_eq!(e.code, ErrorCode::ClientClosed);
+                    assert_eq!(stats.snapshot().errors_of(ErrorCode::ClientClosed), 1);
+                } else {
+                    let e = outcome.expect("answered").err().expect("refused");
+                    assert_eq!(e.code, ErrorCode::ClientClosed);
+                    assert_eq!(failed, 1, "counted");
+                }
+            }
         });
     }
 

@@ -209,6 +209,13 @@ impl ClientHandle {
         self.lifecycle.phase() != Phase::Open
     }
 
+    /// Whether the registry let it go (released for idleness or past the client limit,
+    /// or replaced after a rotation of its TLS files): it retired rather than being
+    /// closed by its user. A call refused for that asks the registry again.
+    pub fn was_let_go(&self) -> bool {
+        self.lifecycle.was_retired()
+    }
+
     /// Waits until its phase is `phase` or later (tests wait for a release or a rotation).
     #[cfg(test)]
     pub async fn reached(&self, phase: Phase) {

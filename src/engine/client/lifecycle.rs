@@ -23,7 +23,7 @@
 //! closes once its calls are done). Each wait asks for its wake-up before it looks at the
 //! state, so a change in between is not missed.
 
-use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
 
 use tokio::sync::Notify;
 
@@ -52,6 +52,9 @@ impl Phase {
 /// A client's phase and pending calls, with the wake-ups of those who wait on them.
 pub struct Lifecycle {
     phase: AtomicU8,
+    /// Whether it was retired (rather than closed straight from open); set before the
+    /// phase moves, so a call refused for that move finds it set.
+    retired: AtomicBool,
     pending: AtomicUsize,
     /// Notified by every move of the phase.
     moved: Notify,
@@ -63,6 +66,7 @@ impl Default for Lifecycle {
     fn default() -> Self {
         Lifecycle {
             phase: AtomicU8::new(Phase::Open as u8),
+            retired: AtomicBool::new(false),
             pending: AtomicUsize::new(0),
             moved: Notify::new(),
             idle: Notify::new(),
@@ -78,6 +82,9 @@ impl Lifecycle {
 
     /// `Open` → `Retiring`. False when it was not open (retiring or closed already).
     pub fn retire(&self) -> bool {
+        if self.phase() == Phase::Open {
+            self.retired.store(true, Ordering::SeqCst);
+        }
         let (open, retiring) = (Phase::Open as u8, Phase::Retiring as u8);
         let moved = self
             .phase
@@ -99,6 +106,12 @@ impl Lifecycle {
         }
         self.moved.notify_waiters();
         true
+    }
+
+    /// Whether it left `Open` by [`Lifecycle::retire`] (it may be closed since). A call
+    /// refused by [`Lifecycle::admit`] finds this set when a retirement refused it.
+    pub fn was_retired(&self) -> bool {
+        self.retired.load(Ordering::SeqCst)
     }
 
     /// Calls started and not ended.
@@ -242,6 +255,19 @@ mod tests {
                 .expect("woken")
                 .unwrap();
         });
+    }
+
+    #[test]
+    fn a_retirement_is_remembered_and_a_straight_close_is_not_one() {
+        let retired = Lifecycle::default();
+        assert!(!retired.was_retired());
+        retired.retire();
+        retired.close();
+        assert!(retired.was_retired(), "retired, then closed");
+        let closed = Lifecycle::default();
+        closed.close();
+        closed.retire();
+        assert!(!closed.was_retired(), "closed straight from open");
     }
 
     #[test]
