@@ -505,12 +505,12 @@ mod tests {
 
     /// A call that found its client open, refused because the registry let the client
     /// go since (it retired), is handed back with nothing done and nothing counted, for
-    /// its caller to ask the registry again; one whose client its user closed is refused
-    /// and counted, as `submit` refuses it.
+    /// its caller to ask the registry again; one whose client its user closed (straight
+    /// from open, or while it retired) is refused and counted, as `submit` refuses it.
     #[test]
     fn a_call_on_a_client_let_go_is_handed_back_uncounted_and_on_a_closed_one_refused() {
         run(async {
-            for let_go in [true, false] {
+            for (retired, closed) in [(true, false), (true, true), (false, true)] {
                 let stats = Arc::new(Stats::default());
                 let handle = prepared().await.handle;
                 let counter = CounterRef::new("counters", "seq", CounterName::text("c").unwrap());
@@ -518,13 +518,16 @@ mod tests {
                 let counter =
                     PreparedCounter::new(&handle, "db", &counter, &options, Some(stats.clone()))
                         .unwrap();
-                let _held = if let_go {
+                let _held = if retired {
                     Some(retiring(&handle).await)
                 } else {
-                    handle.close().await;
                     None
                 };
-                assert_eq!(handle.was_let_go(), let_go);
+                if closed {
+                    handle.close().await;
+                }
+                let let_go = retired && !closed;
+                assert_eq!(handle.was_let_go(), let_go, "{retired} {closed}");
                 let outcome = counter.try_submit(1);
                 let failed = stats.snapshot().errors_of(ErrorCode::ClientClosed);
                 if let_go {
@@ -541,6 +544,23 @@ mod tests {
                     assert_eq!(failed, 1, "counted");
                 }
             }
+        });
+    }
+
+    /// The close that ends a retirement keeps the client let go: a call refused after
+    /// it still asks the registry again.
+    #[test]
+    fn a_client_closed_as_its_retirement_ends_is_still_let_go() {
+        run(async {
+            let counter = prepared().await;
+            let handle = counter.handle.clone();
+            handle.retire().await;
+            assert_eq!(
+                handle.phase(),
+                crate::engine::client::lifecycle::Phase::Closed
+            );
+            assert!(handle.was_let_go());
+            assert!(counter.try_submit(1).is_none());
         });
     }
 

@@ -213,7 +213,7 @@ impl ClientHandle {
     /// or replaced after a rotation of its TLS files): it retired rather than being
     /// closed by its user. A call refused for that asks the registry again.
     pub fn was_let_go(&self) -> bool {
-        self.lifecycle.was_retired()
+        self.lifecycle.was_let_go()
     }
 
     /// Waits until its phase is `phase` or later (tests wait for a release or a rotation).
@@ -268,10 +268,7 @@ impl ClientHandle {
     /// down. For the caller that closed it, the counter states it held (to give back
     /// their cached tails before the driver shuts down).
     pub(super) fn mark_closed(&self) -> Option<HeldStates> {
-        if !self.lifecycle.close() {
-            return None;
-        }
-        Some(self.counters.drain())
+        self.lifecycle.close().then(|| self.counters.drain())
     }
 
     /// Gives back the cached tails of `states` ([`CounterState::give_back`]), all
@@ -360,7 +357,13 @@ impl ClientHandle {
     /// `deadline` at most), then closes.
     pub(super) async fn finish_retiring(&self, deadline: tokio::time::Instant) {
         self.lifecycle.until_idle_or_closed(deadline).await;
-        self.close().await;
+        // Closed as a retirement ends, not by its user: a call refused now is still one
+        // the registry let go.
+        if self.lifecycle.close_retired() {
+            let states = self.counters.drain();
+            self.give_back_and_shut_down(states, DEFAULT_CLOSE_TIMEOUT)
+                .await;
+        }
     }
 
     /// Shuts the driver down (after [`ClientHandle::mark_closed`]), waiting at most

@@ -23,7 +23,7 @@
 //! closes once its calls are done). Each wait asks for its wake-up before it looks at the
 //! state, so a change in between is not missed.
 
-use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 
 use tokio::sync::Notify;
 
@@ -41,7 +41,7 @@ pub enum Phase {
 
 impl Phase {
     fn of(raw: u8) -> Phase {
-        match raw {
+        match raw & PHASE_BITS {
             0 => Phase::Open,
             1 => Phase::Retiring,
             _ => Phase::Closed,
@@ -49,12 +49,18 @@ impl Phase {
     }
 }
 
+/// The bits of the phase atomic that hold the [`Phase`].
+const PHASE_BITS: u8 = 0b011;
+/// The bit of the phase atomic set by a retirement, in the same move as the phase, and
+/// kept by the close that ends it ([`Lifecycle::close_retired`]); any other close clears
+/// it. A call refused while it is set was refused because the registry let the client
+/// go, never because its user closed it ([`Lifecycle::was_let_go`]).
+const LET_GO: u8 = 0b100;
+
 /// A client's phase and pending calls, with the wake-ups of those who wait on them.
 pub struct Lifecycle {
+    /// The [`Phase`] (`PHASE_BITS`) and the [`LET_GO`] bit.
     phase: AtomicU8,
-    /// Whether it was retired (rather than closed straight from open); set before the
-    /// phase moves, so a call refused for that move finds it set.
-    retired: AtomicBool,
     pending: AtomicUsize,
     /// Notified by every move of the phase.
     moved: Notify,
@@ -66,7 +72,6 @@ impl Default for Lifecycle {
     fn default() -> Self {
         Lifecycle {
             phase: AtomicU8::new(Phase::Open as u8),
-            retired: AtomicBool::new(false),
             pending: AtomicUsize::new(0),
             moved: Notify::new(),
             idle: Notify::new(),
@@ -80,12 +85,10 @@ impl Lifecycle {
         Phase::of(self.phase.load(Ordering::SeqCst))
     }
 
-    /// `Open` → `Retiring`. False when it was not open (retiring or closed already).
+    /// `Open` → `Retiring`, let go. False when it was not open (retiring or closed
+    /// already).
     pub fn retire(&self) -> bool {
-        if self.phase() == Phase::Open {
-            self.retired.store(true, Ordering::SeqCst);
-        }
-        let (open, retiring) = (Phase::Open as u8, Phase::Retiring as u8);
+        let (open, retiring) = (Phase::Open as u8, Phase::Retiring as u8 | LET_GO);
         let moved = self
             .phase
             .compare_exchange(open, retiring, Ordering::SeqCst, Ordering::SeqCst)
@@ -96,11 +99,26 @@ impl Lifecycle {
         moved
     }
 
-    /// `Open` or `Retiring` → `Closed`, waking the calls waiting for it. True for the one
-    /// call that made the move (it gives back and shuts down); false when it was closed
-    /// already.
+    /// `Open` or `Retiring` → `Closed`, waking the calls waiting for it, by its user (or
+    /// because its runtime ended): no longer let go, even when a retirement came first
+    /// or closed it already. True for the one call that made the move (it gives back and
+    /// shuts down); false when it was closed already.
     pub fn close(&self) -> bool {
-        let before = self.phase.swap(Phase::Closed as u8, Ordering::SeqCst);
+        self.moved_to_closed(self.phase.swap(Phase::Closed as u8, Ordering::SeqCst))
+    }
+
+    /// [`Lifecycle::close`] that ends a retirement: a call refused from now on is still
+    /// one the registry let go.
+    pub fn close_retired(&self) -> bool {
+        let closed = |raw: u8| Some(Phase::Closed as u8 | (raw & LET_GO));
+        let before = self
+            .phase
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, closed);
+        self.moved_to_closed(before.unwrap_or_else(|raw| raw))
+    }
+
+    /// Whether the phase before a close was not `Closed`, waking the waiters if so.
+    fn moved_to_closed(&self, before: u8) -> bool {
         if Phase::of(before) == Phase::Closed {
             return false;
         }
@@ -108,10 +126,11 @@ impl Lifecycle {
         true
     }
 
-    /// Whether it left `Open` by [`Lifecycle::retire`] (it may be closed since). A call
-    /// refused by [`Lifecycle::admit`] finds this set when a retirement refused it.
-    pub fn was_retired(&self) -> bool {
-        self.retired.load(Ordering::SeqCst)
+    /// Whether the registry let it go: it retired, and no close by its user came since.
+    /// A call refused by [`Lifecycle::admit`] that finds this set was refused for the
+    /// retirement (the bit moved with the phase).
+    pub fn was_let_go(&self) -> bool {
+        self.phase.load(Ordering::SeqCst) & LET_GO != 0
     }
 
     /// Calls started and not ended.
@@ -222,52 +241,57 @@ mod tests {
 
     #[test]
     fn a_wait_for_a_phase_is_woken_by_the_move_to_it_or_past_it() {
+        use futures_util::poll;
         run(async {
-            let life = Arc::new(Lifecycle::default());
-            let waits = |phase| {
-                let life = life.clone();
-                tokio::spawn(async move { life.reached(phase).await })
-            };
-            let (retiring, closed) = (waits(Phase::Retiring), waits(Phase::Closed));
-            tokio::task::yield_now().await;
-            assert!(!retiring.is_finished() && !closed.is_finished());
+            let life = Lifecycle::default();
+            let mut retiring = Box::pin(life.reached(Phase::Retiring));
+            let mut closed = Box::pin(life.reached(Phase::Closed));
+            // Each wait registered (polled once, pending) before the move it waits for.
+            assert!(poll!(&mut retiring).is_pending() && poll!(&mut closed).is_pending());
             life.retire();
-            tokio::time::timeout(BOUND, retiring)
-                .await
-                .expect("woken")
-                .unwrap();
-            tokio::task::yield_now().await;
-            assert!(!closed.is_finished(), "retiring is not closed");
+            tokio::time::timeout(BOUND, retiring).await.expect("woken");
+            assert!(poll!(&mut closed).is_pending(), "retiring is not closed");
             life.close();
-            tokio::time::timeout(BOUND, closed)
-                .await
-                .expect("woken")
-                .unwrap();
+            tokio::time::timeout(BOUND, closed).await.expect("woken");
             // A client closed without retiring first has passed retiring too.
-            let skipped = Arc::new(Lifecycle::default());
-            let waiting = {
-                let skipped = skipped.clone();
-                tokio::spawn(async move { skipped.reached(Phase::Retiring).await })
-            };
+            let skipped = Lifecycle::default();
+            let mut waiting = Box::pin(skipped.reached(Phase::Retiring));
+            assert!(poll!(&mut waiting).is_pending());
             skipped.close();
-            tokio::time::timeout(BOUND, waiting)
-                .await
-                .expect("woken")
-                .unwrap();
+            tokio::time::timeout(BOUND, waiting).await.expect("woken");
         });
     }
 
     #[test]
-    fn a_retirement_is_remembered_and_a_straight_close_is_not_one() {
+    fn a_client_is_let_go_by_a_retirement_until_its_user_closes_it() {
         let retired = Lifecycle::default();
-        assert!(!retired.was_retired());
-        retired.retire();
-        retired.close();
-        assert!(retired.was_retired(), "retired, then closed");
+        assert!(!retired.was_let_go());
+        assert!(retired.retire());
+        assert!(retired.was_let_go() && retired.phase() == Phase::Retiring);
+        assert!(
+            retired.close_retired(),
+            "the retirement's own close moves it"
+        );
+        assert!(retired.was_let_go() && retired.phase() == Phase::Closed);
+        assert!(!retired.close(), "closed already");
+        assert!(!retired.was_let_go(), "a close by its user comes after");
+        assert_eq!(retired.phase(), Phase::Closed);
+        // Closed by its user while retiring: refused calls are the user's.
+        let user = Lifecycle::default();
+        user.retire();
+        assert!(user.close());
+        assert!(!user.was_let_go());
+        assert!(
+            !user.close_retired(),
+            "the retirement's close finds it closed"
+        );
+        assert!(!user.was_let_go());
+        // Closed straight from open: never let go.
         let closed = Lifecycle::default();
-        closed.close();
-        closed.retire();
-        assert!(!closed.was_retired(), "closed straight from open");
+        assert!(closed.close());
+        assert!(!closed.retire());
+        assert!(!closed.close_retired());
+        assert!(!closed.was_let_go() && closed.phase() == Phase::Closed);
     }
 
     #[test]
