@@ -250,13 +250,42 @@ function norm(v) {
   return v;
 }
 
+/**
+ * A counter document's cache marks in one form: builds up to 8de07cd flag a counter
+ * fetched through a cache with `<field>_cached: true` and `<field>_raised`; later ones keep
+ * them under `_mseq_marks.<field>` (`cached` holding the fetch's token), a documented
+ * change. Both become `marks: { <field>: { cached: true, raised } }`.
+ */
+function canonicalMarks(d) {
+  const out = { ...d };
+  const marks = {};
+  const mark = (field) => (marks[field] ??= {});
+  if (out._mseq_marks && typeof out._mseq_marks === 'object') {
+    for (const [field, m] of Object.entries(out._mseq_marks)) {
+      if ('cached' in m) mark(field).cached = true;
+      if ('raised' in m) mark(field).raised = m.raised;
+    }
+    delete out._mseq_marks;
+  }
+  for (const key of Object.keys(out)) {
+    const found = /^(.+)_(cached|raised)$/.exec(key);
+    if (!found || !(found[1] in out)) continue;
+    if (found[2] === 'cached' && out[key] === true) mark(found[1]).cached = true;
+    else if (found[2] === 'raised') mark(found[1]).raised = out[key];
+    else continue;
+    delete out[key];
+  }
+  if (Object.keys(marks).length > 0) out.marks = marks;
+  return out;
+}
+
 /** Every collection of `db` with its documents (BSON number types kept), sorted. */
 async function snapshot(db) {
   const out = {};
   const colls = (await db.listCollections({}, { nameOnly: true }).toArray()).map((c) => c.name).sort();
   for (const c of colls) {
     const docs = await db.collection(c).find({}, { promoteValues: false, promoteLongs: false }).toArray();
-    out[c] = docs.map((d) => JSON.stringify(norm(d))).sort();
+    out[c] = docs.map((d) => JSON.stringify(norm(canonicalMarks(d)))).sort();
   }
   return out;
 }
