@@ -41,7 +41,10 @@
 //!   forward ([`client::lifecycle`]); a client replaced or released is **leaving** until
 //!   its give-back and shutdown are done. A call that takes values or writes is
 //!   **admitted** before it starts: counted as pending, then refused unless the client is
-//!   open ([`client::handle::ClientHandle::admit`]), so a retirement waits for it.
+//!   open ([`client::handle::ClientHandle::admit`]), so a retirement waits for it. A
+//!   shared client the registry retires (idle, past the client limit, replaced after a
+//!   rotation) is **let go**: a call refused for that asks the registry again, while one
+//!   refused because its user closed the client fails.
 //! - **lane**: what calls of one counter state must agree on to share round trips and
 //!   blocks: the creation policy and the write concern ([`alloc::counter_state::Lane`]).
 //!   Calls share a coalescing queue when they agree on the lane and on the counter
