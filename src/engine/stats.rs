@@ -396,10 +396,28 @@ pub fn record_trip(endpoint: impl FnOnce() -> Endpoint, trip: Trip<'_>) {
     });
 }
 
-/// Serialises the unit tests that change the listening count: each asserts what it sees
-/// of the process's one queue.
+/// Held by each unit test that changes the listening count ([`listening_test`]).
 #[cfg(test)]
-pub(crate) static LISTENING_TESTS: Mutex<()> = Mutex::new(());
+pub(crate) struct ListeningTest(#[allow(dead_code)] std::sync::MutexGuard<'static, ()>);
+
+/// Serialises the unit tests that change the listening count: each asserts what it sees
+/// of the process's one queue. One that fails leaves nobody listening and the queue
+/// empty, so that the next one fails only for its own reasons.
+#[cfg(test)]
+pub(crate) fn listening_test() -> ListeningTest {
+    static ONLY: Mutex<()> = Mutex::new(());
+    ListeningTest(lock(&ONLY))
+}
+
+#[cfg(test)]
+impl Drop for ListeningTest {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            LISTENING_THREADS.store(0, SeqCst);
+            lock(&EVENTS).clear();
+        }
+    }
+}
 
 /// Events kept until JavaScript takes them; older ones are dropped past it.
 const EVENTS_KEPT: usize = 4096;
@@ -535,7 +553,7 @@ mod tests {
             error: None,
             retries: 0,
         };
-        let _only = lock(&LISTENING_TESTS);
+        let _only = listening_test();
         assert!(!events_on(), "nobody listens at first");
         record_event(event("off"));
         assert!(take_events().is_empty(), "nothing while nobody listens");
@@ -630,7 +648,7 @@ mod tests {
 
     #[test]
     fn a_trip_is_recorded_masked_and_only_while_a_thread_listens() {
-        let _only = lock(&LISTENING_TESTS);
+        let _only = listening_test();
         let secret = "pa55-Wd%21x";
         let name = format!("mongodb://alice:{secret}@h/trip");
         let trip = Trip {

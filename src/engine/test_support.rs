@@ -7,6 +7,11 @@ use std::time::Duration;
 
 use crate::engine::alloc::allocate::IdRange;
 use crate::engine::alloc::counter_state::{Lane, Mode, Route, Submitted};
+use crate::engine::alloc::prepared_counter::PreparedCounter;
+use crate::engine::call_options::CallOptions;
+use crate::engine::client::connection::ConnectionTarget;
+use crate::engine::client::handle::{ClientHandle, Late};
+use crate::engine::counter::counter_name::CounterName;
 use crate::engine::error::{SeqError, SeqResult};
 use crate::engine::stats::Recorder;
 use crate::engine::store::counter_store::CounterRef;
@@ -193,4 +198,29 @@ where
                 .map(|range| crate::engine::alloc::demand::split(range, &demands))
         })
     }
+}
+
+/// A counter prepared in a client of a closed port, which no test lets time out.
+pub async fn prepared_of_closed_port() -> PreparedCounter {
+    let target =
+        ConnectionTarget::from_uri("mongodb://127.0.0.1:1/?serverSelectionTimeoutMS=600000")
+            .unwrap();
+    let handle = Arc::new(ClientHandle::open(&target).await.unwrap());
+    let counter = CounterRef::new("counters", "seq", CounterName::text("c").unwrap());
+    PreparedCounter::new(&handle, "db", &counter, &CallOptions::default(), None).unwrap()
+}
+
+/// `handle` made to retire, and kept retiring by a read held pending (a retiring client
+/// with no call pending closes at once): the read and the retirement, to hold.
+pub async fn retiring(
+    handle: &Arc<ClientHandle>,
+) -> (
+    impl std::future::Future<Output = SeqResult<()>>,
+    std::pin::Pin<Box<dyn std::future::Future<Output = ()> + '_>>,
+) {
+    let read = handle.within(std::future::pending::<SeqResult<()>>(), Late::Read);
+    let mut retiring: std::pin::Pin<Box<dyn std::future::Future<Output = ()>>> =
+        Box::pin(handle.retire());
+    assert!(futures_util::poll!(&mut retiring).is_pending());
+    (read, retiring)
 }

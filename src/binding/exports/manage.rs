@@ -13,16 +13,18 @@ use crate::binding::read::name::read_counter_name;
 use crate::binding::read::named_counter::NamedCounter;
 use crate::binding::read::option_reader::read_used_options;
 use crate::binding::read::options::{ListTable, SyncTable};
-use crate::binding::reserve::prepare::{open, prepare, KeptCounter};
+use crate::binding::reserve::prepare::{admitted, open, KeptCounter};
 use crate::binding::spawn::promise;
 use crate::engine::alloc::prepared_counter::PreparedCounter;
 use crate::engine::client::handle::Late;
 use crate::engine::error::SeqResult;
+use crate::engine::management::managed::Managed;
 use crate::engine::text::validate::{check_collection, check_field, check_field_name, FieldUse};
 
-/// Runs the management call `op` (a read, or a write, which the prepared counter's
-/// methods fence: `PreparedCounter::set` and siblings) on the prepared counter of
-/// `named`, kept in `keep` when given.
+/// Runs the management call `op` (a read, or a write, which the engine fences) on the
+/// prepared counter of `named`, kept in `keep` when given, once admitted to its client
+/// (a client the registry let go meanwhile is asked for again, as a call for values
+/// does).
 pub fn counter_promise<'env, F, Fut>(
     env: &'env Env,
     named: SeqResult<NamedCounter>,
@@ -30,14 +32,22 @@ pub fn counter_promise<'env, F, Fut>(
     op: F,
 ) -> napi::Result<PromiseRaw<'env, Output>>
 where
-    F: FnOnce(PreparedCounter, NamedCounter) -> Fut + Send + 'static,
+    F: FnOnce(Managed, NamedCounter) -> Fut + Send + 'static,
     Fut: Future<Output = SeqResult<Output>> + Send + 'static,
 {
     let keep = keep.cloned();
     promise(env, async move {
         let named = named?;
-        let prepared = prepare(named.clone(), keep).await?;
-        op(prepared, named).await
+        let managed = admitted(
+            &named,
+            keep.as_ref(),
+            None,
+            PreparedCounter::try_manage,
+            PreparedCounter::manage,
+            |error| error,
+        )
+        .await?;
+        op(managed, named).await
     })
 }
 

@@ -18,8 +18,8 @@ use crate::binding::read::option_reader::read_init;
 use crate::binding::reserve::prepare::KeptCounter;
 use crate::binding::reserve::values::{read_count, reserve_now, reserve_promise, Shape};
 use crate::binding::spawn::promise;
-use crate::engine::alloc::prepared_counter::PreparedCounter;
 use crate::engine::error::SeqResult;
+use crate::engine::management::managed::Managed;
 use crate::engine::option_rules::refuse_format;
 use crate::engine::panic_safety::lock;
 use crate::engine::text::validate::{MAX_BATCH_COUNT, MAX_RANGE_COUNT};
@@ -54,7 +54,7 @@ impl Sequence {
     ) -> napi::Result<PromiseRaw<'env, Output>>
     where
         A: Send + 'static,
-        F: FnOnce(PreparedCounter, NamedCounter, A) -> Fut + Send + 'static,
+        F: FnOnce(Managed, NamedCounter, A) -> Fut + Send + 'static,
         Fut: std::future::Future<Output = SeqResult<Option<i64>>> + Send + 'static,
     {
         promise_call(env, call, || {

@@ -64,7 +64,9 @@ pub fn read_insert_options(value: Option<&Unknown>) -> SeqResult<EngineInsertOpt
 }
 
 /// Reads the options of a call that takes only some of the common options (`T` is
-/// [`ListTable`], [`SyncTable`] or [`SetCountersTable`]): the others are refused naming
+/// [`ListTable`](crate::binding::read::options::ListTable),
+/// [`SyncTable`](crate::binding::read::options::SyncTable) or
+/// [`SetCountersTable`](crate::binding::read::options::SetCountersTable)): the others are refused naming
 /// the call, rather than accepted and ignored.
 pub fn read_used_options<T: OptionTable<Target = EngineOptions>>(
     value: Option<&Unknown>,

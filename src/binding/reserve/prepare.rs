@@ -6,10 +6,11 @@ use std::sync::{Arc, Mutex};
 
 use crate::binding::read::db_target::DbTarget;
 use crate::binding::read::named_counter::NamedCounter;
+use crate::binding::reserve::order::Ticket;
 use crate::engine::alloc::prepared_counter::PreparedCounter;
 use crate::engine::client::handle::ClientHandle;
 use crate::engine::client::registry::SHARED_CLIENTS;
-use crate::engine::error::SeqResult;
+use crate::engine::error::{SeqError, SeqResult};
 use crate::engine::panic_safety::lock;
 
 /// A counter prepared by an earlier call, kept to skip the preparation next time.
@@ -71,4 +72,37 @@ pub async fn prepare(named: NamedCounter, keep: Option<KeptCounter>) -> SeqResul
     }
     let (handle, database) = open(named.target.clone()).await?;
     prepare_in(&named, &handle, &database, keep.as_ref())
+}
+
+/// How many times a call asks the registry again for a client it let go.
+const LET_GO_RETRIES: u32 = 3;
+
+/// The call `admit` makes of the prepared counter of `named` ([`prepare`]), once the
+/// call's `ticket`, when it has one, is at the front of its line. A call whose client
+/// the registry let go in the instant since it was found open (`admit` hands it back:
+/// `None`, with nothing done) asks the registry again, as a call made a moment later
+/// would; let go again every time, it is refused by `refuse`, as a closed client's call
+/// would be, rather than asking without end. A counter that could not be prepared fails
+/// the call with what `unprepared` makes of the error.
+pub async fn admitted<T>(
+    named: &NamedCounter,
+    keep: Option<&KeptCounter>,
+    ticket: Option<&Ticket>,
+    admit: impl Fn(&PreparedCounter) -> Option<SeqResult<T>>,
+    refuse: impl FnOnce(&PreparedCounter) -> SeqResult<T>,
+    unprepared: impl Fn(SeqError) -> SeqError,
+) -> SeqResult<T> {
+    let mut let_go = 0;
+    loop {
+        let prepared = prepare(named.clone(), keep.cloned()).await;
+        if let Some(ticket) = ticket {
+            ticket.front_of_line().await;
+        }
+        let prepared = prepared.map_err(&unprepared)?;
+        match admit(&prepared) {
+            Some(admitted) => return admitted,
+            None if let_go == LET_GO_RETRIES => return refuse(&prepared),
+            None => let_go += 1,
+        }
+    }
 }

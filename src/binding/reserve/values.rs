@@ -12,7 +12,7 @@ use crate::binding::read::named_counter::NamedCounter;
 use crate::binding::read::option_reader::read_options;
 use crate::binding::ready::resolved_now;
 use crate::binding::reserve::order::{nobody_waiting, Ticket};
-use crate::binding::reserve::prepare::{kept, open_now, prepare, prepare_in, KeptCounter};
+use crate::binding::reserve::prepare::{admitted, kept, open_now, prepare_in, KeptCounter};
 use crate::binding::reserve::recent;
 use crate::binding::spawn::promise;
 use crate::engine::alloc::allocate::IdRange;
@@ -121,30 +121,19 @@ pub fn reserve(named: &NamedCounter, count: i64, keep: Option<&KeptCounter>) -> 
     let ticket = Ticket::take(named.target.line());
     let (named, keep) = (named.clone(), keep.cloned());
     Ok(Outcome::Later(Box::pin(async move {
-        let stats = named.stats.clone();
-        let mut let_go = 0;
-        let submitted = loop {
-            let prepared = prepare(named.clone(), keep.clone()).await;
-            ticket.front_of_line().await;
-            let prepared = match prepared {
-                Ok(prepared) => prepared,
-                Err(error) => break Err(refused(stats.as_ref(), error)),
-            };
-            match prepared.try_submit(count) {
-                Some(submitted) => break submitted,
-                // Let go again as soon as it was handed out: refused as a closed client's
-                // call would be, rather than asking without end.
-                None if let_go == LET_GO_RETRIES => break prepared.submit(count),
-                None => let_go += 1,
-            }
-        };
+        let submitted = admitted(
+            &named,
+            keep.as_ref(),
+            Some(&ticket),
+            |prepared| prepared.try_submit(count),
+            |prepared| prepared.submit(count),
+            |error| refused(named.stats.as_ref(), error),
+        )
+        .await;
         drop(ticket);
         submitted?.values().await
     })))
 }
-
-/// How many times a call asks the registry again for a client it let go.
-const LET_GO_RETRIES: u32 = 3;
 
 /// [`reserve`] for a call that the block cache of the counter kept in `keep` serves at
 /// once, and only then (a cached counter, no earlier call of its client waiting in line):

@@ -326,10 +326,8 @@ impl ClientHandle {
     /// server that stopped answering); past it, the shutdown goes on in the background.
     /// True when the shutdown finished in time (or was not this call's to make).
     pub async fn close_within(&self, timeout: Duration) -> bool {
-        let Some(states) = self.mark_closed() else {
-            return true;
-        };
-        self.give_back_and_shut_down(states, timeout).await
+        let closed_now = self.lifecycle.close();
+        self.end_closed(closed_now, timeout).await
     }
 
     /// Closes as [`ClientHandle::close`] does, but lets the calls already pending settle
@@ -359,11 +357,20 @@ impl ClientHandle {
         self.lifecycle.until_idle_or_closed(deadline).await;
         // Closed as a retirement ends, not by its user: a call refused now is still one
         // the registry let go.
-        if self.lifecycle.close_retired() {
-            let states = self.counters.drain();
-            self.give_back_and_shut_down(states, DEFAULT_CLOSE_TIMEOUT)
-                .await;
+        let closed_now = self.lifecycle.close_retired();
+        self.end_closed(closed_now, DEFAULT_CLOSE_TIMEOUT).await;
+    }
+
+    /// What follows the move to closed, for the caller that made it (`closed_now`; for
+    /// any other, nothing: one close gives back and shuts down): drains the counter
+    /// states, gives back their cached tails and shuts the driver down within `timeout`.
+    /// True when the shutdown finished in time (or was not this caller's to make).
+    async fn end_closed(&self, closed_now: bool, timeout: Duration) -> bool {
+        if !closed_now {
+            return true;
         }
+        let states = self.counters.drain();
+        self.give_back_and_shut_down(states, timeout).await
     }
 
     /// Shuts the driver down (after [`ClientHandle::mark_closed`]), waiting at most

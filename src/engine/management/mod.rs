@@ -18,13 +18,14 @@
 //! (`source`) and listing counters (`listing`).
 
 mod listing;
+pub(crate) mod managed;
 mod raise;
 mod source;
 mod writes;
 
-// The writes of one counter are reached through the prepared counter's methods, which
-// fence them (`PreparedCounter::set` and siblings): outside the engine nothing can run
-// one unfenced.
+// The writes of one counter are reached through a management call admitted to its client
+// (`managed::Managed`), whose methods fence them: outside the engine nothing can run one
+// unfenced.
 pub(in crate::engine) use raise::{raise_to, sync_to_source, SourceValues};
 /// For the model test's source of values.
 #[cfg(test)]

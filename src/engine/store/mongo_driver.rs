@@ -465,7 +465,6 @@ mod tests {
     use crate::engine::client::handle::ClientHandle;
     use crate::engine::counter::counter_name::CounterName;
     use crate::engine::error::ErrorCode;
-    use crate::engine::panic_safety::lock;
     use crate::engine::store::counter_store::{CounterStore, Direction, FetchToken};
     use crate::engine::store::driver_store::DriverStore;
     use crate::engine::test_support::run;
@@ -476,7 +475,7 @@ mod tests {
     /// published once by the fetch.
     #[test]
     fn a_publishing_driver_records_each_command_and_a_fetch_driver_none() {
-        let _only = lock(&stats::LISTENING_TESTS);
+        let _only = stats::listening_test();
         run(async {
             // Nothing answers there: each command fails once server selection gives up.
             let target = ConnectionTarget::from_uri(
