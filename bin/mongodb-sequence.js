@@ -12,6 +12,15 @@ const { redacted, masked, quote, printable, UsageError, TimeoutError, withinTime
 const EXIT_ERROR = 1;
 const EXIT_USAGE = 2;
 
+// A reader that stops reading (`mongodb-sequence list | head`) ends the output: the tool
+// leaves quietly, as `ls | head` does, instead of dying on an unhandled EPIPE.
+for (const stream of [process.stdout, process.stderr]) {
+  stream.on('error', (e) => {
+    if (e?.code !== 'EPIPE') throw e;
+    process.exit();
+  });
+}
+
 /** The commands, in the order the help lists them. */
 const COMMANDS = Object.fromEntries(['list', 'check', 'current', 'next', 'init', 'set', 'reset', 'drop', 'sync'].map((name) => [name, require(`./commands/${name}.js`)]));
 

@@ -260,9 +260,21 @@ function table(rows, headers, rightAligned) {
 /** Asks `question` on the terminal; resolves with whether the answer is yes. */
 async function confirm(question) {
   const rl = readline.createInterface({ input: process.stdin, output: process.stderr });
-  const answer = await new Promise((resolve) => rl.question(question, resolve));
+  const answer = await new Promise((resolve) => {
+    // Ctrl-D (the input ended without an answer) is a no, as Enter alone is.
+    rl.once('close', () => resolve(null));
+    // Ctrl-C: interrupted, as anywhere else in the tool (without this listener readline
+    // would only close, and the tool end as if nothing had happened).
+    rl.once('SIGINT', () => {
+      process.stderr.write('\n');
+      rl.close();
+      process.kill(process.pid, 'SIGINT');
+    });
+    rl.question(question, resolve);
+  });
+  if (answer === null) process.stderr.write('\n');
   rl.close();
-  return /^y(es)?$/i.test(answer.trim());
+  return /^y(es)?$/i.test((answer ?? '').trim());
 }
 
 module.exports = {

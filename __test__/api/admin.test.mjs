@@ -62,6 +62,49 @@ test('drop deletes; later calls find no counter', async () => {
   await rejectsWithCode(assert, seq.getNextSequenceValue(env.db, 'temp'), 'SEQUENCE_NOT_FOUND');
 });
 
+test('counters beside others in one document: init fills its own fields in, drop takes only them out', async () => {
+  const shop = counters;
+  const on = (field, options = {}) => seq.sequence(env.db, 'shop', { field, upsert: true, ...options });
+  const [invoices, orders] = [on('invoices'), on('orders')];
+  assert.deepEqual(await invoices.nextBatch(3), [1, 2, 3]);
+  assert.equal(await orders.next(), 1);
+  // A counter created in the document of the others, configured.
+  const credits = on('credits', { upsert: false });
+  assert.equal(await credits.init({ start: 1000, step: 10 }), true, 'created beside the others');
+  assert.equal(await credits.init({ start: 5 }), false, 'then it exists');
+  assert.deepEqual(await credits.nextBatch(2), [1000, 1010]);
+  // A cached counter created in it by its first fetch keeps its marks beside the others'.
+  const cached = on('cached', { cache: 5 });
+  assert.equal(await cached.next(), 1);
+  assert.equal((await cached.release()).abandoned, 0, 'its tail given back');
+  assert.equal(await orders.drop(), true);
+  assert.equal(await orders.drop(), false, 'gone');
+  const doc = await shop.findOne({ _id: 'shop' });
+  assert.equal(doc.orders, undefined);
+  assert.equal(doc.invoices, 3, 'the other counters stay');
+  assert.equal(doc.credits_step, 10);
+  assert.equal(await invoices.next(), 4, 'nothing handed out again');
+  assert.equal(await credits.drop(), true);
+  assert.deepEqual(
+    Object.keys(await shop.findOne({ _id: 'shop' })).filter((k) => k.startsWith('credits')),
+    [],
+    'its configuration goes with it',
+  );
+  assert.equal(await invoices.drop(), true);
+  assert.equal(await cached.drop(), true, 'the last one');
+  assert.equal(await shop.findOne({ _id: 'shop' }), null, 'the document held nothing else: deleted');
+  // Something another program keeps in a counter's document is never deleted with it.
+  await shop.insertOne({ _id: 'described', sequence_value: 7, description: 'Order numbers' });
+  assert.equal(await seq.sequence(env.db, 'described').drop(), true);
+  assert.deepEqual(await shop.findOne({ _id: 'described' }), { _id: 'described', description: 'Order numbers' });
+  // A located counter's document (mongoose's version key too) is deleted with it.
+  const located = seq.counterAt(env.db, { model: 'M', field: 'n' }, { collection: 'located_drop', field: 'count', upsert: true });
+  assert.equal(await located.next(), 1);
+  await env.db.collection('located_drop').updateOne({ model: 'M' }, { $set: { __v: 0 } });
+  assert.equal(await located.drop(), true);
+  assert.equal(await env.db.collection('located_drop').countDocuments(), 0);
+});
+
 test('every management write discards the cached block of the counter it writes', async () => {
   // A cached handle holds 2..10 after its first value; each write, made through another
   // handle of the same counter (and the syncToMax function), must be seen by its next call.
@@ -131,6 +174,24 @@ test('syncToMax raises the counter past imported data, never lowers it', async (
   assert.equal(await seq.syncToMax(env.db, 'imported', '_id', 'importedId'), 100, 'never lowered');
   await env.db.collection('orders_by_no').insertMany([{ no: 7 }, { no: 41 }]);
   assert.equal(await seq.syncToMax(env.db, 'orders_by_no', 'no', 'orderNo'), 41);
+});
+
+test('syncToMax counts decimals an import left (Decimal128 ids), exactly', async () => {
+  const { Decimal128 } = await import('mongodb');
+  const products = env.db.collection('decimal_products');
+  await products.insertMany([
+    { _id: 5 },
+    { _id: Decimal128.fromString('100') },
+    { _id: Decimal128.fromString('NaN') },
+    { _id: Decimal128.fromString('1E+400') },
+  ]);
+  assert.equal(await seq.syncToMax(env.db, 'decimal_products', '_id', 'decimal-product'), 100);
+  await products.insertOne({ _id: 'x', n: Decimal128.fromString('9007199254740993') });
+  assert.equal(await seq.syncToMax(env.db, 'decimal_products', 'n', 'decimal-big', { bigint: true }), 9007199254740993n);
+  await products.insertOne({ _id: 'y', m: Decimal128.fromString('-41.5') });
+  const down = seq.sequence(env.db, 'decimal-down');
+  await down.init({ step: -1, maxValue: 0 });
+  assert.equal(await down.syncToMax('decimal_products', 'm'), -42, 'a descending counter passes it downwards');
 });
 
 test('handles raise to a value or to imported data, never lowering, creating when absent', async () => {
@@ -216,6 +277,25 @@ test('step, limits and cycle are stored with the counter and obeyed by every cal
   assert.equal(await s.current(), 150, 'exhaustion writes nothing');
   assert.equal(await s.reset(), 100);
   assert.equal(await s.next(), 100);
+});
+
+test('a configuration other code damaged fails every call with INVALID_COUNTER naming the field, never CONTENTION', async () => {
+  for (const [id, init, damage, field] of [
+    ['no-max', { maxValue: 1000 }, { $unset: { sequence_value_max: '' } }, 'sequence_value_max'],
+    ['no-min', { minValue: 5 }, { $unset: { sequence_value_min: '' } }, 'sequence_value_min'],
+    ['no-cycle', { maxValue: 3 }, { $unset: { sequence_value_cycle: '' } }, 'sequence_value_cycle'],
+    ['cycle-int', { maxValue: 3, cycle: true }, { $set: { sequence_value_cycle: 1 } }, 'sequence_value_cycle'],
+  ]) {
+    const s = seq.sequence(env.db, id);
+    await s.init(init);
+    await counters.updateOne({ _id: id }, damage);
+    for (const call of [() => s.next(), () => s.nextBatch(2), () => seq.getNextSequenceValue(env.db, id), () => s.set(10)]) {
+      await rejectsWithCode(assert, call(), 'INVALID_COUNTER', new RegExp(`'${field}'`));
+    }
+  }
+  // A plain counter beside a counter named like its step field.
+  await counters.insertOne({ _id: 'named-like-a-step', seq: 2, seq_step: 3 });
+  await rejectsWithCode(assert, seq.sequence(env.db, 'named-like-a-step', { field: 'seq' }).next(), 'INVALID_COUNTER', /'seq_min'/);
 });
 
 test('descending sequences and cycling', async () => {

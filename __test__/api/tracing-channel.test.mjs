@@ -375,7 +375,7 @@ test('every command a management call sends publishes a round-trip event, names 
     const cached = pkg.sequence(db, `${name}-cached`, { cache: 10, upsert: true });
     // [call, what it runs, the commands it sends, the counter its events name]
     const steps = [
-      ['init', () => h.init({ start: 5 }), ['insert'], masked],
+      ['init', () => h.init({ start: 5 }), ['update'], masked],
       ['current', () => h.current(), ['find'], masked],
       ['set', () => h.set(9), ['find', 'findAndModify'], masked],
       ['raiseTo', () => h.raiseTo(20), ['find', 'findAndModify'], masked],
@@ -384,18 +384,18 @@ test('every command a management call sends publishes a round-trip event, names 
       ['reset', () => h.reset(), ['find', 'findAndModify'], masked],
       ['drop', () => h.drop(), ['delete'], masked],
       ['listSequences', () => pkg.listSequences(db), ['find'], undefined],
-      // A located counter: its unique index is looked for, then made, before the insert.
+      // A located counter: its unique index is looked for, then made, before the creation.
       [
         'counterAt init',
         () => pkg.counterAt(db, located, { collection: 'mgmt_located' }).init({ start: 3 }),
-        ['listIndexes', 'createIndexes', 'insert'],
+        ['listIndexes', 'createIndexes', 'update'],
         '{"id":"mongodb://****@h/mgmt","ref":1}',
       ],
       ['setCountersWhere', () => pkg.setCountersWhere(db, { id: name }, 7, { collection: 'mgmt_located' }), ['update'], '{"id":"mongodb://****@h/mgmt"}'],
       // A value-taking call publishes its one event however many commands it took (here
-      // the counter is created: an increment finds nothing, a read, an insert), never one
+      // the counter is created: an increment finds nothing, a read, an upsert), never one
       // per command as well.
-      ['a cache fill', () => cached.next(), ['findAndModify', 'find', 'insert'], `${masked}-cached`],
+      ['a cache fill', () => cached.next(), ['findAndModify', 'find', 'update'], `${masked}-cached`],
       ['release (give-back)', () => cached.release(), ['findAndModify'], `${masked}-cached`],
     ];
     for (const [label, run, commands, counter] of steps) {
@@ -464,6 +464,6 @@ test('a management command that fails publishes its error code', async () => {
   }
   assert.deepEqual(
     events.map((e) => [e.operation, e.counter, e.collection, e.outcome, e.code]),
-    [['insert', 'mgmt-b', 'mgmt_conflict', 'error', 'INDEX_CONFLICT']],
+    [['update', 'mgmt-b', 'mgmt_conflict', 'error', 'INDEX_CONFLICT']],
   );
 });

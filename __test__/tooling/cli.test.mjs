@@ -472,4 +472,31 @@ test('drop asks for confirmation on a terminal', { skip: noTerminal }, async () 
   assert.equal(yes.code, 0, yes.out);
   assert.match(yes.out, /dropped asked/);
   assert.equal((await cli(['current', 'asked'])).code, 1, 'gone');
+  // Ctrl-D is a no; Ctrl-C interrupts the tool, as it would anywhere else.
+  await ok(['next', 'kept', '--upsert']);
+  const eof = await onTerminal('^D', 'kept');
+  assert.equal(eof.code, 0, eof.out);
+  assert.match(eof.out, /cancelled/);
+  const interrupted = await onTerminal('^C', 'kept');
+  assert.equal(interrupted.code, 130, interrupted.out);
+  assert.doesNotMatch(interrupted.out, /dropped/);
+  assert.equal(await ok(['current', 'kept']), '1', 'kept');
+});
+
+test('output cut short by its reader (| head) ends the tool quietly', async () => {
+  // More than a pipe holds (64 KiB), so that the tool is still writing when the reader goes.
+  const many = Array.from({ length: 800 }, (_, i) => ({ _id: `cut-${String(i).padStart(4, '0')}-${'x'.repeat(60)}`, sequence_value: i }));
+  await env.db.collection('cut_short').insertMany(many);
+  const { code, stderr } = await new Promise((resolve) => {
+    const child = spawn(process.execPath, [CLI, 'list', '--json', '--collection', 'cut_short', '--db', env.dbName], {
+      env: { ...process.env, MONGODB_URI: env.uri, NO_COLOR: '1' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let err = '';
+    child.stderr.on('data', (d) => (err += d));
+    child.stdout.once('data', () => child.stdout.destroy());
+    child.once('close', (exitCode) => resolve({ code: exitCode, stderr: err }));
+  });
+  assert.equal(stderr, '', 'nothing on stderr');
+  assert.equal(code, 0);
 });

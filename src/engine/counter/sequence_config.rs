@@ -120,19 +120,32 @@ impl SequenceConfig {
         let Some(step) = doc.get(&names.step) else {
             return Ok(None);
         };
+        // `init` stores all four: one missing or of another type was changed by other
+        // code (or is another counter's field, named like one), and the counter's writes,
+        // guarded on all four as read, would never match it.
+        let missing = |name: &str| format!("a configuration without its field '{name}'");
         let int = |v: Option<&Bson>, name: &str| match v {
-            Some(Bson::Int32(i)) => Ok(Some(i64::from(*i))),
-            Some(Bson::Int64(i)) => Ok(Some(*i)),
-            None => Ok(None),
+            Some(Bson::Int32(i)) => Ok(i64::from(*i)),
+            Some(Bson::Int64(i)) => Ok(*i),
+            None => Err(missing(name)),
             Some(_) => Err(format!(
                 "a configuration field '{name}' that is not an integer"
             )),
         };
-        let step = int(Some(step), &names.step)?.unwrap_or(0);
+        let step = int(Some(step), &names.step)?;
         let min = int(doc.get(&names.min), &names.min)?;
         let max = int(doc.get(&names.max), &names.max)?;
-        let cycle = matches!(doc.get(&names.cycle), Some(Bson::Boolean(true)));
-        SequenceConfig::new(step, min, max, cycle)
+        let cycle = match doc.get(&names.cycle) {
+            Some(Bson::Boolean(cycle)) => *cycle,
+            None => return Err(missing(&names.cycle)),
+            Some(_) => {
+                return Err(format!(
+                    "a configuration field '{}' that is not a boolean",
+                    names.cycle
+                ))
+            }
+        };
+        SequenceConfig::new(step, Some(min), Some(max), cycle)
             .map(Some)
             .map_err(|e| format!("a damaged configuration ({})", e.message))
     }
@@ -257,5 +270,34 @@ mod tests {
         );
         assert!(SequenceConfig::from_doc(&doc! { "seq_step": "x" }, "seq").is_err());
         assert!(SequenceConfig::from_doc(&doc! { "seq_step": 0 }, "seq").is_err());
+    }
+
+    /// `init` stores the step, both limits and the cycle flag: a configuration missing
+    /// one, or holding one of another type, is damaged, named, never read as defaults
+    /// (the writes, guarded on what was read, would never match it).
+    #[test]
+    fn a_configuration_missing_a_field_or_of_another_type_is_damaged() {
+        let whole = SequenceConfig::new(2, Some(1), Some(1000), false)
+            .unwrap()
+            .to_fields("seq");
+        for (name, changed) in [
+            ("seq_min", None),
+            ("seq_max", None),
+            ("seq_cycle", None),
+            ("seq_cycle", Some(Bson::Int32(1))),
+            ("seq_cycle", Some(Bson::String("true".into()))),
+            ("seq_max", Some(Bson::Double(1000.0))),
+        ] {
+            let mut d = whole.clone();
+            match &changed {
+                Some(value) => d.insert(name, value.clone()),
+                None => d.remove(name),
+            };
+            let e = SequenceConfig::from_doc(&d, "seq").unwrap_err();
+            assert!(e.contains(&format!("'{name}'")), "{name} {changed:?}: {e}");
+        }
+        // A neighbour named like a configuration field makes one too.
+        let e = SequenceConfig::from_doc(&doc! { "seq": 2, "seq_step": 3 }, "seq").unwrap_err();
+        assert!(e.contains("'seq_min'"), "{e}");
     }
 }

@@ -90,6 +90,43 @@ fn source_values_out_of_range_are_ignored() {
     assert_eq!(usable_value(&Bson::Double(-0.5), Down), Some(-1));
 }
 
+/// Decimals (an import's `Decimal128` ids) count exactly, rounded so the counter passes
+/// them; NaN, infinities and values outside the 64-bit range do not.
+#[test]
+fn decimal_source_values_count_exactly() {
+    use mongodb::bson::Decimal128;
+    use Direction::{Down, Up};
+    let dec = |text: &str| Bson::Decimal128(text.parse::<Decimal128>().unwrap());
+    for (text, up, down) in [
+        ("100", Some(100), Some(100)),
+        ("100.00", Some(100), Some(100)),
+        ("1.5E+3", Some(1500), Some(1500)),
+        ("1E+2", Some(100), Some(100)),
+        ("41.2", Some(42), Some(41)),
+        ("-0.5", Some(0), Some(-1)),
+        ("-41.2", Some(-41), Some(-42)),
+        ("0.000001", Some(1), Some(0)),
+        ("-0", Some(0), Some(0)),
+        (
+            "9007199254740993",
+            Some(9_007_199_254_740_993),
+            Some(9_007_199_254_740_993),
+        ),
+        ("9223372036854775807", Some(i64::MAX), Some(i64::MAX)),
+        ("9223372036854775807.5", None, Some(i64::MAX)),
+        ("9223372036854775808", None, None),
+        ("-9223372036854775808", Some(i64::MIN), Some(i64::MIN)),
+        ("1E+6144", None, None),
+        ("1E-6176", Some(1), Some(0)),
+        ("NaN", None, None),
+        ("Infinity", None, None),
+        ("-Infinity", None, None),
+    ] {
+        assert_eq!(usable_value(&dec(text), Up), up, "{text} up");
+        assert_eq!(usable_value(&dec(text), Down), down, "{text} down");
+    }
+}
+
 #[test]
 fn paths_reach_nested_fields_and_array_elements() {
     use mongodb::bson::doc;

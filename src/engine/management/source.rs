@@ -13,11 +13,13 @@ use crate::engine::store::mongo_driver::{latest, on_primary, MongoDriver};
 pub(crate) const I64_RANGE_END: f64 = 9_223_372_036_854_775_808.0;
 
 /// The value `syncToMax` takes from a source value, rounded toward `direction`: whole
-/// numbers within the 64-bit range as they are, finite doubles rounded up (`Up`) or down
-/// (`Down`) so the counter passes them; non-finite or out-of-range ones and every other
-/// type give `None`.
+/// numbers within the 64-bit range as they are, finite doubles and decimals (an import's
+/// `Decimal128` ids, a mongoose `Decimal128` field) rounded up (`Up`) or down (`Down`) so
+/// the counter passes them; non-finite or out-of-range ones and every other type give
+/// `None`.
 pub fn usable_value(value: &Bson, direction: Direction) -> Option<i64> {
     match value {
+        Bson::Decimal128(d) => decimal_value(&d.to_string(), direction),
         Bson::Int32(v) => Some(i64::from(*v)),
         Bson::Int64(v) => Some(*v),
         // NaN and infinities round to themselves and fall outside the range below.
@@ -32,6 +34,53 @@ pub fn usable_value(value: &Bson, direction: Direction) -> Option<i64> {
         }
         _ => None,
     }
+}
+
+/// A decimal as written by `Decimal128`'s `Display` (`"-12.50"`, `"1.2E+3"`, `"NaN"`),
+/// rounded toward `direction` to a 64-bit integer, exactly (a double would round
+/// `9007199254740993` away); `None` for NaN, infinities and values out of range.
+fn decimal_value(text: &str, direction: Direction) -> Option<i64> {
+    let (negative, text) = match text.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, text.strip_prefix('+').unwrap_or(text)),
+    };
+    let (coefficient, exponent) = match text.split_once(['E', 'e']) {
+        Some((c, e)) => (c, e.parse::<i64>().ok()?),
+        None => (text, 0),
+    };
+    let (whole, fraction) = coefficient.split_once('.').unwrap_or((coefficient, ""));
+    let digits = format!("{whole}{fraction}");
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None; // NaN, Infinity
+    }
+    // At most 34 significant digits: an i128 holds them.
+    let magnitude: i128 = digits.parse().ok()?;
+    let scale = exponent.checked_sub(i64::try_from(fraction.len()).ok()?)?;
+    // |value| = magnitude · 10^scale, rounded away from or toward zero as the sign and
+    // the direction ask.
+    let away = matches!(
+        (negative, direction),
+        (false, Direction::Up) | (true, Direction::Down)
+    );
+    let truncated = if scale >= 0 {
+        if magnitude == 0 {
+            0
+        } else {
+            let shift = u32::try_from(scale).ok().filter(|s| *s <= 38)?;
+            magnitude.checked_mul(10i128.checked_pow(shift)?)?
+        }
+    } else {
+        let shift = u32::try_from(-scale).unwrap_or(u32::MAX);
+        match 10i128.checked_pow(shift) {
+            Some(divisor) => {
+                let (quotient, rest) = (magnitude / divisor, magnitude % divisor);
+                quotient + i128::from(away && rest != 0)
+            }
+            // 10^39 or more: past every magnitude of 34 digits.
+            None => i128::from(away && magnitude != 0),
+        }
+    };
+    i64::try_from(if negative { -truncated } else { truncated }).ok()
 }
 
 /// The values a dotted `path` reaches in `value`, as MongoDB's queries see them: each
@@ -131,11 +180,11 @@ impl MongoDriver {
         counter: &str,
     ) -> SeqResult<Option<i64>> {
         let collection = self.database().collection::<Document>(source);
-        // Doubles of 2^63 and more (and infinities) are out of range: skip them on the
-        // server, so a stray 1e300 cannot hide the real extreme.
+        // Doubles and decimals of 2^63 and more (and infinities, NaN) are out of range:
+        // skip them on the server, so a stray 1e300 cannot hide the real extreme.
         let filter = doc! {
             path: {
-                "$type": ["int", "long", "double"],
+                "$type": ["int", "long", "double", "decimal"],
                 "$lt": I64_RANGE_END,
                 "$gte": -I64_RANGE_END,
             }

@@ -4,7 +4,7 @@
 
 use std::future::Future;
 
-use mongodb::bson::{Bson, Document};
+use mongodb::bson::{doc, Bson, Document};
 
 use crate::engine::counter::counter_value::compact_integer;
 use crate::engine::counter::id_range::IdRange;
@@ -13,7 +13,7 @@ use crate::engine::error::SeqResult;
 use crate::engine::store::counter_store::{
     CounterDoc, CounterRef, CounterStore, Direction, Endpoint, FetchToken, FieldGuard, NewCounter,
 };
-use crate::engine::store::filters::{self, CacheMarks};
+use crate::engine::store::filters;
 
 /// The primitive operations on a counters collection.
 pub trait CounterDriver: Send + Sync {
@@ -38,15 +38,18 @@ pub trait CounterDriver: Send + Sync {
         counter: &CounterRef,
     ) -> impl Future<Output = SeqResult<Option<Document>>> + Send;
 
-    /// Inserts `document`; `false` when the counter exists already (a duplicate key on
-    /// the index of its locator).
-    fn insert_counter(
+    /// Creates the counter with `fields` (its value, start and configuration), in a
+    /// document of its own or beside the other counters of its document
+    /// ([`filters::without_counter`]); `false` when the counter exists already.
+    fn create_counter(
         &self,
         counter: &CounterRef,
-        document: Document,
+        fields: Document,
     ) -> impl Future<Output = SeqResult<bool>> + Send;
 
-    /// Deletes the counter document; `true` when there was one.
+    /// Deletes the counter: its document when it holds nothing else
+    /// ([`filters::alone_in_document`]), otherwise only its fields ([`filters::removal`]);
+    /// `true` when it existed.
     fn delete_counter(&self, counter: &CounterRef) -> impl Future<Output = SeqResult<bool>> + Send;
 
     /// Makes sure the unique index over the fields of the counter's locator exists, so
@@ -130,21 +133,17 @@ impl<D: CounterDriver> CounterStore for DriverStore<D> {
     async fn create(&self, counter: &CounterRef, new: NewCounter) -> SeqResult<bool> {
         // Creation collides with a racing one only under the locator's unique index.
         self.0.ensure_unique_index(counter).await?;
-        let mut document = counter.filter();
-        document.insert(counter.field.as_str(), compact_integer(new.value));
+        let mut fields = doc! { counter.field.as_str(): compact_integer(new.value) };
         if let Some(start) = new.start {
-            document.insert(
+            fields.insert(
                 ConfigFields::of(&counter.field).start,
                 compact_integer(start),
             );
         }
         if let Some(config) = &new.config {
-            document.extend(config.to_fields(&counter.field));
+            fields.extend(config.to_fields(&counter.field));
         }
-        if let Some((root, marks)) = CacheMarks::on_creation(counter) {
-            document.insert(root, marks);
-        }
-        self.0.insert_counter(counter, document).await
+        self.0.create_counter(counter, fields).await
     }
 
     async fn advance_configured(
@@ -257,7 +256,7 @@ mod tests {
     use mongodb::bson::doc;
     use std::sync::Mutex;
 
-    /// A driver that only records the documents it is asked to insert.
+    /// A driver that only records the fields of the counters it is asked to create.
     #[derive(Default)]
     struct Inserts(Mutex<Vec<Document>>);
 
@@ -276,7 +275,7 @@ mod tests {
             Ok(None)
         }
 
-        async fn insert_counter(&self, _: &CounterRef, document: Document) -> SeqResult<bool> {
+        async fn create_counter(&self, _: &CounterRef, document: Document) -> SeqResult<bool> {
             self.0.lock().unwrap().push(document);
             Ok(true)
         }
@@ -290,26 +289,29 @@ mod tests {
         }
     }
 
-    /// A document to insert takes no dotted paths (they would be stored as field
-    /// names, where no filter finds them): a cached fetch that creates its counter
-    /// nests its flag under the marks' field.
+    /// The store hands the driver the counter's fields only; the creation's update
+    /// (`$set`, never an insert: a document may hold other counters) flags a cached
+    /// fetch's counter under the marks' field, by a dotted path that leaves the other
+    /// counters' marks as they are.
     #[test]
-    fn a_cached_fetch_creating_its_counter_nests_its_flag() {
+    fn a_cached_fetch_creating_its_counter_flags_it_beside_other_marks() {
         let store = DriverStore(Inserts::default());
         let token = FetchToken::fresh();
         let counter = CounterRef::new("counters", "seq", CounterName::text("a").unwrap());
+        let cached = counter.clone().through_cache(token);
         run(async {
-            let cached = counter.clone().through_cache(token);
             assert!(store.create(&cached, NewCounter::plain(5)).await.unwrap());
             assert!(store.create(&counter, NewCounter::plain(5)).await.unwrap());
         });
-        let inserted = store.0 .0.lock().unwrap().clone();
+        let created = store.0 .0.lock().unwrap().clone();
+        assert_eq!(created, vec![doc! { "seq": 5 }, doc! { "seq": 5 }]);
         assert_eq!(
-            inserted,
-            vec![
-                doc! { "_id": "a", "seq": 5, "_mseq_marks": { "seq": { "cached": token.to_bson() } } },
-                doc! { "_id": "a", "seq": 5 },
-            ]
+            filters::creation(&cached, doc! { "seq": 5 }),
+            doc! { "$set": { "seq": 5, "_mseq_marks.seq.cached": token.to_bson() } }
+        );
+        assert_eq!(
+            filters::creation(&counter, doc! { "seq": 5 }),
+            doc! { "$set": { "seq": 5 } }
         );
     }
 }

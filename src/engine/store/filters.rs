@@ -5,6 +5,7 @@ use mongodb::bson::{doc, Document};
 
 use crate::engine::counter::counter_value::compact_integer;
 use crate::engine::counter::id_range::IdRange;
+use crate::engine::counter::locator::Locator;
 use crate::engine::counter::sequence_config::{ConfigFields, SequenceConfig};
 use crate::engine::store::counter_store::{
     CounterDoc, CounterRef, Direction, FetchToken, FieldGuard,
@@ -49,15 +50,6 @@ impl CacheMarks {
             raised: format!("{all}.{}", CacheMarks::RAISED),
             all,
         }
-    }
-
-    /// The field a cache fetch that creates its counter adds to the new document, when
-    /// `counter` fetches into a cache: `_mseq_marks: { <field>: { cached: <token> } }`
-    /// (a document to insert takes no dotted paths: they would be stored as field names).
-    pub fn on_creation(counter: &CounterRef) -> Option<(&'static str, Document)> {
-        let token = counter.cached?;
-        let marks = doc! { counter.field.as_str(): { CacheMarks::CACHED: token.to_bson() } };
-        Some((CacheMarks::ROOT, marks))
     }
 }
 
@@ -271,6 +263,85 @@ pub fn set_value(counter: &CounterRef, value: i64) -> Document {
     )
 }
 
+/// The filter of a creation: the counter's document without the counter's field. It
+/// matches a document that holds other counters (other fields) and not this one, which
+/// the creation fills in; without one, the creation's upsert inserts the document; a
+/// document where the counter exists matches nothing, and the upsert then collides with
+/// it on the locator's index: the counter was not created.
+pub fn without_counter(counter: &CounterRef) -> Document {
+    let mut filter = counter.filter();
+    filter.insert(counter.field.as_str(), doc! { "$exists": false });
+    filter
+}
+
+/// The update of a creation ([`without_counter`]): `$set` each of `fields` (the value,
+/// start and configuration), and the cache flag of a cached fetch under the document's
+/// marks, beside the marks of the document's other counters.
+pub fn creation(counter: &CounterRef, fields: Document) -> Document {
+    flagged(counter, doc! { "$set": fields })
+}
+
+/// The top-level fields the document of `counter` holds for it alone: its field, its
+/// configuration and start, and its marks' root. A document with nothing else (but its
+/// `_id`, the locator's fields, and mongoose's version key) is the counter's own.
+fn own_top_fields(counter: &CounterRef) -> Vec<String> {
+    let names = ConfigFields::of(&counter.field);
+    let mut own = vec![
+        "_id".to_string(),
+        "__v".to_string(),
+        CacheMarks::ROOT.to_string(),
+        counter.field.clone(),
+        names.start,
+        names.step,
+        names.min,
+        names.max,
+        names.cycle,
+    ];
+    if let Locator::ByFields(located) = &counter.locator {
+        // Top-level names (`FieldsLocator::new` refuses paths).
+        own.extend(located.fields().keys().cloned());
+    }
+    own
+}
+
+/// The filter of a drop that deletes the counter's document: the counter exists, and the
+/// document holds nothing besides it ([`own_top_fields`]). A document that also holds
+/// other counters, or anything else another program keeps there, is never deleted by a
+/// drop: [`removal`] takes only the counter out of it.
+pub fn alone_in_document(counter: &CounterRef) -> Document {
+    let mut filter = with_counter(counter);
+    let keys = doc! { "$map": { "input": { "$objectToArray": "$$ROOT" }, "in": "$$this.k" } };
+    filter.insert(
+        "$expr",
+        doc! { "$setIsSubset": [keys, own_top_fields(counter)] },
+    );
+    filter
+}
+
+/// The counter's document while the counter exists in it.
+pub fn with_counter(counter: &CounterRef) -> Document {
+    let mut filter = counter.filter();
+    filter.insert(counter.field.as_str(), doc! { "$exists": true });
+    filter
+}
+
+/// The update of a drop that keeps the document ([`with_counter`]): the counter's field,
+/// configuration, start and marks removed, whatever else the document holds left as it is.
+pub fn removal(counter: &CounterRef) -> Document {
+    let names = ConfigFields::of(&counter.field);
+    doc! {
+        "$unset": {
+            counter.field.as_str(): "",
+            names.start: "",
+            names.step: "",
+            names.min: "",
+            names.max: "",
+            names.cycle: "",
+            CacheMarks::of(&counter.field).all: "",
+        }
+    }
+}
+
 /// Only the counter field.
 pub fn value_projection(counter: &CounterRef) -> Document {
     doc! { "_id": 0, counter.field.as_str(): 1 }
@@ -309,6 +380,7 @@ pub fn counter_doc(counter: &CounterRef, mut doc: Document) -> CounterDoc {
 mod tests {
     use super::*;
     use crate::engine::counter::counter_name::CounterName;
+    use crate::engine::counter::locator::FieldsLocator;
     use crate::engine::text::validate::check_field;
     use mongodb::bson::Bson;
 
@@ -480,13 +552,62 @@ mod tests {
         assert!(written.iter().any(|p| p == "_mseq_marks.seq.raised"));
         // A fetch that creates the counter stores the flag where its updates find it.
         assert_eq!(
-            CacheMarks::on_creation(&cached),
-            Some(("_mseq_marks", doc! { "seq": { "cached": token.to_bson() } }))
+            creation(&cached, doc! { "seq": 1 }),
+            doc! { "$set": { "seq": 1, "_mseq_marks.seq.cached": token.to_bson() } }
         );
         assert_eq!(
-            CacheMarks::on_creation(&c),
-            None,
+            creation(&c, doc! { "seq": 1 }),
+            doc! { "$set": { "seq": 1 } },
             "only a cache's fetch flags"
+        );
+    }
+
+    /// A drop deletes a document only when it holds nothing but the counter: its `_id`,
+    /// its fields, its marks' root, mongoose's version key and, for a located counter,
+    /// the locator's top-level fields. Otherwise it removes only what is the counter's.
+    #[test]
+    fn a_drop_deletes_only_a_document_the_counter_has_alone() {
+        let named = CounterRef::new("counters", "seq", CounterName::text("a").unwrap());
+        let allowed = |filter: &Document| -> Vec<String> {
+            let subset = filter.get_document("$expr").unwrap();
+            let args = subset.get_array("$setIsSubset").unwrap();
+            args[1]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|v| v.as_str().unwrap().to_string())
+                .collect()
+        };
+        let alone = alone_in_document(&named);
+        assert_eq!(alone.get_str("_id").unwrap(), "a");
+        assert_eq!(
+            alone.get_document("seq").unwrap(),
+            &doc! { "$exists": true }
+        );
+        let own = allowed(&alone);
+        for field in ["_id", "__v", "_mseq_marks", "seq", "seq_start", "seq_step"] {
+            assert!(own.iter().any(|f| f == field), "{field}");
+        }
+        for field in ["seq_min", "seq_max", "seq_cycle"] {
+            assert!(own.iter().any(|f| f == field), "{field}");
+        }
+        assert_eq!(own.len(), 9, "nothing else: {own:?}");
+        let fields = doc! { "model": "M", "field": "n" };
+        let locator = Locator::ByFields(FieldsLocator::new(fields, "seq").unwrap());
+        let located = named.clone().located(locator, 1);
+        let own = allowed(&alone_in_document(&located));
+        assert!(own.iter().any(|f| f == "model") && own.iter().any(|f| f == "field"));
+        assert_eq!(own.len(), 11, "{own:?}");
+        assert_eq!(
+            removal(&named),
+            doc! { "$unset": {
+                "seq": "", "seq_start": "", "seq_step": "", "seq_min": "", "seq_max": "",
+                "seq_cycle": "", "_mseq_marks.seq": "",
+            } }
+        );
+        assert_eq!(
+            without_counter(&named),
+            doc! { "_id": "a", "seq": { "$exists": false } }
         );
     }
 

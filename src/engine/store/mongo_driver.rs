@@ -287,20 +287,25 @@ impl MongoDriver {
         answer
     }
 
-    async fn insert_counter_in(
+    async fn create_counter_in(
         &self,
         session: Option<&mut ClientSession>,
         counter: &CounterRef,
-        document: Document,
+        fields: Document,
     ) -> SeqResult<bool> {
         let collection = self.counters(counter, session.is_some());
-        let action = collection.insert_one(document);
-        let sent = self.send("insert", &counter.collection, Some(&counter.label));
+        let action = collection
+            .update_one(
+                filters::without_counter(counter),
+                filters::creation(counter, fields),
+            )
+            .upsert(true);
+        let sent = self.send("update", &counter.collection, Some(&counter.label));
         let answer = match match session {
             Some(session) => action.session(session).await,
             None => action.await,
         } {
-            Ok(_) => Ok(true),
+            Ok(done) => Ok(done.upserted_id.is_some() || done.matched_count == 1),
             // The counter exists already: the answer `init` and a creation race expect.
             Err(e) if is_duplicate_on(&e, counter.locator.index_name()) => Ok(false),
             Err(e) => Err(self.write_error(counter, &e)),
@@ -311,19 +316,36 @@ impl MongoDriver {
 
     async fn delete_counter_in(
         &self,
-        session: Option<&mut ClientSession>,
+        mut session: Option<&mut ClientSession>,
         counter: &CounterRef,
     ) -> SeqResult<bool> {
         let collection = self.counters(counter, session.is_some());
-        let action = collection.delete_one(counter.filter());
-        let sent = self.send("delete", &counter.collection, Some(&counter.label));
+        // The document, when it holds nothing but the counter; otherwise (or when it
+        // gained something else meanwhile) only the counter's fields.
+        let deleted = {
+            let action = collection.delete_one(filters::alone_in_document(counter));
+            let sent = self.send("delete", &counter.collection, Some(&counter.label));
+            let result = match session.as_deref_mut() {
+                Some(session) => action.session(session).await,
+                None => action.await,
+            }
+            .map_err(|e| self.error(&e));
+            self.answered(sent, &result, 0);
+            result?.deleted_count == 1
+        };
+        if deleted {
+            return Ok(true);
+        }
+        let action =
+            collection.update_one(filters::with_counter(counter), filters::removal(counter));
+        let sent = self.send("update", &counter.collection, Some(&counter.label));
         let result = match session {
             Some(session) => action.session(session).await,
             None => action.await,
         }
         .map_err(|e| self.error(&e));
         self.answered(sent, &result, 0);
-        Ok(result?.deleted_count == 1)
+        Ok(result?.matched_count == 1)
     }
 }
 
@@ -388,8 +410,8 @@ impl CounterDriver for MongoDriver {
         self.find_counter_in(None, counter).await
     }
 
-    async fn insert_counter(&self, counter: &CounterRef, document: Document) -> SeqResult<bool> {
-        self.insert_counter_in(None, counter, document).await
+    async fn create_counter(&self, counter: &CounterRef, fields: Document) -> SeqResult<bool> {
+        self.create_counter_in(None, counter, fields).await
     }
 
     async fn delete_counter(&self, counter: &CounterRef) -> SeqResult<bool> {
@@ -438,10 +460,10 @@ impl CounterDriver for SessionDriver<'_> {
             .await
     }
 
-    async fn insert_counter(&self, counter: &CounterRef, document: Document) -> SeqResult<bool> {
+    async fn create_counter(&self, counter: &CounterRef, fields: Document) -> SeqResult<bool> {
         let mut session = self.session.lock().await;
         self.driver
-            .insert_counter_in(Some(&mut **session), counter, document)
+            .create_counter_in(Some(&mut **session), counter, fields)
             .await
     }
 
