@@ -24,6 +24,9 @@ export type SequenceNumber<O> = O extends { bigint: true }
     ? number
     : number | bigint
 
+/** The options of `getNextSequenceRange`: those of `getNextSequenceValue` but `format` (a range is two numbers). */
+export type RangeOptions = SequenceOptions & { format?: undefined }
+
 /**
  * A `sequence()` handle whose methods resolve with the types its options give
  * (`SequenceValue<O>` for values, `SequenceNumber<O>` for the counter's own numbers).
@@ -33,8 +36,13 @@ export type SequenceOf<O> = Omit<Sequence, 'next' | 'nextBatch' | 'nextRange' | 
   next(): Promise<SequenceValue<O>>
   /** The next `count` values in the order the counter hands them out, `step` apart (as `getNextSequenceBatch`). */
   nextBatch(count: number): Promise<Array<SequenceValue<O>>>
-  /** The next `count` values as `{ first, last, count, step }`: `first` to `last`, `step` apart (as `getNextSequenceRange`). */
-  nextRange(count: number): Promise<{ first: SequenceNumber<O>; last: SequenceNumber<O>; count: number; step: number }>
+  /**
+   * The next `count` values as `{ first, last, count, step }`: `first` to `last`, `step` apart (as
+   * `getNextSequenceRange`). Not on a handle with `format`, whose values are strings: it rejects.
+   */
+  nextRange: O extends { format: string }
+    ? never
+    : (count: number) => Promise<{ first: SequenceNumber<O>; last: SequenceNumber<O>; count: number; step: number }>
   /** The counter's value, without advancing it. */
   current(): Promise<SequenceNumber<O>>
   /** Puts the counter back to its start; resolves with that start. */
@@ -201,7 +209,10 @@ export declare class Sequence {
    * `init`, else the handle's `start` option, else 1). Resolves with that start.
    */
   reset(): Promise<number | bigint>
-  /** Deletes the counter. Resolves `true` when it existed. */
+  /**
+   * Deletes the counter: its document, unless the document holds something else (other
+   * counters), of which only the counter's fields are removed. Resolves `true` when it existed.
+   */
   drop(): Promise<boolean>
   /** The sequence name as shown in messages: the string, or the scope's fields as JSON. */
   get name(): string
@@ -358,7 +369,7 @@ export declare function getNextSequenceBatch<O extends SequenceOptions = {}>(db:
  * on a configured one, negative when descending). Same `db`, options and errors as
  * `getNextSequenceValue`.
  */
-export declare function getNextSequenceRange<O extends SequenceOptions = {}>(db: SequenceDbLike, name: string | Record<string, string | number | boolean | bigint>, count: number, options?: O): Promise<{ first: SequenceNumber<O>; last: SequenceNumber<O>; count: number; step: number }>
+export declare function getNextSequenceRange<O extends RangeOptions = {}>(db: SequenceDbLike, name: string | Record<string, string | number | boolean | bigint>, count: number, options?: O): Promise<{ first: SequenceNumber<O>; last: SequenceNumber<O>; count: number; step: number }>
 
 /**
  * Returns the next value of sequence `name`: a drop-in for the documented helper

@@ -14,6 +14,7 @@
 // methods are wrapped on their prototypes.
 
 const native = require('./native.js');
+const { codedError } = require('./coded-error.js');
 
 const dc = process.getBuiltinModule?.('node:diagnostics_channel') ?? require('node:diagnostics_channel');
 const channel = typeof dc.tracingChannel === 'function' ? dc.tracingChannel('mongodb-sequence:call') : null;
@@ -91,6 +92,34 @@ function traced(fn, operation, describe) {
   return wrapper;
 }
 
+/**
+ * `fn.apply(self, args)` for a native method that returns a promise, made to reject
+ * rather than throw: V8 refuses a receiver that is no handle (`[1, 2].map(h.next)`
+ * detaches the method) with a TypeError before the addon runs, and the package's
+ * promise-returning calls never throw (docs/errors.md).
+ */
+function callRejecting(fn, method, self, args) {
+  try {
+    return fn.apply(self, args);
+  } catch (error) {
+    if (typeof error?.code === 'string') return Promise.reject(error);
+    const message = `${method}() must be called on a sequence handle (h.${method}(), or h.${method}.bind(h) to pass it on)`;
+    return Promise.reject(codedError('INVALID_ARGUMENT', message, { cause: error }));
+  }
+}
+
+/** `fn`, a native method that returns a promise, rejecting where V8 would throw (`callRejecting`). */
+function rejecting(fn, method) {
+  const wrapper = {
+    [fn.name]() {
+      return callRejecting(fn, method, this, arguments);
+    },
+  }[fn.name];
+  Object.defineProperty(wrapper, 'length', { value: fn.length });
+  Object.defineProperty(wrapper, ORIGINAL, { value: fn });
+  return wrapper;
+}
+
 /** On the native `Sequence` class: the WeakMap of each handle's taker (`taker()`). */
 const TAKERS = Symbol.for('mongodb-sequence.takers');
 
@@ -118,7 +147,7 @@ function servedNow(nativeNext, Class) {
         try {
           taker = takerMethod.call(this);
         } catch {
-          return nativeNext.call(this);
+          return callRejecting(nativeNext, 'next', this, []);
         }
         takers.set(this, taker);
       }
@@ -129,7 +158,7 @@ function servedNow(nativeNext, Class) {
         // A panic in the addon (INTERNAL): next() rejects, it never throws.
         return Promise.reject(error);
       }
-      if (now === undefined) return nativeNext.call(this);
+      if (now === undefined) return callRejecting(nativeNext, 'next', this, []);
       // A value is a number, a BigInt or a string; an object is the call's error, made by
       // the addon in its own realm (so not `instanceof Error` of a Jest file or `vm`
       // context that evaluated this file).
@@ -172,8 +201,8 @@ for (const [key, describe] of Object.entries(fns)) {
 }
 
 /**
- * Wraps the asynchronous methods of a native class in place, a handle's `next()` first
- * served through `servedNow` (traced or not). Idempotent: a method already wrapped (by an
+ * Wraps the asynchronous methods of a native class in place, rejecting where V8 would
+ * throw (`rejecting`), a handle's `next()` served through `servedNow`, each traced. Idempotent: a method already wrapped (by an
  * earlier evaluation of this file) is wrapped again from its native function, never on
  * top of the earlier wrapper.
  */
@@ -184,8 +213,7 @@ function wrapMethods(Class, methods, describe) {
     const own = Object.getOwnPropertyDescriptor(proto, method);
     if (!own || typeof own.value !== 'function') continue;
     const original = own.value[ORIGINAL] ?? own.value;
-    const base = Class === native.Sequence && method === 'next' ? servedNow(original, Class) : original;
-    if (base === original && channel === null) continue;
+    const base = Class === native.Sequence && method === 'next' ? servedNow(original, Class) : rejecting(original, method);
     Object.defineProperty(proto, method, { ...own, value: traced(base, method, describe) });
   }
 }

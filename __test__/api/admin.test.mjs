@@ -179,12 +179,7 @@ test('syncToMax raises the counter past imported data, never lowers it', async (
 test('syncToMax counts decimals an import left (Decimal128 ids), exactly', async () => {
   const { Decimal128 } = await import('mongodb');
   const products = env.db.collection('decimal_products');
-  await products.insertMany([
-    { _id: 5 },
-    { _id: Decimal128.fromString('100') },
-    { _id: Decimal128.fromString('NaN') },
-    { _id: Decimal128.fromString('1E+400') },
-  ]);
+  await products.insertMany([{ _id: 5 }, { _id: Decimal128.fromString('100') }, { _id: Decimal128.fromString('NaN') }, { _id: Decimal128.fromString('1E+400') }]);
   assert.equal(await seq.syncToMax(env.db, 'decimal_products', '_id', 'decimal-product'), 100);
   await products.insertOne({ _id: 'x', n: Decimal128.fromString('9007199254740993') });
   assert.equal(await seq.syncToMax(env.db, 'decimal_products', 'n', 'decimal-big', { bigint: true }), 9007199254740993n);

@@ -48,3 +48,21 @@ test('listSequences projects the value and configuration fields, and lists every
   assert.equal(find.projection.notes, undefined);
   assert.ok(!Object.values(find.projection).includes(0), 'an inclusion projection: other fields never travel');
 });
+
+test('a counter past 2^53 - 1 is listed to a reader of numbers at 100 %, the others as they are', async () => {
+  const { Long } = await import('mongodb');
+  const coll = env.db.collection('past_safe');
+  await coll.insertMany([
+    { _id: 'big', sequence_value: Long.fromString('9007199254740993') },
+    { _id: 'small', sequence_value: 7 },
+  ]);
+  const numbers = await seq.listSequences(env.db, { collection: 'past_safe' });
+  const big = numbers.find((c) => c.name === 'big');
+  assert.equal(typeof big.value, 'number');
+  assert.equal(big.value, 9007199254740992, 'the nearest number');
+  assert.equal(big.rangeKind, 'number');
+  assert.equal(big.usedPercent, 100);
+  assert.equal(numbers.find((c) => c.name === 'small').value, 7);
+  const exact = await seq.listSequences(env.db, { collection: 'past_safe', bigint: true });
+  assert.equal(exact.find((c) => c.name === 'big').value, 9007199254740993n);
+});

@@ -135,8 +135,37 @@ test('a handle that cannot keep what the entry needs, and a this that is no hand
   const made = seq.sequence(env.db, 'made-from', { cache: 3, upsert: true });
   await made.next();
   for (const self of [{}, null, undefined, 42, Object.create(seq.Sequence.prototype), Object.create(made)]) {
-    assert.deepEqual(await outcome(seq.Sequence.prototype.next, self), await outcome(nativeNext, self), String(self));
+    const natively = await outcome(nativeNext, self);
+    const wrapped = await outcome(seq.Sequence.prototype.next, self);
+    if (natively[0] === 'thrown') {
+      // The package's next() never throws: it rejects with a code of ours.
+      assert.deepEqual(wrapped.slice(0, 2), ['rejected', 'INVALID_ARGUMENT'], String(self));
+      assert.match(wrapped[2], /next\(\) must be called on a sequence handle/);
+    } else {
+      assert.deepEqual(wrapped, natively, String(self));
+    }
   }
+});
+
+test('a method passed on without its handle ([1, 2].map(h.next)) rejects with INVALID_ARGUMENT, never throws', async () => {
+  const h = seq.sequence(env.db, 'detached', { cache: 5, upsert: true });
+  const methods = { next: [], nextBatch: [2], nextRange: [2], current: [], init: [], set: [5], raiseTo: [5], reset: [], drop: [], release: [], syncToMax: ['c', 'f'] };
+  for (const [method, args] of Object.entries(methods)) {
+    const detached = h[method];
+    for (const self of [undefined, {}]) {
+      let promise;
+      assert.doesNotThrow(() => {
+        promise = detached.apply(self, args);
+      }, method);
+      await rejectsWithCode(assert, promise, 'INVALID_ARGUMENT', new RegExp(`${method}\\(\\) must be called on a sequence handle`));
+    }
+  }
+  const settled = await Promise.allSettled([1, 2].map(h.next));
+  assert.deepEqual(
+    settled.map((r) => r.reason?.code),
+    ['INVALID_ARGUMENT', 'INVALID_ARGUMENT'],
+  );
+  assert.equal(await h.next(), 1, 'the handle itself is untouched');
 });
 
 test('a handle closed with its client: next() rejects with CLIENT_CLOSED, as natively', async () => {

@@ -26,6 +26,8 @@ export async function functions(): Promise<void> {
   const accepted: number | bigint | string = either;
   // @ts-expect-error unknown options are refused
   await getNextSequenceValue(db, 'x', { colection: 'typo' });
+  // @ts-expect-error a range is two numbers: no format
+  await getNextSequenceRange(db, 'x', 3, { format: 'X{seq}' });
   void [plain, withUpsert, big, formatted, batch, first, bigLast, notBig, notNumber, collapsed, accepted];
 }
 
@@ -45,6 +47,8 @@ export async function handles(): Promise<void> {
   const stored: number = await invoices.current();
   // @ts-expect-error a formatted handle gives strings
   const notText: number = await invoices.next();
+  // @ts-expect-error a formatted handle has no ranges
+  await invoices.nextRange(3);
   const name: string = numbers.name;
   const created: boolean = await numbers.init({ start: 10, maxValue: 99, cycle: true });
   // @ts-expect-error init takes no unknown option

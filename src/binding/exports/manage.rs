@@ -97,9 +97,11 @@ pub fn list_sequences<'env>(
             );
             let mut entries = Vec::new();
             for counter in listed.await? {
-                let label = counter.id.to_string();
                 entries.push(Listed {
-                    value: Value::checked(&label, counter.value, options.bigint)?,
+                    // One counter past 2^53 - 1 must not hide the others from a reader of
+                    // numbers (a monitoring loop): it is listed, its value the nearest
+                    // number, its `usedPercent` 100 of `rangeKind: 'number'`.
+                    value: Value::of(counter.value, options.bigint),
                     capacity: counter.capacity(options.bigint),
                     capacity_as_number: counter.capacity(false),
                     stored: counter.stored,

@@ -368,7 +368,8 @@ impl Sequence {
         })
     }
 
-    /// Deletes the counter. Resolves `true` when it existed.
+    /// Deletes the counter: its document, unless the document holds something else (other
+    /// counters), of which only the counter's fields are removed. Resolves `true` when it existed.
     #[napi(ts_return_type = "Promise<boolean>")]
     pub fn drop<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, Output>> {
         promise_call(env, "Sequence.drop", || {

@@ -151,7 +151,7 @@ pub async fn drop_counter<S: CounterStore>(store: &S, counter: &CounterRef) -> S
 /// field may match, so what this process holds of each is forgotten around the write, as
 /// a `set` of one counter forgets its own: no cached block from before the write is
 /// handed out after it. Bounded by the call timeout; the fenced write runs to its end
-/// (see `PreparedCounter::set`).
+/// (see `Managed::set`).
 pub async fn set_counters_where(
     handle: Arc<ClientHandle>,
     database: String,
@@ -166,7 +166,7 @@ pub async fn set_counters_where(
         // Its command is published as a round-trip event.
         .publishing_commands();
     // Admitted before anything is sent, and looked at again once fenced, as a write of
-    // one counter is (`PreparedCounter::set`).
+    // one counter is (`Managed::set`).
     let admission = handle.admit()?;
     let write = to_its_end(async move {
         let gated = async {
