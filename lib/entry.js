@@ -98,21 +98,22 @@ function traced(fn, operation, describe) {
  * detaches the method) with a TypeError before the addon runs, and the package's
  * promise-returning calls never throw (docs/errors.md).
  */
-function callRejecting(fn, method, self, args) {
+function callRejecting(fn, method, self, args, owner = 'a sequence handle') {
   try {
     return fn.apply(self, args);
   } catch (error) {
-    if (typeof error?.code === 'string') return Promise.reject(error);
-    const message = `${method}() must be called on a sequence handle (h.${method}(), or h.${method}.bind(h) to pass it on)`;
+    // V8's receiver check throws a TypeError without a code; anything else is rejected as it is.
+    if (!(error instanceof TypeError) || error.code !== undefined) return Promise.reject(error);
+    const message = `${method}() must be called on ${owner} (h.${method}(), or h.${method}.bind(h) to pass it on)`;
     return Promise.reject(codedError('INVALID_ARGUMENT', message, { cause: error }));
   }
 }
 
-/** `fn`, a native method that returns a promise, rejecting where V8 would throw (`callRejecting`). */
-function rejecting(fn, method) {
+/** `fn`, a native method of `owner`s that returns a promise, rejecting where V8 would throw (`callRejecting`). */
+function rejecting(fn, method, owner) {
   const wrapper = {
     [fn.name]() {
-      return callRejecting(fn, method, this, arguments);
+      return callRejecting(fn, method, this, arguments, owner);
     },
   }[fn.name];
   Object.defineProperty(wrapper, 'length', { value: fn.length });
@@ -213,7 +214,8 @@ function wrapMethods(Class, methods, describe) {
     const own = Object.getOwnPropertyDescriptor(proto, method);
     if (!own || typeof own.value !== 'function') continue;
     const original = own.value[ORIGINAL] ?? own.value;
-    const base = Class === native.Sequence && method === 'next' ? servedNow(original, Class) : rejecting(original, method);
+    const owner = Class === native.Sequence ? 'a sequence handle' : `a ${Class.name}`;
+    const base = Class === native.Sequence && method === 'next' ? servedNow(original, Class) : rejecting(original, method, owner);
     Object.defineProperty(proto, method, { ...own, value: traced(base, method, describe) });
   }
 }

@@ -24,8 +24,11 @@ export type SequenceNumber<O> = O extends { bigint: true }
     ? number
     : number | bigint
 
-/** The options of `getNextSequenceRange`: those of `getNextSequenceValue` but `format` (a range is two numbers). */
-export type RangeOptions = SequenceOptions & { format?: undefined }
+/**
+ * Refuses options that give `format` where values are two numbers (`getNextSequenceRange`);
+ * options whose type may lack it (a `SequenceOptions` variable) pass.
+ */
+export type NoFormat<O> = O extends { format: string } ? { format: never } : unknown
 
 /**
  * A `sequence()` handle whose methods resolve with the types its options give
@@ -60,7 +63,7 @@ export type SequenceLimit<O> = O extends { bigint: true } ? bigint : number | bi
 export type ListedSequence<O> = {
   /** The counter's `_id`: a name, or the scope object of a scoped counter. */
   name: string | Record<string, string | number | boolean>
-  /** The counter's current value. */
+  /** The counter's current value (past 2^53 - 1 without `bigint`, the nearest number: `usedPercent` is 100 then). */
   value: SequenceNumber<O>
   /** Increment of a counter configured by `init`. */
   step?: SequenceLimit<O>

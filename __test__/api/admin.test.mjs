@@ -93,6 +93,10 @@ test('counters beside others in one document: init fills its own fields in, drop
   assert.equal(await invoices.drop(), true);
   assert.equal(await cached.drop(), true, 'the last one');
   assert.equal(await shop.findOne({ _id: 'shop' }), null, 'the document held nothing else: deleted');
+  // A neighbour named like one of the fields init stores is never overwritten by it.
+  await shop.insertOne({ _id: 'named-like-a-start', inv_start: 41 });
+  assert.equal(await seq.sequence(env.db, 'named-like-a-start', { field: 'inv' }).init({ start: 1 }), false, 'not created over it');
+  assert.deepEqual(await shop.findOne({ _id: 'named-like-a-start' }), { _id: 'named-like-a-start', inv_start: 41 });
   // Something another program keeps in a counter's document is never deleted with it.
   await shop.insertOne({ _id: 'described', sequence_value: 7, description: 'Order numbers' });
   assert.equal(await seq.sequence(env.db, 'described').drop(), true);
@@ -180,6 +184,9 @@ test('syncToMax counts decimals an import left (Decimal128 ids), exactly', async
   const { Decimal128 } = await import('mongodb');
   const products = env.db.collection('decimal_products');
   await products.insertMany([{ _id: 5 }, { _id: Decimal128.fromString('100') }, { _id: Decimal128.fromString('NaN') }, { _id: Decimal128.fromString('1E+400') }]);
+  assert.equal(await seq.syncToMax(env.db, 'decimal_products', '_id', 'decimal-product'), 100);
+  // One just below 2^63 rounds up past it: skipped, never hiding the others.
+  await products.insertOne({ _id: Decimal128.fromString('9223372036854775807.5') });
   assert.equal(await seq.syncToMax(env.db, 'decimal_products', '_id', 'decimal-product'), 100);
   await products.insertOne({ _id: 'x', n: Decimal128.fromString('9007199254740993') });
   assert.equal(await seq.syncToMax(env.db, 'decimal_products', 'n', 'decimal-big', { bigint: true }), 9007199254740993n);

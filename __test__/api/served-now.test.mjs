@@ -160,6 +160,9 @@ test('a method passed on without its handle ([1, 2].map(h.next)) rejects with IN
       await rejectsWithCode(assert, promise, 'INVALID_ARGUMENT', new RegExp(`${method}\\(\\) must be called on a sequence handle`));
     }
   }
+  const client = await seq.connect(env.uri);
+  await rejectsWithCode(assert, client.close.call({}), 'INVALID_ARGUMENT', /close\(\) must be called on a SequenceClient/);
+  await client.close();
   const settled = await Promise.allSettled([1, 2].map(h.next));
   assert.deepEqual(
     settled.map((r) => r.reason?.code),

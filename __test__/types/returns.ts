@@ -28,6 +28,13 @@ export async function functions(): Promise<void> {
   await getNextSequenceValue(db, 'x', { colection: 'typo' });
   // @ts-expect-error a range is two numbers: no format
   await getNextSequenceRange(db, 'x', 3, { format: 'X{seq}' });
+  // Options typed as a whole (they may lack format) are taken, and shape the result.
+  const shared: SequenceOptions = { collection: 'c' };
+  const sharedRange = await getNextSequenceRange(db, 'x', 3, shared);
+  const sharedFirst: number | bigint = sharedRange.first;
+  const bigOnly = await getNextSequenceRange(db, 'x', 3, { bigint: true, collection: 'c' });
+  const bigFirst: bigint = bigOnly.first;
+  void [sharedFirst, bigFirst];
   void [plain, withUpsert, big, formatted, batch, first, bigLast, notBig, notNumber, collapsed, accepted];
 }
 

@@ -157,6 +157,17 @@ impl SeqError {
         )
     }
 
+    /// A counter configured by `init` whose configuration other code damaged (`damage`
+    /// names what is wrong).
+    pub fn damaged_configuration(name: &str, field: &str, damage: &str) -> Self {
+        Self::new(
+            ErrorCode::InvalidCounter,
+            format!(
+                "Sequence '{name}' (counter field '{field}') has {damage}; init stores the                  whole configuration: restore that field, or drop the counter and init it again"
+            ),
+        )
+    }
+
     /// A value that does not fit.
     pub fn overflow(message: impl Into<String>) -> Self {
         Self::new(ErrorCode::SequenceOverflow, message)

@@ -68,8 +68,8 @@ pub fn get_next_sequence_batch<'env>(
 /// on a configured one, negative when descending). Same `db`, options and errors as
 /// `getNextSequenceValue`.
 #[napi(
-    ts_generic_types = "O extends RangeOptions = {}",
-    ts_args_type = "db: SequenceDbLike, name: string | Record<string, string | number | boolean | bigint>, count: number, options?: O",
+    ts_generic_types = "O extends SequenceOptions = {}",
+    ts_args_type = "db: SequenceDbLike, name: string | Record<string, string | number | boolean | bigint>, count: number, options?: O & NoFormat<O>",
     ts_return_type = "Promise<{ first: SequenceNumber<O>; last: SequenceNumber<O>; count: number; step: number }>"
 )]
 pub fn get_next_sequence_range<'env>(

@@ -231,3 +231,31 @@ fn a_client_closed_while_it_retires_stops_waiting_for_its_calls() {
         assert_eq!(pending.await.unwrap_err().code, ErrorCode::ClientClosed);
     });
 }
+
+/// The close that moves a client to closed (its user's, or the one that ends a
+/// retirement) takes its counter states, to give back their cached tails: none is left
+/// to serve a call, and a later close finds nothing to give back.
+#[test]
+fn the_close_that_closes_a_client_takes_its_counter_states() {
+    run(async {
+        for retire in [false, true] {
+            let handle = never_timing_out().await;
+            let _held = handle.counter_state("db", &counter("counters", "seq", "a"));
+            assert_eq!(handle.counter_states_in("db", "counters", "seq").len(), 1);
+            if retire {
+                handle.retire().await;
+            } else {
+                handle.close_within(Duration::from_secs(20)).await;
+            }
+            assert_eq!(handle.phase(), Phase::Closed);
+            assert!(
+                handle.counter_states_in("db", "counters", "seq").is_empty(),
+                "taken by the close (retired: {retire})"
+            );
+            assert!(
+                handle.close_within(Duration::from_secs(20)).await,
+                "nothing left to do"
+            );
+        }
+    });
+}

@@ -180,13 +180,14 @@ impl MongoDriver {
         counter: &str,
     ) -> SeqResult<Option<i64>> {
         let collection = self.database().collection::<Document>(source);
-        // Doubles and decimals of 2^63 and more (and infinities, NaN) are out of range:
-        // skip them on the server, so a stray 1e300 cannot hide the real extreme.
+        // Values outside the 64-bit range (a stray 1e300, 2^63 - 0.5 as a decimal, which
+        // rounds up past it; infinities, NaN) are skipped on the server: the first
+        // document of the sort must be usable, or it would hide the real extreme.
         let filter = doc! {
             path: {
                 "$type": ["int", "long", "double", "decimal"],
-                "$lt": I64_RANGE_END,
-                "$gte": -I64_RANGE_END,
+                "$lte": i64::MAX,
+                "$gte": i64::MIN,
             }
         };
         // The whole first field of the path: a projection of a numeric step (`a.0.b`)

@@ -240,7 +240,11 @@ impl CounterDoc {
     /// The stored configuration, or `INVALID_COUNTER` naming the damage.
     pub fn configuration(&self, counter: &CounterRef) -> SeqResult<Option<SequenceConfig>> {
         self.config.clone().map_err(|damage| {
-            crate::engine::error::SeqError::invalid_counter(&counter.label, &counter.field, &damage)
+            crate::engine::error::SeqError::damaged_configuration(
+                &counter.label,
+                &counter.field,
+                &damage,
+            )
         })
     }
 }

@@ -290,9 +290,9 @@ mod tests {
     }
 
     /// The store hands the driver the counter's fields only; the creation's update
-    /// (`$set`, never an insert: a document may hold other counters) flags a cached
-    /// fetch's counter under the marks' field, by a dotted path that leaves the other
-    /// counters' marks as they are.
+    /// (`$set`, never an insert: a document may hold other counters) makes the counter's
+    /// marks anew (a cached fetch's flag, or none), by a dotted path that leaves the
+    /// other counters' marks as they are.
     #[test]
     fn a_cached_fetch_creating_its_counter_flags_it_beside_other_marks() {
         let store = DriverStore(Inserts::default());
@@ -307,11 +307,11 @@ mod tests {
         assert_eq!(created, vec![doc! { "seq": 5 }, doc! { "seq": 5 }]);
         assert_eq!(
             filters::creation(&cached, doc! { "seq": 5 }),
-            doc! { "$set": { "seq": 5, "_mseq_marks.seq.cached": token.to_bson() } }
+            doc! { "$set": { "seq": 5, "_mseq_marks.seq": { "cached": token.to_bson() } } }
         );
         assert_eq!(
             filters::creation(&counter, doc! { "seq": 5 }),
-            doc! { "$set": { "seq": 5 } }
+            doc! { "$set": { "seq": 5 }, "$unset": { "_mseq_marks.seq": "" } }
         );
     }
 }

@@ -263,22 +263,34 @@ pub fn set_value(counter: &CounterRef, value: i64) -> Document {
     )
 }
 
-/// The filter of a creation: the counter's document without the counter's field. It
-/// matches a document that holds other counters (other fields) and not this one, which
-/// the creation fills in; without one, the creation's upsert inserts the document; a
-/// document where the counter exists matches nothing, and the upsert then collides with
-/// it on the locator's index: the counter was not created.
-pub fn without_counter(counter: &CounterRef) -> Document {
+/// The filter of a creation that stores `fields` (the counter's value, start and
+/// configuration): the counter's document holding none of them. It matches a document
+/// that holds other counters and not this one, which the creation fills in; without one,
+/// the creation's upsert inserts the document. A document where the counter exists, or
+/// where another counter is named like one of the fields (`<field>_start` beside
+/// `<field>`), matches nothing: the upsert then collides with it on the locator's index
+/// and the counter is not created, nothing overwritten.
+pub fn without_counter(counter: &CounterRef, fields: &Document) -> Document {
     let mut filter = counter.filter();
-    filter.insert(counter.field.as_str(), doc! { "$exists": false });
+    for name in fields.keys() {
+        filter.insert(name.as_str(), doc! { "$exists": false });
+    }
     filter
 }
 
-/// The update of a creation ([`without_counter`]): `$set` each of `fields` (the value,
-/// start and configuration), and the cache flag of a cached fetch under the document's
-/// marks, beside the marks of the document's other counters.
+/// The update of a creation ([`without_counter`]): `$set` each of `fields`, and the
+/// counter's marks made anew (left by a counter of the same field removed by other code,
+/// they would not be this one's): a cached fetch's flag alone, or none.
 pub fn creation(counter: &CounterRef, fields: Document) -> Document {
-    flagged(counter, doc! { "$set": fields })
+    let marks = CacheMarks::of(&counter.field).all;
+    match counter.cached {
+        Some(token) => {
+            let mut set = fields;
+            set.insert(marks, doc! { CacheMarks::CACHED: token.to_bson() });
+            doc! { "$set": set }
+        }
+        None => doc! { "$set": fields, "$unset": { marks: "" } },
+    }
 }
 
 /// The top-level fields the document of `counter` holds for it alone: its field, its
@@ -553,12 +565,12 @@ mod tests {
         // A fetch that creates the counter stores the flag where its updates find it.
         assert_eq!(
             creation(&cached, doc! { "seq": 1 }),
-            doc! { "$set": { "seq": 1, "_mseq_marks.seq.cached": token.to_bson() } }
+            doc! { "$set": { "seq": 1, "_mseq_marks.seq": { "cached": token.to_bson() } } }
         );
         assert_eq!(
             creation(&c, doc! { "seq": 1 }),
-            doc! { "$set": { "seq": 1 } },
-            "only a cache's fetch flags"
+            doc! { "$set": { "seq": 1 }, "$unset": { "_mseq_marks.seq": "" } },
+            "only a cache's fetch flags; marks left by an earlier counter go"
         );
     }
 
@@ -606,8 +618,9 @@ mod tests {
             } }
         );
         assert_eq!(
-            without_counter(&named),
-            doc! { "_id": "a", "seq": { "$exists": false } }
+            without_counter(&named, &doc! { "seq": 0, "seq_start": 1 }),
+            doc! { "_id": "a", "seq": { "$exists": false }, "seq_start": { "$exists": false } },
+            "a neighbour named like one of its fields is never overwritten"
         );
     }
 

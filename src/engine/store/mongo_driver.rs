@@ -296,7 +296,7 @@ impl MongoDriver {
         let collection = self.counters(counter, session.is_some());
         let action = collection
             .update_one(
-                filters::without_counter(counter),
+                filters::without_counter(counter, &fields),
                 filters::creation(counter, fields),
             )
             .upsert(true);
